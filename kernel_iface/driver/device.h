@@ -1,0 +1,106 @@
+// User-space driver: one open lnpu device, its buffer objects, job
+// submission and fence waits. All errors are absl::Status values whose
+// message names the ioctl, the errno and what to do.
+//
+// Thread-safety: Device and Buffer methods may be called from several
+// threads at once (the kernel serializes what must be); a Buffer must not be
+// destroyed while another thread uses it. Buffers must not outlive their
+// Device.
+#ifndef KERNEL_IFACE_DRIVER_DEVICE_H_
+#define KERNEL_IFACE_DRIVER_DEVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "kernel_iface/driver/kernel_file.h"
+
+namespace lnpu {
+
+// A buffer object in device memory. Move-only; closes its handle (and
+// unmaps itself) on destruction.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  bool valid() const { return handle_ != 0; }
+  uint32_t handle() const { return handle_; }
+  uint64_t size() const { return size_; }
+  uint64_t device_addr() const { return device_addr_; }
+  uint32_t flags() const { return flags_; }
+
+  // Maps the whole buffer into this process (once; later calls return the
+  // same mapping).
+  absl::StatusOr<absl::Span<uint8_t>> Map();
+  // The mapping made by Map(), or an empty span.
+  absl::Span<uint8_t> mapped() const { return {mapped_, mapped_ ? size_ : 0}; }
+
+ private:
+  friend class Device;
+  void Release();
+
+  KernelFile* file_ = nullptr;
+  uint32_t handle_ = 0;
+  uint32_t flags_ = 0;
+  uint64_t size_ = 0;
+  uint64_t device_addr_ = 0;
+  uint8_t* mapped_ = nullptr;
+};
+
+struct SubmitArgs {
+  uint32_t engine = 0;                   // DRM_LNPU_ENGINE_*
+  const Buffer* cmd = nullptr;           // a DRM_LNPU_BO_CMDBUF buffer
+  uint32_t cmd_offset = 0;
+  uint32_t cmd_size = 0;
+  absl::Span<const uint32_t> bo_handles; // every buffer the job touches
+  absl::Span<const uint64_t> in_fences;  // fences this job waits for
+};
+
+class Device {
+ public:
+  // Where Open() looks for a device.
+  //   "auto": the first /dev/accel/accel* node whose DRM driver name is
+  //           LNPU_DRIVER_NAME, else the process-wide software NPU;
+  //   "soft": the process-wide software NPU;
+  //   a path: that node, which must be an lnpu device.
+  static absl::StatusOr<std::unique_ptr<Device>> Open(
+      const std::string& where = "auto");
+
+  // Wraps an already open file (the software NPU, a test double, ...).
+  explicit Device(std::unique_ptr<KernelFile> file);
+  ~Device();
+
+  absl::StatusOr<uint64_t> GetParam(uint32_t param) const;
+  absl::StatusOr<Buffer> CreateBuffer(uint64_t size, uint32_t flags = 0);
+
+  // Queues a job; returns its fence.
+  absl::StatusOr<uint64_t> Submit(const SubmitArgs& args);
+
+  // Waits until all (or, with any = true, one) of `fences` signalled, or
+  // until `deadline`. DeadlineExceeded on timeout; Internal when a waited
+  // job faulted (-EIO); Aborted when it was cancelled (-ECANCELED).
+  absl::Status Wait(absl::Span<const uint64_t> fences, absl::Time deadline,
+                    bool any = false);
+  absl::Status Wait(uint64_t fence, absl::Time deadline) {
+    return Wait(absl::MakeConstSpan(&fence, 1), deadline);
+  }
+
+  KernelFile& file() const { return *file_; }
+  std::string Describe() const { return file_->Describe(); }
+
+ private:
+  std::unique_ptr<KernelFile> file_;
+};
+
+}  // namespace lnpu
+
+#endif  // KERNEL_IFACE_DRIVER_DEVICE_H_

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lnpu: UAPI of the LLM NPU accel device.
+ *
+ * This header is the whole contract between user space and an lnpu kernel
+ * driver (or the in-process software NPU, which serves the same ioctls).
+ * A driver for real hardware implements exactly what is written here; see
+ * docs/uapi.md for the prose reference.
+ *
+ * Conventions (as in drivers/accel/{ivpu,rocket,ethosu}):
+ *  - fixed-size types only; user pointers travel as __u64; every struct is a
+ *    multiple of 8 bytes with explicit padding;
+ *  - non-zero pad/reserved fields and unknown flags are rejected with EINVAL;
+ *  - ioctl numbers are DRM_COMMAND_BASE + n and append-only;
+ *  - handles are per open file and non-zero; an unknown handle gives ENOENT.
+ *
+ * Fields are marked [in] (set by user space) or [out] (set by the driver).
+ */
+#ifndef LNPU_ACCEL_H_
+#define LNPU_ACCEL_H_
+
+#include <drm.h>
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+/* Name reported by DRM_IOCTL_VERSION. User space opens /dev/accel/accel<N>
+ * and accepts the node only if this name matches. */
+#define LNPU_DRIVER_NAME "lnpu"
+
+/* UAPI version, reported by DRM_LNPU_PARAM_UAPI_VERSION as
+ * (major << 16) | minor. Minor bumps are backwards compatible. */
+#define LNPU_UAPI_VERSION_MAJOR 1
+#define LNPU_UAPI_VERSION_MINOR 0
+
+#define DRM_LNPU_GET_PARAM 0x00
+#define DRM_LNPU_BO_CREATE 0x01
+#define DRM_LNPU_BO_INFO 0x02
+#define DRM_LNPU_SUBMIT 0x03
+#define DRM_LNPU_WAIT 0x04
+
+#define DRM_IOCTL_LNPU_GET_PARAM \
+  DRM_IOWR(DRM_COMMAND_BASE + DRM_LNPU_GET_PARAM, struct drm_lnpu_get_param)
+#define DRM_IOCTL_LNPU_BO_CREATE \
+  DRM_IOWR(DRM_COMMAND_BASE + DRM_LNPU_BO_CREATE, struct drm_lnpu_bo_create)
+#define DRM_IOCTL_LNPU_BO_INFO \
+  DRM_IOWR(DRM_COMMAND_BASE + DRM_LNPU_BO_INFO, struct drm_lnpu_bo_info)
+#define DRM_IOCTL_LNPU_SUBMIT \
+  DRM_IOWR(DRM_COMMAND_BASE + DRM_LNPU_SUBMIT, struct drm_lnpu_submit)
+#define DRM_IOCTL_LNPU_WAIT \
+  DRM_IOWR(DRM_COMMAND_BASE + DRM_LNPU_WAIT, struct drm_lnpu_wait)
+
+/* ---------------------------------------------------------------------- */
+/* DRM_LNPU_GET_PARAM: read one device parameter.                          */
+
+#define DRM_LNPU_PARAM_UAPI_VERSION 0     /* (major << 16) | minor */
+#define DRM_LNPU_PARAM_DEVICE_ID 1        /* vendor-defined device id */
+#define DRM_LNPU_PARAM_CAPABILITIES 2     /* DRM_LNPU_CAP_* bit mask */
+#define DRM_LNPU_PARAM_MEMORY_SIZE 3      /* bytes of device memory */
+#define DRM_LNPU_PARAM_MEMORY_USED 4      /* bytes currently allocated, all files */
+#define DRM_LNPU_PARAM_ENGINE_MASK 5      /* bit (1 << DRM_LNPU_ENGINE_*) per engine */
+#define DRM_LNPU_PARAM_BO_ALIGNMENT 6     /* size and device-address granule */
+#define DRM_LNPU_PARAM_MAX_CMD_SIZE 7     /* max bytes of one job's command stream */
+#define DRM_LNPU_PARAM_MAX_JOB_BOS 8      /* max bo_count of one submit */
+#define DRM_LNPU_PARAM_JOB_TIMEOUT_MS 9   /* a job running longer is aborted */
+#define DRM_LNPU_PARAM_COMPUTE_UNITS 10   /* parallel compute units (cores) */
+#define DRM_LNPU_PARAM_MAX_IN_FENCES 11   /* max in_fence_count of one submit */
+#define DRM_LNPU_PARAM_COUNT 12           /* first unknown id: EINVAL */
+
+/* Capabilities. */
+#define DRM_LNPU_CAP_DTYPE_F16 (1ull << 0)  /* F16 weights, tables */
+#define DRM_LNPU_CAP_IN_FENCES (1ull << 1)  /* submit may wait on fences */
+#define DRM_LNPU_CAP_SOFTWARE (1ull << 2)   /* device is the software model */
+
+struct drm_lnpu_get_param {
+  __u32 param; /* [in] DRM_LNPU_PARAM_* */
+  __u32 pad;   /* [in] must be 0 */
+  __u64 value; /* [out] */
+};
+
+/* ---------------------------------------------------------------------- */
+/* DRM_LNPU_BO_CREATE: allocate a buffer object in device memory.          */
+/* Errors: EINVAL size 0 / too large / unknown flags / pad != 0;           */
+/*         ENOMEM device memory exhausted.                                 */
+
+/* The BO holds a command stream. It may be named as cmd_handle of a submit
+ * and must not appear in the job's bo_handles (commands cannot touch it). */
+#define DRM_LNPU_BO_CMDBUF (1u << 0)
+#define DRM_LNPU_BO_FLAGS_ALL (DRM_LNPU_BO_CMDBUF)
+
+struct drm_lnpu_bo_create {
+  __u64 size;        /* [in] bytes; rounded up to DRM_LNPU_PARAM_BO_ALIGNMENT */
+  __u32 flags;       /* [in] DRM_LNPU_BO_* */
+  __u32 handle;      /* [out] non-zero, valid in this open file only */
+  __u64 device_addr; /* [out] address commands use; never 0 */
+};
+
+/* ---------------------------------------------------------------------- */
+/* DRM_LNPU_BO_INFO: query a BO; mmap_offset is passed to mmap(2).         */
+/* Errors: ENOENT unknown handle; EINVAL pad != 0.                         */
+
+struct drm_lnpu_bo_info {
+  __u32 handle;      /* [in] */
+  __u32 flags;       /* [out] flags given at creation */
+  __u64 size;        /* [out] allocated (rounded) size */
+  __u64 mmap_offset; /* [out] fake offset for mmap(2) on this file */
+  __u64 device_addr; /* [out] */
+};
+
+/* ---------------------------------------------------------------------- */
+/* DRM_LNPU_SUBMIT: queue a command stream on one engine.                  */
+/*
+ * The command stream is cmd_size bytes at cmd_offset of BO cmd_handle (a
+ * DRM_LNPU_BO_CMDBUF BO). Every buffer that any command reads or writes
+ * must be listed in bo_handles; before anything runs, the driver parses the
+ * whole stream and rejects (EINVAL) a command whose opcode is unknown or
+ * not served by the engine, whose size or fields are malformed, or whose
+ * operand range is not inside one listed BO. Data-dependent checks (an
+ * index read from memory) happen while running; a failure faults the job.
+ *
+ * The job starts after every fence in in_fences has signalled (fences of
+ * this file). Jobs on one engine run in submission order.
+ *
+ * Errors: EINVAL bad engine, flags, pad, counts, offsets or command;
+ *         ENOENT unknown BO handle or in-fence; EFAULT null array pointer;
+ *         ECANCELED the file's context was banned after a job fault/timeout.
+ */
+#define DRM_LNPU_ENGINE_COMPUTE 0
+#define DRM_LNPU_ENGINE_DMA 1
+#define DRM_LNPU_ENGINE_COUNT 2
+
+struct drm_lnpu_submit {
+  __u64 bo_handles;     /* [in] pointer to __u32[bo_count] */
+  __u64 in_fences;      /* [in] pointer to __u64[in_fence_count] */
+  __u32 bo_count;       /* [in] 0..DRM_LNPU_PARAM_MAX_JOB_BOS */
+  __u32 in_fence_count; /* [in] 0..DRM_LNPU_PARAM_MAX_IN_FENCES */
+  __u32 engine;         /* [in] DRM_LNPU_ENGINE_* */
+  __u32 cmd_handle;     /* [in] DRM_LNPU_BO_CMDBUF BO */
+  __u32 cmd_offset;     /* [in] multiple of 8, inside the BO */
+  __u32 cmd_size;       /* [in] multiple of 8, > 0, inside the BO */
+  __u32 flags;          /* [in] must be 0 */
+  __u32 pad;            /* [in] must be 0 */
+  __u64 fence;          /* [out] fence id of this job, > 0, per file */
+};
+
+/* ---------------------------------------------------------------------- */
+/* DRM_LNPU_WAIT: wait until fences signal.                                */
+/*
+ * timeout_ns is an absolute CLOCK_MONOTONIC time; the call is restartable
+ * after EINTR with the same arguments. With DRM_LNPU_WAIT_ANY it returns
+ * when one fence signalled, else when all did.
+ *
+ * Errors: ETIMEDOUT deadline passed; ENOENT unknown fence; EINVAL flags,
+ * pad or count; EFAULT null array pointer.
+ * On success job_error is 0 if every waited job completed, otherwise the
+ * negative errno of the first failed one: -EIO the job faulted while
+ * running, -ECANCELED it was aborted (timeout, reset or banned context).
+ */
+#define DRM_LNPU_WAIT_ANY (1u << 0)
+#define DRM_LNPU_WAIT_FLAGS_ALL (DRM_LNPU_WAIT_ANY)
+
+struct drm_lnpu_wait {
+  __u64 fences;      /* [in] pointer to __u64[fence_count] */
+  __u32 fence_count; /* [in] 1..DRM_LNPU_PARAM_MAX_IN_FENCES */
+  __u32 flags;       /* [in] DRM_LNPU_WAIT_* */
+  __s64 timeout_ns;  /* [in] absolute CLOCK_MONOTONIC deadline */
+  __s32 job_error;   /* [out] 0, -EIO or -ECANCELED */
+  __u32 signalled;   /* [out] index of a signalled fence (WAIT_ANY) */
+};
+
+/* ====================================================================== */
+/* Command stream                                                          */
+/*
+ * A stream is a sequence of commands, each starting with
+ * struct lnpu_cmd_header and 8-byte aligned; header.size covers the whole
+ * command and equals sizeof() of the opcode's struct. Addresses are device
+ * addresses (BO device_addr + offset) and must be aligned to the element
+ * size of the operand. All element counts must be > 0. Matrices are
+ * row-major; "rows" is the token dimension.
+ */
+
+/* Element types. */
+#define LNPU_DTYPE_F32 0
+#define LNPU_DTYPE_F16 1
+#define LNPU_DTYPE_I32 2
+#define LNPU_DTYPE_U8 3
+
+/* Opcodes. Engines: C = compute, D = DMA. */
+#define LNPU_OP_NOP 0          /* C D */
+#define LNPU_OP_GATHER_ROWS 1  /* C   embedding lookup / row select */
+#define LNPU_OP_RMS_NORM 2     /* C */
+#define LNPU_OP_MATMUL 3       /* C   dst = src * W^T (+ bias) (+ dst) */
+#define LNPU_OP_ROPE 4         /* C */
+#define LNPU_OP_ATTENTION 5    /* C   masked cache + causal new rows */
+#define LNPU_OP_SWIGLU 6       /* C */
+#define LNPU_OP_ADD 7          /* C */
+#define LNPU_OP_COPY 8         /* C D */
+#define LNPU_OP_SCATTER_ROWS 9 /* D   KV rows into cache slots */
+#define LNPU_OP_COUNT 10
+
+struct lnpu_cmd_header {
+  __u16 opcode; /* LNPU_OP_* */
+  __u16 flags;  /* per opcode; unknown bits rejected */
+  __u32 size;   /* bytes of the whole command */
+};
+
+struct lnpu_cmd_nop {
+  struct lnpu_cmd_header hdr;
+};
+
+/* dst[i][:] = f32(table[indices[i]][:]) for i < count. An index outside
+ * [0, table_rows) faults the job. table dtype F32 or F16. */
+struct lnpu_cmd_gather_rows {
+  struct lnpu_cmd_header hdr;
+  __u64 table;   /* table_rows x row_len, table_dtype */
+  __u64 indices; /* I32[count] */
+  __u64 dst;     /* F32[count][row_len] */
+  __u32 table_dtype;
+  __u32 row_len;
+  __u32 table_rows;
+  __u32 count;
+};
+
+/* dst[r] = src[r] / sqrt(mean(src[r]^2) + eps) * weight. In-place allowed. */
+struct lnpu_cmd_rms_norm {
+  struct lnpu_cmd_header hdr;
+  __u64 src;    /* F32[rows][dim] */
+  __u64 weight; /* F32[dim] */
+  __u64 dst;    /* F32[rows][dim] */
+  __u32 rows;
+  __u32 dim;
+  float eps; /* > 0 */
+  __u32 pad;
+};
+
+/* dst[r][n] = sum_k src[r][k] * weight[n][k] (+ bias[n]) (+ dst[r][n] if
+ * LNPU_MATMUL_ACCUMULATE). src and dst must not overlap. */
+#define LNPU_MATMUL_ACCUMULATE (1u << 0)
+#define LNPU_MATMUL_BIAS (1u << 1)
+#define LNPU_MATMUL_FLAGS_ALL (LNPU_MATMUL_ACCUMULATE | LNPU_MATMUL_BIAS)
+struct lnpu_cmd_matmul {
+  struct lnpu_cmd_header hdr; /* flags: LNPU_MATMUL_* */
+  __u64 src;    /* F32[rows][k] */
+  __u64 weight; /* weight_dtype[n][k] */
+  __u64 bias;   /* F32[n] with LNPU_MATMUL_BIAS, else must be 0 */
+  __u64 dst;    /* F32[rows][n] */
+  __u32 rows;
+  __u32 k;
+  __u32 n;
+  __u32 weight_dtype; /* F32 or F16 */
+};
+
+/* Rotary position embedding on the first rope_dim (even) dims of each
+ * head, at position positions[r] of row r. theta_i = pos * freq_scale *
+ * theta_base^(-2i/rope_dim). NORM rotates pairs (2i, 2i+1) (llama); NEOX
+ * rotates pairs (i, i + rope_dim/2) (qwen2, gpt-neox). In-place allowed. */
+#define LNPU_ROPE_MODE_NORM 0
+#define LNPU_ROPE_MODE_NEOX 1
+struct lnpu_cmd_rope {
+  struct lnpu_cmd_header hdr;
+  __u64 src;       /* F32[rows][heads][head_dim] */
+  __u64 dst;       /* F32[rows][heads][head_dim] */
+  __u64 positions; /* I32[rows], >= 0 else the job faults */
+  __u32 rows;
+  __u32 heads;
+  __u32 head_dim;
+  __u32 rope_dim; /* even, <= head_dim */
+  float theta_base;
+  float freq_scale;
+  __u32 mode; /* LNPU_ROPE_MODE_* */
+  __u32 pad;
+};
+
+/* Grouped-query attention of `rows` new tokens over a fixed-capacity cache
+ * plus themselves. Query row r, head h (kv head h / (heads / kv_heads))
+ * attends to cache slot s iff mask[s] != 0, and to new row j iff j <= r.
+ *   dst[r][h] = softmax(scale * q.k) . v
+ * The cache holds `capacity` slots; nothing outside it is read. */
+struct lnpu_cmd_attention {
+  struct lnpu_cmd_header hdr;
+  __u64 q;       /* F32[rows][heads][head_dim] */
+  __u64 k_new;   /* F32[rows][kv_heads][head_dim] */
+  __u64 v_new;   /* F32[rows][kv_heads][head_dim] */
+  __u64 k_cache; /* kv_dtype[capacity][kv_heads][head_dim] */
+  __u64 v_cache; /* kv_dtype[capacity][kv_heads][head_dim] */
+  __u64 mask;    /* U8[capacity], 1 = slot visible */
+  __u64 dst;     /* F32[rows][heads][head_dim] */
+  __u32 rows;
+  __u32 capacity;
+  __u32 heads;    /* multiple of kv_heads */
+  __u32 kv_heads;
+  __u32 head_dim;
+  __u32 kv_dtype; /* F32 */
+  float scale;
+  __u32 pad;
+};
+
+/* dst[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). */
+struct lnpu_cmd_swiglu {
+  struct lnpu_cmd_header hdr;
+  __u64 gate; /* F32[count] */
+  __u64 up;   /* F32[count] */
+  __u64 dst;  /* F32[count] */
+  __u32 count;
+  __u32 pad;
+};
+
+/* dst[i] = a[i] + b[i]. */
+struct lnpu_cmd_add {
+  struct lnpu_cmd_header hdr;
+  __u64 a;   /* F32[count] */
+  __u64 b;   /* F32[count] */
+  __u64 dst; /* F32[count] */
+  __u32 count;
+  __u32 pad;
+};
+
+/* memmove of `bytes` bytes. */
+struct lnpu_cmd_copy {
+  struct lnpu_cmd_header hdr;
+  __u64 src;
+  __u64 dst;
+  __u64 bytes;
+};
+
+/* Row scatter, the KV-cache update:
+ *   for b < blocks, i < rows with s = indices[i] >= 0:
+ *     copy row_bytes from src + b*src_block_stride + i*row_bytes
+ *                    to   dst + b*dst_block_stride + s*row_bytes
+ * A negative index skips the row (padding); an index >= dst_rows faults
+ * the job. With blocks = 2 * layers this updates every layer's K and V. */
+struct lnpu_cmd_scatter_rows {
+  struct lnpu_cmd_header hdr;
+  __u64 src;
+  __u64 dst;
+  __u64 indices; /* I32[rows] */
+  __u64 src_block_stride;
+  __u64 dst_block_stride;
+  __u32 row_bytes;
+  __u32 rows;
+  __u32 blocks;
+  __u32 dst_rows; /* slots per destination block */
+};
+
+#if defined(__cplusplus)
+}
+#endif
+
+#endif /* LNPU_ACCEL_H_ */
