@@ -1,0 +1,56 @@
+// Requests and results of text generation.
+#ifndef FRAMEWORK_GENERATION_H_
+#define FRAMEWORK_GENERATION_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lnpu::framework {
+
+enum class FinishReason {
+  kStop,       // the model produced an end-of-generation token
+  kLength,     // max_new_tokens reached, or the KV cache is full
+  kCancelled,  // the stream callback asked to stop
+};
+
+std::string_view FinishReasonName(FinishReason reason);  // "stop", ...
+
+struct GenerationConfig {
+  int max_new_tokens = 128;   // >= 1
+  float temperature = 0.0f;   // 0 = greedy (argmax, lowest id on ties)
+  int top_k = 0;              // 0 = no limit
+  float top_p = 1.0f;         // nucleus mass in (0, 1]
+  uint64_t seed = 0;          // sampling is reproducible for a given seed
+  bool add_bos = true;        // prepend BOS when the vocabulary asks for it
+  bool stop_at_eos = true;    // end at an end-of-generation token
+};
+
+struct GenerationStats {
+  int prompt_tokens = 0;
+  int generated_tokens = 0;
+  double time_to_first_token_ms = 0;  // request start to first token
+  double prefill_ms = 0;              // the prompt's forward passes
+  double decode_ms = 0;               // first token to the end
+  double decode_tokens_per_second = 0;  // (generated - 1) / decode time
+};
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;  // generated tokens (no prompt, no EOS)
+  std::string text;             // their text, whole UTF-8
+  FinishReason finish_reason = FinishReason::kStop;
+  GenerationStats stats;
+};
+
+// Called once per generated token with the text that became complete with
+// it (possibly empty while a multi-byte character is still incomplete).
+// Return false to stop generation (FinishReason::kCancelled). After the
+// last token, a held incomplete character is flushed as U+FFFD through
+// one more call with token -1.
+using StreamCallback = std::function<bool(int32_t token, std::string_view text)>;
+
+}  // namespace lnpu::framework
+
+#endif  // FRAMEWORK_GENERATION_H_

@@ -1,0 +1,238 @@
+#include "kernel_iface/driver/device.h"
+
+#include <time.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kernel_iface/driver/linux_kernel_file.h"
+#include "kernel_iface/softnpu/soft_npu.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+
+namespace lnpu {
+namespace {
+
+// Maps an errno from `ioctl_name` to a status whose message says what the
+// caller can do about it.
+absl::Status IoctlError(std::string_view ioctl_name, int err,
+                        std::string_view detail) {
+  const std::string message =
+      absl::StrCat(ioctl_name, " failed: ", std::strerror(err), " (errno ",
+                   err, ")", detail.empty() ? "" : ": ", detail);
+  switch (err) {
+    case ENOENT:
+      return absl::NotFoundError(message);
+    case EINVAL:
+    case EFAULT:
+      return absl::InvalidArgumentError(message);
+    case ENOMEM:
+    case ENOSPC:
+      return absl::ResourceExhaustedError(absl::StrCat(
+          message, "; free buffers or lower the model's memory needs"));
+    case ETIMEDOUT:
+    case ETIME:
+      return absl::DeadlineExceededError(message);
+    case ECANCELED:
+      return absl::AbortedError(absl::StrCat(
+          message, "; the device context was banned after a job fault or "
+                   "timeout: reopen the device"));
+    case ENOTTY:
+      return absl::UnimplementedError(
+          absl::StrCat(message, "; the kernel driver is older than this "
+                                "user-space driver"));
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+int64_t MonotonicDeadlineNs(absl::Time deadline) {
+  if (deadline == absl::InfiniteFuture()) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t now_ns = int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+  const absl::Duration left = deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) return now_ns;
+  const int64_t left_ns = absl::ToInt64Nanoseconds(left);
+  if (left_ns > std::numeric_limits<int64_t>::max() - now_ns) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return now_ns + left_ns;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Buffer
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : file_(std::exchange(other.file_, nullptr)),
+      handle_(std::exchange(other.handle_, 0)),
+      flags_(std::exchange(other.flags_, 0)),
+      size_(std::exchange(other.size_, 0)),
+      device_addr_(std::exchange(other.device_addr_, 0)),
+      mapped_(std::exchange(other.mapped_, nullptr)) {}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    Release();
+    file_ = std::exchange(other.file_, nullptr);
+    handle_ = std::exchange(other.handle_, 0);
+    flags_ = std::exchange(other.flags_, 0);
+    size_ = std::exchange(other.size_, 0);
+    device_addr_ = std::exchange(other.device_addr_, 0);
+    mapped_ = std::exchange(other.mapped_, nullptr);
+  }
+  return *this;
+}
+
+Buffer::~Buffer() { Release(); }
+
+void Buffer::Release() {
+  if (handle_ == 0) return;
+  // Errors cannot be reported from a destructor; both calls only fail for
+  // arguments this class never produces.
+  if (mapped_ != nullptr) file_->Munmap(mapped_, size_);
+  drm_gem_close close_args{};
+  close_args.handle = handle_;
+  file_->Ioctl(DRM_IOCTL_GEM_CLOSE, &close_args);
+  handle_ = 0;
+  mapped_ = nullptr;
+}
+
+absl::StatusOr<absl::Span<uint8_t>> Buffer::Map() {
+  if (handle_ == 0) {
+    return absl::FailedPreconditionError("Map() on an empty Buffer");
+  }
+  if (mapped_ == nullptr) {
+    drm_lnpu_bo_info info{};
+    info.handle = handle_;
+    if (int err = file_->Ioctl(DRM_IOCTL_LNPU_BO_INFO, &info); err != 0) {
+      return IoctlError("DRM_IOCTL_LNPU_BO_INFO", err,
+                        absl::StrCat("handle ", handle_));
+    }
+    void* addr = nullptr;
+    if (int err = file_->Mmap(size_, info.mmap_offset, &addr); err != 0) {
+      return IoctlError("mmap", err, absl::StrCat(size_, " bytes"));
+    }
+    mapped_ = static_cast<uint8_t*>(addr);
+  }
+  return absl::Span<uint8_t>(mapped_, size_);
+}
+
+// ---------------------------------------------------------------- Device
+
+absl::StatusOr<std::unique_ptr<Device>> Device::Open(const std::string& where) {
+  if (where == "soft") {
+    return std::make_unique<Device>(softnpu::SoftNpu::Default()->Open());
+  }
+  if (where == "auto") {
+    for (const std::string& node : ListAccelNodes()) {
+      auto file = LinuxKernelFile::Open(node);
+      if (file.ok()) return std::make_unique<Device>(*std::move(file));
+    }
+    return std::make_unique<Device>(softnpu::SoftNpu::Default()->Open());
+  }
+  auto file = LinuxKernelFile::Open(where);
+  if (!file.ok()) {
+    return absl::Status(file.status().code(),
+                        absl::StrCat(file.status().message(),
+                                     "; use \"auto\" or \"soft\" for the "
+                                     "software NPU"));
+  }
+  return std::make_unique<Device>(*std::move(file));
+}
+
+Device::Device(std::unique_ptr<KernelFile> file) : file_(std::move(file)) {}
+
+Device::~Device() = default;
+
+absl::StatusOr<uint64_t> Device::GetParam(uint32_t param) const {
+  drm_lnpu_get_param args{};
+  args.param = param;
+  if (int err = file_->Ioctl(DRM_IOCTL_LNPU_GET_PARAM, &args); err != 0) {
+    return IoctlError("DRM_IOCTL_LNPU_GET_PARAM", err,
+                      absl::StrCat("param ", param));
+  }
+  return args.value;
+}
+
+absl::StatusOr<Buffer> Device::CreateBuffer(uint64_t size, uint32_t flags) {
+  drm_lnpu_bo_create args{};
+  args.size = size;
+  args.flags = flags;
+  if (int err = file_->Ioctl(DRM_IOCTL_LNPU_BO_CREATE, &args); err != 0) {
+    return IoctlError("DRM_IOCTL_LNPU_BO_CREATE", err,
+                      absl::StrCat(size, " bytes, flags 0x", absl::Hex(flags),
+                                   " on ", file_->Describe()));
+  }
+  Buffer buffer;
+  buffer.file_ = file_.get();
+  buffer.handle_ = args.handle;
+  buffer.flags_ = flags;
+  buffer.device_addr_ = args.device_addr;
+  // The driver rounds the size up; BO_INFO reports the real one.
+  drm_lnpu_bo_info info{};
+  info.handle = args.handle;
+  if (int err = file_->Ioctl(DRM_IOCTL_LNPU_BO_INFO, &info); err != 0) {
+    return IoctlError("DRM_IOCTL_LNPU_BO_INFO", err,
+                      absl::StrCat("handle ", args.handle));
+  }
+  buffer.size_ = info.size;
+  return buffer;
+}
+
+absl::StatusOr<uint64_t> Device::Submit(const SubmitArgs& args) {
+  if (args.cmd == nullptr || !args.cmd->valid()) {
+    return absl::InvalidArgumentError("Submit: no command buffer given");
+  }
+  drm_lnpu_submit submit{};
+  submit.bo_handles = reinterpret_cast<uintptr_t>(args.bo_handles.data());
+  submit.bo_count = static_cast<uint32_t>(args.bo_handles.size());
+  submit.in_fences = reinterpret_cast<uintptr_t>(args.in_fences.data());
+  submit.in_fence_count = static_cast<uint32_t>(args.in_fences.size());
+  submit.engine = args.engine;
+  submit.cmd_handle = args.cmd->handle();
+  submit.cmd_offset = args.cmd_offset;
+  submit.cmd_size = args.cmd_size;
+  if (int err = file_->Ioctl(DRM_IOCTL_LNPU_SUBMIT, &submit); err != 0) {
+    return IoctlError(
+        "DRM_IOCTL_LNPU_SUBMIT", err,
+        absl::StrCat("engine ", args.engine, ", ", args.cmd_size,
+                     " command bytes at offset ", args.cmd_offset, ", ",
+                     args.bo_handles.size(), " buffers, ",
+                     args.in_fences.size(), " in-fences"));
+  }
+  return submit.fence;
+}
+
+absl::Status Device::Wait(absl::Span<const uint64_t> fences,
+                          absl::Time deadline, bool any) {
+  drm_lnpu_wait wait{};
+  wait.fences = reinterpret_cast<uintptr_t>(fences.data());
+  wait.fence_count = static_cast<uint32_t>(fences.size());
+  wait.flags = any ? DRM_LNPU_WAIT_ANY : 0;
+  wait.timeout_ns = MonotonicDeadlineNs(deadline);
+  if (int err = file_->Ioctl(DRM_IOCTL_LNPU_WAIT, &wait); err != 0) {
+    return IoctlError("DRM_IOCTL_LNPU_WAIT", err,
+                      absl::StrCat("fences ", absl::StrJoin(fences, ",")));
+  }
+  if (wait.job_error == -EIO) {
+    return absl::InternalError(absl::StrCat(
+        "a job faulted on ", file_->Describe(),
+        " (fences ", absl::StrJoin(fences, ","), ")"));
+  }
+  if (wait.job_error != 0) {
+    return absl::AbortedError(absl::StrCat(
+        "a job was cancelled on ", file_->Describe(), " (",
+        std::strerror(-wait.job_error), "; fences ",
+        absl::StrJoin(fences, ","), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lnpu
