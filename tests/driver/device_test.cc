@@ -1,0 +1,279 @@
+// The user-space driver against a mock kernel: what it passes through the
+// seam, how it maps errno values to statuses, and Buffer lifetimes.
+#include "kernel_iface/driver/device.h"
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernel_iface/driver/linux_kernel_file.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+
+namespace lnpu {
+namespace {
+
+using ::testing::_;
+using ::testing::DoAll;
+using ::testing::HasSubstr;
+using ::testing::Invoke;
+using ::testing::Return;
+
+class MockKernelFile : public KernelFile {
+ public:
+  MOCK_METHOD(int, Ioctl, (unsigned long request, void* arg), (override));
+  MOCK_METHOD(int, Mmap, (uint64_t length, uint64_t offset, void** addr),
+              (override));
+  MOCK_METHOD(int, Munmap, (void* addr, uint64_t length), (override));
+  MOCK_METHOD(std::string, Describe, (), (const, override));
+};
+
+class DeviceTest : public ::testing::Test {
+ protected:
+  DeviceTest() {
+    auto file = std::make_unique<::testing::StrictMock<MockKernelFile>>();
+    kernel_ = file.get();
+    ON_CALL(*kernel_, Describe()).WillByDefault(Return("mock"));
+    EXPECT_CALL(*kernel_, Describe()).Times(::testing::AnyNumber());
+    device_ = std::make_unique<Device>(std::move(file));
+  }
+
+  // Expects BO_CREATE + BO_INFO for a buffer of `size` and answers them.
+  void ExpectCreate(uint32_t handle, uint64_t size, uint64_t rounded) {
+    EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_BO_CREATE, _))
+        .WillOnce(Invoke([=](unsigned long, void* arg) {
+          auto* create = static_cast<drm_lnpu_bo_create*>(arg);
+          EXPECT_EQ(create->size, size);
+          create->handle = handle;
+          create->device_addr = 0x10000;
+          return 0;
+        }));
+    EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_BO_INFO, _))
+        .WillOnce(Invoke([=](unsigned long, void* arg) {
+          auto* info = static_cast<drm_lnpu_bo_info*>(arg);
+          EXPECT_EQ(info->handle, handle);
+          info->size = rounded;
+          info->mmap_offset = 0x100000;
+          info->device_addr = 0x10000;
+          return 0;
+        }));
+  }
+
+  void ExpectClose(uint32_t handle) {
+    EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_GEM_CLOSE, _))
+        .WillOnce(Invoke([=](unsigned long, void* arg) {
+          EXPECT_EQ(static_cast<drm_gem_close*>(arg)->handle, handle);
+          return 0;
+        }));
+  }
+
+  MockKernelFile* kernel_;
+  std::unique_ptr<Device> device_;
+};
+
+TEST_F(DeviceTest, GetParamPassesIdAndReturnsValue) {
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_GET_PARAM, _))
+      .WillOnce(Invoke([](unsigned long, void* arg) {
+        auto* p = static_cast<drm_lnpu_get_param*>(arg);
+        EXPECT_EQ(p->param, DRM_LNPU_PARAM_MEMORY_SIZE);
+        EXPECT_EQ(p->pad, 0u);
+        p->value = 1234;
+        return 0;
+      }));
+  auto value = device_->GetParam(DRM_LNPU_PARAM_MEMORY_SIZE);
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ(*value, 1234u);
+}
+
+TEST_F(DeviceTest, ErrnoBecomesMatchingStatus) {
+  struct Case {
+    int err;
+    absl::StatusCode code;
+  };
+  for (const Case& c : {Case{ENOENT, absl::StatusCode::kNotFound},
+                        Case{EINVAL, absl::StatusCode::kInvalidArgument},
+                        Case{EFAULT, absl::StatusCode::kInvalidArgument},
+                        Case{ENOMEM, absl::StatusCode::kResourceExhausted},
+                        Case{ENOSPC, absl::StatusCode::kResourceExhausted},
+                        Case{ETIMEDOUT, absl::StatusCode::kDeadlineExceeded},
+                        Case{ECANCELED, absl::StatusCode::kAborted},
+                        Case{ENOTTY, absl::StatusCode::kUnimplemented},
+                        Case{EIO, absl::StatusCode::kInternal}}) {
+    EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_GET_PARAM, _))
+        .WillOnce(Return(c.err));
+    auto value = device_->GetParam(DRM_LNPU_PARAM_DEVICE_ID);
+    EXPECT_EQ(value.status().code(), c.code) << std::strerror(c.err);
+    EXPECT_THAT(std::string(value.status().message()),
+                HasSubstr("DRM_IOCTL_LNPU_GET_PARAM"));
+  }
+}
+
+TEST_F(DeviceTest, CreateBufferReportsRoundedSizeAndClosesOnDestruction) {
+  ExpectCreate(7, 100, 4096);
+  {
+    auto buffer = device_->CreateBuffer(100);
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    EXPECT_EQ(buffer->handle(), 7u);
+    EXPECT_EQ(buffer->size(), 4096u);
+    EXPECT_EQ(buffer->device_addr(), 0x10000u);
+    ExpectClose(7);
+  }
+}
+
+TEST_F(DeviceTest, OutOfMemoryNamesSizeAndAdvice) {
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_BO_CREATE, _))
+      .WillOnce(Return(ENOMEM));
+  auto buffer = device_->CreateBuffer(1ull << 40);
+  EXPECT_EQ(buffer.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(buffer.status().message()),
+              HasSubstr(std::to_string(1ull << 40)));
+}
+
+TEST_F(DeviceTest, MapOnceUnmapAndCloseOnDestruction) {
+  ExpectCreate(3, 4096, 4096);
+  std::vector<uint8_t> memory(4096);
+  auto buffer = device_->CreateBuffer(4096);
+  ASSERT_TRUE(buffer.ok());
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_BO_INFO, _))
+      .WillOnce(Invoke([](unsigned long, void* arg) {
+        auto* info = static_cast<drm_lnpu_bo_info*>(arg);
+        info->size = 4096;
+        info->mmap_offset = 0x200000;
+        return 0;
+      }));
+  EXPECT_CALL(*kernel_, Mmap(4096, 0x200000, _))
+      .WillOnce(DoAll(::testing::SetArgPointee<2>(memory.data()), Return(0)));
+  auto span = buffer->Map();
+  ASSERT_TRUE(span.ok());
+  EXPECT_EQ(span->data(), memory.data());
+  auto again = buffer->Map();  // no second ioctl or mmap
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->data(), memory.data());
+  EXPECT_EQ(buffer->mapped().size(), 4096u);
+
+  EXPECT_CALL(*kernel_, Munmap(memory.data(), 4096)).WillOnce(Return(0));
+  ExpectClose(3);
+  *buffer = Buffer();  // move-assigning an empty buffer releases the old one
+  EXPECT_FALSE(buffer->valid());
+}
+
+TEST_F(DeviceTest, MovedFromBufferDoesNotCloseTwice) {
+  ExpectCreate(9, 64, 4096);
+  auto buffer = device_->CreateBuffer(64);
+  ASSERT_TRUE(buffer.ok());
+  Buffer moved = std::move(*buffer);
+  EXPECT_FALSE(buffer->valid());
+  EXPECT_TRUE(moved.valid());
+  ExpectClose(9);
+}
+
+TEST_F(DeviceTest, SubmitFillsEveryField) {
+  ExpectCreate(5, 4096, 4096);
+  auto cmd = device_->CreateBuffer(4096, DRM_LNPU_BO_CMDBUF);
+  ASSERT_TRUE(cmd.ok());
+  const std::vector<uint32_t> handles = {11, 12};
+  const std::vector<uint64_t> fences = {4};
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_SUBMIT, _))
+      .WillOnce(Invoke([&](unsigned long, void* arg) {
+        auto* s = static_cast<drm_lnpu_submit*>(arg);
+        EXPECT_EQ(s->engine, uint32_t{DRM_LNPU_ENGINE_DMA});
+        EXPECT_EQ(s->cmd_handle, 5u);
+        EXPECT_EQ(s->cmd_offset, 64u);
+        EXPECT_EQ(s->cmd_size, 128u);
+        EXPECT_EQ(s->bo_count, 2u);
+        EXPECT_EQ(reinterpret_cast<const uint32_t*>(s->bo_handles)[1], 12u);
+        EXPECT_EQ(s->in_fence_count, 1u);
+        EXPECT_EQ(reinterpret_cast<const uint64_t*>(s->in_fences)[0], 4u);
+        EXPECT_EQ(s->flags, 0u);
+        EXPECT_EQ(s->pad, 0u);
+        s->fence = 77;
+        return 0;
+      }));
+  SubmitArgs args;
+  args.engine = DRM_LNPU_ENGINE_DMA;
+  args.cmd = &*cmd;
+  args.cmd_offset = 64;
+  args.cmd_size = 128;
+  args.bo_handles = handles;
+  args.in_fences = fences;
+  auto fence = device_->Submit(args);
+  ASSERT_TRUE(fence.ok()) << fence.status();
+  EXPECT_EQ(*fence, 77u);
+  ExpectClose(5);
+}
+
+TEST_F(DeviceTest, SubmitWithoutCommandBufferIsRejectedBeforeTheKernel) {
+  SubmitArgs args;
+  EXPECT_EQ(device_->Submit(args).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(DeviceTest, WaitTranslatesJobErrors) {
+  struct Case {
+    int job_error;
+    absl::StatusCode code;
+  };
+  for (const Case& c : {Case{0, absl::StatusCode::kOk},
+                        Case{-EIO, absl::StatusCode::kInternal},
+                        Case{-ECANCELED, absl::StatusCode::kAborted}}) {
+    EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_WAIT, _))
+        .WillOnce(Invoke([&](unsigned long, void* arg) {
+          auto* w = static_cast<drm_lnpu_wait*>(arg);
+          EXPECT_EQ(w->fence_count, 1u);
+          EXPECT_EQ(reinterpret_cast<const uint64_t*>(w->fences)[0], 3u);
+          EXPECT_GT(w->timeout_ns, 0);
+          w->job_error = c.job_error;
+          return 0;
+        }));
+    EXPECT_EQ(device_->Wait(3, absl::Now() + absl::Seconds(1)).code(), c.code);
+  }
+}
+
+TEST_F(DeviceTest, WaitTimeoutIsDeadlineExceededAndAnyFlagPassed) {
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_WAIT, _))
+      .WillOnce(Invoke([](unsigned long, void* arg) {
+        auto* w = static_cast<drm_lnpu_wait*>(arg);
+        EXPECT_EQ(w->flags, uint32_t{DRM_LNPU_WAIT_ANY});
+        EXPECT_EQ(w->fence_count, 2u);
+        return ETIMEDOUT;
+      }));
+  const uint64_t fences[] = {1, 2};
+  EXPECT_EQ(device_->Wait(fences, absl::Now(), /*any=*/true).code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(DeviceOpenTest, MissingNodeIsUnavailableWithAdvice) {
+  auto device = Device::Open("/dev/accel/does-not-exist");
+  EXPECT_EQ(device.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(device.status().message()), HasSubstr("soft"));
+}
+
+TEST(DeviceOpenTest, NonDrmNodeIsRefused) {
+  auto device = Device::Open("/dev/null");
+  EXPECT_EQ(device.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(device.status().message()),
+              HasSubstr("not a DRM accel node"));
+}
+
+TEST(DeviceOpenTest, SoftwareNpuAnswersVersionAndParams) {
+  auto device = Device::Open("soft");
+  ASSERT_TRUE(device.ok()) << device.status();
+  auto version = (*device)->GetParam(DRM_LNPU_PARAM_UAPI_VERSION);
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version >> 16, uint64_t{LNPU_UAPI_VERSION_MAJOR});
+  auto caps = (*device)->GetParam(DRM_LNPU_PARAM_CAPABILITIES);
+  ASSERT_TRUE(caps.ok());
+  EXPECT_NE(*caps & DRM_LNPU_CAP_SOFTWARE, 0u);
+}
+
+TEST(DeviceOpenTest, AutoFallsBackToSoftwareNpuWithoutNodes) {
+  if (!ListAccelNodes().empty()) GTEST_SKIP() << "this machine has accel nodes";
+  auto device = Device::Open("auto");
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_THAT((*device)->Describe(), HasSubstr("software"));
+}
+
+}  // namespace
+}  // namespace lnpu
