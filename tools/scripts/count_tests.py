@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""Counts test cases in meson's JUnit log and prints 'N passed, N failed'.
+
+With protocol 'gtest', meson records each GoogleTest case as a testcase;
+a suite that crashed before reporting its cases counts as one failure.
+Exits 1 when anything failed or nothing ran.
+"""
+import sys
+import xml.etree.ElementTree as ET
+
+
+def main(path):
+    passed = failed = skipped = 0
+    for case in ET.parse(path).getroot().iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed += 1
+        elif case.find("skipped") is not None:
+            skipped += 1
+        else:
+            passed += 1
+    line = f"{passed} passed, {failed} failed"
+    if skipped:
+        line += f", {skipped} skipped"
+    print(line)
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
