@@ -1,0 +1,52 @@
+// The metadata of a loaded model: hyperparameters, cache geometry, compiled
+// chunk sizes and tokenizer, copied out of the artifact so that nothing
+// refers to the artifact file after loading.
+#ifndef RUNTIME_MODEL_INFO_H_
+#define RUNTIME_MODEL_INFO_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lnpu::runtime {
+
+struct ModelInfo {
+  std::string architecture;  // GGUF general.architecture, e.g. "llama"
+  std::string name;          // GGUF general.name
+  uint32_t vocab_size = 0;
+  uint32_t dim = 0;
+  uint32_t n_layers = 0;
+  uint32_t n_heads = 0;
+  uint32_t n_kv_heads = 0;
+  uint32_t head_dim = 0;
+  uint32_t ffn_dim = 0;
+
+  // KV cache: kv_capacity slots per session.
+  uint32_t kv_capacity = 0;
+  uint32_t max_prompt_len = 0;
+  uint32_t min_response_len = 0;
+  // Row counts of the compiled prefill graphs, strictly ascending.
+  std::vector<uint32_t> prefill_chunks;
+
+  // Tokenizer (GGUF tokenizer.ggml.*).
+  bool tokenizer_is_byte_level_bpe = false;  // else SentencePiece-style BPE
+  std::string tokenizer_pre;
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> token_types;
+  std::vector<std::string> merges;
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  int32_t unk_id = -1;
+  int32_t pad_id = -1;
+  bool add_bos = false;
+  bool add_eos = false;
+  bool add_space_prefix = false;
+  std::string chat_template;
+
+  uint64_t weight_bytes = 0;  // size of the artifact's data section
+};
+
+}  // namespace lnpu::runtime
+
+#endif  // RUNTIME_MODEL_INFO_H_
