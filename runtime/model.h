@@ -1,0 +1,58 @@
+// A compiled model loaded onto a device.
+//
+// Load() reads and validates an artifact and copies its weights into one
+// device buffer, which every session of the model shares. Sessions hold
+// their own activations, KV cache, IO buffers and recorded command streams.
+//
+// Lifetime: the Device must outlive the Model and all of its sessions. A
+// Session may outlive the Model that created it (it shares the weights).
+// Thread-safety: all methods may be called from several threads at once.
+#ifndef RUNTIME_MODEL_H_
+#define RUNTIME_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kernel_iface/driver/device.h"
+#include "runtime/model_info.h"
+#include "runtime/program.h"
+#include "runtime/session.h"
+
+namespace lnpu::runtime {
+
+class Model {
+ public:
+  // Opens the artifact at `artifact_path` and loads it onto `device`.
+  // NotFound/InvalidArgument from the artifact reader or the validation of
+  // its contents against the device's limits; device errors as returned by
+  // the driver (ResourceExhausted when device memory is short).
+  static absl::StatusOr<std::unique_ptr<Model>> Load(Device& device,
+                                                     const std::string& artifact_path);
+
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelInfo& info() const { return program_->info(); }
+
+  // A new session with an empty cache: allocates and zeroes its buffers
+  // and records its command streams.
+  absl::StatusOr<std::unique_ptr<Session>> CreateSession();
+
+  // Device memory of the shared weights.
+  uint64_t device_memory_bytes() const { return weights_->size(); }
+
+ private:
+  Model(Device& device, std::shared_ptr<const Program> program,
+        std::shared_ptr<const Buffer> weights, bool chain_with_fences);
+
+  Device& device_;
+  const std::shared_ptr<const Program> program_;
+  const std::shared_ptr<const Buffer> weights_;
+  const bool chain_with_fences_;  // the device supports in-fences
+};
+
+}  // namespace lnpu::runtime
+
+#endif  // RUNTIME_MODEL_H_

@@ -1,0 +1,174 @@
+#include "runtime/program.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "compiler_artifacts/format/artifact.h"
+#include "compiler_artifacts/format/model_generated.h"
+
+namespace lnpu::runtime {
+namespace {
+
+namespace fb = ::lnpu::artifact::fb;
+
+std::string StringOf(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+template <typename T>
+std::vector<T> VectorOf(const flatbuffers::Vector<T>* v) {
+  return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>();
+}
+
+std::vector<std::string> StringsOf(
+    const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
+  std::vector<std::string> out;
+  if (v == nullptr) return out;
+  out.reserve(v->size());
+  for (const flatbuffers::String* s : *v) out.push_back(StringOf(s));
+  return out;
+}
+
+BufferKind KindOf(fb::BufferKind kind) {
+  switch (kind) {
+    case fb::BufferKind::Weights:
+      return BufferKind::kWeights;
+    case fb::BufferKind::Activations:
+      return BufferKind::kActivations;
+    case fb::BufferKind::KvCache:
+      return BufferKind::kKvCache;
+    case fb::BufferKind::Io:
+      return BufferKind::kIo;
+  }
+  return BufferKind::kIo;  // unreachable: the verifier rejects unknown kinds
+}
+
+// The verified model's metadata; prefill_chunks are filled in by the caller.
+ModelInfo InfoOf(const fb::Model& model, uint64_t data_bytes) {
+  const fb::HParams& hp = *model.hparams();
+  const fb::KvCache& kv = *model.kv_cache();
+  const fb::Tokenizer& tok = *model.tokenizer();
+  ModelInfo info;
+  info.architecture = StringOf(hp.architecture());
+  info.name = StringOf(hp.name());
+  info.vocab_size = hp.vocab_size();
+  info.dim = hp.dim();
+  info.n_layers = hp.n_layers();
+  info.n_heads = hp.n_heads();
+  info.n_kv_heads = hp.n_kv_heads();
+  info.head_dim = hp.head_dim();
+  info.ffn_dim = hp.ffn_dim();
+  info.kv_capacity = kv.capacity();
+  info.max_prompt_len = kv.max_prompt_len();
+  info.min_response_len = kv.min_response_len();
+  info.tokenizer_is_byte_level_bpe = tok.model() == fb::TokenizerModel::Gpt2;
+  info.tokenizer_pre = StringOf(tok.pre());
+  info.tokens = StringsOf(tok.tokens());
+  info.scores = VectorOf(tok.scores());
+  info.token_types = VectorOf(tok.token_types());
+  info.merges = StringsOf(tok.merges());
+  info.bos_id = tok.bos_id();
+  info.eos_id = tok.eos_id();
+  info.unk_id = tok.unk_id();
+  info.pad_id = tok.pad_id();
+  info.add_bos = tok.add_bos();
+  info.add_eos = tok.add_eos();
+  info.add_space_prefix = tok.add_space_prefix();
+  info.chat_template = StringOf(tok.chat_template());
+  info.weight_bytes = data_bytes;
+  return info;
+}
+
+BufferLocation LocationOf(const fb::Operand& op) { return {op.buffer(), op.offset()}; }
+
+}  // namespace
+
+absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact,
+                                              const DeviceLimits& limits) {
+  const fb::Model& model = artifact.model();
+  Program program;
+  program.info_ = InfoOf(model, artifact.data().size());
+
+  for (const fb::Buffer* b : *model.buffers()) {
+    program.buffers_.push_back({StringOf(b->name()), KindOf(b->kind()), b->size()});
+  }
+  program.kv_cache_buffer_ = model.kv_cache()->buffer();
+  program.kv_mask_ = LocationOf(*model.kv_cache()->mask());
+
+  for (const fb::Graph* g : *model.graphs()) {
+    GraphSpec graph;
+    graph.name = StringOf(g->name());
+    graph.decode = g->kind() == fb::GraphKind::Decode;
+    graph.rows = g->tokens();
+    const fb::GraphIo& io = *g->io();
+    graph.io = {LocationOf(*io.tokens()), LocationOf(*io.positions()), LocationOf(*io.slots()),
+                LocationOf(*io.last_row()), LocationOf(*io.logits())};
+
+    for (const fb::CommandStream* cs : *g->streams()) {
+      const uint32_t size = cs->commands()->size();
+      if (size > limits.max_cmd_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph '", graph.name, "' has a ", size, "-byte command stream but the device "
+            "accepts at most ", limits.max_cmd_size, " bytes per job; recompile the model "
+            "with smaller prefill chunks"));
+      }
+      const uint64_t offset = program.commands_.size();
+      if (offset + size > std::numeric_limits<uint32_t>::max()) {
+        return absl::InvalidArgumentError(
+            "the command streams of all graphs exceed 4 GiB; recompile the model with fewer "
+            "or smaller prefill chunks");
+      }
+      StreamSpec stream;
+      stream.engine = cs->engine();
+      stream.offset = static_cast<uint32_t>(offset);
+      stream.size = size;
+      program.commands_.insert(program.commands_.end(), cs->commands()->begin(),
+                               cs->commands()->end());
+      if (cs->relocations() != nullptr) {
+        for (const fb::Relocation* r : *cs->relocations()) {
+          program.relocations_.push_back({stream.offset + r->offset(), r->buffer()});
+          stream.buffers.push_back(r->buffer());
+        }
+      }
+      std::sort(stream.buffers.begin(), stream.buffers.end());
+      stream.buffers.erase(std::unique(stream.buffers.begin(), stream.buffers.end()),
+                           stream.buffers.end());
+      if (stream.buffers.size() > limits.max_job_bos) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph '", graph.name, "' has a job touching ", stream.buffers.size(),
+            " buffers but the device accepts at most ", limits.max_job_bos, " per job"));
+      }
+      graph.streams.push_back(std::move(stream));
+    }
+    if (graph.decode) program.decode_graph_ = program.graphs_.size();
+    program.graphs_.push_back(std::move(graph));
+  }
+
+  // Multi-token runs use the prefill graphs, or the decode graph alone.
+  std::vector<std::pair<uint32_t, size_t>> prefill;  // (rows, graph)
+  for (size_t i = 0; i < program.graphs_.size(); ++i) {
+    if (!program.graphs_[i].decode) prefill.emplace_back(program.graphs_[i].rows, i);
+  }
+  if (prefill.empty()) prefill.emplace_back(1, program.decode_graph_);
+  std::sort(prefill.begin(), prefill.end());
+  for (const auto& [rows, graph] : prefill) {
+    program.run_chunks_.push_back(rows);
+    program.run_chunk_graphs_.push_back(graph);
+    if (!program.graphs_[graph].decode) program.info_.prefill_chunks.push_back(rows);
+  }
+  return program;
+}
+
+void Program::Record(absl::Span<const uint64_t> buffer_addrs, absl::Span<uint8_t> image) const {
+  std::memcpy(image.data(), commands_.data(), commands_.size());
+  for (const PatchSite& site : relocations_) {
+    uint64_t value;
+    std::memcpy(&value, image.data() + site.offset, sizeof(value));
+    value += buffer_addrs[site.buffer];
+    std::memcpy(image.data() + site.offset, &value, sizeof(value));
+  }
+}
+
+}  // namespace lnpu::runtime

@@ -1,0 +1,133 @@
+// The validated, device-independent content of a compiled artifact that the
+// runtime executes: buffer layout, graphs with their command streams and IO
+// operands, KV-cache geometry, and the model metadata.
+//
+// Built from an opened Artifact, which Artifact::Open has verified in full
+// (indices, ranges, alignment, graph kinds: artifact_verifier.h);
+// FromArtifact() adds the checks against the device's limits, so recording
+// and running a graph need no further checks. A Program owns copies of what
+// it needs; the artifact may be closed afterwards.
+//
+// Thread-safety: immutable after construction; safe to share.
+#ifndef RUNTIME_PROGRAM_H_
+#define RUNTIME_PROGRAM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/model_info.h"
+
+namespace lnpu::artifact {
+class Artifact;
+}  // namespace lnpu::artifact
+
+namespace lnpu::runtime {
+
+enum class BufferKind {
+  kWeights,      // the data section; one device copy shared by all sessions
+  kActivations,  // per-session scratch
+  kKvCache,      // per-session KV cache
+  kIo,           // per-session host-visible inputs and outputs
+};
+
+struct BufferSpec {
+  std::string name;
+  BufferKind kind = BufferKind::kActivations;
+  uint64_t size = 0;  // bytes, > 0
+};
+
+// A byte offset inside buffers()[buffer].
+struct BufferLocation {
+  uint32_t buffer = 0;
+  uint64_t offset = 0;
+};
+
+// One job: `size` bytes at `offset` of the recorded command image.
+struct StreamSpec {
+  uint32_t engine = 0;           // DRM_LNPU_ENGINE_*
+  uint32_t offset = 0;           // multiple of 8
+  uint32_t size = 0;             // multiple of 8, > 0
+  std::vector<uint32_t> buffers; // buffers the job touches, sorted, unique
+};
+
+// Host-visible operands of a graph, each in a kIo buffer, 4-byte aligned.
+struct GraphIoSpec {
+  BufferLocation tokens;     // I32[rows]
+  BufferLocation positions;  // I32[rows]
+  BufferLocation slots;      // I32[rows], -1 = padding row
+  BufferLocation last_row;   // I32[1]
+  BufferLocation logits;     // F32[vocab_size]
+};
+
+struct GraphSpec {
+  std::string name;
+  bool decode = false;  // the single-token decode graph, else a prefill graph
+  uint32_t rows = 0;    // tokens per run, > 0
+  std::vector<StreamSpec> streams;  // run in order, each after the previous
+  GraphIoSpec io;
+};
+
+// Limits of the device the program will run on (DRM_LNPU_PARAM_*).
+struct DeviceLimits {
+  uint64_t max_cmd_size = 0;  // MAX_CMD_SIZE
+  uint64_t max_job_bos = 0;   // MAX_JOB_BOS
+};
+
+class Program {
+ public:
+  // The program of `artifact`. InvalidArgument when a command stream
+  // exceeds the device's `limits`.
+  static absl::StatusOr<Program> FromArtifact(const artifact::Artifact& artifact,
+                                              const DeviceLimits& limits);
+
+  const ModelInfo& info() const { return info_; }
+  // buffers()[0] is the kWeights buffer; no other buffer is kWeights.
+  absl::Span<const BufferSpec> buffers() const { return buffers_; }
+  absl::Span<const GraphSpec> graphs() const { return graphs_; }
+
+  // The single-token graph used for Forward() of one token.
+  size_t decode_graph() const { return decode_graph_; }
+  // Chunk sizes that multi-token runs are planned over (strictly
+  // ascending): the prefill graphs' rows, or {1} (the decode graph) when
+  // the artifact has no prefill graph.
+  absl::Span<const uint32_t> run_chunks() const { return run_chunks_; }
+  // The graph that runs a chunk of run_chunks()[i] rows.
+  size_t run_chunk_graph(size_t i) const { return run_chunk_graphs_[i]; }
+
+  uint32_t kv_capacity() const { return info_.kv_capacity; }
+  uint32_t kv_cache_buffer() const { return kv_cache_buffer_; }
+  BufferLocation kv_mask() const { return kv_mask_; }  // U8[kv_capacity], kIo
+
+  // Size of the command image that holds every graph's streams.
+  uint32_t command_bytes() const { return static_cast<uint32_t>(commands_.size()); }
+  // Writes the command image into `image` (command_bytes() long) with every
+  // relocation resolved: buffer_addrs[i] is the device address of
+  // buffers()[i] (buffer_addrs.size() == buffers().size()).
+  void Record(absl::Span<const uint64_t> buffer_addrs, absl::Span<uint8_t> image) const;
+
+ private:
+  struct PatchSite {
+    uint32_t offset;  // of an 8-byte address field in the image
+    uint32_t buffer;
+  };
+
+  Program() = default;
+
+  ModelInfo info_;
+  std::vector<BufferSpec> buffers_;
+  std::vector<GraphSpec> graphs_;
+  size_t decode_graph_ = 0;
+  std::vector<uint32_t> run_chunks_;
+  std::vector<size_t> run_chunk_graphs_;
+  uint32_t kv_cache_buffer_ = 0;
+  BufferLocation kv_mask_;
+  std::vector<uint8_t> commands_;  // relocated fields hold buffer offsets
+  std::vector<PatchSite> relocations_;
+};
+
+}  // namespace lnpu::runtime
+
+#endif  // RUNTIME_PROGRAM_H_

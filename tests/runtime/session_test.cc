@@ -1,0 +1,507 @@
+// The runtime on the software NPU with artifacts compiled from the bundled
+// stories260K model and from random llama models.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "compiler_artifacts/compiler/compiler.h"
+#include "compiler_artifacts/gguf/random_llama.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernel_iface/driver/device.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+
+namespace lnpu::runtime {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Each;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// "Once upon a time" with BOS.
+const std::vector<int32_t> kPrompt = {1, 403, 407, 261, 378};
+
+std::string ModelsDir() {
+  const char* dir = std::getenv("LNPU_MODELS_DIR");
+  return dir ? dir : "models";
+}
+
+std::string NewTempDir() {
+  std::string pattern = ::testing::TempDir() + "lnpu_runtime_XXXXXX";
+  const char* made = mkdtemp(pattern.data());
+  EXPECT_NE(made, nullptr);
+  return pattern;
+}
+
+std::vector<float> Copy(absl::Span<const float> logits) {
+  return std::vector<float>(logits.begin(), logits.end());
+}
+
+// Largest |a - b| relative to the largest |b|.
+double RelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff = std::max(diff, std::fabs(double{a[i]} - b[i]));
+    scale = std::max(scale, std::fabs(double{b[i]}));
+  }
+  return diff / scale;
+}
+
+int32_t Argmax(absl::Span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+uint64_t MemoryUsed(const Device& device) {
+  absl::StatusOr<uint64_t> used = device.GetParam(DRM_LNPU_PARAM_MEMORY_USED);
+  EXPECT_TRUE(used.ok()) << used.status();
+  return used.value_or(0);
+}
+
+// Feeds `tokens` in runs of the given lengths (the last one takes the
+// rest) and returns the logits after each run.
+std::vector<std::vector<float>> FeedInRuns(Session& session, const std::vector<int32_t>& tokens,
+                                           const std::vector<size_t>& runs) {
+  std::vector<std::vector<float>> out;
+  size_t done = 0;
+  for (size_t i = 0; done < tokens.size(); ++i) {
+    const size_t n = i < runs.size() ? std::min(runs[i], tokens.size() - done)
+                                     : tokens.size() - done;
+    absl::StatusOr<absl::Span<const float>> logits =
+        session.Forward(absl::MakeConstSpan(tokens).subspan(done, n));
+    EXPECT_TRUE(logits.ok()) << logits.status();
+    if (!logits.ok()) return out;
+    out.push_back(Copy(*logits));
+    done += n;
+  }
+  return out;
+}
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kMaxPromptLen = 48;
+  static constexpr uint32_t kMinResponseLen = 16;
+
+  static void SetUpTestSuite() {
+    dir_ = new std::string(NewTempDir());
+    stories_ = new std::string(*dir_ + "/stories260K.lnpu");
+    compiler::CompileOptions options;
+    options.max_prompt_len = kMaxPromptLen;
+    options.min_response_len = kMinResponseLen;
+    options.prefill_chunks = {4, 16};
+    const absl::Status compiled =
+        compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", *stories_, options);
+    ASSERT_TRUE(compiled.ok()) << compiled;
+  }
+
+  static void TearDownTestSuite() {
+    std::remove(stories_->c_str());
+    std::remove(dir_->c_str());
+    delete stories_;
+    delete dir_;
+  }
+
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
+    ASSERT_TRUE(device.ok()) << device.status();
+    device_ = *std::move(device);
+    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(*device_, *stories_);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = *std::move(model);
+  }
+
+  std::unique_ptr<Session> NewSession() {
+    absl::StatusOr<std::unique_ptr<Session>> session = model_->CreateSession();
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.ok() ? *std::move(session) : nullptr;
+  }
+
+  // Pieces of a SentencePiece vocabulary joined into text.
+  std::string Detokenize(const std::vector<int32_t>& tokens) const {
+    std::string text;
+    for (int32_t t : tokens) text += model_->info().tokens[t];
+    return absl::StrReplaceAll(text, {{"\xE2\x96\x81", " "}});
+  }
+
+  static std::string* dir_;
+  static std::string* stories_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Model> model_;
+};
+
+std::string* RuntimeTest::dir_ = nullptr;
+std::string* RuntimeTest::stories_ = nullptr;
+
+TEST_F(RuntimeTest, LoadCopiesTheModelInfo) {
+  const ModelInfo& info = model_->info();
+  EXPECT_EQ(info.architecture, "llama");
+  EXPECT_EQ(info.vocab_size, 512u);
+  EXPECT_EQ(info.dim, 64u);
+  EXPECT_EQ(info.n_layers, 5u);
+  EXPECT_EQ(info.n_heads, 8u);
+  EXPECT_EQ(info.n_kv_heads, 4u);
+  EXPECT_EQ(info.head_dim, 8u);
+  EXPECT_EQ(info.ffn_dim, 172u);
+  EXPECT_EQ(info.kv_capacity, kMaxPromptLen + kMinResponseLen);
+  EXPECT_EQ(info.max_prompt_len, kMaxPromptLen);
+  EXPECT_EQ(info.min_response_len, kMinResponseLen);
+  EXPECT_THAT(info.prefill_chunks, ElementsAre(4, 16));
+  EXPECT_FALSE(info.tokenizer_is_byte_level_bpe);
+  EXPECT_EQ(info.tokens.size(), 512u);
+  EXPECT_EQ(info.scores.size(), 512u);
+  EXPECT_EQ(info.bos_id, 1);
+  EXPECT_EQ(info.eos_id, 2);
+  EXPECT_GT(info.weight_bytes, 0u);
+  EXPECT_GE(model_->device_memory_bytes(), info.weight_bytes);
+}
+
+TEST_F(RuntimeTest, LoadRejectsMissingAndCorruptFiles) {
+  absl::StatusOr<std::unique_ptr<Model>> missing =
+      Model::Load(*device_, *dir_ + "/does-not-exist.lnpu");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+
+  const std::string corrupt = *dir_ + "/corrupt.lnpu";
+  {
+    std::ifstream in(*stories_, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bytes[bytes.size() / 3] ^= 0x5a;  // inside the flatbuffer or the data
+    bytes.resize(bytes.size() - 100);
+    std::ofstream(corrupt, std::ios::binary) << bytes;
+  }
+  absl::StatusOr<std::unique_ptr<Model>> bad = Model::Load(*device_, corrupt);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr(corrupt));
+  std::remove(corrupt.c_str());
+}
+
+TEST_F(RuntimeTest, GreedyDecodingTellsTheStory) {
+  std::unique_ptr<Session> session = NewSession();
+  absl::StatusOr<absl::Span<const float>> logits = session->Forward(kPrompt);
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  ASSERT_EQ(logits->size(), 512u);
+  std::vector<int32_t> generated;
+  for (int i = 0; i < 20; ++i) {
+    const int32_t next = Argmax(*logits);
+    generated.push_back(next);
+    logits = session->Forward(absl::MakeConstSpan(&next, 1));
+    ASSERT_TRUE(logits.ok()) << logits.status();
+  }
+  EXPECT_THAT(Detokenize(generated), StartsWith(", there was a little girl named Lily."));
+  EXPECT_EQ(session->cache().used(), kPrompt.size() + 20);
+}
+
+TEST_F(RuntimeTest, ChunkingDoesNotChangeTheLogits) {
+  // 29 tokens: a story prompt extended by the model's own continuation.
+  std::vector<int32_t> tokens = kPrompt;
+  {
+    std::unique_ptr<Session> session = NewSession();
+    absl::StatusOr<absl::Span<const float>> logits = session->Forward(tokens);
+    while (logits.ok() && tokens.size() < 29) {
+      tokens.push_back(Argmax(*logits));
+      logits = session->Forward(absl::MakeConstSpan(&tokens.back(), 1));
+    }
+    ASSERT_TRUE(logits.ok()) << logits.status();
+  }
+  const int32_t next = 300;
+
+  auto run = [&](const std::vector<size_t>& runs) {
+    std::unique_ptr<Session> session = NewSession();
+    std::vector<std::vector<float>> out = FeedInRuns(*session, tokens, runs);
+    absl::StatusOr<absl::Span<const float>> after = session->Forward(absl::MakeConstSpan(&next, 1));
+    EXPECT_TRUE(after.ok()) << after.status();
+    out.push_back(after.ok() ? Copy(*after) : std::vector<float>());
+    return out;
+  };
+  const std::vector<std::vector<float>> at_once = run({tokens.size()});
+  const std::vector<std::vector<float>> one_by_one = run(std::vector<size_t>(tokens.size(), 1));
+  const std::vector<std::vector<float>> split = run({5, 17, 3});
+  ASSERT_EQ(at_once.size(), 2u);
+  ASSERT_EQ(one_by_one.size(), tokens.size() + 1);
+  ASSERT_EQ(split.size(), 5u);
+  // Logits of the last prompt token, then of the decoded token.
+  EXPECT_LE(RelativeDifference(one_by_one[tokens.size() - 1], at_once[0]), 1e-4);
+  EXPECT_LE(RelativeDifference(split[3], at_once[0]), 1e-4);
+  EXPECT_LE(RelativeDifference(one_by_one.back(), at_once.back()), 1e-4);
+  EXPECT_LE(RelativeDifference(split.back(), at_once.back()), 1e-4);
+  // Intermediate: after the first 5 tokens.
+  EXPECT_LE(RelativeDifference(one_by_one[4], split[0]), 1e-4);
+}
+
+TEST_F(RuntimeTest, StatsCountRunsPaddingAndTime) {
+  std::unique_ptr<Session> session = NewSession();
+  std::vector<int32_t> prompt(23, 300);
+  prompt[0] = 1;
+  ASSERT_TRUE(session->Forward(prompt).ok());  // 16 + 4 + (3 in 4)
+  const int32_t token = 42;
+  ASSERT_TRUE(session->Forward(absl::MakeConstSpan(&token, 1)).ok());
+
+  const SessionStats& stats = session->stats();
+  EXPECT_EQ(stats.forward_calls, 2u);
+  EXPECT_EQ(stats.steps, 4u);
+  EXPECT_EQ(stats.tokens, 24u);
+  EXPECT_EQ(stats.padded_rows, 1u);
+  EXPECT_GT(stats.wait_time, absl::ZeroDuration());
+  EXPECT_GT(stats.submit_time, absl::ZeroDuration());
+  EXPECT_GE(stats.host_time, absl::ZeroDuration());
+  uint64_t decode_runs = 0, runs_of_4 = 0, runs_of_16 = 0;
+  for (const GraphStats& graph : stats.graphs) {
+    EXPECT_FALSE(graph.name.empty());
+    if (graph.rows == 16) runs_of_16 += graph.runs;
+    if (graph.rows == 4) runs_of_4 += graph.runs;
+    if (graph.rows == 1) decode_runs += graph.runs;
+  }
+  EXPECT_EQ(runs_of_16, 1u);
+  EXPECT_EQ(runs_of_4, 2u);
+  EXPECT_EQ(decode_runs, 1u);
+}
+
+TEST_F(RuntimeTest, SessionsAreIndependent) {
+  std::unique_ptr<Session> a = NewSession();
+  std::unique_ptr<Session> b = NewSession();
+  std::unique_ptr<Session> reference = NewSession();
+  const std::vector<int32_t> other = {1, 100, 200, 300, 400, 500, 7};
+
+  ASSERT_TRUE(a->Forward(kPrompt).ok());
+  ASSERT_TRUE(b->Forward(other).ok());
+  EXPECT_EQ(a->cache().used(), kPrompt.size());
+  EXPECT_EQ(b->cache().used(), other.size());
+
+  const int32_t next = 42;
+  absl::StatusOr<absl::Span<const float>> a_next = a->Forward(absl::MakeConstSpan(&next, 1));
+  ASSERT_TRUE(a_next.ok());
+  const std::vector<float> a_logits = Copy(*a_next);
+
+  ASSERT_TRUE(reference->Forward(kPrompt).ok());
+  absl::StatusOr<absl::Span<const float>> expected =
+      reference->Forward(absl::MakeConstSpan(&next, 1));
+  ASSERT_TRUE(expected.ok());
+  EXPECT_LE(RelativeDifference(a_logits, Copy(*expected)), 1e-6);
+}
+
+TEST_F(RuntimeTest, SessionsRunConcurrentlyOnThreads) {
+  const std::vector<std::vector<int32_t>> prompts = {kPrompt, {1, 100, 200, 300}};
+  std::vector<std::vector<float>> sequential;
+  for (const auto& prompt : prompts) {
+    std::unique_ptr<Session> session = NewSession();
+    sequential.push_back(FeedInRuns(*session, prompt, std::vector<size_t>(prompt.size(), 1)).back());
+  }
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (size_t i = 0; i < prompts.size(); ++i) sessions.push_back(NewSession());
+  std::vector<std::vector<float>> threaded(prompts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      threaded[i] =
+          FeedInRuns(*sessions[i], prompts[i], std::vector<size_t>(prompts[i].size(), 1)).back();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_LE(RelativeDifference(threaded[i], sequential[i]), 1e-6) << "session " << i;
+  }
+}
+
+TEST_F(RuntimeTest, FullCacheIsResourceExhaustedAndChangesNothing) {
+  std::unique_ptr<Session> session = NewSession();
+  const uint32_t capacity = session->cache().capacity();
+  std::vector<int32_t> tokens(capacity - 2, 300);
+  ASSERT_TRUE(session->Forward(tokens).ok());
+  const std::vector<uint8_t> mask(session->cache().mask().begin(), session->cache().mask().end());
+  const uint64_t steps = session->stats().steps;
+
+  const std::vector<int32_t> five(5, 300);
+  absl::StatusOr<absl::Span<const float>> overflow = session->Forward(five);
+  ASSERT_EQ(overflow.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(overflow.status().message(),
+              HasSubstr(absl::StrCat(capacity - 2, " of ", capacity, " slots used, 5 more")));
+  EXPECT_EQ(session->cache().used(), capacity - 2);
+  EXPECT_EQ(std::vector<uint8_t>(session->cache().mask().begin(), session->cache().mask().end()),
+            mask);
+  EXPECT_EQ(session->stats().steps, steps);
+
+  // The last two slots still work; then nothing fits.
+  ASSERT_TRUE(session->Forward(absl::MakeConstSpan(five).subspan(0, 2)).ok());
+  EXPECT_EQ(session->cache().free_slots(), 0u);
+  EXPECT_THAT(session->cache().mask(), Each(1));
+  EXPECT_EQ(session->Forward(absl::MakeConstSpan(five).subspan(0, 1)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(RuntimeTest, InvalidTokensAreRejectedBeforeAnythingRuns) {
+  std::unique_ptr<Session> session = NewSession();
+  ASSERT_TRUE(session->Forward(kPrompt).ok());
+  for (const std::vector<int32_t>& bad :
+       {std::vector<int32_t>{}, std::vector<int32_t>{-1}, std::vector<int32_t>{512},
+        std::vector<int32_t>{5, 6, 100000}}) {
+    absl::StatusOr<absl::Span<const float>> result = session->Forward(bad);
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_THAT(session->Forward(std::vector<int32_t>{5, 512}).status().message(),
+              HasSubstr("token id 512 at index 1 is outside the vocabulary [0, 512)"));
+  EXPECT_EQ(session->cache().used(), kPrompt.size());
+  EXPECT_EQ(session->stats().forward_calls, 1u);
+}
+
+TEST_F(RuntimeTest, ResetEmptiesTheCache) {
+  std::unique_ptr<Session> session = NewSession();
+  absl::StatusOr<absl::Span<const float>> first = session->Forward(kPrompt);
+  ASSERT_TRUE(first.ok());
+  const std::vector<float> expected = Copy(*first);
+  const int32_t token = 42;
+  ASSERT_TRUE(session->Forward(absl::MakeConstSpan(&token, 1)).ok());
+
+  session->Reset();
+  EXPECT_EQ(session->cache().used(), 0u);
+  EXPECT_EQ(session->cache().next_position(), 0);
+  EXPECT_THAT(session->cache().mask(), Each(0));
+  absl::StatusOr<absl::Span<const float>> again = session->Forward(kPrompt);
+  ASSERT_TRUE(again.ok());
+  EXPECT_LE(RelativeDifference(Copy(*again), expected), 1e-6);
+}
+
+TEST_F(RuntimeTest, DeviceMemoryReturnsWhenSessionsAndModelsAreDestroyed) {
+  model_.reset();
+  const uint64_t initial = MemoryUsed(*device_);
+  {
+    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(*device_, *stories_);
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_EQ(MemoryUsed(*device_), initial + (*model)->device_memory_bytes());
+    absl::StatusOr<std::unique_ptr<Session>> a = (*model)->CreateSession();
+    absl::StatusOr<std::unique_ptr<Session>> b = (*model)->CreateSession();
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_GT((*a)->device_memory_bytes(), 0u);
+    EXPECT_EQ(MemoryUsed(*device_), initial + (*model)->device_memory_bytes() +
+                                        (*a)->device_memory_bytes() +
+                                        (*b)->device_memory_bytes());
+    ASSERT_TRUE((*a)->Forward(kPrompt).ok());
+    a->reset();
+    EXPECT_EQ(MemoryUsed(*device_),
+              initial + (*model)->device_memory_bytes() + (*b)->device_memory_bytes());
+    // A session keeps working after its model is gone (it shares the weights).
+    std::unique_ptr<Session> survivor = *std::move(b);
+    model->reset();
+    ASSERT_TRUE(survivor->Forward(kPrompt).ok());
+    EXPECT_GT(MemoryUsed(*device_), initial);
+  }
+  EXPECT_EQ(MemoryUsed(*device_), initial);
+}
+
+// Random llama models of other shapes and chunkings: the static pipeline
+// gives the same logits however the tokens are split into Forward() calls.
+struct RandomCase {
+  std::string name;
+  gguf::RandomLlamaSpec spec;
+  std::vector<uint32_t> prefill_chunks;
+};
+
+std::vector<RandomCase> RandomCases() {
+  std::vector<RandomCase> cases;
+  {
+    RandomCase c{"gqa_chunks_1_8", {}, {1, 8}};
+    c.spec.dim = 64;
+    c.spec.n_heads = 8;
+    c.spec.n_kv_heads = 2;
+    c.spec.n_layers = 2;
+    c.spec.seed = 11;
+    cases.push_back(c);
+  }
+  {
+    RandomCase c{"mha_tied_f16_partial_rope_chunks_3_7", {}, {3, 7}};
+    c.spec.dim = 32;
+    c.spec.n_heads = 4;
+    c.spec.n_kv_heads = 4;
+    c.spec.n_layers = 3;
+    c.spec.ffn_dim = 96;
+    c.spec.rope_dim = 4;
+    c.spec.tied_embeddings = true;
+    c.spec.weight_type = gguf::GgmlType::kF16;
+    c.spec.seed = 22;
+    cases.push_back(c);
+  }
+  {
+    RandomCase c{"one_chunk_32", {}, {32}};
+    c.spec.vocab_size = 300;
+    c.spec.n_kv_heads = 1;
+    c.spec.seed = 33;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+class RandomModelTest : public ::testing::TestWithParam<RandomCase> {};
+
+TEST_P(RandomModelTest, ChunkingDoesNotChangeTheLogits) {
+  const RandomCase& param = GetParam();
+  const std::string dir = NewTempDir();
+  const std::string gguf_path = dir + "/model.gguf";
+  const std::string artifact_path = dir + "/model.lnpu";
+  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(param.spec, gguf_path).ok());
+  compiler::CompileOptions options;
+  options.max_prompt_len = 40;
+  options.min_response_len = 8;
+  options.prefill_chunks = param.prefill_chunks;
+  const absl::Status compiled = compiler::CompileGguf(gguf_path, artifact_path, options);
+  ASSERT_TRUE(compiled.ok()) << compiled;
+
+  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
+  ASSERT_TRUE(device.ok()) << device.status();
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(**device, artifact_path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->info().vocab_size, param.spec.vocab_size);
+  EXPECT_EQ((*model)->info().kv_capacity, 48u);
+
+  std::vector<int32_t> tokens(37);
+  uint32_t state = static_cast<uint32_t>(param.spec.seed);
+  for (int32_t& t : tokens) {
+    state = state * 1664525u + 1013904223u;
+    t = static_cast<int32_t>((state >> 8) % param.spec.vocab_size);
+  }
+  const int32_t next = 5;
+  auto run = [&](const std::vector<size_t>& runs) {
+    absl::StatusOr<std::unique_ptr<Session>> session = (*model)->CreateSession();
+    EXPECT_TRUE(session.ok()) << session.status();
+    std::vector<std::vector<float>> out = FeedInRuns(**session, tokens, runs);
+    absl::StatusOr<absl::Span<const float>> after =
+        (*session)->Forward(absl::MakeConstSpan(&next, 1));
+    EXPECT_TRUE(after.ok()) << after.status();
+    out.push_back(after.ok() ? Copy(*after) : std::vector<float>());
+    return out;
+  };
+  const std::vector<std::vector<float>> at_once = run({tokens.size()});
+  const std::vector<std::vector<float>> one_by_one = run(std::vector<size_t>(tokens.size(), 1));
+  const std::vector<std::vector<float>> split = run({7, 13, 2, 15});
+  ASSERT_EQ(at_once.size(), 2u);
+  ASSERT_EQ(one_by_one.size(), tokens.size() + 1);
+  ASSERT_EQ(split.size(), 5u);
+  EXPECT_LE(RelativeDifference(one_by_one[tokens.size() - 1], at_once[0]), 1e-4);
+  EXPECT_LE(RelativeDifference(split[3], at_once[0]), 1e-4);
+  EXPECT_LE(RelativeDifference(one_by_one.back(), at_once.back()), 1e-4);
+  EXPECT_LE(RelativeDifference(split.back(), at_once.back()), 1e-4);
+  EXPECT_LE(RelativeDifference(one_by_one[6], split[0]), 1e-4);
+  EXPECT_LE(RelativeDifference(one_by_one[19], split[1]), 1e-4);
+
+  model->reset();
+  std::remove(artifact_path.c_str());
+  std::remove(gguf_path.c_str());
+  std::remove(dir.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RandomModelTest, ::testing::ValuesIn(RandomCases()),
+                         [](const ::testing::TestParamInfo<RandomCase>& info) {
+                           return info.param.name;
+                         });
+
+}  // namespace
+}  // namespace lnpu::runtime
