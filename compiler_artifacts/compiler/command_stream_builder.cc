@@ -1,0 +1,132 @@
+#include "compiler_artifacts/compiler/command_stream_builder.h"
+
+#include <bit>
+#include <cstring>
+#include <type_traits>
+
+namespace lnpu::compiler {
+
+static_assert(std::endian::native == std::endian::little,
+              "command streams are little-endian; this host is not");
+
+template <typename Cmd>
+void CommandStreamBuilder::Append(
+    Cmd command, uint16_t opcode, uint16_t flags,
+    std::initializer_list<std::pair<size_t, fb::Operand>> addresses) {
+  static_assert(std::is_standard_layout_v<Cmd> && sizeof(Cmd) % 8 == 0);
+  command.hdr.opcode = opcode;
+  command.hdr.flags = flags;
+  command.hdr.size = sizeof(Cmd);
+  const size_t start = commands_.size();
+  commands_.resize(start + sizeof(Cmd));
+  std::memcpy(commands_.data() + start, &command, sizeof(Cmd));
+  for (const auto& [field, operand] : addresses) {
+    const uint64_t offset = operand.offset();
+    std::memcpy(commands_.data() + start + field, &offset, sizeof offset);
+    relocations_.emplace_back(static_cast<uint32_t>(start + field),
+                              operand.buffer());
+  }
+}
+
+void CommandStreamBuilder::GatherRows(const GatherRowsArgs& a) {
+  lnpu_cmd_gather_rows c{};
+  c.table_dtype = a.table_dtype;
+  c.row_len = a.row_len;
+  c.table_rows = a.table_rows;
+  c.count = a.count;
+  Append(c, LNPU_OP_GATHER_ROWS, 0,
+         {{offsetof(lnpu_cmd_gather_rows, table), a.table},
+          {offsetof(lnpu_cmd_gather_rows, indices), a.indices},
+          {offsetof(lnpu_cmd_gather_rows, dst), a.dst}});
+}
+
+void CommandStreamBuilder::RmsNorm(const RmsNormArgs& a) {
+  lnpu_cmd_rms_norm c{};
+  c.rows = a.rows;
+  c.dim = a.dim;
+  c.eps = a.eps;
+  Append(c, LNPU_OP_RMS_NORM, 0,
+         {{offsetof(lnpu_cmd_rms_norm, src), a.src},
+          {offsetof(lnpu_cmd_rms_norm, weight), a.weight},
+          {offsetof(lnpu_cmd_rms_norm, dst), a.dst}});
+}
+
+void CommandStreamBuilder::Matmul(const MatmulArgs& a) {
+  lnpu_cmd_matmul c{};  // no LNPU_MATMUL_BIAS: bias stays 0, unrelocated
+  c.rows = a.rows;
+  c.k = a.k;
+  c.n = a.n;
+  c.weight_dtype = a.weight_dtype;
+  Append(c, LNPU_OP_MATMUL, a.accumulate ? LNPU_MATMUL_ACCUMULATE : 0,
+         {{offsetof(lnpu_cmd_matmul, src), a.src},
+          {offsetof(lnpu_cmd_matmul, weight), a.weight},
+          {offsetof(lnpu_cmd_matmul, dst), a.dst}});
+}
+
+void CommandStreamBuilder::Rope(const RopeArgs& a) {
+  lnpu_cmd_rope c{};
+  c.rows = a.rows;
+  c.heads = a.heads;
+  c.head_dim = a.head_dim;
+  c.rope_dim = a.rope_dim;
+  c.theta_base = a.theta_base;
+  c.freq_scale = a.freq_scale;
+  c.mode = a.mode;
+  Append(c, LNPU_OP_ROPE, 0,
+         {{offsetof(lnpu_cmd_rope, src), a.data},
+          {offsetof(lnpu_cmd_rope, dst), a.data},
+          {offsetof(lnpu_cmd_rope, positions), a.positions}});
+}
+
+void CommandStreamBuilder::Attention(const AttentionArgs& a) {
+  lnpu_cmd_attention c{};
+  c.rows = a.rows;
+  c.capacity = a.capacity;
+  c.heads = a.heads;
+  c.kv_heads = a.kv_heads;
+  c.head_dim = a.head_dim;
+  c.kv_dtype = a.kv_dtype;
+  c.scale = a.scale;
+  Append(c, LNPU_OP_ATTENTION, 0,
+         {{offsetof(lnpu_cmd_attention, q), a.q},
+          {offsetof(lnpu_cmd_attention, k_new), a.k_new},
+          {offsetof(lnpu_cmd_attention, v_new), a.v_new},
+          {offsetof(lnpu_cmd_attention, k_cache), a.k_cache},
+          {offsetof(lnpu_cmd_attention, v_cache), a.v_cache},
+          {offsetof(lnpu_cmd_attention, mask), a.mask},
+          {offsetof(lnpu_cmd_attention, dst), a.dst}});
+}
+
+void CommandStreamBuilder::Swiglu(const SwigluArgs& a) {
+  lnpu_cmd_swiglu c{};
+  c.count = a.count;
+  Append(c, LNPU_OP_SWIGLU, 0,
+         {{offsetof(lnpu_cmd_swiglu, gate), a.gate},
+          {offsetof(lnpu_cmd_swiglu, up), a.up},
+          {offsetof(lnpu_cmd_swiglu, dst), a.dst}});
+}
+
+void CommandStreamBuilder::ScatterRows(const ScatterRowsArgs& a) {
+  lnpu_cmd_scatter_rows c{};
+  c.src_block_stride = a.src_block_stride;
+  c.dst_block_stride = a.dst_block_stride;
+  c.row_bytes = a.row_bytes;
+  c.rows = a.rows;
+  c.blocks = a.blocks;
+  c.dst_rows = a.dst_rows;
+  Append(c, LNPU_OP_SCATTER_ROWS, 0,
+         {{offsetof(lnpu_cmd_scatter_rows, src), a.src},
+          {offsetof(lnpu_cmd_scatter_rows, dst), a.dst},
+          {offsetof(lnpu_cmd_scatter_rows, indices), a.indices}});
+}
+
+flatbuffers::Offset<fb::CommandStream> CommandStreamBuilder::Serialize(
+    flatbuffers::FlatBufferBuilder& builder) const {
+  // Commands are read as 8-byte fields in place, so align the vector.
+  builder.ForceVectorAlignment(commands_.size(), sizeof(uint8_t), 8);
+  const auto commands = builder.CreateVector(commands_);
+  const auto relocations = builder.CreateVectorOfStructs(relocations_);
+  return fb::CreateCommandStream(builder, engine_, commands, relocations);
+}
+
+}  // namespace lnpu::compiler

@@ -1,0 +1,99 @@
+// Emits one command stream in the UAPI command format
+// (kernel_iface/uapi/drm/lnpu_accel.h) together with its relocations:
+// every device-address field holds a byte offset into a buffer of the
+// artifact and gets one fb::Relocation naming that buffer.
+//
+// Not thread-safe; one builder per stream.
+#ifndef COMPILER_ARTIFACTS_COMPILER_COMMAND_STREAM_BUILDER_H_
+#define COMPILER_ARTIFACTS_COMPILER_COMMAND_STREAM_BUILDER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include "compiler_artifacts/format/model_generated.h"
+#include "flatbuffers/flatbuffers.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+
+namespace lnpu::compiler {
+
+// The artifact schema's generated types (model.fbs).
+namespace fb = ::lnpu::artifact::fb;
+
+// Arguments of each command, named as in the UAPI structs; fb::Operand
+// values are (buffer index, byte offset) locations.
+struct GatherRowsArgs {
+  fb::Operand table, indices, dst;
+  uint32_t table_dtype, row_len, table_rows, count;
+};
+struct RmsNormArgs {
+  fb::Operand src, weight, dst;
+  uint32_t rows, dim;
+  float eps;
+};
+struct MatmulArgs {
+  fb::Operand src, weight, dst;
+  uint32_t rows, k, n, weight_dtype;
+  bool accumulate = false;  // LNPU_MATMUL_ACCUMULATE: dst += src * W^T
+};
+struct RopeArgs {
+  fb::Operand data;  // rotated in place
+  fb::Operand positions;
+  uint32_t rows, heads, head_dim, rope_dim;
+  float theta_base, freq_scale;
+  uint32_t mode;
+};
+struct AttentionArgs {
+  fb::Operand q, k_new, v_new, k_cache, v_cache, mask, dst;
+  uint32_t rows, capacity, heads, kv_heads, head_dim, kv_dtype;
+  float scale;
+};
+struct SwigluArgs {
+  fb::Operand gate, up, dst;
+  uint32_t count;
+};
+struct ScatterRowsArgs {
+  fb::Operand src, dst, indices;
+  uint64_t src_block_stride, dst_block_stride;
+  uint32_t row_bytes, rows, blocks, dst_rows;
+};
+
+class CommandStreamBuilder {
+ public:
+  explicit CommandStreamBuilder(uint32_t engine) : engine_(engine) {}
+
+  void GatherRows(const GatherRowsArgs& args);
+  void RmsNorm(const RmsNormArgs& args);
+  void Matmul(const MatmulArgs& args);
+  void Rope(const RopeArgs& args);
+  void Attention(const AttentionArgs& args);
+  void Swiglu(const SwigluArgs& args);
+  void ScatterRows(const ScatterRowsArgs& args);
+
+  uint32_t engine() const { return engine_; }
+  const std::vector<uint8_t>& commands() const { return commands_; }
+  const std::vector<fb::Relocation>& relocations() const {
+    return relocations_;
+  }
+
+  flatbuffers::Offset<fb::CommandStream> Serialize(
+      flatbuffers::FlatBufferBuilder& builder) const;
+
+ private:
+  // Appends `command` (header filled in here) and, for each (field offset
+  // within Cmd, operand), stores operand.offset() in that field and records
+  // a relocation to operand.buffer().
+  template <typename Cmd>
+  void Append(Cmd command, uint16_t opcode, uint16_t flags,
+              std::initializer_list<std::pair<size_t, fb::Operand>> addresses);
+
+  uint32_t engine_;
+  std::vector<uint8_t> commands_;
+  std::vector<fb::Relocation> relocations_;
+};
+
+}  // namespace lnpu::compiler
+
+#endif  // COMPILER_ARTIFACTS_COMPILER_COMMAND_STREAM_BUILDER_H_

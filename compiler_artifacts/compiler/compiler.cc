@@ -1,0 +1,222 @@
+#include "compiler_artifacts/compiler/compiler.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compiler_artifacts/compiler/llama_graph.h"
+#include "compiler_artifacts/compiler/llama_source.h"
+#include "compiler_artifacts/compiler/weight_plan.h"
+#include "compiler_artifacts/format/artifact_file.h"
+#include "compiler_artifacts/format/artifact_verifier.h"
+#include "compiler_artifacts/format/artifact_writer.h"
+#include "compiler_artifacts/format/model_generated.h"
+#include "compiler_artifacts/gguf/gguf_file.h"
+#include "flatbuffers/flatbuffers.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+
+namespace lnpu::compiler {
+namespace {
+
+constexpr char kProducer[] = "lnpu compiler (artifact format 1.0)";
+constexpr uint64_t kIoAlignment = 64;
+
+// The Prefill token counts: chunks clamped to max_prompt_len, sorted,
+// without duplicates.
+absl::StatusOr<std::vector<uint32_t>> PrefillSizes(
+    const CompileOptions& options) {
+  if (options.max_prompt_len == 0 || options.min_response_len == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "max_prompt_len (%u) and min_response_len (%u) must be at least 1",
+        options.max_prompt_len, options.min_response_len));
+  }
+  const uint64_t capacity =
+      uint64_t{options.max_prompt_len} + options.min_response_len;
+  if (capacity > artifact::kMaxModelDimension) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "max_prompt_len + min_response_len = %u KV-cache slots exceeds the "
+        "limit of %u",
+        capacity, artifact::kMaxModelDimension));
+  }
+  if (options.prefill_chunks.empty()) {
+    return absl::InvalidArgumentError(
+        "prefill_chunks is empty; give at least one prefill chunk size, "
+        "e.g. 16,64,256");
+  }
+  std::vector<uint32_t> sizes;
+  for (uint32_t chunk : options.prefill_chunks) {
+    if (chunk == 0) {
+      return absl::InvalidArgumentError(
+          "prefill chunk size 0 is invalid; chunk sizes must be >= 1");
+    }
+    sizes.push_back(std::min(chunk, options.max_prompt_len));
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+absl::Status CheckDistinctPaths(const std::string& gguf_path,
+                                const std::string& output_path) {
+  if (output_path.empty()) {
+    return absl::InvalidArgumentError("the output path is empty");
+  }
+  struct stat in, out;
+  if (gguf_path == output_path ||
+      (::stat(gguf_path.c_str(), &in) == 0 &&
+       ::stat(output_path.c_str(), &out) == 0 && in.st_dev == out.st_dev &&
+       in.st_ino == out.st_ino)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the output ", output_path, " is the input model; choose another "
+        "output path"));
+  }
+  return absl::OkStatus();
+}
+
+// Bump allocator for the Io buffer.
+class IoAllocator {
+ public:
+  explicit IoAllocator(uint32_t buffer) : buffer_(buffer) {}
+  fb::Operand Allocate(uint64_t bytes) {
+    const fb::Operand operand(buffer_, end_);
+    end_ = (end_ + bytes + kIoAlignment - 1) / kIoAlignment * kIoAlignment;
+    return operand;
+  }
+  uint64_t size() const { return end_; }
+
+ private:
+  uint32_t buffer_;
+  uint64_t end_ = 0;
+};
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+absl::Status CompileGguf(const std::string& gguf_path,
+                         const std::string& output_path,
+                         const CompileOptions& options) {
+  absl::StatusOr<std::vector<uint32_t>> prefill_sizes = PrefillSizes(options);
+  if (!prefill_sizes.ok()) return prefill_sizes.status();
+  if (auto s = CheckDistinctPaths(gguf_path, output_path); !s.ok()) return s;
+
+  absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file =
+      gguf::GgufFile::Open(gguf_path);
+  if (!file.ok()) return file.status();
+  absl::StatusOr<TokenizerSource> tokenizer = ReadTokenizer(**file);
+  if (!tokenizer.ok()) return tokenizer.status();
+  absl::StatusOr<LlamaHParams> hparams = ReadLlamaHParams(
+      **file, static_cast<uint32_t>(tokenizer->tokens.size()));
+  if (!hparams.ok()) return hparams.status();
+  absl::StatusOr<WeightPlan> weights =
+      WeightPlan::Create(**file, *hparams, options.weights);
+  if (!weights.ok()) return weights.status();
+
+  // Buffers: 0 weights, 1 activations, 2 KV cache, 3 I/O.
+  constexpr uint32_t kWeightsBuffer = 0, kActivationsBuffer = 1,
+                     kKvCacheBuffer = 2, kIoBuffer = 3;
+  GraphBuffers buffers;
+  buffers.activations = kActivationsBuffer;
+  buffers.layout = PlanActivations(*hparams, prefill_sizes->back());
+  buffers.kv_cache = kKvCacheBuffer;
+  buffers.capacity = options.max_prompt_len + options.min_response_len;
+  const uint64_t kv_bytes = 2ull * hparams->n_layers * buffers.capacity *
+                            hparams->kv_dim() * sizeof(float);
+  IoAllocator io(kIoBuffer);
+  const fb::Operand logits = io.Allocate(uint64_t{hparams->vocab_size} * 4);
+  buffers.mask = io.Allocate(buffers.capacity);
+
+  struct GraphSpec {
+    std::string name;
+    fb::GraphKind kind;
+    uint32_t tokens;
+    GraphIoLayout io;
+  };
+  std::vector<GraphSpec> specs;
+  for (uint32_t size : *prefill_sizes) {
+    specs.push_back({absl::StrCat("prefill_", size), fb::GraphKind::Prefill,
+                     size, {}});
+  }
+  specs.push_back({"decode", fb::GraphKind::Decode, 1, {}});
+  for (GraphSpec& spec : specs) {
+    const uint64_t rows_bytes = uint64_t{spec.tokens} * 4;
+    spec.io.tokens = io.Allocate(rows_bytes);
+    spec.io.positions = io.Allocate(rows_bytes);
+    spec.io.slots = io.Allocate(rows_bytes);
+    spec.io.last_row = io.Allocate(4);
+    spec.io.logits = logits;
+  }
+  for (uint64_t size : {buffers.layout.size, kv_bytes, io.size()}) {
+    if (size > artifact::kMaxBufferSize) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "a session buffer would need %u bytes (limit %u); reduce "
+          "max_prompt_len, min_response_len or the prefill chunk sizes",
+          size, artifact::kMaxBufferSize));
+    }
+  }
+
+  flatbuffers::FlatBufferBuilder builder(1 << 20);
+  const auto hparams_fb = SerializeHParams(*hparams, builder);
+  const auto tokenizer_fb = SerializeTokenizer(*tokenizer, builder);
+  const auto weights_fb = weights->Serialize(builder);
+  const std::vector<flatbuffers::Offset<fb::Buffer>> buffer_list = {
+      fb::CreateBufferDirect(builder, "weights", fb::BufferKind::Weights,
+                             weights->data_size()),
+      fb::CreateBufferDirect(builder, "activations",
+                             fb::BufferKind::Activations, buffers.layout.size),
+      fb::CreateBufferDirect(builder, "kv_cache", fb::BufferKind::KvCache,
+                             kv_bytes),
+      fb::CreateBufferDirect(builder, "io", fb::BufferKind::Io, io.size()),
+  };
+  static_assert(kWeightsBuffer == 0, "buffers[0] must be the weights");
+  const auto kv_cache_fb = fb::CreateKvCache(
+      builder, buffers.capacity, options.max_prompt_len,
+      options.min_response_len, LNPU_DTYPE_F32, kKvCacheBuffer, &buffers.mask);
+  std::vector<flatbuffers::Offset<fb::Graph>> graphs;
+  for (const GraphSpec& spec : specs) {
+    graphs.push_back(BuildLlamaGraph(builder, *hparams, *weights, buffers,
+                                     spec.name, spec.kind, spec.tokens,
+                                     spec.io));
+  }
+  const auto model = fb::CreateModel(
+      builder, hparams_fb, tokenizer_fb, weights_fb,
+      builder.CreateVector(buffer_list), kv_cache_fb,
+      builder.CreateVector(graphs), builder.CreateString(kProducer),
+      builder.CreateString(BaseName(gguf_path)));
+  fb::FinishModelBuffer(builder, model);
+  const absl::Span<const uint8_t> metadata(builder.GetBufferPointer(),
+                                           builder.GetSize());
+
+  // The reader's checks, run before anything is written: a compiler bug
+  // must not produce an artifact the runtime refuses.
+  flatbuffers::Verifier verifier(metadata.data(), metadata.size());
+  if (!fb::VerifyModelBuffer(verifier)) {
+    return absl::InternalError("compiler produced an invalid Model flatbuffer");
+  }
+  if (auto s = artifact::VerifyModel(*fb::GetModel(metadata.data()),
+                                     weights->data_size());
+      !s.ok()) {
+    return absl::InternalError(
+        absl::StrCat("compiler produced an artifact that fails verification: ",
+                     s.message()));
+  }
+
+  absl::StatusOr<std::unique_ptr<artifact::ArtifactWriter>> writer =
+      artifact::ArtifactWriter::Create(output_path, metadata,
+                                       weights->data_size());
+  if (!writer.ok()) return writer.status();
+  if (auto s = weights->Write(**file, **writer); !s.ok()) return s;
+  return (*writer)->Commit();
+}
+
+}  // namespace lnpu::compiler

@@ -1,0 +1,179 @@
+#include "compiler_artifacts/compiler/llama_graph.h"
+
+#include <cmath>
+#include <string>
+
+#include "compiler_artifacts/compiler/command_stream_builder.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+
+namespace lnpu::compiler {
+namespace {
+
+constexpr uint64_t kRegionAlignment = 64;
+constexpr uint64_t kF32 = 4;
+
+fb::Operand At(uint32_t buffer, uint64_t offset) {
+  return fb::Operand(buffer, offset);
+}
+
+}  // namespace
+
+ActivationLayout PlanActivations(const LlamaHParams& h, uint32_t max_tokens) {
+  ActivationLayout layout;
+  uint64_t end = 0;
+  auto region = [&end](uint64_t bytes) {
+    const uint64_t start = end;
+    end = (end + bytes + kRegionAlignment - 1) / kRegionAlignment *
+          kRegionAlignment;
+    return start;
+  };
+  const uint64_t t = max_tokens;
+  layout.x = region(t * h.dim * kF32);
+  layout.normed = region(t * h.dim * kF32);
+  layout.q = region(t * h.q_dim() * kF32);
+  layout.attn = region(t * h.q_dim() * kF32);
+  layout.gate = region(t * h.ffn_dim * kF32);
+  layout.up = region(t * h.ffn_dim * kF32);
+  layout.swiglu = region(t * h.ffn_dim * kF32);
+  layout.last = region(uint64_t{h.dim} * kF32);
+  layout.staging = region(2ull * h.n_layers * t * h.kv_dim() * kF32);
+  layout.size = end;
+  return layout;
+}
+
+flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
+    flatbuffers::FlatBufferBuilder& builder, const LlamaHParams& h,
+    const WeightPlan& weights, const GraphBuffers& buffers,
+    const std::string& name, fb::GraphKind kind, uint32_t tokens,
+    const GraphIoLayout& io) {
+  const uint32_t act = buffers.activations;
+  const ActivationLayout& a = buffers.layout;
+  const uint32_t t = tokens;
+  const uint64_t kv_row_bytes = uint64_t{h.kv_dim()} * kF32;
+  // Staging block b (= 2 * layer + {0: K, 1: V}) holds this graph's T rows.
+  const uint64_t staging_block = t * kv_row_bytes;
+  const uint64_t cache_block = uint64_t{buffers.capacity} * kv_row_bytes;
+  auto staging = [&](uint32_t layer, uint32_t kv) {
+    return At(act, a.staging + (2ull * layer + kv) * staging_block);
+  };
+  auto cache = [&](uint32_t layer, uint32_t kv) {
+    return At(buffers.kv_cache, (2ull * layer + kv) * cache_block);
+  };
+  const fb::Operand x = At(act, a.x);
+  const fb::Operand normed = At(act, a.normed);
+  const fb::Operand q = At(act, a.q);
+
+  CommandStreamBuilder compute(DRM_LNPU_ENGINE_COMPUTE);
+  auto matmul = [&](fb::Operand src, uint32_t k, const PlannedWeight& w,
+                    fb::Operand dst, uint32_t rows, bool accumulate) {
+    compute.Matmul({.src = src,
+                    .weight = w.operand(),
+                    .dst = dst,
+                    .rows = rows,
+                    .k = k,
+                    .n = static_cast<uint32_t>(w.shape[0]),
+                    .weight_dtype = w.dtype,
+                    .accumulate = accumulate});
+  };
+  auto rope = [&](fb::Operand data, uint32_t heads) {
+    compute.Rope({.data = data,
+                  .positions = io.positions,
+                  .rows = t,
+                  .heads = heads,
+                  .head_dim = h.head_dim,
+                  .rope_dim = h.rope_dim,
+                  .theta_base = h.rope_theta,
+                  .freq_scale = h.rope_freq_scale,
+                  .mode = LNPU_ROPE_MODE_NORM});
+  };
+  const PlannedWeight& embedding = weights.Get("token_embd.weight");
+  compute.GatherRows({.table = embedding.operand(),
+                      .indices = io.tokens,
+                      .dst = x,
+                      .table_dtype = embedding.dtype,
+                      .row_len = h.dim,
+                      .table_rows = h.vocab_size,
+                      .count = t});
+  for (uint32_t l = 0; l < h.n_layers; ++l) {
+    compute.RmsNorm({.src = x,
+                     .weight = weights.Get(LayerTensorName(l, "attn_norm")).operand(),
+                     .dst = normed,
+                     .rows = t,
+                     .dim = h.dim,
+                     .eps = h.norm_eps});
+    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_q")), q, t, false);
+    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_k")),
+           staging(l, 0), t, false);
+    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_v")),
+           staging(l, 1), t, false);
+    rope(q, h.n_heads);
+    rope(staging(l, 0), h.n_kv_heads);
+    compute.Attention({.q = q,
+                       .k_new = staging(l, 0),
+                       .v_new = staging(l, 1),
+                       .k_cache = cache(l, 0),
+                       .v_cache = cache(l, 1),
+                       .mask = buffers.mask,
+                       .dst = At(act, a.attn),
+                       .rows = t,
+                       .capacity = buffers.capacity,
+                       .heads = h.n_heads,
+                       .kv_heads = h.n_kv_heads,
+                       .head_dim = h.head_dim,
+                       .kv_dtype = LNPU_DTYPE_F32,
+                       .scale = 1.0f / std::sqrt(static_cast<float>(h.head_dim))});
+    matmul(At(act, a.attn), h.q_dim(),
+           weights.Get(LayerTensorName(l, "attn_output")), x, t, true);
+    compute.RmsNorm({.src = x,
+                     .weight = weights.Get(LayerTensorName(l, "ffn_norm")).operand(),
+                     .dst = normed,
+                     .rows = t,
+                     .dim = h.dim,
+                     .eps = h.norm_eps});
+    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "ffn_gate")),
+           At(act, a.gate), t, false);
+    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "ffn_up")),
+           At(act, a.up), t, false);
+    compute.Swiglu({.gate = At(act, a.gate),
+                    .up = At(act, a.up),
+                    .dst = At(act, a.swiglu),
+                    .count = t * h.ffn_dim});
+    matmul(At(act, a.swiglu), h.ffn_dim,
+           weights.Get(LayerTensorName(l, "ffn_down")), x, t, true);
+  }
+  const fb::Operand last = At(act, a.last);
+  compute.GatherRows({.table = x,
+                      .indices = io.last_row,
+                      .dst = last,
+                      .table_dtype = LNPU_DTYPE_F32,
+                      .row_len = h.dim,
+                      .table_rows = t,
+                      .count = 1});
+  compute.RmsNorm({.src = last,
+                   .weight = weights.Get("output_norm.weight").operand(),
+                   .dst = last,
+                   .rows = 1,
+                   .dim = h.dim,
+                   .eps = h.norm_eps});
+  matmul(last, h.dim, weights.output(), io.logits, 1, false);
+
+  CommandStreamBuilder dma(DRM_LNPU_ENGINE_DMA);
+  dma.ScatterRows({.src = staging(0, 0),
+                   .dst = cache(0, 0),
+                   .indices = io.slots,
+                   .src_block_stride = staging_block,
+                   .dst_block_stride = cache_block,
+                   .row_bytes = static_cast<uint32_t>(kv_row_bytes),
+                   .rows = t,
+                   .blocks = 2 * h.n_layers,
+                   .dst_rows = buffers.capacity});
+
+  const std::vector<flatbuffers::Offset<fb::CommandStream>> streams = {
+      compute.Serialize(builder), dma.Serialize(builder)};
+  const auto io_fb = fb::CreateGraphIo(builder, &io.tokens, &io.positions,
+                                       &io.slots, &io.last_row, &io.logits);
+  return fb::CreateGraphDirect(builder, name.c_str(), kind, tokens, &streams,
+                               io_fb);
+}
+
+}  // namespace lnpu::compiler

@@ -1,0 +1,64 @@
+// Lowering of the llama forward pass into one static graph: a compute
+// stream and the DMA stream that scatters the new K/V rows into the cache.
+#ifndef COMPILER_ARTIFACTS_COMPILER_LLAMA_GRAPH_H_
+#define COMPILER_ARTIFACTS_COMPILER_LLAMA_GRAPH_H_
+
+#include <cstdint>
+
+#include "compiler_artifacts/compiler/llama_source.h"
+#include "compiler_artifacts/compiler/weight_plan.h"
+#include "compiler_artifacts/format/model_generated.h"
+#include "flatbuffers/flatbuffers.h"
+
+namespace lnpu::compiler {
+
+// Byte offsets of the scratch tensors in the Activations buffer, sized for
+// graphs of up to `max_tokens` rows (all graphs share the buffer; a graph
+// of T rows uses the first T rows of each region). Regions are 64-byte
+// aligned.
+struct ActivationLayout {
+  uint64_t x = 0;        // F32[T][dim], the residual stream
+  uint64_t normed = 0;   // F32[T][dim], RMS_NORM output
+  uint64_t q = 0;        // F32[T][n_heads * head_dim]
+  uint64_t attn = 0;     // F32[T][n_heads * head_dim], attention output
+  uint64_t gate = 0;     // F32[T][ffn_dim]
+  uint64_t up = 0;       // F32[T][ffn_dim]
+  uint64_t swiglu = 0;   // F32[T][ffn_dim]
+  uint64_t last = 0;     // F32[1][dim], the row whose logits are computed
+  uint64_t staging = 0;  // F32[n_layers][2 (K, V)][T][kv_dim], new K/V rows
+  uint64_t size = 0;     // bytes of the whole buffer
+};
+
+ActivationLayout PlanActivations(const LlamaHParams& hparams,
+                                 uint32_t max_tokens);
+
+// The session buffers every graph refers to.
+struct GraphBuffers {
+  uint32_t activations = 0;  // buffer index, laid out by `layout`
+  ActivationLayout layout;
+  uint32_t kv_cache = 0;     // buffer index: F32[n_layers][2][capacity][kv_dim]
+  uint32_t capacity = 0;
+  fb::Operand mask;          // U8[capacity]
+};
+
+// Where one graph's host-visible operands live (fb::GraphIo in the
+// artifact).
+struct GraphIoLayout {
+  fb::Operand tokens;     // I32[tokens]
+  fb::Operand positions;  // I32[tokens]
+  fb::Operand slots;      // I32[tokens]
+  fb::Operand last_row;   // I32[1]
+  fb::Operand logits;     // F32[vocab_size]
+};
+
+// Builds the graph `name` of `tokens` rows reading its inputs and writing
+// logits where `io` says.
+flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
+    flatbuffers::FlatBufferBuilder& builder, const LlamaHParams& hparams,
+    const WeightPlan& weights, const GraphBuffers& buffers,
+    const std::string& name, fb::GraphKind kind, uint32_t tokens,
+    const GraphIoLayout& io);
+
+}  // namespace lnpu::compiler
+
+#endif  // COMPILER_ARTIFACTS_COMPILER_LLAMA_GRAPH_H_

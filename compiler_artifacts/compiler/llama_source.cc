@@ -1,0 +1,318 @@
+#include "compiler_artifacts/compiler/llama_source.h"
+
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compiler_artifacts/format/artifact_verifier.h"
+
+namespace lnpu::compiler {
+namespace {
+
+// `result`, or `fallback` when the key is absent.
+template <typename T>
+absl::StatusOr<T> OrDefault(absl::StatusOr<T> result, T fallback) {
+  if (absl::IsNotFound(result.status())) return fallback;
+  return result;
+}
+
+absl::Status KeyError(const gguf::GgufFile& file, absl::string_view key,
+                      absl::string_view problem) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(file.path(), ": GGUF key ", key, " ", problem));
+}
+
+// A dimension-like integer in [1, kMaxModelDimension].
+absl::StatusOr<uint32_t> Dimension(const gguf::GgufFile& file,
+                                   const char* key,
+                                   absl::StatusOr<uint64_t> value) {
+  if (absl::IsNotFound(value.status())) {
+    return KeyError(file, key, "is missing; it is required for llama models");
+  }
+  if (!value.ok()) return value.status();
+  if (*value == 0 || *value > artifact::kMaxModelDimension) {
+    return KeyError(file, key,
+                    absl::StrFormat("is %u, must be in [1, %u]", *value,
+                                    artifact::kMaxModelDimension));
+  }
+  return static_cast<uint32_t>(*value);
+}
+
+absl::StatusOr<int32_t> TokenId(const gguf::GgufFile& file,
+                                const char* key, int32_t fallback,
+                                size_t vocab_size) {
+  absl::StatusOr<uint64_t> id = file.GetUint(key);
+  if (absl::IsNotFound(id.status())) return fallback;
+  if (!id.ok()) return id.status();
+  if (*id >= vocab_size) {
+    return KeyError(file, key,
+                    absl::StrFormat("is %u, outside the vocabulary of %u tokens",
+                                    *id, vocab_size));
+  }
+  return static_cast<int32_t>(*id);
+}
+
+}  // namespace
+
+absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
+                                              uint32_t vocab_size) {
+  absl::StatusOr<std::string> arch = file.GetString("general.architecture");
+  if (!arch.ok()) {
+    return KeyError(file, "general.architecture",
+                    absl::StrCat("is unreadable: ", arch.status().message()));
+  }
+  if (*arch != "llama") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file.path(), ": architecture \"", *arch,
+        "\" is not supported; this compiler supports \"llama\""));
+  }
+  absl::StatusOr<uint64_t> experts = OrDefault<uint64_t>(
+      file.GetUint("llama.expert_count"), 0);
+  if (!experts.ok()) return experts.status();
+  if (*experts > 0) {
+    return KeyError(file, "llama.expert_count",
+                    "is set: mixture-of-experts llama models are not supported");
+  }
+
+  LlamaHParams h;
+  absl::StatusOr<std::string> name =
+      OrDefault<std::string>(file.GetString("general.name"), "");
+  if (!name.ok()) return name.status();
+  h.name = *name;
+  h.vocab_size = vocab_size;
+  absl::StatusOr<uint64_t> declared_vocab =
+      OrDefault<uint64_t>(file.GetUint("llama.vocab_size"), vocab_size);
+  if (!declared_vocab.ok()) return declared_vocab.status();
+  if (*declared_vocab != vocab_size) {
+    return KeyError(file, "llama.vocab_size",
+                    absl::StrFormat("is %u but the tokenizer has %u tokens",
+                                    *declared_vocab, vocab_size));
+  }
+
+  struct DimensionKey {
+    const char* key;
+    uint32_t* field;
+  };
+  for (const DimensionKey& d : {
+           DimensionKey{"llama.embedding_length", &h.dim},
+           DimensionKey{"llama.block_count", &h.n_layers},
+           DimensionKey{"llama.feed_forward_length", &h.ffn_dim},
+           DimensionKey{"llama.attention.head_count", &h.n_heads},
+           DimensionKey{"llama.context_length", &h.context_length},
+       }) {
+    absl::StatusOr<uint32_t> value = Dimension(file, d.key, file.GetUint(d.key));
+    if (!value.ok()) return value.status();
+    *d.field = *value;
+  }
+  absl::StatusOr<uint32_t> kv_heads =
+      Dimension(file, "llama.attention.head_count_kv",
+                OrDefault<uint64_t>(file.GetUint("llama.attention.head_count_kv"),
+                                    h.n_heads));
+  if (!kv_heads.ok()) return kv_heads.status();
+  h.n_kv_heads = *kv_heads;
+  if (h.dim % h.n_heads != 0) {
+    return KeyError(file, "llama.attention.head_count",
+                    absl::StrFormat("(%u) does not divide embedding_length %u",
+                                    h.n_heads, h.dim));
+  }
+  if (h.n_heads % h.n_kv_heads != 0) {
+    return KeyError(file, "llama.attention.head_count_kv",
+                    absl::StrFormat("(%u) does not divide head_count %u",
+                                    h.n_kv_heads, h.n_heads));
+  }
+  h.head_dim = h.dim / h.n_heads;
+  absl::StatusOr<uint32_t> rope_dim =
+      Dimension(file, "llama.rope.dimension_count",
+                OrDefault<uint64_t>(file.GetUint("llama.rope.dimension_count"),
+                                    h.head_dim));
+  if (!rope_dim.ok()) return rope_dim.status();
+  if (*rope_dim % 2 != 0 || *rope_dim > h.head_dim) {
+    return KeyError(file, "llama.rope.dimension_count",
+                    absl::StrFormat("is %u, must be even and <= head_dim %u",
+                                    *rope_dim, h.head_dim));
+  }
+  h.rope_dim = *rope_dim;
+
+  absl::StatusOr<float> theta =
+      OrDefault(file.GetFloat("llama.rope.freq_base"), 10000.0f);
+  if (!theta.ok()) return theta.status();
+  if (!std::isfinite(*theta) || *theta <= 0) {
+    return KeyError(file, "llama.rope.freq_base",
+                    absl::StrFormat("is %g, must be > 0", *theta));
+  }
+  h.rope_theta = *theta;
+
+  absl::StatusOr<std::string> scaling =
+      OrDefault<std::string>(file.GetString("llama.rope.scaling.type"), "none");
+  if (!scaling.ok()) return scaling.status();
+  absl::StatusOr<float> factor =
+      OrDefault(file.GetFloat("llama.rope.scaling.factor"), 0.0f);
+  if (!factor.ok()) return factor.status();
+  if (*scaling == "none" && *factor == 0.0f) {
+    // Older converters wrote the linear factor under its own key.
+    factor = OrDefault(file.GetFloat("llama.rope.scale_linear"), 0.0f);
+    if (!factor.ok()) return factor.status();
+    if (*factor != 0.0f) scaling = "linear";
+  }
+  if (*scaling == "linear") {
+    if (!std::isfinite(*factor) || *factor <= 0) {
+      return KeyError(file, "llama.rope.scaling.factor",
+                      absl::StrFormat("is %g, linear RoPE scaling needs a "
+                                      "factor > 0",
+                                      *factor));
+    }
+    h.rope_freq_scale = 1.0f / *factor;
+  } else if (*scaling != "none") {
+    return KeyError(file, "llama.rope.scaling.type",
+                    absl::StrCat("is \"", *scaling,
+                                 "\"; supported: \"none\", \"linear\""));
+  }
+
+  absl::StatusOr<float> eps =
+      file.GetFloat("llama.attention.layer_norm_rms_epsilon");
+  if (absl::IsNotFound(eps.status())) {
+    return KeyError(file, "llama.attention.layer_norm_rms_epsilon",
+                    "is missing; it is required for llama models");
+  }
+  if (!eps.ok()) return eps.status();
+  if (!std::isfinite(*eps) || *eps <= 0) {
+    return KeyError(file, "llama.attention.layer_norm_rms_epsilon",
+                    absl::StrFormat("is %g, must be > 0", *eps));
+  }
+  h.norm_eps = *eps;
+  return h;
+}
+
+absl::StatusOr<TokenizerSource> ReadTokenizer(const gguf::GgufFile& file) {
+  TokenizerSource t;
+  absl::StatusOr<std::string> model = file.GetString("tokenizer.ggml.model");
+  if (absl::IsNotFound(model.status())) {
+    return KeyError(file, "tokenizer.ggml.model",
+                    "is missing; the artifact needs the tokenizer");
+  }
+  if (!model.ok()) return model.status();
+  if (*model == "llama") {
+    t.model = fb::TokenizerModel::Llama;
+  } else if (*model == "gpt2") {
+    t.model = fb::TokenizerModel::Gpt2;
+  } else {
+    return KeyError(file, "tokenizer.ggml.model",
+                    absl::StrCat("is \"", *model,
+                                 "\"; supported: \"llama\", \"gpt2\""));
+  }
+  const bool spm = t.model == fb::TokenizerModel::Llama;
+
+  absl::StatusOr<std::vector<std::string>> tokens =
+      file.GetStringArray("tokenizer.ggml.tokens");
+  if (!tokens.ok()) return tokens.status();
+  if (tokens->empty() || tokens->size() > artifact::kMaxModelDimension) {
+    return KeyError(file, "tokenizer.ggml.tokens",
+                    absl::StrFormat("has %u tokens, must have 1 to %u",
+                                    tokens->size(),
+                                    artifact::kMaxModelDimension));
+  }
+  t.tokens = *std::move(tokens);
+  const size_t n = t.tokens.size();
+
+  absl::StatusOr<std::vector<float>> scores =
+      OrDefault(file.GetFloatArray("tokenizer.ggml.scores"), {});
+  if (!scores.ok()) return scores.status();
+  t.scores = *std::move(scores);
+  absl::StatusOr<std::vector<int32_t>> types =
+      OrDefault(file.GetInt32Array("tokenizer.ggml.token_type"), {});
+  if (!types.ok()) return types.status();
+  t.token_types = *std::move(types);
+  for (const auto& [key, size] :
+       {std::pair<const char*, size_t>{"tokenizer.ggml.scores", t.scores.size()},
+        {"tokenizer.ggml.token_type", t.token_types.size()}}) {
+    if (size != 0 && size != n) {
+      return KeyError(file, key,
+                      absl::StrFormat("has %u entries for %u tokens", size, n));
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> merges =
+      OrDefault(file.GetStringArray("tokenizer.ggml.merges"), {});
+  if (!merges.ok()) return merges.status();
+  t.merges = *std::move(merges);
+  if (!spm && t.merges.empty()) {
+    return KeyError(file, "tokenizer.ggml.merges",
+                    "is missing or empty; the gpt2 tokenizer needs merges");
+  }
+  absl::StatusOr<std::string> pre =
+      OrDefault<std::string>(file.GetString("tokenizer.ggml.pre"), "");
+  if (!pre.ok()) return pre.status();
+  t.pre = *pre;
+
+  // llama.cpp's defaults for SentencePiece vocabularies.
+  const struct {
+    const char* key;
+    int32_t fallback;
+    int32_t* field;
+  } ids[] = {{"tokenizer.ggml.bos_token_id", spm ? 1 : -1, &t.bos_id},
+             {"tokenizer.ggml.eos_token_id", spm ? 2 : -1, &t.eos_id},
+             {"tokenizer.ggml.unknown_token_id", spm ? 0 : -1, &t.unk_id},
+             {"tokenizer.ggml.padding_token_id", -1, &t.pad_id}};
+  for (const auto& id : ids) {
+    const int32_t fallback =
+        id.fallback >= 0 && static_cast<size_t>(id.fallback) < n ? id.fallback
+                                                                 : -1;
+    absl::StatusOr<int32_t> value = TokenId(file, id.key, fallback, n);
+    if (!value.ok()) return value.status();
+    *id.field = *value;
+  }
+  const struct {
+    const char* key;
+    bool fallback;
+    bool* field;
+  } flags[] = {{"tokenizer.ggml.add_bos_token", spm, &t.add_bos},
+               {"tokenizer.ggml.add_eos_token", false, &t.add_eos},
+               {"tokenizer.ggml.add_space_prefix", spm, &t.add_space_prefix}};
+  for (const auto& flag : flags) {
+    absl::StatusOr<bool> value = OrDefault(file.GetBool(flag.key), flag.fallback);
+    if (!value.ok()) return value.status();
+    *flag.field = *value;
+  }
+  if (t.add_bos && t.bos_id < 0) {
+    return KeyError(file, "tokenizer.ggml.add_bos_token",
+                    "is true but there is no tokenizer.ggml.bos_token_id");
+  }
+  if (t.add_eos && t.eos_id < 0) {
+    return KeyError(file, "tokenizer.ggml.add_eos_token",
+                    "is true but there is no tokenizer.ggml.eos_token_id");
+  }
+  absl::StatusOr<std::string> chat_template =
+      OrDefault<std::string>(file.GetString("tokenizer.chat_template"), "");
+  if (!chat_template.ok()) return chat_template.status();
+  t.chat_template = *chat_template;
+  return t;
+}
+
+flatbuffers::Offset<fb::HParams> SerializeHParams(
+    const LlamaHParams& h, flatbuffers::FlatBufferBuilder& builder) {
+  return fb::CreateHParamsDirect(
+      builder, "llama", h.name.c_str(), h.vocab_size, h.dim, h.n_layers,
+      h.n_heads, h.n_kv_heads, h.head_dim, h.ffn_dim, h.rope_dim, h.rope_theta,
+      h.rope_freq_scale, fb::RopeMode::Norm, h.norm_eps, h.context_length);
+}
+
+flatbuffers::Offset<fb::Tokenizer> SerializeTokenizer(
+    const TokenizerSource& t, flatbuffers::FlatBufferBuilder& builder) {
+  const auto pre = builder.CreateString(t.pre);
+  const auto tokens = builder.CreateVectorOfStrings(t.tokens);
+  flatbuffers::Offset<flatbuffers::Vector<float>> scores;
+  if (!t.scores.empty()) scores = builder.CreateVector(t.scores);
+  flatbuffers::Offset<flatbuffers::Vector<int32_t>> types;
+  if (!t.token_types.empty()) types = builder.CreateVector(t.token_types);
+  flatbuffers::Offset<
+      flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>>
+      merges;
+  if (!t.merges.empty()) merges = builder.CreateVectorOfStrings(t.merges);
+  const auto chat_template = builder.CreateString(t.chat_template);
+  return fb::CreateTokenizer(builder, t.model, pre, tokens, scores, types,
+                             merges, t.bos_id, t.eos_id, t.unk_id, t.pad_id,
+                             t.add_bos, t.add_eos, t.add_space_prefix,
+                             chat_template);
+}
+
+}  // namespace lnpu::compiler

@@ -1,0 +1,78 @@
+// What the compiler reads from a GGUF llama model besides the weights: the
+// hyper-parameters (llama.*) and the tokenizer (tokenizer.ggml.*).
+#ifndef COMPILER_ARTIFACTS_COMPILER_LLAMA_SOURCE_H_
+#define COMPILER_ARTIFACTS_COMPILER_LLAMA_SOURCE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler_artifacts/format/model_generated.h"
+#include "compiler_artifacts/gguf/gguf_file.h"
+#include "flatbuffers/flatbuffers.h"
+
+namespace lnpu::compiler {
+
+// The artifact schema's generated types (model.fbs).
+namespace fb = ::lnpu::artifact::fb;
+
+struct LlamaHParams {
+  std::string name;  // general.name, may be empty
+  uint32_t vocab_size = 0;
+  uint32_t dim = 0;
+  uint32_t n_layers = 0;
+  uint32_t n_heads = 0;
+  uint32_t n_kv_heads = 0;
+  uint32_t head_dim = 0;
+  uint32_t ffn_dim = 0;
+  uint32_t rope_dim = 0;
+  float rope_theta = 10000.0f;
+  float rope_freq_scale = 1.0f;
+  float norm_eps = 0.0f;
+  uint32_t context_length = 0;
+
+  uint32_t q_dim() const { return n_heads * head_dim; }
+  uint32_t kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+struct TokenizerSource {
+  fb::TokenizerModel model = fb::TokenizerModel::Llama;
+  std::string pre;
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> token_types;
+  std::vector<std::string> merges;
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  int32_t unk_id = -1;
+  int32_t pad_id = -1;
+  bool add_bos = false;
+  bool add_eos = false;
+  bool add_space_prefix = false;
+  std::string chat_template;
+};
+
+// Reads and checks general.architecture == "llama" and the llama.* keys
+// (defaults: head_count_kv = head_count, rope.dimension_count = head_dim,
+// rope.freq_base = 10000, linear rope scaling -> freq_scale = 1 / factor).
+// `vocab_size` is the tokenizer's token count (llama.vocab_size, when
+// present, must agree). InvalidArgument naming the key for missing,
+// out-of-range or unsupported values.
+absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
+                                              uint32_t vocab_size);
+
+// Reads tokenizer.ggml.* (model "llama" or "gpt2"). Defaults follow
+// llama.cpp: add_bos true and add_space_prefix true for "llama", false for
+// "gpt2"; add_eos false. InvalidArgument naming the key on inconsistencies
+// (array lengths, special ids out of range).
+absl::StatusOr<TokenizerSource> ReadTokenizer(const gguf::GgufFile& file);
+
+flatbuffers::Offset<fb::HParams> SerializeHParams(
+    const LlamaHParams& hparams, flatbuffers::FlatBufferBuilder& builder);
+flatbuffers::Offset<fb::Tokenizer> SerializeTokenizer(
+    const TokenizerSource& tokenizer, flatbuffers::FlatBufferBuilder& builder);
+
+}  // namespace lnpu::compiler
+
+#endif  // COMPILER_ARTIFACTS_COMPILER_LLAMA_SOURCE_H_

@@ -1,0 +1,118 @@
+#include "compiler_artifacts/format/artifact.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compiler_artifacts/format/artifact_verifier.h"
+#include "compiler_artifacts/format/crc32.h"
+#include "flatbuffers/flatbuffers.h"
+
+namespace lnpu::artifact {
+namespace {
+
+absl::Status ErrnoError(const std::string& what, const std::string& path) {
+  const int err = errno;
+  const std::string message =
+      absl::StrCat(path, ": ", what, ": ", std::strerror(err));
+  switch (err) {
+    case ENOENT:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    default:
+      return absl::UnavailableError(message);
+  }
+}
+
+absl::Status WithPath(const std::string& path, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(path, ": ", status.message()));
+}
+
+}  // namespace
+
+Artifact::Artifact(std::string path, const uint8_t* mapping,
+                   uint64_t mapping_size)
+    : path_(std::move(path)), mapping_(mapping), mapping_size_(mapping_size) {}
+
+Artifact::~Artifact() {
+  if (mapping_ != nullptr) {
+    ::munmap(const_cast<uint8_t*>(mapping_), mapping_size_);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(
+    const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("cannot open artifact", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    absl::Status error = ErrnoError("cannot stat artifact", path);
+    ::close(fd);
+    return error;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a regular file"));
+  }
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  if (file_size < kArtifactHeaderSize) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: artifact truncated: %u bytes, the file header alone needs %u",
+        path, file_size, kArtifactHeaderSize));
+  }
+  void* mapping = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int mmap_errno = errno;
+  ::close(fd);
+  if (mapping == MAP_FAILED) {
+    errno = mmap_errno;
+    return ErrnoError("cannot map artifact", path);
+  }
+  std::unique_ptr<Artifact> artifact(
+      new Artifact(path, static_cast<const uint8_t*>(mapping), file_size));
+  const absl::Span<const uint8_t> file(artifact->mapping_, file_size);
+
+  absl::StatusOr<ArtifactHeader> header = DecodeArtifactHeader(file);
+  if (!header.ok()) return WithPath(path, header.status());
+  if (header->file_size != file_size) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: artifact %s: the header records %u bytes, the file has %u",
+        path, file_size < header->file_size ? "truncated" : "has extra bytes",
+        header->file_size, file_size));
+  }
+  artifact->header_ = *header;
+  const absl::Span<const uint8_t> metadata =
+      file.subspan(header->metadata_offset, header->metadata_size);
+  const uint32_t crc = Crc32(metadata);
+  if (crc != header->metadata_crc32) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: artifact metadata CRC mismatch (stored 0x%08x, computed "
+        "0x%08x): the file is corrupt",
+        path, header->metadata_crc32, crc));
+  }
+  flatbuffers::Verifier verifier(metadata.data(), metadata.size());
+  if (!fb::VerifyModelBuffer(verifier)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": artifact metadata is not a valid Model flatbuffer"));
+  }
+  artifact->model_ = fb::GetModel(metadata.data());
+  artifact->data_ = file.subspan(header->data_offset, header->data_size);
+  if (absl::Status s = VerifyModel(*artifact->model_, header->data_size);
+      !s.ok()) {
+    return WithPath(path, s);
+  }
+  return artifact;
+}
+
+}  // namespace lnpu::artifact

@@ -1,0 +1,54 @@
+// Read access to a compiled .lnpu artifact (layout: artifact_file.h,
+// metadata: model.fbs).
+#ifndef COMPILER_ARTIFACTS_FORMAT_ARTIFACT_H_
+#define COMPILER_ARTIFACTS_FORMAT_ARTIFACT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "compiler_artifacts/format/artifact_file.h"
+#include "compiler_artifacts/format/model_generated.h"
+
+namespace lnpu::artifact {
+
+// An opened artifact: the file mapped read-only and fully verified.
+// Immutable; every method is thread-safe. The references and spans it
+// returns live as long as the Artifact.
+class Artifact {
+ public:
+  // Maps `path` and verifies it: header (magic, supported version, CRCs,
+  // sizes against the real file size), the flatbuffers Verifier, then
+  // VerifyModel (artifact_verifier.h). Errors: NotFound / PermissionDenied
+  // / Unavailable for I/O, FailedPrecondition for an unsupported format
+  // version, InvalidArgument for a corrupt or inconsistent file; each
+  // message starts with the path.
+  static absl::StatusOr<std::unique_ptr<Artifact>> Open(
+      const std::string& path);
+
+  Artifact(const Artifact&) = delete;
+  Artifact& operator=(const Artifact&) = delete;
+  ~Artifact();
+
+  const fb::Model& model() const { return *model_; }
+  // The data section (buffers[0]), page-aligned, mapped from the file.
+  absl::Span<const uint8_t> data() const { return data_; }
+  const std::string& path() const { return path_; }
+  const ArtifactHeader& header() const { return header_; }
+
+ private:
+  Artifact(std::string path, const uint8_t* mapping, uint64_t mapping_size);
+
+  std::string path_;
+  const uint8_t* mapping_;
+  uint64_t mapping_size_;
+  ArtifactHeader header_;
+  const fb::Model* model_ = nullptr;
+  absl::Span<const uint8_t> data_;
+};
+
+}  // namespace lnpu::artifact
+
+#endif  // COMPILER_ARTIFACTS_FORMAT_ARTIFACT_H_

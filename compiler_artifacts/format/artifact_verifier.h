@@ -1,0 +1,29 @@
+// Semantic verification of a Model flatbuffer (model.fbs) against the data
+// section it describes. Artifact::Open runs it after the flatbuffers
+// structural Verifier; it is public so tests and tools can check a model
+// built in memory.
+#ifndef COMPILER_ARTIFACTS_FORMAT_ARTIFACT_VERIFIER_H_
+#define COMPILER_ARTIFACTS_FORMAT_ARTIFACT_VERIFIER_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "compiler_artifacts/format/model_generated.h"
+
+namespace lnpu::artifact {
+
+// Upper bounds that keep every size computation within 64 bits and reject
+// absurd values early.
+inline constexpr uint64_t kMaxModelDimension = uint64_t{1} << 20;
+inline constexpr uint64_t kMaxBufferSize = uint64_t{1} << 40;
+
+// Checks that `model` (already structurally verified) is internally
+// consistent and fits a data section of `data_size` bytes: hparams,
+// tokenizer, buffers, weights, KV cache, graphs with their command streams,
+// relocations and I/O operands. Returns InvalidArgument naming the first
+// offending element and the rule it breaks. Thread-safe.
+absl::Status VerifyModel(const fb::Model& model, uint64_t data_size);
+
+}  // namespace lnpu::artifact
+
+#endif  // COMPILER_ARTIFACTS_FORMAT_ARTIFACT_VERIFIER_H_
