@@ -1,0 +1,111 @@
+#include "kernel_iface/softnpu/job.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace lnpu::softnpu {
+
+void Job::Clear() {
+  buffers_.clear();
+  in_fences_.clear();
+  command_bytes_ = 0;
+  command_count_ = 0;
+  accesses_.clear();
+  context_.reset();
+  fence_.reset();
+}
+
+void Job::AddBuffer(std::shared_ptr<BufferObject> buffer) {
+  buffers_.push_back(std::move(buffer));
+}
+
+void Job::AddInFence(std::shared_ptr<Fence> fence) {
+  in_fences_.push_back(std::move(fence));
+}
+
+int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
+                      DiagnosticLog& log) {
+  std::sort(buffers_.begin(), buffers_.end(),
+            [](const auto& a, const auto& b) {
+              return a->device_addr() < b->device_addr();
+            });
+  buffers_.erase(std::unique(buffers_.begin(), buffers_.end()),
+                 buffers_.end());
+
+  commands_.resize(stream.size() / sizeof(uint64_t));
+  std::memcpy(commands_.data(), stream.data(), stream.size());
+  command_bytes_ = static_cast<uint32_t>(stream.size());
+  const absl::Span<const uint8_t> snapshot(
+      reinterpret_cast<const uint8_t*>(commands_.data()), command_bytes_);
+
+  uint32_t offset = 0;
+  while (offset < command_bytes_) {
+    accesses_.clear();
+    const absl::StatusOr<uint32_t> size =
+        ValidateCommand(engine, snapshot.subspan(offset), &accesses_);
+    if (!size.ok()) {
+      return log.Reject(EINVAL, "SUBMIT: command %u at byte %u of the stream: %s",
+                        command_count_, offset, size.status().message());
+    }
+    if (*size == 0 || *size % 8 != 0 || *size > command_bytes_ - offset) {
+      return log.Reject(EINVAL,
+                        "SUBMIT: command %u at byte %u has size %u, which "
+                        "does not fit the %u-byte stream in 8-byte steps",
+                        command_count_, offset, *size, command_bytes_);
+    }
+    for (const OperandAccess& access : accesses_) {
+      if (FindBuffer(access.addr, access.bytes) == nullptr) {
+        return log.Reject(
+            EINVAL,
+            "SUBMIT: command %u (opcode %u) %s %u bytes at device address "
+            "0x%x, which is not inside one buffer of bo_handles; list every "
+            "buffer the commands touch and keep each operand inside it",
+            command_count_, command_at(offset).opcode,
+            access.write ? "writes" : "reads", access.bytes, access.addr);
+      }
+    }
+    offset += *size;
+    ++command_count_;
+  }
+  return 0;
+}
+
+void Job::Arm(std::shared_ptr<FileContext> context,
+              std::shared_ptr<Fence> fence) {
+  context_ = std::move(context);
+  fence_ = std::move(fence);
+}
+
+bool Job::InFencesSignalled() const {
+  for (const auto& fence : in_fences_) {
+    if (!fence->signalled()) return false;
+  }
+  return true;
+}
+
+int Job::InFenceError() const {
+  for (const auto& fence : in_fences_) {
+    if (fence->error() != 0) return fence->error();
+  }
+  return 0;
+}
+
+uint8_t* Job::Translate(uint64_t addr) const {
+  const BufferObject* buffer = FindBuffer(addr, 0);
+  // ExecuteCommand only translates addresses that LoadCommands checked.
+  return buffer == nullptr ? nullptr
+                           : buffer->data() + (addr - buffer->device_addr());
+}
+
+const BufferObject* Job::FindBuffer(uint64_t addr, uint64_t bytes) const {
+  auto it = std::upper_bound(
+      buffers_.begin(), buffers_.end(), addr,
+      [](uint64_t a, const auto& buffer) { return a < buffer->device_addr(); });
+  if (it == buffers_.begin()) return nullptr;
+  const BufferObject* buffer = std::prev(it)->get();
+  return buffer->Contains(addr, bytes) ? buffer : nullptr;
+}
+
+}  // namespace lnpu::softnpu

@@ -1,0 +1,99 @@
+// Job: one submitted command stream with everything it needs to run (the
+// job layer of the software NPU).
+//
+// SUBMIT fills a job in two steps: the buffers and in-fences it names
+// (AddBuffer, AddInFence, under the file's lock), then LoadCommands, which
+// copies the stream out of the command buffer, so that rewriting that buffer
+// after SUBMIT cannot change what was validated, and validates every command
+// and every memory range it touches. Arm() attaches the job's fence and
+// file context; the engine then runs it, using the job as the
+// DeviceMemoryView that translates the device addresses of its buffers.
+//
+// Job objects are recycled by their engine (Clear() keeps the capacity of
+// every container), so a steady stream of submits does not allocate.
+//
+// Thread-safety: filled by one thread, then handed to the engine thread;
+// Translate() may be called concurrently by the engine's compute workers.
+#ifndef KERNEL_IFACE_SOFTNPU_JOB_H_
+#define KERNEL_IFACE_SOFTNPU_JOB_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "kernel_iface/softnpu/buffer_object.h"
+#include "kernel_iface/softnpu/compute/command_set.h"
+#include "kernel_iface/softnpu/diagnostic_log.h"
+#include "kernel_iface/softnpu/fence.h"
+#include "kernel_iface/softnpu/file_context.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+
+namespace lnpu::softnpu {
+
+class Job final : public DeviceMemoryView {
+ public:
+  Job() = default;
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  // Drops every reference the job holds; keeps allocated capacity.
+  void Clear();
+
+  // A buffer the commands may touch. Listing one twice is harmless.
+  void AddBuffer(std::shared_ptr<BufferObject> buffer);
+  // A fence that must signal before the job starts.
+  void AddInFence(std::shared_ptr<Fence> fence);
+
+  // Copies `stream` and validates it for `engine`: every command must pass
+  // ValidateCommand and every range it touches must lie inside one buffer
+  // added before. Returns 0 or EINVAL (reason in `log`). `stream` is a
+  // non-empty multiple of 8 bytes.
+  int LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
+                   DiagnosticLog& log);
+
+  // Attaches the file context the job runs for and the fence it signals.
+  void Arm(std::shared_ptr<FileContext> context, std::shared_ptr<Fence> fence);
+
+  // --- Engine side.
+  bool InFencesSignalled() const;
+  // The error of the first failed in-fence, or 0. Requires
+  // InFencesSignalled().
+  int InFenceError() const;
+  const FileContext& context() const { return *context_; }
+  FileContext& context() { return *context_; }
+  std::shared_ptr<FileContext> TakeContext() { return std::move(context_); }
+  std::shared_ptr<Fence> TakeFence() { return std::move(fence_); }
+
+  // The validated stream: commands start at offset 0 and follow each other
+  // by header size up to command_bytes().
+  uint32_t command_bytes() const { return command_bytes_; }
+  const lnpu_cmd_header& command_at(uint32_t offset) const {
+    return *reinterpret_cast<const lnpu_cmd_header*>(
+        reinterpret_cast<const uint8_t*>(commands_.data()) + offset);
+  }
+  uint32_t command_count() const { return command_count_; }
+
+  // DeviceMemoryView.
+  uint8_t* Translate(uint64_t addr) const override;
+
+ private:
+  // The buffer containing [addr, addr + bytes), or null. Requires buffers_
+  // sorted by device address and free of duplicates.
+  const BufferObject* FindBuffer(uint64_t addr, uint64_t bytes) const;
+
+  std::vector<std::shared_ptr<BufferObject>> buffers_;
+  std::vector<std::shared_ptr<Fence>> in_fences_;
+  // The stream snapshot; uint64_t elements keep every command 8-byte
+  // aligned, as the command structs require.
+  std::vector<uint64_t> commands_;
+  uint32_t command_bytes_ = 0;
+  uint32_t command_count_ = 0;
+  std::vector<OperandAccess> accesses_;  // validation scratch
+  std::shared_ptr<FileContext> context_;
+  std::shared_ptr<Fence> fence_;
+};
+
+}  // namespace lnpu::softnpu
+
+#endif  // KERNEL_IFACE_SOFTNPU_JOB_H_

@@ -1,0 +1,116 @@
+// The software NPU: an in-process device that serves the lnpu UAPI
+// (kernel_iface/uapi/drm/lnpu_accel.h) as strictly as a Linux accel kernel
+// driver, and the default device of the stack when no NPU node exists.
+//
+//   auto npu = lnpu::softnpu::SoftNpu::Default();
+//   std::unique_ptr<lnpu::KernelFile> file = npu->Open();
+//   file->Ioctl(DRM_IOCTL_LNPU_BO_CREATE, &create);
+//
+// Structure (one concern per file, as in drivers/accel): soft_npu (the
+// device), soft_npu_file (an open file: handle, mapping and fence tables,
+// ioctl handlers), buffer_object (buffers, device memory accounting), job
+// (submit snapshot and validation), engine (queues and worker threads),
+// fence, wait_queue, diagnostic_log; commands themselves are validated and
+// executed by compute/command_set.h.
+//
+// Lifetime: every open file holds the device, so the device lives while any
+// file is open. Closing a file (destroying its KernelFile) frees everything
+// it owns, including its mappings (unlike mmap(2), a mapping does not
+// outlive its file); a buffer that a queued or running job uses stays alive
+// until the job ends. Destroying the device cancels the jobs still queued.
+//
+// Thread-safety: SoftNpu and its files may be used from any number of
+// threads at once.
+#ifndef KERNEL_IFACE_SOFTNPU_SOFT_NPU_H_
+#define KERNEL_IFACE_SOFTNPU_SOFT_NPU_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "kernel_iface/driver/kernel_file.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+
+namespace lnpu::softnpu {
+
+class DeviceMemory;
+class DiagnosticLog;
+class Engine;
+
+// Limits the device reports through DRM_IOCTL_LNPU_GET_PARAM.
+inline constexpr uint64_t kSoftNpuDeviceId = 0x534e5055;  // "SNPU"
+inline constexpr uint32_t kMaxCommandBytes = 1u << 20;   // MAX_CMD_SIZE
+inline constexpr uint32_t kMaxJobBuffers = 4096;         // MAX_JOB_BOS
+inline constexpr uint32_t kMaxFences = 32;               // MAX_IN_FENCES
+
+struct SoftNpuOptions {
+  // Device memory capacity in bytes: a multiple of 4096, at least 4096 and
+  // at most 2^48.
+  uint64_t memory_bytes = 4ull << 30;
+  // A running job exceeding it is aborted (-ECANCELED) and its file banned
+  // (later submits: ECANCELED). 1 .. 3'600'000.
+  uint32_t job_timeout_ms = 5000;
+  // Compute-engine worker threads; 0 = std::thread::hardware_concurrency().
+  // 0 .. 1024.
+  int compute_threads = 0;
+
+  // OK, or InvalidArgument naming the field outside its range.
+  absl::Status Validate() const;
+};
+
+class SoftNpu : public std::enable_shared_from_this<SoftNpu> {
+ public:
+  // A new device. `options` must pass Validate(); a device cannot be built
+  // from invalid options, so this terminates the process with the reason
+  // (check user-supplied options with Validate() first).
+  static std::shared_ptr<SoftNpu> Create(const SoftNpuOptions& options);
+
+  // The process-wide device, created on first use and never destroyed.
+  // Options come from the environment: LNPU_SOFTNPU_MEMORY_MB (device
+  // memory in MiB) and LNPU_SOFTNPU_THREADS (compute threads); a value that
+  // does not parse or is out of range is reported on stderr and replaced by
+  // the default.
+  static std::shared_ptr<SoftNpu> Default();
+
+  ~SoftNpu();
+  SoftNpu(const SoftNpu&) = delete;
+  SoftNpu& operator=(const SoftNpu&) = delete;
+
+  // A new open file of this device.
+  std::unique_ptr<KernelFile> Open();
+
+  // Test and diagnostic controls (a driver's debugfs). A paused engine
+  // starts no job (a running one finishes) and keeps its queue, so waits
+  // time out deterministically. `engine` is a DRM_LNPU_ENGINE_*; another
+  // value terminates the process.
+  void PauseEngine(uint32_t engine);
+  void ResumeEngine(uint32_t engine);
+
+  // The options in effect (compute_threads resolved to the actual count).
+  const SoftNpuOptions& options() const { return options_; }
+  // Bytes of device memory held by live buffers, all files.
+  uint64_t memory_used() const;
+  // Engine resets after job timeouts, since creation.
+  uint64_t reset_count() const;
+  // Why the latest job faulted or was aborted, "" if none did.
+  std::string last_fault_message() const;
+  // Why the latest rejected ioctl failed, "" if none was rejected.
+  std::string last_rejection_message() const;
+
+ private:
+  friend class SoftNpuFile;
+  explicit SoftNpu(const SoftNpuOptions& options);
+  // The engine a debug control names; terminates on an invalid id.
+  Engine& ControlledEngine(uint32_t engine, const char* control);
+
+  const SoftNpuOptions options_;
+  const std::unique_ptr<DiagnosticLog> log_;
+  const std::shared_ptr<DeviceMemory> memory_;
+  std::array<std::unique_ptr<Engine>, DRM_LNPU_ENGINE_COUNT> engines_;
+};
+
+}  // namespace lnpu::softnpu
+
+#endif  // KERNEL_IFACE_SOFTNPU_SOFT_NPU_H_
