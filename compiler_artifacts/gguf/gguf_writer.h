@@ -1,0 +1,75 @@
+#ifndef LNPU_COMPILER_ARTIFACTS_GGUF_GGUF_WRITER_H_
+#define LNPU_COMPILER_ARTIFACTS_GGUF_GGUF_WRITER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler_artifacts/gguf/ggml_type.h"
+#include "compiler_artifacts/gguf/gguf_value.h"
+
+namespace lnpu::gguf {
+
+// Builds a GGUF v3 file: metadata in the order keys were first set, tensors
+// in the order they were added, each tensor's data aligned to
+// general.alignment (32 unless set with SetUint32). Holds all tensor data in
+// memory until written.
+//
+// Not thread-safe: use one writer from one thread at a time.
+class GgufWriter {
+ public:
+  // Sets `key` to `value`. Setting a key again replaces its value and keeps
+  // its position. Keys are checked by Serialize / Write (non-empty).
+  void Set(std::string key, GgufValue value);
+  void SetString(std::string key, std::string value);
+  void SetUint32(std::string key, uint32_t value);
+  void SetInt32(std::string key, int32_t value);
+  void SetFloat32(std::string key, float value);
+  void SetBool(std::string key, bool value);
+  void SetStringArray(std::string key, std::vector<std::string> values);
+  void SetFloat32Array(std::string key, std::vector<float> values);
+  void SetInt32Array(std::string key, std::vector<int32_t> values);
+
+  // Adds a tensor. InvalidArgument if the name is empty or already used, if
+  // dims has not 1 to 4 entries or holds a 0, if the type is unknown or
+  // dims[0] is not a multiple of its block size, or if data.size() is not
+  // the tensor's byte size.
+  absl::Status AddTensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
+                         std::vector<uint8_t> data);
+
+  // The complete file contents.
+  absl::StatusOr<std::vector<uint8_t>> Serialize() const;
+  // Writes the file to `path` + ".tmp", then renames it to `path`, so that
+  // `path` is either the old file or the complete new one.
+  absl::Status Write(const std::string& path) const;
+
+ private:
+  struct Entry {
+    std::string key;
+    GgufValue value;
+  };
+  struct Tensor {
+    std::string name;
+    GgmlType type;
+    std::vector<uint64_t> dims;
+    std::vector<uint8_t> data;
+  };
+  // Receives the file contents piece by piece.
+  using Sink = absl::FunctionRef<absl::Status(absl::Span<const uint8_t>)>;
+
+  absl::StatusOr<uint64_t> Alignment() const;
+  absl::Status Emit(Sink sink) const;
+
+  std::vector<Entry> metadata_;
+  absl::flat_hash_map<std::string, size_t> metadata_index_;
+  std::vector<Tensor> tensors_;
+  absl::flat_hash_map<std::string, size_t> tensor_index_;
+};
+
+}  // namespace lnpu::gguf
+
+#endif  // LNPU_COMPILER_ARTIFACTS_GGUF_GGUF_WRITER_H_
