@@ -1,0 +1,426 @@
+#include "tests/reference/reference_llama.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "compiler_artifacts/gguf/gguf_file.h"
+
+namespace lnpu::reference {
+namespace {
+
+// Upper bound on every model dimension, so that products of two dimensions
+// and position * dimension offsets stay far from overflow.
+constexpr uint64_t kMaxDimension = uint64_t{1} << 24;
+
+// A dense matrix stored row-major as `rows` rows of `cols` floats; y = W x maps
+// `cols` inputs to `rows` outputs. This is exactly the GGUF layout of a weight
+// with dims [cols, rows].
+struct Matrix {
+  int rows = 0;
+  int cols = 0;
+  std::vector<float> data;
+
+  const float* Row(int r) const {
+    return data.data() + static_cast<size_t>(r) * cols;
+  }
+};
+
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "ReferenceLlama: %s\n", message.c_str());
+  std::abort();
+}
+
+double Dot(const float* a, const float* b, int n) {
+  double acc = 0.0;
+  for (int i = 0; i < n; ++i) acc += static_cast<double>(a[i]) * b[i];
+  return acc;
+}
+
+// y[r] = sum_c W[r][c] * x[c]; x has w.cols entries, the result w.rows.
+std::vector<float> MatVec(const Matrix& w, const std::vector<float>& x) {
+  std::vector<float> y(w.rows);
+  for (int r = 0; r < w.rows; ++r) {
+    y[r] = static_cast<float>(Dot(w.Row(r), x.data(), w.cols));
+  }
+  return y;
+}
+
+std::vector<float> RmsNorm(const std::vector<float>& x,
+                           const std::vector<float>& weight, float eps) {
+  double sum_sq = 0.0;
+  for (float v : x) sum_sq += static_cast<double>(v) * v;
+  const double scale =
+      1.0 / std::sqrt(sum_sq / static_cast<double>(x.size()) + eps);
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    y[i] = static_cast<float>(x[i] * scale * weight[i]);
+  }
+  return y;
+}
+
+// Rotates adjacent pairs (2i, 2i+1), i < rope_dim / 2, of every head in place
+// by pos * theta^(-2i / rope_dim).
+void ApplyRope(std::vector<float>& x, int n_heads, int head_dim, int rope_dim,
+               float theta, int pos) {
+  for (int h = 0; h < n_heads; ++h) {
+    float* head = x.data() + static_cast<size_t>(h) * head_dim;
+    for (int i = 0; i < rope_dim / 2; ++i) {
+      const double freq =
+          std::pow(static_cast<double>(theta), -2.0 * i / rope_dim);
+      const double angle = pos * freq;
+      const double c = std::cos(angle);
+      const double s = std::sin(angle);
+      const double x0 = head[2 * i];
+      const double x1 = head[2 * i + 1];
+      head[2 * i] = static_cast<float>(x0 * c - x1 * s);
+      head[2 * i + 1] = static_cast<float>(x0 * s + x1 * c);
+    }
+  }
+}
+
+// Reads GGUF weights, checking every shape against the metadata.
+class WeightReader {
+ public:
+  explicit WeightReader(const gguf::GgufFile& file) : file_(file) {}
+
+  bool Has(const std::string& name) const {
+    return file_.FindTensor(name) != nullptr;
+  }
+
+  // Loads `name`, which must have GGUF dims `expected_dims` (innermost first).
+  absl::StatusOr<std::vector<float>> Load(
+      const std::string& name, const std::vector<int64_t>& expected_dims) const {
+    const gguf::TensorInfo* info = file_.FindTensor(name);
+    if (info == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GGUF file has no tensor '", name,
+          "'; the reference needs a complete llama model"));
+    }
+    std::vector<int64_t> dims;
+    for (const auto d : info->dims) dims.push_back(static_cast<int64_t>(d));
+    if (dims != expected_dims) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", name, "' has dims [", absl::StrJoin(dims, ", "),
+          "] but the model metadata implies [",
+          absl::StrJoin(expected_dims, ", "), "]"));
+    }
+    return file_.TensorToF32(*info);
+  }
+
+  absl::StatusOr<std::vector<float>> LoadVector(const std::string& name,
+                                                int n) const {
+    return Load(name, {n});
+  }
+
+  // A weight with `n_out` outputs and `n_in` inputs: GGUF dims [n_in, n_out].
+  absl::StatusOr<Matrix> LoadMatrix(const std::string& name, int n_out,
+                                    int n_in) const {
+    absl::StatusOr<std::vector<float>> data = Load(name, {n_in, n_out});
+    if (!data.ok()) return data.status();
+    return Matrix{n_out, n_in, *std::move(data)};
+  }
+
+ private:
+  const gguf::GgufFile& file_;
+};
+
+// Reads the unsigned metadata value `key` as an int in [1, kMaxDimension];
+// absent keys yield `fallback` when one is given.
+absl::StatusOr<int> GetPositiveInt(const gguf::GgufFile& file,
+                                   const std::string& key,
+                                   std::optional<int> fallback = std::nullopt) {
+  if (fallback.has_value() && !file.HasKey(key)) return *fallback;
+  const absl::StatusOr<uint64_t> value = file.GetUint(key);
+  if (!value.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "llama metadata key '", key, "' is missing or not an unsigned integer (",
+        value.status().message(), ")"));
+  }
+  if (*value == 0 || *value > kMaxDimension) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "llama metadata key '", key, "' = ", *value,
+        " is out of range; it must be in [1, ", kMaxDimension, "]"));
+  }
+  return static_cast<int>(*value);
+}
+
+absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
+  const absl::StatusOr<std::string> arch = file.GetString("general.architecture");
+  if (!arch.ok() || *arch != "llama") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "general.architecture is '", arch.ok() ? *arch : "(missing)",
+        "'; the reference implements only the 'llama' architecture"));
+  }
+  ReferenceLlamaConfig c;
+  absl::Status status;
+  // Assigns the value of `key` to `field`, remembering the first failure.
+  const auto read = [&](int& field, const std::string& key,
+                        std::optional<int> fallback = std::nullopt) {
+    if (!status.ok()) return;
+    const absl::StatusOr<int> value = GetPositiveInt(file, key, fallback);
+    if (value.ok()) field = *value; else status = value.status();
+  };
+  read(c.dim, "llama.embedding_length");
+  read(c.n_layers, "llama.block_count");
+  read(c.n_heads, "llama.attention.head_count");
+  read(c.n_kv_heads, "llama.attention.head_count_kv", c.n_heads);
+  read(c.ffn_dim, "llama.feed_forward_length");
+  if (!status.ok()) return status;
+  if (c.dim % c.n_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "embedding_length %d is not a multiple of head_count %d", c.dim,
+        c.n_heads));
+  }
+  c.head_dim = c.dim / c.n_heads;
+  read(c.rope_dim, "llama.rope.dimension_count", c.head_dim);
+  if (!status.ok()) return status;
+  if (c.n_heads % c.n_kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "head_count %d is not a multiple of head_count_kv %d; grouped-query "
+        "attention needs whole groups",
+        c.n_heads, c.n_kv_heads));
+  }
+  if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "rope.dimension_count %d must be even and at most the head size %d",
+        c.rope_dim, c.head_dim));
+  }
+  if (file.HasKey("llama.rope.freq_base")) {
+    const absl::StatusOr<float> theta = file.GetFloat("llama.rope.freq_base");
+    if (!theta.ok()) return theta.status();
+    if (!(*theta > 0.0f) || !std::isfinite(*theta)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "llama.rope.freq_base = ", *theta, " must be a finite positive number"));
+    }
+    c.rope_theta = *theta;
+  }
+  const absl::StatusOr<float> eps = file.GetFloat("llama.attention.layer_norm_rms_epsilon");
+  if (!eps.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "llama.attention.layer_norm_rms_epsilon is missing or not a float (",
+        eps.status().message(), ")"));
+  }
+  if (!(*eps >= 0.0f) || !std::isfinite(*eps)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "llama.attention.layer_norm_rms_epsilon = ", *eps,
+        " must be a finite non-negative number"));
+  }
+  c.norm_eps = *eps;
+
+  const gguf::TensorInfo* embd = file.FindTensor("token_embd.weight");
+  if (embd == nullptr || embd->dims.size() != 2) {
+    return absl::InvalidArgumentError(
+        "GGUF file has no 2-D tensor 'token_embd.weight'");
+  }
+  const uint64_t vocab = embd->dims[1];
+  if (vocab == 0 || vocab > kMaxDimension) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token_embd.weight has an invalid vocabulary size ", vocab));
+  }
+  c.vocab_size = static_cast<int>(vocab);
+  c.tied_embeddings = file.FindTensor("output.weight") == nullptr;
+  return c;
+}
+
+}  // namespace
+
+struct ReferenceLlama::Weights {
+  struct Layer {
+    std::vector<float> attn_norm;
+    Matrix wq, wk, wv, wo;
+    std::vector<float> ffn_norm;
+    Matrix w_gate, w_up, w_down;
+  };
+  Matrix token_embd;  // vocab_size rows of dim
+  std::vector<Layer> layers;
+  std::vector<float> output_norm;
+  Matrix output;  // vocab_size rows of dim; empty when tied to token_embd
+};
+
+ReferenceLlama::ReferenceLlama(ReferenceLlamaConfig config,
+                               std::unique_ptr<Weights> weights)
+    : config_(std::move(config)),
+      weights_(std::move(weights)),
+      k_cache_(config_.n_layers),
+      v_cache_(config_.n_layers) {}
+
+ReferenceLlama::~ReferenceLlama() = default;
+
+absl::StatusOr<std::unique_ptr<ReferenceLlama>> ReferenceLlama::Load(
+    const std::string& gguf_path) {
+  absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file =
+      gguf::GgufFile::Open(gguf_path);
+  if (!file.ok()) return file.status();
+  absl::StatusOr<ReferenceLlamaConfig> config = ReadConfig(**file);
+  if (!config.ok()) {
+    return absl::Status(config.status().code(),
+                        absl::StrCat(gguf_path, ": ", config.status().message()));
+  }
+  const ReferenceLlamaConfig& c = *config;
+  const WeightReader reader(**file);
+  const int q_dim = c.n_heads * c.head_dim;
+  const int kv_dim = c.n_kv_heads * c.head_dim;
+
+  auto weights = std::make_unique<Weights>();
+  absl::Status status;
+  // Loads into `out`, remembering the first failure.
+  const auto load_matrix = [&](Matrix& out, const std::string& name, int n_out,
+                               int n_in) {
+    if (!status.ok()) return;
+    absl::StatusOr<Matrix> m = reader.LoadMatrix(name, n_out, n_in);
+    if (m.ok()) out = *std::move(m); else status = m.status();
+  };
+  const auto load_vector = [&](std::vector<float>& out, const std::string& name,
+                               int n) {
+    if (!status.ok()) return;
+    absl::StatusOr<std::vector<float>> v = reader.LoadVector(name, n);
+    if (v.ok()) out = *std::move(v); else status = v.status();
+  };
+
+  load_matrix(weights->token_embd, "token_embd.weight", c.vocab_size, c.dim);
+  weights->layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    Weights::Layer& layer = weights->layers[l];
+    const std::string p = absl::StrCat("blk.", l, ".");
+    load_vector(layer.attn_norm, p + "attn_norm.weight", c.dim);
+    load_matrix(layer.wq, p + "attn_q.weight", q_dim, c.dim);
+    load_matrix(layer.wk, p + "attn_k.weight", kv_dim, c.dim);
+    load_matrix(layer.wv, p + "attn_v.weight", kv_dim, c.dim);
+    load_matrix(layer.wo, p + "attn_output.weight", c.dim, q_dim);
+    load_vector(layer.ffn_norm, p + "ffn_norm.weight", c.dim);
+    load_matrix(layer.w_gate, p + "ffn_gate.weight", c.ffn_dim, c.dim);
+    load_matrix(layer.w_up, p + "ffn_up.weight", c.ffn_dim, c.dim);
+    load_matrix(layer.w_down, p + "ffn_down.weight", c.dim, c.ffn_dim);
+  }
+  load_vector(weights->output_norm, "output_norm.weight", c.dim);
+  if (!c.tied_embeddings) {
+    load_matrix(weights->output, "output.weight", c.vocab_size, c.dim);
+  }
+  if (!status.ok()) {
+    return absl::Status(status.code(),
+                        absl::StrCat(gguf_path, ": ", status.message()));
+  }
+  return std::unique_ptr<ReferenceLlama>(
+      new ReferenceLlama(*std::move(config), std::move(weights)));
+}
+
+const ReferenceLlamaConfig& ReferenceLlama::config() const { return config_; }
+
+int ReferenceLlama::position() const { return position_; }
+
+void ReferenceLlama::Reset() {
+  for (auto& k : k_cache_) k.clear();
+  for (auto& v : v_cache_) v.clear();
+  position_ = 0;
+}
+
+std::vector<float> ReferenceLlama::Forward(int32_t token) {
+  const ReferenceLlamaConfig& c = config_;
+  if (token < 0 || token >= c.vocab_size) {
+    Die(absl::StrFormat("token %d is outside the vocabulary [0, %d)", token,
+                        c.vocab_size));
+  }
+  const int pos = position_;
+  const int kv_dim = c.n_kv_heads * c.head_dim;
+  const int group = c.n_heads / c.n_kv_heads;
+  const double inv_sqrt_head_dim = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+
+  const float* embedding = weights_->token_embd.Row(token);
+  std::vector<float> x(embedding, embedding + c.dim);
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    const Weights::Layer& layer = weights_->layers[l];
+
+    // Attention block.
+    const std::vector<float> xn = RmsNorm(x, layer.attn_norm, c.norm_eps);
+    std::vector<float> q = MatVec(layer.wq, xn);
+    std::vector<float> k = MatVec(layer.wk, xn);
+    const std::vector<float> v = MatVec(layer.wv, xn);
+    ApplyRope(q, c.n_heads, c.head_dim, c.rope_dim, c.rope_theta, pos);
+    ApplyRope(k, c.n_kv_heads, c.head_dim, c.rope_dim, c.rope_theta, pos);
+    std::vector<float>& k_cache = k_cache_[l];
+    std::vector<float>& v_cache = v_cache_[l];
+    k_cache.insert(k_cache.end(), k.begin(), k.end());
+    v_cache.insert(v_cache.end(), v.begin(), v.end());
+
+    const int n_positions = pos + 1;
+    std::vector<float> attn(static_cast<size_t>(c.n_heads) * c.head_dim);
+    std::vector<double> scores(n_positions);
+    for (int h = 0; h < c.n_heads; ++h) {
+      const float* q_head = q.data() + static_cast<size_t>(h) * c.head_dim;
+      const size_t kv_offset = static_cast<size_t>(h / group) * c.head_dim;
+      double max_score = -INFINITY;
+      for (int t = 0; t < n_positions; ++t) {
+        const float* k_row = k_cache.data() + static_cast<size_t>(t) * kv_dim + kv_offset;
+        scores[t] = Dot(q_head, k_row, c.head_dim) * inv_sqrt_head_dim;
+        max_score = std::max(max_score, scores[t]);
+      }
+      double denominator = 0.0;
+      for (double& s : scores) {
+        s = std::exp(s - max_score);
+        denominator += s;
+      }
+      float* out = attn.data() + static_cast<size_t>(h) * c.head_dim;
+      for (int d = 0; d < c.head_dim; ++d) {
+        double acc = 0.0;
+        for (int t = 0; t < n_positions; ++t) {
+          acc += scores[t] * v_cache[static_cast<size_t>(t) * kv_dim + kv_offset + d];
+        }
+        out[d] = static_cast<float>(acc / denominator);
+      }
+    }
+    const std::vector<float> attn_out = MatVec(layer.wo, attn);
+    for (int i = 0; i < c.dim; ++i) x[i] += attn_out[i];
+
+    // SwiGLU feed-forward block.
+    const std::vector<float> hn = RmsNorm(x, layer.ffn_norm, c.norm_eps);
+    const std::vector<float> gate = MatVec(layer.w_gate, hn);
+    const std::vector<float> up = MatVec(layer.w_up, hn);
+    std::vector<float> act(c.ffn_dim);
+    for (int i = 0; i < c.ffn_dim; ++i) {
+      const double g = gate[i];
+      act[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
+    }
+    const std::vector<float> ffn_out = MatVec(layer.w_down, act);
+    for (int i = 0; i < c.dim; ++i) x[i] += ffn_out[i];
+  }
+
+  ++position_;
+  const std::vector<float> xn = RmsNorm(x, weights_->output_norm, c.norm_eps);
+  return MatVec(c.tied_embeddings ? weights_->token_embd : weights_->output, xn);
+}
+
+std::vector<int32_t> ReferenceLlama::GenerateGreedy(
+    absl::Span<const int32_t> prompt, int n_new, int32_t stop_token) {
+  if (prompt.empty()) Die("GenerateGreedy needs a non-empty prompt");
+  Reset();
+  std::vector<float> logits;
+  for (int32_t token : prompt) logits = Forward(token);
+  std::vector<int32_t> generated;
+  for (int i = 0; i < n_new; ++i) {
+    const int32_t next = ArgmaxLowestIndex(logits);
+    if (next == stop_token) break;
+    generated.push_back(next);
+    if (i + 1 < n_new) logits = Forward(next);
+  }
+  return generated;
+}
+
+int32_t ArgmaxLowestIndex(absl::Span<const float> logits) {
+  if (logits.empty()) Die("ArgmaxLowestIndex needs at least one logit");
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+}  // namespace lnpu::reference

@@ -1,0 +1,107 @@
+// An independent, dynamic reference implementation of the llama forward pass.
+//
+// This is the oracle of the product's correctness argument: the static NPU
+// pipeline (fixed-capacity KV cache, attention mask bits, fixed-shape graphs,
+// DMA of new K/V rows) must produce exactly the greedy tokens that this plain
+// forward pass produces with a KV cache that simply grows by one row per token.
+//
+// It deliberately shares no code with the product's kernels, compiler or
+// runtime: only the GGUF reader is used, to obtain the weights. Everything is
+// scalar C++ with float storage and double accumulation, one token at a time,
+// written straight from the llama architecture:
+//   x = token_embd[token]
+//   per layer:  h = x + Wo * Attention(RoPE(Wq * RMSNorm(x)), RoPE(Wk * ...), Wv * ...)
+//               x = h + Wdown * (SiLU(Wgate * RMSNorm(h)) * (Wup * RMSNorm(h)))
+//   logits = Woutput * RMSNorm(x)          (Woutput = token_embd when tied)
+// RoPE uses the "normal" pairing of adjacent dimensions (2i, 2i+1) over the
+// first llama.rope.dimension_count dimensions of every head; attention is
+// grouped-query (query head h reads KV head h / (n_heads / n_kv_heads)).
+//
+// Thread-safety: a ReferenceLlama is a mutable state machine (its KV cache);
+// use one instance per thread. Distinct instances are independent.
+
+#ifndef LNPU_TESTS_REFERENCE_REFERENCE_LLAMA_H_
+#define LNPU_TESTS_REFERENCE_REFERENCE_LLAMA_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace lnpu::reference {
+
+// Hyper-parameters of a loaded model, as read from GGUF metadata and
+// cross-checked against the tensor shapes.
+struct ReferenceLlamaConfig {
+  int vocab_size = 0;
+  int dim = 0;         // llama.embedding_length
+  int n_layers = 0;    // llama.block_count
+  int n_heads = 0;     // llama.attention.head_count
+  int n_kv_heads = 0;  // llama.attention.head_count_kv (defaults to n_heads)
+  int head_dim = 0;    // dim / n_heads
+  int ffn_dim = 0;     // llama.feed_forward_length
+  int rope_dim = 0;    // llama.rope.dimension_count (defaults to head_dim)
+  float rope_theta = 10000.0f;  // llama.rope.freq_base
+  float norm_eps = 0.0f;        // llama.attention.layer_norm_rms_epsilon
+  bool tied_embeddings = false;  // output.weight absent: logits use token_embd
+};
+
+class ReferenceLlama {
+ public:
+  // Loads a llama-architecture GGUF file with F32, F16 or BF16 weights
+  // (whatever GgufFile::TensorToF32 can widen). Fails with InvalidArgument
+  // when the architecture is not llama, a required key or tensor is missing,
+  // or a tensor's shape disagrees with the metadata; NotFound / other errors
+  // from the GGUF reader are passed through.
+  static absl::StatusOr<std::unique_ptr<ReferenceLlama>> Load(
+      const std::string& gguf_path);
+
+  ReferenceLlama(const ReferenceLlama&) = delete;
+  ReferenceLlama& operator=(const ReferenceLlama&) = delete;
+  ~ReferenceLlama();
+
+  const ReferenceLlamaConfig& config() const;
+
+  // Runs `token` at position position(), appends its K/V rows to the cache,
+  // advances position() by one and returns the vocab_size logits for the next
+  // token. Precondition: 0 <= token < vocab_size (violations abort with a
+  // message, since a reference that silently continued would be worthless).
+  std::vector<float> Forward(int32_t token);
+
+  // Empties the KV cache; the next Forward runs at position 0.
+  void Reset();
+
+  // Number of tokens currently in the KV cache.
+  int position() const;
+
+  // Resets, feeds `prompt` (must be non-empty; aborts otherwise) and then
+  // greedily generates up to `n_new` tokens, choosing the argmax of the logits
+  // with the lowest index winning ties. Generation ends early when the argmax
+  // is `stop_token`, which is not included in the result (as in
+  // framework::GenerationResult::tokens); a negative stop_token disables this.
+  // Returns only the generated tokens, never the prompt.
+  std::vector<int32_t> GenerateGreedy(absl::Span<const int32_t> prompt,
+                                      int n_new, int32_t stop_token = -1);
+
+ private:
+  struct Weights;
+  ReferenceLlama(ReferenceLlamaConfig config, std::unique_ptr<Weights> weights);
+
+  ReferenceLlamaConfig config_;
+  std::unique_ptr<Weights> weights_;
+  // Per layer, position-major K and V rows of n_kv_heads * head_dim floats.
+  std::vector<std::vector<float>> k_cache_;
+  std::vector<std::vector<float>> v_cache_;
+  int position_ = 0;
+};
+
+// Index of the largest logit; the lowest index wins ties. `logits` must be
+// non-empty.
+int32_t ArgmaxLowestIndex(absl::Span<const float> logits);
+
+}  // namespace lnpu::reference
+
+#endif  // LNPU_TESTS_REFERENCE_REFERENCE_LLAMA_H_
