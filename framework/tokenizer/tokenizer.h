@@ -1,0 +1,110 @@
+// Text <-> token ids for a model's vocabulary: SentencePiece-style BPE
+// (llama, stories260K) and byte-level BPE (GPT-2, Llama 3, Qwen2), token for
+// token as llama.cpp tokenizes and detokenizes.
+//
+// Immutable after Create; every method is const and may be called from any
+// number of threads at once.
+#ifndef FRAMEWORK_TOKENIZER_TOKENIZER_H_
+#define FRAMEWORK_TOKENIZER_TOKENIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "framework/tokenizer/byte_level_bpe_encoder.h"
+#include "framework/tokenizer/sentencepiece_encoder.h"
+#include "framework/tokenizer/token_ids.h"
+#include "framework/tokenizer/vocabulary.h"
+
+namespace lnpu::framework {
+
+class StreamingDetokenizer;
+
+class Tokenizer {
+ public:
+  // InvalidArgument, naming the field and what is wrong, unless: there are
+  // tokens; token_types (and, for SentencePiece, scores, which must be
+  // finite) have one entry per token; types are TokenType values; special
+  // ids are -1 or a token id, and bos_id / eos_id are set when add_bos /
+  // add_eos ask for them; byte tokens are spelled "<0xHH>"; SentencePiece
+  // can fall back for every byte (a byte token for each, or unk_id);
+  // byte-level BPE has a supported `pre`, well-formed merges, a token for
+  // each of the 256 byte characters, and normal tokens spelled in that
+  // alphabet.
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(
+      Vocabulary vocabulary);
+
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+
+  // The tokens of `text`, preceded by bos_id when `add_bos`. Text that
+  // spells a special token (e.g. "</s>") is encoded as plain text. Empty
+  // text gives no tokens besides BOS. InvalidArgument, naming the byte
+  // offset, when `text` is not well-formed UTF-8, or when `add_bos` is
+  // asked of a vocabulary without BOS. Never appends EOS (see
+  // Vocabulary::add_eos).
+  absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text,
+                                              bool add_bos) const;
+
+  // The concatenated TokenBytes of `ids`, except that for SentencePiece
+  // with add_space_prefix the first token after an optional leading BOS
+  // loses one leading space (the one Encode prepends), so that
+  // Decode(Encode(s)) == s. May be ill-formed UTF-8 when byte tokens are
+  // cut off (StreamingDetokenizer repairs that).
+  std::string Decode(absl::Span<const int32_t> ids) const;
+
+  // The bytes token `id` stands for: normal tokens with U+2581 read as ' '
+  // (SentencePiece) or translated from the byte-level alphabet (byte-level
+  // BPE); byte tokens as their byte; user-defined tokens as spelled;
+  // unknown tokens as U+2585; control, unused and undefined tokens as
+  // nothing. Ids outside [0, vocab_size()) give U+FFFD.
+  std::string TokenBytes(int32_t id) const;
+
+  // Whether `id` ends a generation: eos_id, and the control tokens that
+  // end a turn (<|eot_id|>, <|im_end|>, <|end|>, <end_of_turn>,
+  // <|endoftext|>, <|eom_id|>, <EOT>) when the vocabulary has them.
+  bool IsEndOfGeneration(int32_t id) const;
+
+  int32_t bos_id() const { return vocabulary_.bos_id; }
+  int32_t eos_id() const { return vocabulary_.eos_id; }
+  int32_t vocab_size() const {
+    return static_cast<int32_t>(vocabulary_.tokens.size());
+  }
+  const Vocabulary& vocabulary() const { return vocabulary_; }
+
+ private:
+  friend class StreamingDetokenizer;
+
+  // How far a decoded sequence has got, for the leading-space rule.
+  struct DecodePosition {
+    int tokens_seen = 0;  // saturates at 2
+    bool first_is_bos = false;
+  };
+  // A position past the start: the leading-space rule no longer applies.
+  static constexpr DecodePosition kMidText{2, false};
+
+  explicit Tokenizer(Vocabulary vocabulary);
+
+  // TokenBytes(id), without a copy.
+  std::string_view TokenBytesView(int32_t id) const;
+  // TokenBytes(id) as the next token of the sequence at `position`, which
+  // it advances.
+  std::string_view NextPiece(int32_t id, DecodePosition& position) const;
+
+  Vocabulary vocabulary_;
+  TokenIds token_ids_;
+  std::vector<std::string> token_bytes_;
+  std::vector<int32_t> end_of_generation_ids_;  // sorted
+  // Exactly one is set, by vocabulary_.type.
+  std::optional<SentencePieceEncoder> sentencepiece_;
+  std::optional<ByteLevelBpeEncoder> byte_level_bpe_;
+};
+
+}  // namespace lnpu::framework
+
+#endif  // FRAMEWORK_TOKENIZER_TOKENIZER_H_
