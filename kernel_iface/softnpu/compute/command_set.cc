@@ -1,0 +1,647 @@
+#include "kernel_iface/softnpu/compute/command_set.h"
+
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "kernel_iface/softnpu/compute/compute_context_impl.h"
+#include "kernel_iface/softnpu/compute/kernels.h"
+
+namespace lnpu::softnpu {
+namespace {
+
+using compute::WeightType;
+
+// No operand may span more than this; it also keeps every element count
+// and offset the kernels derive far from size_t overflow.
+constexpr uint64_t kMaxOperandBytes = uint64_t{1} << 48;
+
+const char* OpcodeName(uint32_t opcode) {
+  switch (opcode) {
+    case LNPU_OP_NOP: return "LNPU_OP_NOP";
+    case LNPU_OP_GATHER_ROWS: return "LNPU_OP_GATHER_ROWS";
+    case LNPU_OP_RMS_NORM: return "LNPU_OP_RMS_NORM";
+    case LNPU_OP_MATMUL: return "LNPU_OP_MATMUL";
+    case LNPU_OP_ROPE: return "LNPU_OP_ROPE";
+    case LNPU_OP_ATTENTION: return "LNPU_OP_ATTENTION";
+    case LNPU_OP_SWIGLU: return "LNPU_OP_SWIGLU";
+    case LNPU_OP_ADD: return "LNPU_OP_ADD";
+    case LNPU_OP_COPY: return "LNPU_OP_COPY";
+    case LNPU_OP_SCATTER_ROWS: return "LNPU_OP_SCATTER_ROWS";
+    default: return "command";
+  }
+}
+
+bool EngineServes(uint32_t engine, uint32_t opcode) {
+  switch (opcode) {
+    case LNPU_OP_NOP:
+    case LNPU_OP_COPY:
+      return true;
+    case LNPU_OP_SCATTER_ROWS:
+      return engine == DRM_LNPU_ENGINE_DMA;
+    default:
+      return engine == DRM_LNPU_ENGINE_COMPUTE;
+  }
+}
+
+uint32_t CommandSize(uint32_t opcode) {
+  switch (opcode) {
+    case LNPU_OP_NOP: return sizeof(lnpu_cmd_nop);
+    case LNPU_OP_GATHER_ROWS: return sizeof(lnpu_cmd_gather_rows);
+    case LNPU_OP_RMS_NORM: return sizeof(lnpu_cmd_rms_norm);
+    case LNPU_OP_MATMUL: return sizeof(lnpu_cmd_matmul);
+    case LNPU_OP_ROPE: return sizeof(lnpu_cmd_rope);
+    case LNPU_OP_ATTENTION: return sizeof(lnpu_cmd_attention);
+    case LNPU_OP_SWIGLU: return sizeof(lnpu_cmd_swiglu);
+    case LNPU_OP_ADD: return sizeof(lnpu_cmd_add);
+    case LNPU_OP_COPY: return sizeof(lnpu_cmd_copy);
+    case LNPU_OP_SCATTER_ROWS: return sizeof(lnpu_cmd_scatter_rows);
+    default: return 0;
+  }
+}
+
+// Reads the command struct that starts at `bytes` (possibly unaligned).
+template <typename Cmd>
+Cmd LoadCommand(const uint8_t* bytes) {
+  Cmd cmd;
+  std::memcpy(&cmd, bytes, sizeof(cmd));
+  return cmd;
+}
+
+// Checks the fields of one command and collects its operand ranges. Every
+// check returns InvalidArgument naming "<opcode>.<field>" and the rule.
+class CommandChecker {
+ public:
+  explicit CommandChecker(uint32_t opcode) : opcode_(OpcodeName(opcode)) {}
+
+  absl::Status Error(absl::string_view field, absl::string_view rule) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(opcode_, ".", field, ": ", rule));
+  }
+
+  absl::Status Positive(absl::string_view field, uint64_t value) const {
+    if (value == 0) return Error(field, "must be > 0 (element counts)");
+    return absl::OkStatus();
+  }
+
+  absl::Status Zero(absl::string_view field, uint64_t value) const {
+    if (value != 0) return Error(field, "reserved, must be 0");
+    return absl::OkStatus();
+  }
+
+  absl::Status Finite(absl::string_view field, float value) const {
+    if (!std::isfinite(value)) return Error(field, "must be finite");
+    return absl::OkStatus();
+  }
+
+  absl::Status FinitePositive(absl::string_view field, float value) const {
+    if (!std::isfinite(value) || !(value > 0.0f)) {
+      return Error(field, "must be finite and > 0");
+    }
+    return absl::OkStatus();
+  }
+
+  // Bytes of an operand of `factors` multiplied together; fails on 64-bit
+  // overflow or beyond kMaxOperandBytes.
+  absl::StatusOr<uint64_t> Bytes(absl::string_view field,
+                                 std::initializer_list<uint64_t> factors) const {
+    uint64_t product = 1;
+    for (uint64_t factor : factors) {
+      if (__builtin_mul_overflow(product, factor, &product) ||
+          product > kMaxOperandBytes) {
+        return Error(field, absl::StrCat("operand size exceeds 2^48 bytes; "
+                                         "reduce the dimensions"));
+      }
+    }
+    return product;
+  }
+
+  // Records operand `field` of `bytes` bytes at `addr`, which must be a
+  // multiple of `alignment` and must not wrap around the address space.
+  absl::Status Operand(absl::string_view field, uint64_t addr, uint64_t bytes,
+                       uint64_t alignment, bool write) {
+    if (addr % alignment != 0) {
+      return Error(field, absl::StrCat("address 0x", absl::Hex(addr),
+                                       " is not aligned to the element size ",
+                                       alignment));
+    }
+    if (addr > std::numeric_limits<uint64_t>::max() - bytes) {
+      return Error(field, "range wraps around the device address space");
+    }
+    operands_.push_back({field, {addr, bytes, write}});
+    return absl::OkStatus();
+  }
+
+  // Fails if a written operand overlaps any other operand, except that it
+  // may coincide exactly (same address and size) with one named in
+  // `in_place` (the operands the command may update in place).
+  absl::Status CheckOverlaps(
+      std::initializer_list<absl::string_view> in_place = {}) const {
+    for (const NamedAccess& out : operands_) {
+      if (!out.access.write) continue;
+      for (const NamedAccess& other : operands_) {
+        if (&other == &out || !Overlap(out.access, other.access)) continue;
+        const bool exact = other.access.addr == out.access.addr &&
+                           other.access.bytes == out.access.bytes;
+        bool allowed = false;
+        for (absl::string_view name : in_place) allowed |= name == other.field;
+        if (allowed && exact) continue;
+        return Error(out.field,
+                     absl::StrCat("overlaps ", other.field,
+                                  allowed ? "; in-place use requires the same "
+                                            "address and size"
+                                          : "; use separate buffers"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void AppendAccesses(std::vector<OperandAccess>* accesses) const {
+    for (const NamedAccess& op : operands_) accesses->push_back(op.access);
+  }
+
+ private:
+  struct NamedAccess {
+    absl::string_view field;
+    OperandAccess access;
+  };
+
+  static bool Overlap(const OperandAccess& a, const OperandAccess& b) {
+    return a.addr < b.addr + b.bytes && b.addr < a.addr + a.bytes;
+  }
+
+  const char* opcode_;
+  std::vector<NamedAccess> operands_;
+};
+
+#define LNPU_RETURN_IF_ERROR(expr)             \
+  do {                                         \
+    if (absl::Status s_ = (expr); !s_.ok()) {  \
+      return s_;                               \
+    }                                          \
+  } while (false)
+
+#define LNPU_ASSIGN_OR_RETURN(lhs, expr)     \
+  auto lhs##_or = (expr);                    \
+  if (!lhs##_or.ok()) return lhs##_or.status(); \
+  const uint64_t lhs = *lhs##_or
+
+// Element size of a weight/table dtype, or an error for other dtypes.
+absl::StatusOr<uint64_t> WeightElementSize(const CommandChecker& check,
+                                           absl::string_view field,
+                                           uint32_t dtype) {
+  if (dtype == LNPU_DTYPE_F32) return 4;
+  if (dtype == LNPU_DTYPE_F16) return 2;
+  return check.Error(field, absl::StrCat("dtype ", dtype,
+                                         " not supported; use LNPU_DTYPE_F32 "
+                                         "or LNPU_DTYPE_F16"));
+}
+
+absl::Status CheckGatherRows(const lnpu_cmd_gather_rows& c,
+                             CommandChecker& check) {
+  LNPU_RETURN_IF_ERROR(check.Positive("row_len", c.row_len));
+  LNPU_RETURN_IF_ERROR(check.Positive("table_rows", c.table_rows));
+  LNPU_RETURN_IF_ERROR(check.Positive("count", c.count));
+  LNPU_ASSIGN_OR_RETURN(esize,
+                        WeightElementSize(check, "table_dtype", c.table_dtype));
+  LNPU_ASSIGN_OR_RETURN(table_bytes,
+                        check.Bytes("table", {c.table_rows, c.row_len, esize}));
+  LNPU_ASSIGN_OR_RETURN(index_bytes, check.Bytes("indices", {c.count, 4}));
+  LNPU_ASSIGN_OR_RETURN(dst_bytes, check.Bytes("dst", {c.count, c.row_len, 4}));
+  LNPU_RETURN_IF_ERROR(check.Operand("table", c.table, table_bytes, esize,
+                                     /*write=*/false));
+  LNPU_RETURN_IF_ERROR(
+      check.Operand("indices", c.indices, index_bytes, 4, /*write=*/false));
+  LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, dst_bytes, 4, true));
+  return check.CheckOverlaps();
+}
+
+absl::Status CheckRmsNorm(const lnpu_cmd_rms_norm& c, CommandChecker& check) {
+  LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
+  LNPU_RETURN_IF_ERROR(check.Positive("dim", c.dim));
+  LNPU_RETURN_IF_ERROR(check.FinitePositive("eps", c.eps));
+  LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
+  LNPU_ASSIGN_OR_RETURN(bytes, check.Bytes("src", {c.rows, c.dim, 4}));
+  LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, bytes, 4, false));
+  LNPU_RETURN_IF_ERROR(
+      check.Operand("weight", c.weight, uint64_t{c.dim} * 4, 4, false));
+  LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, bytes, 4, true));
+  return check.CheckOverlaps({"src"});
+}
+
+absl::Status CheckMatmul(const lnpu_cmd_matmul& c, CommandChecker& check) {
+  LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
+  LNPU_RETURN_IF_ERROR(check.Positive("k", c.k));
+  LNPU_RETURN_IF_ERROR(check.Positive("n", c.n));
+  LNPU_ASSIGN_OR_RETURN(
+      esize, WeightElementSize(check, "weight_dtype", c.weight_dtype));
+  const bool has_bias = (c.hdr.flags & LNPU_MATMUL_BIAS) != 0;
+  if (!has_bias && c.bias != 0) {
+    return check.Error("bias", "must be 0 unless LNPU_MATMUL_BIAS is set");
+  }
+  LNPU_ASSIGN_OR_RETURN(src_bytes, check.Bytes("src", {c.rows, c.k, 4}));
+  LNPU_ASSIGN_OR_RETURN(weight_bytes, check.Bytes("weight", {c.n, c.k, esize}));
+  LNPU_ASSIGN_OR_RETURN(dst_bytes, check.Bytes("dst", {c.rows, c.n, 4}));
+  LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, src_bytes, 4, false));
+  LNPU_RETURN_IF_ERROR(
+      check.Operand("weight", c.weight, weight_bytes, esize, false));
+  if (has_bias) {
+    LNPU_RETURN_IF_ERROR(
+        check.Operand("bias", c.bias, uint64_t{c.n} * 4, 4, false));
+  }
+  LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, dst_bytes, 4, true));
+  return check.CheckOverlaps();
+}
+
+absl::Status CheckRope(const lnpu_cmd_rope& c, CommandChecker& check) {
+  LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
+  LNPU_RETURN_IF_ERROR(check.Positive("heads", c.heads));
+  LNPU_RETURN_IF_ERROR(check.Positive("head_dim", c.head_dim));
+  LNPU_RETURN_IF_ERROR(check.Positive("rope_dim", c.rope_dim));
+  if (c.rope_dim % 2 != 0) return check.Error("rope_dim", "must be even");
+  if (c.rope_dim > c.head_dim) {
+    return check.Error("rope_dim", "must be <= head_dim");
+  }
+  LNPU_RETURN_IF_ERROR(check.FinitePositive("theta_base", c.theta_base));
+  LNPU_RETURN_IF_ERROR(check.FinitePositive("freq_scale", c.freq_scale));
+  if (c.mode != LNPU_ROPE_MODE_NORM && c.mode != LNPU_ROPE_MODE_NEOX) {
+    return check.Error("mode",
+                       "must be LNPU_ROPE_MODE_NORM or LNPU_ROPE_MODE_NEOX");
+  }
+  LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
+  LNPU_ASSIGN_OR_RETURN(bytes,
+                        check.Bytes("src", {c.rows, c.heads, c.head_dim, 4}));
+  LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, bytes, 4, false));
+  LNPU_RETURN_IF_ERROR(
+      check.Operand("positions", c.positions, uint64_t{c.rows} * 4, 4, false));
+  LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, bytes, 4, true));
+  return check.CheckOverlaps({"src"});
+}
+
+absl::Status CheckAttention(const lnpu_cmd_attention& c,
+                            CommandChecker& check) {
+  LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
+  LNPU_RETURN_IF_ERROR(check.Positive("capacity", c.capacity));
+  LNPU_RETURN_IF_ERROR(check.Positive("heads", c.heads));
+  LNPU_RETURN_IF_ERROR(check.Positive("kv_heads", c.kv_heads));
+  LNPU_RETURN_IF_ERROR(check.Positive("head_dim", c.head_dim));
+  if (c.heads % c.kv_heads != 0) {
+    return check.Error("heads", "must be a multiple of kv_heads");
+  }
+  if (c.kv_dtype != LNPU_DTYPE_F32) {
+    return check.Error("kv_dtype", absl::StrCat("dtype ", c.kv_dtype,
+                                                " not supported; use "
+                                                "LNPU_DTYPE_F32"));
+  }
+  LNPU_RETURN_IF_ERROR(check.Finite("scale", c.scale));
+  LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
+  LNPU_ASSIGN_OR_RETURN(q_bytes,
+                        check.Bytes("q", {c.rows, c.heads, c.head_dim, 4}));
+  LNPU_ASSIGN_OR_RETURN(
+      new_bytes, check.Bytes("k_new", {c.rows, c.kv_heads, c.head_dim, 4}));
+  LNPU_ASSIGN_OR_RETURN(
+      cache_bytes,
+      check.Bytes("k_cache", {c.capacity, c.kv_heads, c.head_dim, 4}));
+  LNPU_RETURN_IF_ERROR(check.Operand("q", c.q, q_bytes, 4, false));
+  LNPU_RETURN_IF_ERROR(check.Operand("k_new", c.k_new, new_bytes, 4, false));
+  LNPU_RETURN_IF_ERROR(check.Operand("v_new", c.v_new, new_bytes, 4, false));
+  LNPU_RETURN_IF_ERROR(
+      check.Operand("k_cache", c.k_cache, cache_bytes, 4, false));
+  LNPU_RETURN_IF_ERROR(
+      check.Operand("v_cache", c.v_cache, cache_bytes, 4, false));
+  LNPU_RETURN_IF_ERROR(check.Operand("mask", c.mask, c.capacity, 1, false));
+  LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, q_bytes, 4, true));
+  return check.CheckOverlaps();
+}
+
+// SWIGLU (gate, up) and ADD (a, b): dst may coincide with either input.
+absl::Status CheckElementwise(uint64_t in0, absl::string_view in0_name,
+                              uint64_t in1, absl::string_view in1_name,
+                              uint64_t dst, uint32_t count, uint32_t pad,
+                              CommandChecker& check) {
+  LNPU_RETURN_IF_ERROR(check.Positive("count", count));
+  LNPU_RETURN_IF_ERROR(check.Zero("pad", pad));
+  const uint64_t bytes = uint64_t{count} * 4;
+  LNPU_RETURN_IF_ERROR(check.Operand(in0_name, in0, bytes, 4, false));
+  LNPU_RETURN_IF_ERROR(check.Operand(in1_name, in1, bytes, 4, false));
+  LNPU_RETURN_IF_ERROR(check.Operand("dst", dst, bytes, 4, true));
+  return check.CheckOverlaps({in0_name, in1_name});
+}
+
+absl::Status CheckCopy(const lnpu_cmd_copy& c, CommandChecker& check) {
+  LNPU_RETURN_IF_ERROR(check.Positive("bytes", c.bytes));
+  if (c.bytes > kMaxOperandBytes) {
+    return check.Error("bytes", "exceeds 2^48 bytes; split the copy");
+  }
+  LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, c.bytes, 1, false));
+  LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, c.bytes, 1, true));
+  return absl::OkStatus();  // memmove: any overlap is well defined
+}
+
+absl::Status CheckScatterRows(const lnpu_cmd_scatter_rows& c,
+                              CommandChecker& check) {
+  LNPU_RETURN_IF_ERROR(check.Positive("row_bytes", c.row_bytes));
+  LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
+  LNPU_RETURN_IF_ERROR(check.Positive("blocks", c.blocks));
+  LNPU_RETURN_IF_ERROR(check.Positive("dst_rows", c.dst_rows));
+  LNPU_ASSIGN_OR_RETURN(src_block, check.Bytes("src", {c.rows, c.row_bytes}));
+  LNPU_ASSIGN_OR_RETURN(dst_block,
+                        check.Bytes("dst", {c.dst_rows, c.row_bytes}));
+  if (c.blocks > 1 && c.src_block_stride < src_block) {
+    return check.Error("src_block_stride",
+                       "must be >= rows * row_bytes when blocks > 1 (blocks "
+                       "must not overlap)");
+  }
+  if (c.blocks > 1 && c.dst_block_stride < dst_block) {
+    return check.Error("dst_block_stride",
+                       "must be >= dst_rows * row_bytes when blocks > 1 "
+                       "(blocks must not overlap)");
+  }
+  // Span of all blocks: (blocks - 1) * stride + one block.
+  const uint64_t more_blocks = c.blocks - 1;
+  LNPU_ASSIGN_OR_RETURN(src_strides,
+                        check.Bytes("src", {more_blocks, c.src_block_stride}));
+  LNPU_ASSIGN_OR_RETURN(dst_strides,
+                        check.Bytes("dst", {more_blocks, c.dst_block_stride}));
+  LNPU_ASSIGN_OR_RETURN(src_span, check.Bytes("src", {src_strides + src_block}));
+  LNPU_ASSIGN_OR_RETURN(dst_span, check.Bytes("dst", {dst_strides + dst_block}));
+  LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, src_span, 1, false));
+  LNPU_RETURN_IF_ERROR(
+      check.Operand("indices", c.indices, uint64_t{c.rows} * 4, 4, false));
+  LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, dst_span, 1, true));
+  return check.CheckOverlaps();
+}
+
+// Validates the fields after the header of a command of a known opcode
+// whose bytes are all present.
+absl::Status CheckFields(uint32_t opcode, const uint8_t* bytes,
+                         CommandChecker& check) {
+  switch (opcode) {
+    case LNPU_OP_NOP:
+      return absl::OkStatus();
+    case LNPU_OP_GATHER_ROWS:
+      return CheckGatherRows(LoadCommand<lnpu_cmd_gather_rows>(bytes), check);
+    case LNPU_OP_RMS_NORM:
+      return CheckRmsNorm(LoadCommand<lnpu_cmd_rms_norm>(bytes), check);
+    case LNPU_OP_MATMUL:
+      return CheckMatmul(LoadCommand<lnpu_cmd_matmul>(bytes), check);
+    case LNPU_OP_ROPE:
+      return CheckRope(LoadCommand<lnpu_cmd_rope>(bytes), check);
+    case LNPU_OP_ATTENTION:
+      return CheckAttention(LoadCommand<lnpu_cmd_attention>(bytes), check);
+    case LNPU_OP_SWIGLU: {
+      const auto c = LoadCommand<lnpu_cmd_swiglu>(bytes);
+      return CheckElementwise(c.gate, "gate", c.up, "up", c.dst, c.count,
+                              c.pad, check);
+    }
+    case LNPU_OP_ADD: {
+      const auto c = LoadCommand<lnpu_cmd_add>(bytes);
+      return CheckElementwise(c.a, "a", c.b, "b", c.dst, c.count, c.pad,
+                              check);
+    }
+    case LNPU_OP_COPY:
+      return CheckCopy(LoadCommand<lnpu_cmd_copy>(bytes), check);
+    case LNPU_OP_SCATTER_ROWS:
+      return CheckScatterRows(LoadCommand<lnpu_cmd_scatter_rows>(bytes),
+                              check);
+    default:
+      return check.Error("hdr.opcode", "unknown opcode");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Execution.
+
+template <typename T>
+T* Translate(const DeviceMemoryView& memory, uint64_t addr) {
+  return reinterpret_cast<T*>(memory.Translate(addr));
+}
+
+absl::Status ExecuteGatherRows(const lnpu_cmd_gather_rows& c,
+                               const DeviceMemoryView& memory) {
+  const int32_t* indices = Translate<const int32_t>(memory, c.indices);
+  for (uint32_t i = 0; i < c.count; ++i) {
+    if (indices[i] < 0 || static_cast<uint32_t>(indices[i]) >= c.table_rows) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "LNPU_OP_GATHER_ROWS: indices[", i, "] = ", indices[i],
+          " is outside the table's ", c.table_rows, " rows"));
+    }
+  }
+  float* dst = Translate<float>(memory, c.dst);
+  const size_t row_len = c.row_len;
+  if (c.table_dtype == LNPU_DTYPE_F16) {
+    const uint16_t* table = Translate<const uint16_t>(memory, c.table);
+    for (uint32_t i = 0; i < c.count; ++i) {
+      compute::ConvertF16ToF32(table + size_t(indices[i]) * row_len,
+                               dst + i * row_len, row_len);
+    }
+  } else {
+    const float* table = Translate<const float>(memory, c.table);
+    for (uint32_t i = 0; i < c.count; ++i) {
+      std::memcpy(dst + i * row_len, table + size_t(indices[i]) * row_len,
+                  row_len * sizeof(float));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExecuteRope(const lnpu_cmd_rope& c, const DeviceMemoryView& memory,
+                         ComputeContext::Impl& context) {
+  const int32_t* positions = Translate<const int32_t>(memory, c.positions);
+  for (uint32_t r = 0; r < c.rows; ++r) {
+    if (positions[r] < 0) {
+      return absl::OutOfRangeError(
+          absl::StrCat("LNPU_OP_ROPE: positions[", r, "] = ", positions[r],
+                       " is negative"));
+    }
+  }
+  compute::RopeArgs args;
+  args.src = Translate<const float>(memory, c.src);
+  args.dst = Translate<float>(memory, c.dst);
+  args.positions = positions;
+  args.rows = c.rows;
+  args.heads = c.heads;
+  args.head_dim = c.head_dim;
+  args.rope_dim = c.rope_dim;
+  args.theta_base = c.theta_base;
+  args.freq_scale = c.freq_scale;
+  args.neox = c.mode == LNPU_ROPE_MODE_NEOX;
+  compute::Rope(args, context.pool, &context.scratch);
+  return absl::OkStatus();
+}
+
+absl::Status ExecuteScatterRows(const lnpu_cmd_scatter_rows& c,
+                                const DeviceMemoryView& memory) {
+  const int32_t* indices = Translate<const int32_t>(memory, c.indices);
+  for (uint32_t i = 0; i < c.rows; ++i) {
+    if (indices[i] >= 0 && static_cast<uint32_t>(indices[i]) >= c.dst_rows) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "LNPU_OP_SCATTER_ROWS: indices[", i, "] = ", indices[i],
+          " is outside the destination's ", c.dst_rows, " rows"));
+    }
+  }
+  const uint8_t* src = Translate<const uint8_t>(memory, c.src);
+  uint8_t* dst = Translate<uint8_t>(memory, c.dst);
+  for (uint64_t b = 0; b < c.blocks; ++b) {
+    const uint8_t* src_block = src + b * c.src_block_stride;
+    uint8_t* dst_block = dst + b * c.dst_block_stride;
+    for (uint32_t i = 0; i < c.rows; ++i) {
+      if (indices[i] < 0) continue;
+      std::memcpy(dst_block + uint64_t(indices[i]) * c.row_bytes,
+                  src_block + uint64_t{i} * c.row_bytes, c.row_bytes);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ComputeContext::ComputeContext(int threads)
+    : impl_(std::make_unique<Impl>(threads)) {}
+
+ComputeContext::~ComputeContext() = default;
+
+int ComputeContext::threads() const { return impl_->pool.threads(); }
+
+absl::StatusOr<uint32_t> ValidateCommand(uint32_t engine,
+                                         absl::Span<const uint8_t> bytes,
+                                         std::vector<OperandAccess>* accesses) {
+  if (engine >= DRM_LNPU_ENGINE_COUNT) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("engine ", engine,
+                     " is unknown; use DRM_LNPU_ENGINE_COMPUTE or "
+                     "DRM_LNPU_ENGINE_DMA"));
+  }
+  if (bytes.size() < sizeof(lnpu_cmd_header)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "command header truncated: ", bytes.size(), " bytes left in the "
+        "stream, a header needs ", sizeof(lnpu_cmd_header)));
+  }
+  const auto hdr = LoadCommand<lnpu_cmd_header>(bytes.data());
+  CommandChecker check(hdr.opcode);
+  if (hdr.opcode >= LNPU_OP_COUNT) {
+    return check.Error("hdr.opcode",
+                       absl::StrCat(hdr.opcode, " is not a LNPU_OP_*"));
+  }
+  if (!EngineServes(engine, hdr.opcode)) {
+    return check.Error(
+        "hdr.opcode",
+        absl::StrCat("not served by engine ", engine,
+                     engine == DRM_LNPU_ENGINE_DMA ? " (DMA)" : " (compute)",
+                     "; submit it to the other engine"));
+  }
+  const uint32_t size = CommandSize(hdr.opcode);
+  if (hdr.size != size) {
+    return check.Error("hdr.size", absl::StrCat(hdr.size, " must equal ",
+                                                size, ", the struct's size"));
+  }
+  if (bytes.size() < size) {
+    return check.Error("hdr.size", absl::StrCat("command truncated: ", size,
+                                                " bytes needed, ",
+                                                bytes.size(), " left"));
+  }
+  const uint32_t allowed_flags =
+      hdr.opcode == LNPU_OP_MATMUL ? LNPU_MATMUL_FLAGS_ALL : 0;
+  if ((hdr.flags & ~allowed_flags) != 0) {
+    return check.Error("hdr.flags",
+                       absl::StrCat("unknown bits 0x",
+                                    absl::Hex(hdr.flags & ~allowed_flags)));
+  }
+  LNPU_RETURN_IF_ERROR(CheckFields(hdr.opcode, bytes.data(), check));
+  check.AppendAccesses(accesses);
+  return size;
+}
+
+absl::Status ExecuteCommand(const lnpu_cmd_header& command,
+                            const DeviceMemoryView& memory,
+                            ComputeContext& context) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&command);
+  ComputeContext::Impl& ctx = context.impl();
+  switch (command.opcode) {
+    case LNPU_OP_NOP:
+      return absl::OkStatus();
+    case LNPU_OP_GATHER_ROWS:
+      return ExecuteGatherRows(LoadCommand<lnpu_cmd_gather_rows>(bytes),
+                               memory);
+    case LNPU_OP_RMS_NORM: {
+      const auto c = LoadCommand<lnpu_cmd_rms_norm>(bytes);
+      compute::RmsNorm(Translate<const float>(memory, c.src),
+                       Translate<const float>(memory, c.weight),
+                       Translate<float>(memory, c.dst), c.rows, c.dim, c.eps,
+                       ctx.pool);
+      return absl::OkStatus();
+    }
+    case LNPU_OP_MATMUL: {
+      const auto c = LoadCommand<lnpu_cmd_matmul>(bytes);
+      compute::MatmulArgs args;
+      args.src = Translate<const float>(memory, c.src);
+      args.weight = memory.Translate(c.weight);
+      args.weight_type = c.weight_dtype == LNPU_DTYPE_F16 ? WeightType::kF16
+                                                          : WeightType::kF32;
+      if ((c.hdr.flags & LNPU_MATMUL_BIAS) != 0) {
+        args.bias = Translate<const float>(memory, c.bias);
+      }
+      args.accumulate = (c.hdr.flags & LNPU_MATMUL_ACCUMULATE) != 0;
+      args.dst = Translate<float>(memory, c.dst);
+      args.rows = c.rows;
+      args.k = c.k;
+      args.n = c.n;
+      compute::Matmul(args, ctx.pool);
+      return absl::OkStatus();
+    }
+    case LNPU_OP_ROPE:
+      return ExecuteRope(LoadCommand<lnpu_cmd_rope>(bytes), memory, ctx);
+    case LNPU_OP_ATTENTION: {
+      const auto c = LoadCommand<lnpu_cmd_attention>(bytes);
+      compute::AttentionArgs args;
+      args.q = Translate<const float>(memory, c.q);
+      args.k_new = Translate<const float>(memory, c.k_new);
+      args.v_new = Translate<const float>(memory, c.v_new);
+      args.k_cache = Translate<const float>(memory, c.k_cache);
+      args.v_cache = Translate<const float>(memory, c.v_cache);
+      args.mask = Translate<const uint8_t>(memory, c.mask);
+      args.dst = Translate<float>(memory, c.dst);
+      args.rows = c.rows;
+      args.capacity = c.capacity;
+      args.heads = c.heads;
+      args.kv_heads = c.kv_heads;
+      args.head_dim = c.head_dim;
+      args.scale = c.scale;
+      compute::Attention(args, ctx.pool, &ctx.scratch);
+      return absl::OkStatus();
+    }
+    case LNPU_OP_SWIGLU: {
+      const auto c = LoadCommand<lnpu_cmd_swiglu>(bytes);
+      compute::Swiglu(Translate<const float>(memory, c.gate),
+                      Translate<const float>(memory, c.up),
+                      Translate<float>(memory, c.dst), c.count, ctx.pool);
+      return absl::OkStatus();
+    }
+    case LNPU_OP_ADD: {
+      const auto c = LoadCommand<lnpu_cmd_add>(bytes);
+      compute::Add(Translate<const float>(memory, c.a),
+                   Translate<const float>(memory, c.b),
+                   Translate<float>(memory, c.dst), c.count, ctx.pool);
+      return absl::OkStatus();
+    }
+    case LNPU_OP_COPY: {
+      const auto c = LoadCommand<lnpu_cmd_copy>(bytes);
+      std::memmove(memory.Translate(c.dst), memory.Translate(c.src), c.bytes);
+      return absl::OkStatus();
+    }
+    case LNPU_OP_SCATTER_ROWS:
+      return ExecuteScatterRows(LoadCommand<lnpu_cmd_scatter_rows>(bytes),
+                                memory);
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("opcode ", command.opcode,
+                       " was not validated; call ValidateCommand first"));
+  }
+}
+
+}  // namespace lnpu::softnpu

@@ -1,0 +1,65 @@
+// A persistent pool of worker threads that runs the tasks of one parallel
+// loop at a time, with the calling thread taking part.
+#ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_WORKER_POOL_H_
+#define KERNEL_IFACE_SOFTNPU_COMPUTE_WORKER_POOL_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
+
+namespace lnpu::softnpu::compute {
+
+// `threads - 1` threads are started by the constructor and live until the
+// destructor; the thread that calls ParallelFor is the remaining one, so a
+// loop never runs on more than `threads` threads and no thread is created
+// per loop.
+//
+// Thread-safety: ParallelFor must not be called concurrently or re-entered
+// from inside a task (one owner thread drives the pool).
+class WorkerPool {
+ public:
+  // Body of a parallel loop: runs task `task` on worker `worker`, where
+  // worker is in [0, threads()) and unique among concurrently running
+  // tasks (use it to index per-worker scratch memory).
+  using TaskFn = absl::FunctionRef<void(size_t task, int worker)>;
+
+  // `threads` < 1 is treated as 1.
+  explicit WorkerPool(int threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Runs fn(task, worker) for every task in [0, tasks) and returns when all
+  // have finished. Tasks are handed out dynamically, lowest index first.
+  // With one task or one thread everything runs on the caller.
+  void ParallelFor(size_t tasks, TaskFn fn);
+
+ private:
+  void WorkerLoop(int worker);
+  // Claims and runs tasks of the current loop until none are left.
+  void RunTasks(int worker, TaskFn fn);
+
+  absl::Mutex mutex_;
+  // Incremented per loop; a worker joins a loop when it sees a new value.
+  uint64_t generation_ ABSL_GUARDED_BY(mutex_) = 0;
+  // Workers that have not yet finished the current loop.
+  int busy_workers_ ABSL_GUARDED_BY(mutex_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  // The current loop's body; valid while busy_workers_ > 0.
+  const TaskFn* current_fn_ ABSL_GUARDED_BY(mutex_) = nullptr;
+  size_t current_tasks_ = 0;
+  std::atomic<size_t> next_task_{0};
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace lnpu::softnpu::compute
+
+#endif  // KERNEL_IFACE_SOFTNPU_COMPUTE_WORKER_POOL_H_

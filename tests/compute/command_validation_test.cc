@@ -1,0 +1,482 @@
+// ValidateCommand: one case per rule of every opcode (each bad field gives
+// InvalidArgument naming "<opcode>.<field>"), plus the operand ranges that
+// valid commands report.
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernel_iface/softnpu/compute/command_set.h"
+#include "tests/compute/host_device_memory.h"
+
+namespace lnpu::softnpu {
+
+// Found by argument-dependent lookup from gMock's matchers.
+bool operator==(const OperandAccess& a, const OperandAccess& b) {
+  return a.addr == b.addr && a.bytes == b.bytes && a.write == b.write;
+}
+void PrintTo(const OperandAccess& a, std::ostream* os) {
+  *os << "{0x" << std::hex << a.addr << std::dec << ", " << a.bytes << ", "
+      << (a.write ? "write" : "read") << "}";
+}
+
+namespace {
+
+using ::testing::HasSubstr;
+using testing::MakeCommand;
+
+// Device addresses of distinct, non-overlapping 1 MiB operand regions.
+constexpr uint64_t kA = 1ull << 20, kB = 2ull << 20, kC = 3ull << 20,
+                   kD = 4ull << 20, kE = 5ull << 20, kF = 6ull << 20,
+                   kG = 7ull << 20;
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+template <typename Cmd>
+absl::StatusOr<uint32_t> Validate(const Cmd& cmd, uint32_t engine,
+                                  std::vector<OperandAccess>* accesses) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&cmd);
+  return ValidateCommand(engine, absl::MakeConstSpan(bytes, sizeof(cmd)),
+                         accesses);
+}
+
+template <typename Cmd>
+struct BadField {
+  std::string field;  // expected in the message after "<opcode>."
+  std::function<void(Cmd&)> mutate;
+};
+
+// `valid` must pass; each mutation of it must fail with InvalidArgument
+// naming the opcode and field, and must report no accesses.
+template <typename Cmd>
+void ExpectEachRejected(const Cmd& valid, const std::string& opcode,
+                        const std::vector<BadField<Cmd>>& cases,
+                        uint32_t engine = DRM_LNPU_ENGINE_COMPUTE) {
+  std::vector<OperandAccess> accesses;
+  const auto ok = Validate(valid, engine, &accesses);
+  ASSERT_TRUE(ok.ok()) << opcode << ": " << ok.status();
+  for (const BadField<Cmd>& bad : cases) {
+    Cmd cmd = valid;
+    bad.mutate(cmd);
+    accesses.clear();
+    const auto status = Validate(cmd, engine, &accesses).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument)
+        << opcode << "." << bad.field << ": " << status;
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr(opcode + "." + bad.field));
+    EXPECT_TRUE(accesses.empty()) << opcode << "." << bad.field;
+  }
+}
+
+// ------------------------------------------------------------- header
+
+TEST(CommandValidationTest, HeaderRules) {
+  const auto matmul = [] {
+    auto c = MakeCommand<lnpu_cmd_matmul>(LNPU_OP_MATMUL);
+    c.src = kA;
+    c.weight = kB;
+    c.dst = kC;
+    c.rows = c.k = c.n = 4;
+    return c;
+  }();
+  std::vector<OperandAccess> accesses;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&matmul);
+
+  EXPECT_EQ(Validate(matmul, DRM_LNPU_ENGINE_COUNT, &accesses).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(ValidateCommand(DRM_LNPU_ENGINE_COMPUTE,
+                                          absl::MakeConstSpan(bytes, 4),
+                                          &accesses)
+                              .status()
+                              .message()),
+              HasSubstr("header truncated"));
+  EXPECT_THAT(std::string(ValidateCommand(DRM_LNPU_ENGINE_COMPUTE,
+                                          absl::MakeConstSpan(bytes, 16),
+                                          &accesses)
+                              .status()
+                              .message()),
+              HasSubstr("LNPU_OP_MATMUL.hdr.size: command truncated"));
+
+  ExpectEachRejected<lnpu_cmd_matmul>(
+      matmul, "LNPU_OP_MATMUL",
+      {{"hdr.size", [](auto& c) { c.hdr.size = sizeof(c) + 8; }},
+       {"hdr.size", [](auto& c) { c.hdr.size = 8; }},
+       {"hdr.flags", [](auto& c) { c.hdr.flags = 1u << 2; }}});
+  ExpectEachRejected<lnpu_cmd_matmul>(
+      matmul, "command",
+      {{"hdr.opcode", [](auto& c) { c.hdr.opcode = LNPU_OP_COUNT; }},
+       {"hdr.opcode", [](auto& c) { c.hdr.opcode = 0xffff; }}});
+  // Opcodes on the wrong engine.
+  EXPECT_THAT(std::string(Validate(matmul, DRM_LNPU_ENGINE_DMA, &accesses)
+                              .status()
+                              .message()),
+              HasSubstr("LNPU_OP_MATMUL.hdr.opcode: not served by engine 1"));
+  auto scatter = MakeCommand<lnpu_cmd_scatter_rows>(LNPU_OP_SCATTER_ROWS);
+  EXPECT_THAT(std::string(Validate(scatter, DRM_LNPU_ENGINE_COMPUTE, &accesses)
+                              .status()
+                              .message()),
+              HasSubstr("LNPU_OP_SCATTER_ROWS.hdr.opcode: not served"));
+  for (uint16_t op : {LNPU_OP_GATHER_ROWS, LNPU_OP_RMS_NORM, LNPU_OP_ROPE,
+                      LNPU_OP_ATTENTION, LNPU_OP_SWIGLU, LNPU_OP_ADD}) {
+    lnpu_cmd_header hdr{op, 0, 0};
+    hdr.size = 8;  // the engine check comes before the size check
+    const auto* h = reinterpret_cast<const uint8_t*>(&hdr);
+    EXPECT_THAT(std::string(ValidateCommand(DRM_LNPU_ENGINE_DMA,
+                                            absl::MakeConstSpan(h, 8),
+                                            &accesses)
+                                .status()
+                                .message()),
+                HasSubstr("not served by engine 1"))
+        << op;
+  }
+  EXPECT_TRUE(accesses.empty());
+  // Flags of opcodes without flags.
+  ExpectEachRejected<lnpu_cmd_nop>(
+      MakeCommand<lnpu_cmd_nop>(LNPU_OP_NOP), "LNPU_OP_NOP",
+      {{"hdr.flags", [](auto& c) { c.hdr.flags = 1; }}},
+      DRM_LNPU_ENGINE_DMA);
+}
+
+TEST(CommandValidationTest, ReturnsSizeOfFirstCommandOfALongerStream) {
+  std::vector<uint8_t> stream(sizeof(lnpu_cmd_nop) + sizeof(lnpu_cmd_copy));
+  const auto nop = MakeCommand<lnpu_cmd_nop>(LNPU_OP_NOP);
+  std::memcpy(stream.data(), &nop, sizeof(nop));
+  std::vector<OperandAccess> accesses;
+  const auto size =
+      ValidateCommand(DRM_LNPU_ENGINE_DMA, stream, &accesses);
+  ASSERT_TRUE(size.ok()) << size.status();
+  EXPECT_EQ(*size, sizeof(lnpu_cmd_nop));
+  EXPECT_TRUE(accesses.empty());
+}
+
+// ------------------------------------------------------------- per opcode
+
+TEST(CommandValidationTest, GatherRowsRules) {
+  auto v = MakeCommand<lnpu_cmd_gather_rows>(LNPU_OP_GATHER_ROWS);
+  v.table = kA;
+  v.indices = kB;
+  v.dst = kC;
+  v.table_dtype = LNPU_DTYPE_F16;
+  v.row_len = 8;
+  v.table_rows = 10;
+  v.count = 3;
+  ExpectEachRejected<lnpu_cmd_gather_rows>(
+      v, "LNPU_OP_GATHER_ROWS",
+      {{"row_len", [](auto& c) { c.row_len = 0; }},
+       {"table_rows", [](auto& c) { c.table_rows = 0; }},
+       {"count", [](auto& c) { c.count = 0; }},
+       {"table_dtype", [](auto& c) { c.table_dtype = LNPU_DTYPE_I32; }},
+       {"table_dtype", [](auto& c) { c.table_dtype = 77; }},
+       {"table", [](auto& c) { c.table_rows = c.row_len = 0xffffffffu; }},
+       {"table", [](auto& c) { c.table = kA + 1; }},
+       {"table", [](auto& c) {
+          c.table_dtype = LNPU_DTYPE_F32;
+          c.table = kA + 2;
+        }},
+       {"table", [](auto& c) { c.table = ~0ull - 15; }},
+       {"indices", [](auto& c) { c.indices = kB + 2; }},
+       {"dst", [](auto& c) { c.dst = kC + 2; }},
+       {"dst", [](auto& c) { c.dst = kA + 16; }},
+       {"dst", [](auto& c) { c.dst = kB - 4; }}});
+}
+
+TEST(CommandValidationTest, RmsNormRules) {
+  auto v = MakeCommand<lnpu_cmd_rms_norm>(LNPU_OP_RMS_NORM);
+  v.src = kA;
+  v.weight = kB;
+  v.dst = kC;
+  v.rows = 3;
+  v.dim = 16;
+  v.eps = 1e-5f;
+  ExpectEachRejected<lnpu_cmd_rms_norm>(
+      v, "LNPU_OP_RMS_NORM",
+      {{"rows", [](auto& c) { c.rows = 0; }},
+       {"dim", [](auto& c) { c.dim = 0; }},
+       {"eps", [](auto& c) { c.eps = 0.0f; }},
+       {"eps", [](auto& c) { c.eps = -1e-5f; }},
+       {"eps", [](auto& c) { c.eps = kNaN; }},
+       {"eps", [](auto& c) { c.eps = kInf; }},
+       {"pad", [](auto& c) { c.pad = 1; }},
+       {"src", [](auto& c) { c.rows = c.dim = 0xffffffffu; }},
+       {"src", [](auto& c) { c.src = kA + 2; }},
+       {"weight", [](auto& c) { c.weight = kB + 1; }},
+       {"dst", [](auto& c) { c.dst = kC + 3; }},
+       {"dst", [](auto& c) { c.dst = kA + 4; }},  // partial in-place
+       {"dst", [](auto& c) { c.dst = kB; }}});
+}
+
+TEST(CommandValidationTest, MatmulRules) {
+  auto v = MakeCommand<lnpu_cmd_matmul>(LNPU_OP_MATMUL, LNPU_MATMUL_BIAS);
+  v.src = kA;
+  v.weight = kB;
+  v.bias = kC;
+  v.dst = kD;
+  v.rows = 2;
+  v.k = 8;
+  v.n = 4;
+  v.weight_dtype = LNPU_DTYPE_F16;
+  ExpectEachRejected<lnpu_cmd_matmul>(
+      v, "LNPU_OP_MATMUL",
+      {{"rows", [](auto& c) { c.rows = 0; }},
+       {"k", [](auto& c) { c.k = 0; }},
+       {"n", [](auto& c) { c.n = 0; }},
+       {"weight_dtype", [](auto& c) { c.weight_dtype = LNPU_DTYPE_U8; }},
+       {"bias", [](auto& c) { c.hdr.flags = LNPU_MATMUL_ACCUMULATE; }},
+       {"bias", [](auto& c) { c.bias = kC + 2; }},
+       {"src", [](auto& c) { c.src = kA + 2; }},
+       {"weight", [](auto& c) { c.weight = kB + 1; }},
+       {"weight", [](auto& c) {
+          c.weight_dtype = LNPU_DTYPE_F32;
+          c.weight = kB + 2;
+        }},
+       {"weight", [](auto& c) { c.n = c.k = 0xffffffffu; }},
+       {"dst", [](auto& c) { c.rows = 0x20000; c.n = 0x40000000; }},
+       {"dst", [](auto& c) { c.dst = kD + 1; }},
+       {"dst", [](auto& c) { c.dst = kA; }},  // no in-place matmul
+       {"dst", [](auto& c) { c.dst = kB + 8; }},
+       {"dst", [](auto& c) { c.dst = kC; }},
+       {"dst", [](auto& c) { c.dst = ~0ull - 31; }}});
+}
+
+TEST(CommandValidationTest, RopeRules) {
+  auto v = MakeCommand<lnpu_cmd_rope>(LNPU_OP_ROPE);
+  v.src = kA;
+  v.dst = kB;
+  v.positions = kC;
+  v.rows = 2;
+  v.heads = 4;
+  v.head_dim = 16;
+  v.rope_dim = 8;
+  v.theta_base = 10000.0f;
+  v.freq_scale = 1.0f;
+  v.mode = LNPU_ROPE_MODE_NEOX;
+  ExpectEachRejected<lnpu_cmd_rope>(
+      v, "LNPU_OP_ROPE",
+      {{"rows", [](auto& c) { c.rows = 0; }},
+       {"heads", [](auto& c) { c.heads = 0; }},
+       {"head_dim", [](auto& c) { c.head_dim = 0; }},
+       {"rope_dim", [](auto& c) { c.rope_dim = 0; }},
+       {"rope_dim", [](auto& c) { c.rope_dim = 7; }},
+       {"rope_dim", [](auto& c) { c.rope_dim = 18; }},
+       {"theta_base", [](auto& c) { c.theta_base = 0.0f; }},
+       {"theta_base", [](auto& c) { c.theta_base = kNaN; }},
+       {"freq_scale", [](auto& c) { c.freq_scale = kInf; }},
+       {"freq_scale", [](auto& c) { c.freq_scale = -1.0f; }},
+       {"mode", [](auto& c) { c.mode = 2; }},
+       {"pad", [](auto& c) { c.pad = 3; }},
+       {"src", [](auto& c) { c.rows = c.heads = 0xffffffffu; }},
+       {"src", [](auto& c) { c.src = kA + 2; }},
+       {"positions", [](auto& c) { c.positions = kC + 1; }},
+       {"dst", [](auto& c) { c.dst = kA + 64; }},  // partial in-place
+       {"dst", [](auto& c) { c.dst = kC; }}});
+}
+
+TEST(CommandValidationTest, AttentionRules) {
+  auto v = MakeCommand<lnpu_cmd_attention>(LNPU_OP_ATTENTION);
+  v.q = kA;
+  v.k_new = kB;
+  v.v_new = kC;
+  v.k_cache = kD;
+  v.v_cache = kE;
+  v.mask = kF;
+  v.dst = kG;
+  v.rows = 2;
+  v.capacity = 64;
+  v.heads = 8;
+  v.kv_heads = 2;
+  v.head_dim = 16;
+  v.kv_dtype = LNPU_DTYPE_F32;
+  v.scale = 0.25f;
+  ExpectEachRejected<lnpu_cmd_attention>(
+      v, "LNPU_OP_ATTENTION",
+      {{"rows", [](auto& c) { c.rows = 0; }},
+       {"capacity", [](auto& c) { c.capacity = 0; }},
+       {"heads", [](auto& c) { c.heads = 0; }},
+       {"kv_heads", [](auto& c) { c.kv_heads = 0; }},
+       {"head_dim", [](auto& c) { c.head_dim = 0; }},
+       {"heads", [](auto& c) { c.heads = 6; c.kv_heads = 4; }},
+       {"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_F16; }},
+       {"scale", [](auto& c) { c.scale = kNaN; }},
+       {"scale", [](auto& c) { c.scale = -kInf; }},
+       {"pad", [](auto& c) { c.pad = 1; }},
+       {"q", [](auto& c) { c.q = kA + 2; }},
+       {"k_new", [](auto& c) { c.k_new = kB + 1; }},
+       {"v_new", [](auto& c) { c.v_new = kC + 3; }},
+       {"k_cache", [](auto& c) { c.k_cache = kD + 2; }},
+       {"v_cache", [](auto& c) { c.v_cache = kE + 2; }},
+       {"k_cache", [](auto& c) { c.capacity = 0xffffffffu; c.head_dim = 0x100000; }},
+       {"dst", [](auto& c) { c.dst = kA; }},
+       {"dst", [](auto& c) { c.dst = kF - 64; }},  // overlaps mask
+       {"dst", [](auto& c) { c.dst = kE + 4; }}});
+}
+
+TEST(CommandValidationTest, SwigluRules) {
+  auto v = MakeCommand<lnpu_cmd_swiglu>(LNPU_OP_SWIGLU);
+  v.gate = kA;
+  v.up = kB;
+  v.dst = kC;
+  v.count = 100;
+  ExpectEachRejected<lnpu_cmd_swiglu>(
+      v, "LNPU_OP_SWIGLU",
+      {{"count", [](auto& c) { c.count = 0; }},
+       {"pad", [](auto& c) { c.pad = 1; }},
+       {"gate", [](auto& c) { c.gate = kA + 2; }},
+       {"up", [](auto& c) { c.up = kB + 1; }},
+       {"dst", [](auto& c) { c.dst = kC + 2; }},
+       {"dst", [](auto& c) { c.dst = kA + 4; }},  // partial in-place
+       {"dst", [](auto& c) { c.dst = kB - 4; }}});
+}
+
+TEST(CommandValidationTest, AddRules) {
+  auto v = MakeCommand<lnpu_cmd_add>(LNPU_OP_ADD);
+  v.a = kA;
+  v.b = kB;
+  v.dst = kC;
+  v.count = 100;
+  ExpectEachRejected<lnpu_cmd_add>(
+      v, "LNPU_OP_ADD",
+      {{"count", [](auto& c) { c.count = 0; }},
+       {"pad", [](auto& c) { c.pad = 5; }},
+       {"a", [](auto& c) { c.a = kA + 2; }},
+       {"b", [](auto& c) { c.b = ~0ull - 3; }},
+       {"dst", [](auto& c) { c.dst = kC + 1; }},
+       {"dst", [](auto& c) { c.dst = kB + 4; }}});
+}
+
+TEST(CommandValidationTest, CopyRules) {
+  auto v = MakeCommand<lnpu_cmd_copy>(LNPU_OP_COPY);
+  v.src = kA;
+  v.dst = kA + 3;  // overlapping copies are memmove, and bytes unaligned
+  v.bytes = 101;
+  for (uint32_t engine : {DRM_LNPU_ENGINE_COMPUTE, DRM_LNPU_ENGINE_DMA}) {
+    ExpectEachRejected<lnpu_cmd_copy>(
+        v, "LNPU_OP_COPY",
+        {{"bytes", [](auto& c) { c.bytes = 0; }},
+         {"bytes", [](auto& c) { c.bytes = (1ull << 48) + 1; }},
+         {"src", [](auto& c) { c.src = ~0ull - 50; }},
+         {"dst", [](auto& c) { c.dst = ~0ull; }}},
+        engine);
+  }
+}
+
+TEST(CommandValidationTest, ScatterRowsRules) {
+  auto v = MakeCommand<lnpu_cmd_scatter_rows>(LNPU_OP_SCATTER_ROWS);
+  v.src = kA;
+  v.dst = kB;
+  v.indices = kC;
+  v.row_bytes = 256;
+  v.rows = 3;
+  v.blocks = 4;
+  v.dst_rows = 16;
+  v.src_block_stride = 3 * 256;
+  v.dst_block_stride = 16 * 256;
+  ExpectEachRejected<lnpu_cmd_scatter_rows>(
+      v, "LNPU_OP_SCATTER_ROWS",
+      {{"row_bytes", [](auto& c) { c.row_bytes = 0; }},
+       {"rows", [](auto& c) { c.rows = 0; }},
+       {"blocks", [](auto& c) { c.blocks = 0; }},
+       {"dst_rows", [](auto& c) { c.dst_rows = 0; }},
+       {"src_block_stride", [](auto& c) { c.src_block_stride = 3 * 256 - 1; }},
+       {"dst_block_stride", [](auto& c) { c.dst_block_stride = 0; }},
+       {"dst", [](auto& c) { c.dst_block_stride = 1ull << 47; }},
+       {"src", [](auto& c) { c.src_block_stride = ~0ull; }},
+       {"indices", [](auto& c) { c.indices = kC + 2; }},
+       {"dst", [](auto& c) { c.dst = kA + 100; }},
+       {"dst", [](auto& c) { c.dst = kC - 64; }}},
+      DRM_LNPU_ENGINE_DMA);
+}
+
+// ------------------------------------------------------------- accesses
+
+TEST(CommandValidationTest, ReportsEveryOperandRange) {
+  using ::testing::ElementsAre;
+  using ::testing::UnorderedElementsAre;
+  std::vector<OperandAccess> accesses;
+
+  auto mm = MakeCommand<lnpu_cmd_matmul>(
+      LNPU_OP_MATMUL, LNPU_MATMUL_BIAS | LNPU_MATMUL_ACCUMULATE);
+  mm.src = kA;
+  mm.weight = kB;
+  mm.bias = kC;
+  mm.dst = kD;
+  mm.rows = 3;
+  mm.k = 5;
+  mm.n = 7;
+  mm.weight_dtype = LNPU_DTYPE_F16;
+  ASSERT_TRUE(Validate(mm, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
+  EXPECT_THAT(accesses, UnorderedElementsAre(
+                            OperandAccess{kA, 3 * 5 * 4, false},
+                            OperandAccess{kB, 7 * 5 * 2, false},
+                            OperandAccess{kC, 7 * 4, false},
+                            OperandAccess{kD, 3 * 7 * 4, true}));
+
+  accesses.clear();
+  auto sc = MakeCommand<lnpu_cmd_scatter_rows>(LNPU_OP_SCATTER_ROWS);
+  sc.src = kA;
+  sc.dst = kB;
+  sc.indices = kC;
+  sc.row_bytes = 10;
+  sc.rows = 2;
+  sc.blocks = 3;
+  sc.dst_rows = 5;
+  sc.src_block_stride = 32;
+  sc.dst_block_stride = 50;
+  ASSERT_TRUE(Validate(sc, DRM_LNPU_ENGINE_DMA, &accesses).ok());
+  EXPECT_THAT(accesses, UnorderedElementsAre(
+                            OperandAccess{kA, 2 * 32 + 20, false},
+                            OperandAccess{kC, 2 * 4, false},
+                            OperandAccess{kB, 2 * 50 + 50, true}));
+
+  accesses.clear();
+  auto at = MakeCommand<lnpu_cmd_attention>(LNPU_OP_ATTENTION);
+  at.q = kA;
+  at.k_new = kB;
+  at.v_new = kC;
+  at.k_cache = kD;
+  at.v_cache = kE;
+  at.mask = kF;
+  at.dst = kG;
+  at.rows = 2;
+  at.capacity = 9;
+  at.heads = 4;
+  at.kv_heads = 2;
+  at.head_dim = 3;
+  at.scale = 1.0f;
+  ASSERT_TRUE(Validate(at, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
+  EXPECT_THAT(accesses, UnorderedElementsAre(
+                            OperandAccess{kA, 2 * 4 * 3 * 4, false},
+                            OperandAccess{kB, 2 * 2 * 3 * 4, false},
+                            OperandAccess{kC, 2 * 2 * 3 * 4, false},
+                            OperandAccess{kD, 9 * 2 * 3 * 4, false},
+                            OperandAccess{kE, 9 * 2 * 3 * 4, false},
+                            OperandAccess{kF, 9, false},
+                            OperandAccess{kG, 2 * 4 * 3 * 4, true}));
+
+  // In-place variants the spec allows.
+  auto rms = MakeCommand<lnpu_cmd_rms_norm>(LNPU_OP_RMS_NORM);
+  rms.src = rms.dst = kA;
+  rms.weight = kB;
+  rms.rows = 1;
+  rms.dim = 4;
+  rms.eps = 1e-6f;
+  EXPECT_TRUE(Validate(rms, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
+  auto add = MakeCommand<lnpu_cmd_add>(LNPU_OP_ADD);
+  add.a = add.dst = kA;
+  add.b = kB;
+  add.count = 4;
+  EXPECT_TRUE(Validate(add, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
+  auto no_bias = mm;
+  no_bias.hdr.flags = 0;
+  no_bias.bias = 0;
+  accesses.clear();
+  ASSERT_TRUE(Validate(no_bias, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
+  EXPECT_EQ(accesses.size(), 3u);  // no bias range without the flag
+}
+
+}  // namespace
+}  // namespace lnpu::softnpu

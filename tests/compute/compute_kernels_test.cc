@@ -1,0 +1,594 @@
+// Every compute/DMA command executed through ExecuteCommand against a plain
+// scalar reference (double accumulation), on every Highway target this
+// machine supports and the library was compiled for.
+//
+// Tolerance: |got - ref| <= kRelTol * magnitude + kAbsTol, where magnitude
+// is the sum of absolute values of the terms feeding the output (so the
+// bound is that of f32 accumulation, independent of cancellation), with
+// kRelTol = 2e-5 and kAbsTol = 1e-6; copies, gathers and scatters are
+// exact.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/targets.h"
+#include "kernel_iface/softnpu/compute/command_set.h"
+#include "kernel_iface/softnpu/compute/worker_pool.h"
+#include "tests/compute/host_device_memory.h"
+
+namespace lnpu::softnpu {
+namespace {
+
+using testing::HostDeviceMemory;
+using testing::MakeCommand;
+using testing::RunCommand;
+
+constexpr double kRelTol = 2e-5;
+constexpr double kAbsTol = 1e-6;
+
+// Threads of the context under test: more than the CI's two cores, so that
+// tasks interleave and the pool's hand-off is exercised.
+constexpr int kThreads = 3;
+
+uint16_t ToHalf(float f) {
+  const _Float16 h = static_cast<_Float16>(f);
+  uint16_t bits;
+  std::memcpy(&bits, &h, sizeof(bits));
+  return bits;
+}
+float FromHalf(uint16_t bits) {
+  _Float16 h;
+  std::memcpy(&h, &bits, sizeof(bits));
+  return static_cast<float>(h);
+}
+
+struct Expected {
+  double value = 0;
+  double magnitude = 0;  // sum of |terms|
+};
+
+void ExpectClose(const std::vector<float>& got,
+                 const std::vector<Expected>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double tol = kRelTol * want[i].magnitude + kAbsTol;
+    if (!(std::abs(got[i] - want[i].value) <= tol) && reported++ < 5) {
+      ADD_FAILURE() << what << " element " << i << ": got " << got[i]
+                    << ", want " << want[i].value << " (tolerance " << tol
+                    << ")";
+    }
+  }
+}
+
+class ComputeKernelsTest : public ::testing::TestWithParam<int64_t> {
+ protected:
+  void SetUp() override { hwy::SetSupportedTargetsForTest(GetParam()); }
+  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
+
+  std::vector<float> RandomFloats(size_t n, float lo = -1.0f,
+                                  float hi = 1.0f) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng_);
+    return v;
+  }
+  size_t RandomIn(size_t lo, size_t hi) {
+    return std::uniform_int_distribution<size_t>(lo, hi)(rng_);
+  }
+
+  std::mt19937 rng_{1234};
+  ComputeContext context_{kThreads};
+  HostDeviceMemory memory_;
+};
+
+// ---------------------------------------------------------------- MATMUL
+
+void CheckMatmul(HostDeviceMemory& memory,
+                 ComputeContext& context, std::vector<float> src_v,
+                 std::vector<float> weight_v, uint32_t rows, uint32_t k,
+                 uint32_t n, uint32_t dtype, uint16_t flags,
+                 const std::vector<float>& bias_v,
+                 const std::vector<float>& old_dst) {
+  auto cmd = MakeCommand<lnpu_cmd_matmul>(LNPU_OP_MATMUL, flags);
+  cmd.rows = rows;
+  cmd.k = k;
+  cmd.n = n;
+  cmd.weight_dtype = dtype;
+  cmd.src = memory.Upload(src_v);
+  if (dtype == LNPU_DTYPE_F16) {
+    std::vector<uint16_t> half(weight_v.size());
+    for (size_t i = 0; i < half.size(); ++i) {
+      half[i] = ToHalf(weight_v[i]);
+      weight_v[i] = FromHalf(half[i]);  // the reference sees rounded weights
+    }
+    cmd.weight = memory.Upload(half);
+  } else {
+    cmd.weight = memory.Upload(weight_v);
+  }
+  if (flags & LNPU_MATMUL_BIAS) cmd.bias = memory.Upload(bias_v);
+  cmd.dst = memory.Upload(old_dst);
+  ASSERT_TRUE(RunCommand(cmd, memory, context).ok());
+
+  std::vector<Expected> want(size_t{rows} * n);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < n; ++c) {
+      Expected e;
+      for (size_t i = 0; i < k; ++i) {
+        const double term = double(src_v[r * k + i]) * weight_v[c * k + i];
+        e.value += term;
+        e.magnitude += std::abs(term);
+      }
+      if (flags & LNPU_MATMUL_BIAS) {
+        e.value += bias_v[c];
+        e.magnitude += std::abs(bias_v[c]);
+      }
+      if (flags & LNPU_MATMUL_ACCUMULATE) {
+        e.value += old_dst[r * n + c];
+        e.magnitude += std::abs(old_dst[r * n + c]);
+      }
+      want[r * n + c] = e;
+    }
+  }
+  ExpectClose(memory.Download<float>(cmd.dst, size_t{rows} * n), want,
+              "matmul rows=" + std::to_string(rows) + " k=" +
+                  std::to_string(k) + " n=" + std::to_string(n) +
+                  " dtype=" + std::to_string(dtype) +
+                  " flags=" + std::to_string(flags));
+}
+
+TEST_P(ComputeKernelsTest, MatmulMatchesReferenceOnRaggedShapes) {
+  struct Shape {
+    uint32_t rows, k, n;
+  };
+  std::vector<Shape> shapes = {
+      {1, 1, 1},    {1, 3, 5},    {1, 16, 4},   {1, 17, 7},   {1, 64, 64},
+      {1, 100, 33}, {1, 1030, 67}, {2, 5, 3},   {3, 31, 9},   {4, 16, 4},
+      {5, 33, 130}, {17, 63, 19}, {64, 64, 64}, {70, 1100, 150}};
+  for (int i = 0; i < 6; ++i) {
+    shapes.push_back({static_cast<uint32_t>(RandomIn(1, 40)),
+                      static_cast<uint32_t>(RandomIn(1, 600)),
+                      static_cast<uint32_t>(RandomIn(1, 90))});
+  }
+  const uint16_t flag_sets[] = {0, LNPU_MATMUL_BIAS, LNPU_MATMUL_ACCUMULATE,
+                                LNPU_MATMUL_BIAS | LNPU_MATMUL_ACCUMULATE};
+  int variant = 0;
+  for (const Shape& s : shapes) {
+    for (uint32_t dtype : {LNPU_DTYPE_F32, LNPU_DTYPE_F16}) {
+      const uint16_t flags = flag_sets[variant++ % 4];
+      CheckMatmul(memory_, context_, RandomFloats(size_t{s.rows} * s.k),
+                  RandomFloats(size_t{s.n} * s.k), s.rows, s.k, s.n, dtype,
+                  flags, RandomFloats(s.n), RandomFloats(size_t{s.rows} * s.n));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- RMS_NORM
+
+TEST_P(ComputeKernelsTest, RmsNormMatchesReferenceIncludingInPlace) {
+  const std::pair<uint32_t, uint32_t> shapes[] = {
+      {1, 1}, {1, 7}, {3, 16}, {2, 33}, {5, 64}, {4, 1000}, {70, 17}};
+  for (bool in_place : {false, true}) {
+    for (auto [rows, dim] : shapes) {
+      const auto src = RandomFloats(size_t{rows} * dim, -3, 3);
+      const auto weight = RandomFloats(dim);
+      auto cmd = MakeCommand<lnpu_cmd_rms_norm>(LNPU_OP_RMS_NORM);
+      cmd.rows = rows;
+      cmd.dim = dim;
+      cmd.eps = 1e-5f;
+      cmd.src = memory_.Upload(src);
+      cmd.weight = memory_.Upload(weight);
+      cmd.dst = in_place ? cmd.src : memory_.Allocate(src.size() * 4);
+      ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+      std::vector<Expected> want(src.size());
+      for (size_t r = 0; r < rows; ++r) {
+        double ss = 0;
+        for (size_t i = 0; i < dim; ++i) ss += double(src[r * dim + i]) * src[r * dim + i];
+        const double inv = 1.0 / std::sqrt(ss / dim + 1e-5);
+        for (size_t i = 0; i < dim; ++i) {
+          const double v = src[r * dim + i] * inv * weight[i];
+          want[r * dim + i] = {v, std::abs(v) * 4};
+        }
+      }
+      ExpectClose(memory_.Download<float>(cmd.dst, src.size()), want,
+                  "rms_norm rows=" + std::to_string(rows) +
+                      " dim=" + std::to_string(dim));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- ROPE
+
+TEST_P(ComputeKernelsTest, RopeMatchesReferenceBothModes) {
+  struct Shape {
+    uint32_t rows, heads, head_dim, rope_dim;
+  };
+  const Shape shapes[] = {{1, 1, 2, 2},  {2, 3, 6, 6},    {3, 2, 10, 4},
+                          {4, 8, 34, 34}, {5, 4, 64, 64}, {2, 2, 128, 96},
+                          {33, 3, 66, 66}};
+  for (uint32_t mode : {LNPU_ROPE_MODE_NORM, LNPU_ROPE_MODE_NEOX}) {
+    for (bool in_place : {false, true}) {
+      for (const Shape& s : shapes) {
+        const size_t count = size_t{s.rows} * s.heads * s.head_dim;
+        const auto src = RandomFloats(count);
+        std::vector<int32_t> positions(s.rows);
+        for (auto& p : positions) p = static_cast<int32_t>(RandomIn(0, 5000));
+        positions[0] = 0;
+        auto cmd = MakeCommand<lnpu_cmd_rope>(LNPU_OP_ROPE);
+        cmd.rows = s.rows;
+        cmd.heads = s.heads;
+        cmd.head_dim = s.head_dim;
+        cmd.rope_dim = s.rope_dim;
+        cmd.theta_base = 10000.0f;
+        cmd.freq_scale = 0.5f;
+        cmd.mode = mode;
+        cmd.src = memory_.Upload(src);
+        cmd.positions = memory_.Upload(positions);
+        cmd.dst = in_place ? cmd.src : memory_.Allocate(count * 4);
+        ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+
+        std::vector<Expected> want(count);
+        const size_t half = s.rope_dim / 2;
+        for (size_t r = 0; r < s.rows; ++r) {
+          for (size_t h = 0; h < s.heads; ++h) {
+            const float* x = &src[(r * s.heads + h) * s.head_dim];
+            Expected* y = &want[(r * s.heads + h) * s.head_dim];
+            for (size_t i = 0; i < s.head_dim; ++i) y[i] = {x[i], 1.0};
+            for (size_t i = 0; i < half; ++i) {
+              const double theta = positions[r] * 0.5 *
+                                   std::pow(10000.0, -2.0 * i / s.rope_dim);
+              const size_t i0 = mode == LNPU_ROPE_MODE_NORM ? 2 * i : i;
+              const size_t i1 = mode == LNPU_ROPE_MODE_NORM ? 2 * i + 1 : i + half;
+              y[i0] = {x[i0] * std::cos(theta) - x[i1] * std::sin(theta), 2.0};
+              y[i1] = {x[i0] * std::sin(theta) + x[i1] * std::cos(theta), 2.0};
+            }
+          }
+        }
+        ExpectClose(memory_.Download<float>(cmd.dst, count), want,
+                    "rope mode=" + std::to_string(mode) +
+                        " head_dim=" + std::to_string(s.head_dim) +
+                        " rope_dim=" + std::to_string(s.rope_dim));
+      }
+    }
+  }
+}
+
+TEST_P(ComputeKernelsTest, RopeNegativePositionFaultsWithoutWriting) {
+  auto cmd = MakeCommand<lnpu_cmd_rope>(LNPU_OP_ROPE);
+  cmd.rows = 3;
+  cmd.heads = 1;
+  cmd.head_dim = 4;
+  cmd.rope_dim = 4;
+  cmd.theta_base = 10000.0f;
+  cmd.freq_scale = 1.0f;
+  cmd.src = memory_.Upload(RandomFloats(12));
+  cmd.positions = memory_.Upload(std::vector<int32_t>{0, 5, -1});
+  cmd.dst = memory_.Allocate(12 * 4);
+  const absl::Status status = RunCommand(cmd, memory_, context_);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("positions[2]"), std::string::npos)
+      << status;
+  for (float v : memory_.Download<float>(cmd.dst, 12)) EXPECT_EQ(v, 0.0f);
+}
+
+// ---------------------------------------------------------------- ATTENTION
+
+struct AttentionCase {
+  uint32_t rows, capacity, heads, kv_heads, head_dim;
+  double mask_density;
+};
+
+void CheckAttention(std::mt19937& rng,
+                    HostDeviceMemory& memory, ComputeContext& context,
+                    const AttentionCase& c) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  auto random = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+  };
+  const size_t hd = c.head_dim;
+  const auto q = random(size_t{c.rows} * c.heads * hd);
+  const auto k_new = random(size_t{c.rows} * c.kv_heads * hd);
+  const auto v_new = random(size_t{c.rows} * c.kv_heads * hd);
+  const auto k_cache = random(size_t{c.capacity} * c.kv_heads * hd);
+  const auto v_cache = random(size_t{c.capacity} * c.kv_heads * hd);
+  std::vector<uint8_t> mask(c.capacity);
+  std::bernoulli_distribution visible(c.mask_density);
+  for (auto& m : mask) m = visible(rng) ? static_cast<uint8_t>(1 + rng() % 255) : 0;
+
+  auto cmd = MakeCommand<lnpu_cmd_attention>(LNPU_OP_ATTENTION);
+  cmd.rows = c.rows;
+  cmd.capacity = c.capacity;
+  cmd.heads = c.heads;
+  cmd.kv_heads = c.kv_heads;
+  cmd.head_dim = c.head_dim;
+  cmd.kv_dtype = LNPU_DTYPE_F32;
+  cmd.scale = 2.0f / std::sqrt(static_cast<float>(hd));  // peaky softmax
+  cmd.q = memory.Upload(q);
+  cmd.k_new = memory.Upload(k_new);
+  cmd.v_new = memory.Upload(v_new);
+  cmd.k_cache = memory.Upload(k_cache);
+  cmd.v_cache = memory.Upload(v_cache);
+  cmd.mask = memory.Upload(mask);
+  cmd.dst = memory.Allocate(q.size() * 4);
+  ASSERT_TRUE(RunCommand(cmd, memory, context).ok());
+
+  std::vector<Expected> want(q.size());
+  const size_t group = c.heads / c.kv_heads;
+  for (size_t r = 0; r < c.rows; ++r) {
+    for (size_t h = 0; h < c.heads; ++h) {
+      const size_t g = h / group;
+      const float* qv = &q[(r * c.heads + h) * hd];
+      std::vector<double> scores;
+      std::vector<const float*> values;
+      auto add_key = [&](const float* key, const float* value) {
+        double dot = 0;
+        for (size_t i = 0; i < hd; ++i) dot += double(qv[i]) * key[i];
+        scores.push_back(cmd.scale * dot);
+        values.push_back(value);
+      };
+      for (size_t s = 0; s < c.capacity; ++s) {
+        if (mask[s]) {
+          add_key(&k_cache[(s * c.kv_heads + g) * hd],
+                  &v_cache[(s * c.kv_heads + g) * hd]);
+        }
+      }
+      for (size_t j = 0; j <= r; ++j) {
+        add_key(&k_new[(j * c.kv_heads + g) * hd],
+                &v_new[(j * c.kv_heads + g) * hd]);
+      }
+      const double max = *std::max_element(scores.begin(), scores.end());
+      double sum = 0;
+      for (double& s : scores) sum += (s = std::exp(s - max));
+      for (size_t i = 0; i < hd; ++i) {
+        double out = 0;
+        for (size_t j = 0; j < scores.size(); ++j) out += scores[j] * values[j][i];
+        // Outputs are convex combinations of values in [-1, 1].
+        want[(r * c.heads + h) * hd + i] = {out / sum, 4.0};
+      }
+    }
+  }
+  ExpectClose(memory.Download<float>(cmd.dst, q.size()), want,
+              "attention rows=" + std::to_string(c.rows) +
+                  " capacity=" + std::to_string(c.capacity) +
+                  " heads=" + std::to_string(c.heads) + "/" +
+                  std::to_string(c.kv_heads) +
+                  " head_dim=" + std::to_string(c.head_dim) +
+                  " density=" + std::to_string(c.mask_density));
+}
+
+TEST_P(ComputeKernelsTest, AttentionMatchesReferenceWithRandomMasks) {
+  const AttentionCase cases[] = {
+      {1, 1, 1, 1, 1, 1.0},      {1, 7, 2, 1, 5, 0.5},
+      {1, 300, 8, 4, 64, 0.3},   {1, 1152, 8, 2, 16, 1.0},
+      {3, 100, 4, 1, 17, 0.0},   // every slot masked, new rows only
+      {20, 129, 4, 4, 8, 0.1},   {5, 64, 8, 2, 67, 0.9},
+      {17, 40, 4, 1, 32, 0.5},   {1, 200, 2, 2, 3, 0.02},
+      {70, 80, 2, 1, 16, 0.7},   // more than one softmax block of new rows
+  };
+  for (const AttentionCase& c : cases) {
+    CheckAttention(rng_, memory_, context_, c);
+  }
+}
+
+// ---------------------------------------------------------------- SWIGLU/ADD
+
+TEST_P(ComputeKernelsTest, SwigluMatchesReferenceIncludingExtremesInPlace) {
+  for (uint32_t count : {1u, 3u, 16u, 17u, 1000u, 70001u}) {
+    for (int alias = 0; alias < 3; ++alias) {  // none, dst=gate, dst=up
+      auto gate = RandomFloats(count, -12, 12);
+      gate[0] = -200.0f;
+      if (count > 1) gate[1] = 150.0f;
+      const auto up = RandomFloats(count, -2, 2);
+      auto cmd = MakeCommand<lnpu_cmd_swiglu>(LNPU_OP_SWIGLU);
+      cmd.count = count;
+      cmd.gate = memory_.Upload(gate);
+      cmd.up = memory_.Upload(up);
+      cmd.dst = alias == 1   ? cmd.gate
+                : alias == 2 ? cmd.up
+                             : memory_.Allocate(size_t{count} * 4);
+      ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+      std::vector<Expected> want(count);
+      for (size_t i = 0; i < count; ++i) {
+        const double g = gate[i];
+        const double v = g / (1.0 + std::exp(-g)) * up[i];
+        want[i] = {v, std::abs(v) * 4};
+      }
+      ExpectClose(memory_.Download<float>(cmd.dst, count), want,
+                  "swiglu count=" + std::to_string(count) +
+                      " alias=" + std::to_string(alias));
+    }
+  }
+}
+
+TEST_P(ComputeKernelsTest, AddMatchesReferenceIncludingInPlace) {
+  for (uint32_t count : {1u, 5u, 16u, 33u, 100000u}) {
+    for (int alias = 0; alias < 3; ++alias) {  // none, dst=a, dst=b
+      const auto a = RandomFloats(count);
+      const auto b = RandomFloats(count);
+      auto cmd = MakeCommand<lnpu_cmd_add>(LNPU_OP_ADD);
+      cmd.count = count;
+      cmd.a = memory_.Upload(a);
+      cmd.b = memory_.Upload(b);
+      cmd.dst = alias == 1   ? cmd.a
+                : alias == 2 ? cmd.b
+                             : memory_.Allocate(size_t{count} * 4);
+      ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+      std::vector<Expected> want(count);
+      for (size_t i = 0; i < count; ++i) {
+        want[i] = {double(a[i]) + b[i], std::abs(a[i]) + std::abs(b[i])};
+      }
+      ExpectClose(memory_.Download<float>(cmd.dst, count), want,
+                  "add count=" + std::to_string(count));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- GATHER
+
+TEST_P(ComputeKernelsTest, GatherRowsConvertsBothTableTypes) {
+  for (uint32_t dtype : {LNPU_DTYPE_F32, LNPU_DTYPE_F16}) {
+    for (uint32_t row_len : {1u, 7u, 64u, 67u}) {
+      const uint32_t table_rows = 13;
+      const auto table = RandomFloats(size_t{table_rows} * row_len);
+      std::vector<uint16_t> half(table.size());
+      for (size_t i = 0; i < half.size(); ++i) half[i] = ToHalf(table[i]);
+      const std::vector<int32_t> indices = {12, 0, 5, 5, 1};
+      auto cmd = MakeCommand<lnpu_cmd_gather_rows>(LNPU_OP_GATHER_ROWS);
+      cmd.table = dtype == LNPU_DTYPE_F16 ? memory_.Upload(half)
+                                          : memory_.Upload(table);
+      cmd.indices = memory_.Upload(indices);
+      cmd.dst = memory_.Allocate(indices.size() * row_len * 4);
+      cmd.table_dtype = dtype;
+      cmd.row_len = row_len;
+      cmd.table_rows = table_rows;
+      cmd.count = static_cast<uint32_t>(indices.size());
+      ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+      const auto got = memory_.Download<float>(cmd.dst, indices.size() * row_len);
+      for (size_t i = 0; i < indices.size(); ++i) {
+        for (size_t j = 0; j < row_len; ++j) {
+          const size_t t = size_t(indices[i]) * row_len + j;
+          const float want = dtype == LNPU_DTYPE_F16 ? FromHalf(half[t]) : table[t];
+          ASSERT_EQ(got[i * row_len + j], want) << "row " << i << " col " << j;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(ComputeKernelsTest, GatherRowsIndexOutOfRangeFaultsWithoutWriting) {
+  for (int32_t bad : {-1, 4, 1 << 30}) {
+    auto cmd = MakeCommand<lnpu_cmd_gather_rows>(LNPU_OP_GATHER_ROWS);
+    cmd.table = memory_.Upload(RandomFloats(4 * 3));
+    cmd.indices = memory_.Upload(std::vector<int32_t>{0, bad});
+    cmd.dst = memory_.Allocate(2 * 3 * 4);
+    cmd.table_dtype = LNPU_DTYPE_F32;
+    cmd.row_len = 3;
+    cmd.table_rows = 4;
+    cmd.count = 2;
+    const absl::Status status = RunCommand(cmd, memory_, context_);
+    EXPECT_FALSE(status.ok()) << "index " << bad;
+    EXPECT_NE(status.message().find("indices[1]"), std::string::npos) << status;
+    for (float v : memory_.Download<float>(cmd.dst, 6)) EXPECT_EQ(v, 0.0f);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTargets, ComputeKernelsTest,
+    ::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()),
+    [](const ::testing::TestParamInfo<int64_t>& info) {
+      return std::string(hwy::TargetName(info.param));
+    });
+
+// ------------------------------------------------ target-independent ops
+
+TEST(DataMovementTest, CopyIsMemmoveOnBothEngines) {
+  HostDeviceMemory memory;
+  ComputeContext context(1);
+  for (uint32_t engine : {DRM_LNPU_ENGINE_COMPUTE, DRM_LNPU_ENGINE_DMA}) {
+    std::vector<uint8_t> data(100);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i);
+    const uint64_t base = memory.Upload(data);
+    for (int64_t shift : {7, -7}) {  // overlapping forward and backward
+      auto cmd = MakeCommand<lnpu_cmd_copy>(LNPU_OP_COPY);
+      cmd.src = shift > 0 ? base : base + 7;
+      cmd.dst = shift > 0 ? base + 7 : base;
+      cmd.bytes = 93;
+      std::vector<uint8_t> want = memory.Download<uint8_t>(base, 100);
+      std::memmove(want.data() + (cmd.dst - base), want.data() + (cmd.src - base), 93);
+      ASSERT_TRUE(RunCommand(cmd, memory, context, engine).ok());
+      EXPECT_EQ(memory.Download<uint8_t>(base, 100), want);
+    }
+  }
+}
+
+TEST(DataMovementTest, ScatterRowsUpdatesEveryBlockAndSkipsNegativeIndices) {
+  HostDeviceMemory memory;
+  ComputeContext context(1);
+  const uint32_t row_bytes = 12, rows = 4, dst_rows = 6, blocks = 3;
+  const uint64_t src_stride = rows * row_bytes + 8;  // padded source blocks
+  const uint64_t dst_stride = dst_rows * row_bytes;
+  std::vector<uint8_t> src((blocks - 1) * src_stride + rows * row_bytes);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+  const std::vector<int32_t> indices = {5, -1, 0, 2};
+  auto cmd = MakeCommand<lnpu_cmd_scatter_rows>(LNPU_OP_SCATTER_ROWS);
+  cmd.src = memory.Upload(src);
+  cmd.dst = memory.Allocate(blocks * dst_stride);
+  cmd.indices = memory.Upload(indices);
+  cmd.src_block_stride = src_stride;
+  cmd.dst_block_stride = dst_stride;
+  cmd.row_bytes = row_bytes;
+  cmd.rows = rows;
+  cmd.blocks = blocks;
+  cmd.dst_rows = dst_rows;
+  ASSERT_TRUE(RunCommand(cmd, memory, context, DRM_LNPU_ENGINE_DMA).ok());
+  std::vector<uint8_t> want(blocks * dst_stride, 0);
+  for (size_t b = 0; b < blocks; ++b) {
+    for (size_t i = 0; i < rows; ++i) {
+      if (indices[i] < 0) continue;
+      std::memcpy(&want[b * dst_stride + indices[i] * row_bytes],
+                  &src[b * src_stride + i * row_bytes], row_bytes);
+    }
+  }
+  EXPECT_EQ(memory.Download<uint8_t>(cmd.dst, want.size()), want);
+}
+
+TEST(DataMovementTest, ScatterRowsIndexBeyondDestinationFaultsWithoutWriting) {
+  HostDeviceMemory memory;
+  ComputeContext context(1);
+  auto cmd = MakeCommand<lnpu_cmd_scatter_rows>(LNPU_OP_SCATTER_ROWS);
+  cmd.src = memory.Upload(std::vector<uint8_t>(2 * 8, 0xab));
+  cmd.dst = memory.Allocate(3 * 8);
+  cmd.indices = memory.Upload(std::vector<int32_t>{1, 3});
+  cmd.row_bytes = 8;
+  cmd.rows = 2;
+  cmd.blocks = 1;
+  cmd.dst_rows = 3;
+  const absl::Status status =
+      RunCommand(cmd, memory, context, DRM_LNPU_ENGINE_DMA);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("indices[1]"), std::string::npos) << status;
+  EXPECT_EQ(memory.Download<uint8_t>(cmd.dst, 24), std::vector<uint8_t>(24, 0));
+}
+
+TEST(DataMovementTest, NopRunsOnBothEngines) {
+  HostDeviceMemory memory;
+  ComputeContext context(2);
+  const auto cmd = MakeCommand<lnpu_cmd_nop>(LNPU_OP_NOP);
+  EXPECT_TRUE(RunCommand(cmd, memory, context, DRM_LNPU_ENGINE_COMPUTE).ok());
+  EXPECT_TRUE(RunCommand(cmd, memory, context, DRM_LNPU_ENGINE_DMA).ok());
+}
+
+TEST(WorkerPoolTest, RunsEveryTaskOnceOnDistinctWorkers) {
+  compute::WorkerPool pool(3);
+  for (int round = 0; round < 50; ++round) {
+    const size_t tasks = 1 + round * 7;
+    std::vector<std::atomic<int>> runs(tasks);
+    std::vector<std::atomic<int>> active(pool.threads());
+    std::atomic<bool> shared_worker{false};
+    pool.ParallelFor(tasks, [&](size_t task, int worker) {
+      ASSERT_GE(worker, 0);
+      ASSERT_LT(worker, pool.threads());
+      if (active[worker].fetch_add(1) != 0) shared_worker = true;
+      runs[task].fetch_add(1);
+      active[worker].fetch_sub(1);
+    });
+    for (size_t t = 0; t < tasks; ++t) ASSERT_EQ(runs[t].load(), 1) << t;
+    EXPECT_FALSE(shared_worker.load());
+  }
+}
+
+TEST(ComputeContextTest, ReportsThreadsAndClampsToOne) {
+  EXPECT_EQ(ComputeContext(4).threads(), 4);
+  EXPECT_EQ(ComputeContext(0).threads(), 1);
+  EXPECT_EQ(ComputeContext(-3).threads(), 1);
+}
+
+}  // namespace
+}  // namespace lnpu::softnpu
