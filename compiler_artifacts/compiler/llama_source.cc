@@ -39,15 +39,18 @@ absl::StatusOr<uint32_t> Dimension(const gguf::GgufFile& file,
   return static_cast<uint32_t>(*value);
 }
 
+// A special-token id: `fallback` when absent; none (-1) when stored as a
+// negative number or as 0xFFFFFFFF (how some converters write "none").
 absl::StatusOr<int32_t> TokenId(const gguf::GgufFile& file,
                                 const char* key, int32_t fallback,
                                 size_t vocab_size) {
-  absl::StatusOr<uint64_t> id = file.GetUint(key);
+  absl::StatusOr<int64_t> id = file.GetInt(key);
   if (absl::IsNotFound(id.status())) return fallback;
   if (!id.ok()) return id.status();
-  if (*id >= vocab_size) {
+  if (*id < 0 || *id == 0xFFFFFFFFll) return -1;
+  if (static_cast<uint64_t>(*id) >= vocab_size) {
     return KeyError(file, key,
-                    absl::StrFormat("is %u, outside the vocabulary of %u tokens",
+                    absl::StrFormat("is %d, outside the vocabulary of %u tokens",
                                     *id, vocab_size));
   }
   return static_cast<int32_t>(*id);

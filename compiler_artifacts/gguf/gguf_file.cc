@@ -453,11 +453,12 @@ class GgufFile::Parser {
     by_offset.reserve(file_.tensors_.size());
     for (const TensorInfo& tensor : file_.tensors_) {
       if (tensor.offset > data_size || tensor.bytes > data_size - tensor.offset) {
-        const uint64_t start = file_.data_offset_ + tensor.offset;
-        const bool overflows = tensor.bytes > std::numeric_limits<uint64_t>::max() - start;
+        constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+        const bool overflows = tensor.offset > kMax - file_.data_offset_ ||
+                               tensor.bytes > kMax - file_.data_offset_ - tensor.offset;
         return Invalid("tensor ", Quoted(tensor.name), " data ends at byte ",
-                       overflows ? std::string("(beyond 2^64)")
-                                 : absl::StrCat(start + tensor.bytes),
+                       overflows ? std::string("2^64 or more")
+                                 : absl::StrCat(file_.data_offset_ + tensor.offset + tensor.bytes),
                        " beyond the file size ", size_, ": the file is truncated");
       }
       by_offset.push_back(&tensor);

@@ -1,0 +1,464 @@
+// The GGUF llama -> artifact compiler: the artifact it writes for the
+// bundled stories260K and for random models (hparams, tokenizer, weights,
+// graphs, command streams, relocations), and its rejections.
+#include "compiler_artifacts/compiler/compiler.h"
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "compiler_artifacts/format/artifact.h"
+#include "compiler_artifacts/gguf/gguf_file.h"
+#include "compiler_artifacts/gguf/half.h"
+#include "compiler_artifacts/gguf/random_llama.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+#include "tests/artifact/artifact_test_util.h"
+
+namespace lnpu::compiler {
+namespace {
+
+namespace fb = artifact::fb;
+using artifact::Artifact;
+using artifact::testing::FileExists;
+using artifact::testing::ReadFileBytes;
+using artifact::testing::Stories260KPath;
+using artifact::testing::TempPath;
+using artifact::testing::WriteFileBytes;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::unique_ptr<Artifact> CompileAndOpen(const std::string& gguf,
+                                         const CompileOptions& options) {
+  const std::string out = TempPath("model.lnpu");
+  const absl::Status status = CompileGguf(gguf, out, options);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_FALSE(FileExists(out + ".tmp"));
+  absl::StatusOr<std::unique_ptr<Artifact>> artifact = Artifact::Open(out);
+  EXPECT_TRUE(artifact.ok()) << artifact.status();
+  return artifact.ok() ? *std::move(artifact) : nullptr;
+}
+
+// A decoded command: its offset in the stream and header.
+struct Command {
+  uint32_t offset;
+  lnpu_cmd_header header;
+};
+
+std::vector<Command> Commands(const fb::CommandStream& stream) {
+  std::vector<Command> commands;
+  const auto* bytes = stream.commands();
+  for (uint32_t at = 0; at < bytes->size();) {
+    Command c{at, {}};
+    std::memcpy(&c.header, bytes->data() + at, sizeof c.header);
+    commands.push_back(c);
+    at += c.header.size;
+  }
+  return commands;
+}
+
+template <typename Cmd>
+Cmd Decode(const fb::CommandStream& stream, const Command& command) {
+  Cmd cmd;
+  EXPECT_EQ(command.header.size, sizeof(Cmd));
+  std::memcpy(&cmd, stream.commands()->data() + command.offset, sizeof cmd);
+  return cmd;
+}
+
+// The buffer named by the relocation of the address field at `offset`.
+int RelocatedBuffer(const fb::CommandStream& stream, uint32_t offset) {
+  for (const fb::Relocation* r : *stream.relocations()) {
+    if (r->offset() == offset) return static_cast<int>(r->buffer());
+  }
+  return -1;
+}
+
+const fb::Weight* FindWeight(const fb::Model& model, const std::string& name) {
+  for (const fb::Weight* w : *model.weights()) {
+    if (w->name()->str() == name) return w;
+  }
+  return nullptr;
+}
+
+const fb::Graph* FindGraph(const fb::Model& model, const std::string& name) {
+  for (const fb::Graph* g : *model.graphs()) {
+    if (g->name()->str() == name) return g;
+  }
+  return nullptr;
+}
+
+TEST(CompilerTest, Stories260KHParamsTokenizerAndBuffers) {
+  std::unique_ptr<Artifact> artifact = CompileAndOpen(Stories260KPath(), {});
+  ASSERT_NE(artifact, nullptr);
+  const fb::Model& m = artifact->model();
+  const fb::HParams& h = *m.hparams();
+  EXPECT_EQ(h.architecture()->str(), "llama");
+  EXPECT_EQ(h.vocab_size(), 512u);
+  EXPECT_EQ(h.dim(), 64u);
+  EXPECT_EQ(h.n_layers(), 5u);
+  EXPECT_EQ(h.n_heads(), 8u);
+  EXPECT_EQ(h.n_kv_heads(), 4u);
+  EXPECT_EQ(h.head_dim(), 8u);
+  EXPECT_EQ(h.ffn_dim(), 172u);
+  EXPECT_EQ(h.rope_dim(), 8u);
+  EXPECT_FLOAT_EQ(h.rope_theta(), 10000.0f);
+  EXPECT_FLOAT_EQ(h.rope_freq_scale(), 1.0f);
+  EXPECT_EQ(h.rope_mode(), fb::RopeMode::Norm);
+  EXPECT_GT(h.norm_eps(), 0.0f);
+  EXPECT_LT(h.norm_eps(), 1e-3f);
+
+  const fb::Tokenizer& t = *m.tokenizer();
+  EXPECT_EQ(t.model(), fb::TokenizerModel::Llama);
+  ASSERT_EQ(t.tokens()->size(), 512u);
+  EXPECT_EQ(t.scores()->size(), 512u);
+  EXPECT_EQ(t.token_types()->size(), 512u);
+  EXPECT_EQ(t.tokens()->Get(1)->str(), "<s>");
+  EXPECT_EQ(t.bos_id(), 1);
+  EXPECT_EQ(t.eos_id(), 2);
+  EXPECT_TRUE(t.add_bos());
+  EXPECT_FALSE(t.add_eos());
+  EXPECT_TRUE(t.add_space_prefix());
+
+  const fb::KvCache& kv = *m.kv_cache();
+  EXPECT_EQ(kv.capacity(), 1152u);
+  EXPECT_EQ(kv.max_prompt_len(), 1024u);
+  EXPECT_EQ(kv.min_response_len(), 128u);
+  EXPECT_EQ(kv.dtype(), static_cast<uint32_t>(LNPU_DTYPE_F32));
+
+  ASSERT_EQ(m.buffers()->size(), 4u);
+  EXPECT_EQ(m.buffers()->Get(0)->kind(), fb::BufferKind::Weights);
+  EXPECT_EQ(m.buffers()->Get(1)->kind(), fb::BufferKind::Activations);
+  EXPECT_EQ(m.buffers()->Get(2)->kind(), fb::BufferKind::KvCache);
+  EXPECT_EQ(m.buffers()->Get(3)->kind(), fb::BufferKind::Io);
+  EXPECT_EQ(m.buffers()->Get(2)->size(), 2u * 5 * 1152 * 32 * 4);
+  EXPECT_EQ(kv.buffer(), 2u);
+  EXPECT_EQ(kv.mask()->buffer(), 3u);
+  EXPECT_EQ(m.source()->str(), "stories260K.gguf");
+}
+
+TEST(CompilerTest, Stories260KWeightsAreTheGgufBytes) {
+  std::unique_ptr<Artifact> artifact = CompileAndOpen(Stories260KPath(), {});
+  ASSERT_NE(artifact, nullptr);
+  absl::StatusOr<std::unique_ptr<gguf::GgufFile>> gguf =
+      gguf::GgufFile::Open(Stories260KPath());
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  const fb::Model& m = artifact->model();
+  EXPECT_EQ(m.weights()->size(), (*gguf)->tensors().size());
+  EXPECT_EQ(m.weights()->size(), 1u + 5 * 9 + 1 + 1);
+  for (const fb::Weight* w : *m.weights()) {
+    SCOPED_TRACE(w->name()->str());
+    const gguf::TensorInfo* tensor = (*gguf)->FindTensor(w->name()->str());
+    ASSERT_NE(tensor, nullptr);
+    EXPECT_EQ(w->offset() % 64, 0u);
+    EXPECT_EQ(w->dtype(), static_cast<uint32_t>(LNPU_DTYPE_F32));
+    const auto src = (*gguf)->TensorData(*tensor);
+    ASSERT_EQ(w->size(), src.size());
+    EXPECT_EQ(std::memcmp(artifact->data().data() + w->offset(), src.data(),
+                          src.size()),
+              0);
+  }
+  const fb::Weight* q = FindWeight(m, "blk.0.attn_q.weight");
+  ASSERT_NE(q, nullptr);
+  EXPECT_THAT(std::vector<uint64_t>(q->shape()->begin(), q->shape()->end()),
+              ElementsAre(64, 64));
+  const fb::Weight* k = FindWeight(m, "blk.0.attn_k.weight");
+  EXPECT_THAT(std::vector<uint64_t>(k->shape()->begin(), k->shape()->end()),
+              ElementsAre(32, 64));
+}
+
+TEST(CompilerTest, Stories260KGraphsAndCommandStreams) {
+  std::unique_ptr<Artifact> artifact = CompileAndOpen(Stories260KPath(), {});
+  ASSERT_NE(artifact, nullptr);
+  const fb::Model& m = artifact->model();
+  ASSERT_EQ(m.graphs()->size(), 4u);
+  std::vector<uint32_t> tokens;
+  for (const fb::Graph* g : *m.graphs()) tokens.push_back(g->tokens());
+  EXPECT_THAT(tokens, ElementsAre(16, 64, 256, 1));
+  const fb::Graph* decode = FindGraph(m, "decode");
+  ASSERT_NE(decode, nullptr);
+  EXPECT_EQ(decode->kind(), fb::GraphKind::Decode);
+  ASSERT_EQ(decode->streams()->size(), 2u);
+
+  const fb::CommandStream& compute = *decode->streams()->Get(0);
+  EXPECT_EQ(compute.engine(), static_cast<uint32_t>(DRM_LNPU_ENGINE_COMPUTE));
+  const std::vector<Command> commands = Commands(compute);
+  std::vector<uint16_t> ops;
+  for (const Command& c : commands) ops.push_back(c.header.opcode);
+  std::vector<uint16_t> expected = {LNPU_OP_GATHER_ROWS};
+  for (int l = 0; l < 5; ++l) {
+    expected.insert(expected.end(),
+                    {LNPU_OP_RMS_NORM, LNPU_OP_MATMUL, LNPU_OP_MATMUL,
+                     LNPU_OP_MATMUL, LNPU_OP_ROPE, LNPU_OP_ROPE,
+                     LNPU_OP_ATTENTION, LNPU_OP_MATMUL, LNPU_OP_RMS_NORM,
+                     LNPU_OP_MATMUL, LNPU_OP_MATMUL, LNPU_OP_SWIGLU,
+                     LNPU_OP_MATMUL});
+  }
+  expected.insert(expected.end(),
+                  {LNPU_OP_GATHER_ROWS, LNPU_OP_RMS_NORM, LNPU_OP_MATMUL});
+  EXPECT_EQ(ops, expected);
+  // Every address field is relocated: 3 per command, 7 for ATTENTION.
+  EXPECT_EQ(compute.relocations()->size(), 3u * commands.size() + 4u * 5);
+
+  // The embedding lookup reads the weights with the graph's token ids.
+  const auto gather = Decode<lnpu_cmd_gather_rows>(compute, commands[0]);
+  EXPECT_EQ(gather.table, FindWeight(m, "token_embd.weight")->offset());
+  EXPECT_EQ(RelocatedBuffer(compute, offsetof(lnpu_cmd_gather_rows, table)), 0);
+  EXPECT_EQ(gather.indices, decode->io()->tokens()->offset());
+  EXPECT_EQ(RelocatedBuffer(compute, offsetof(lnpu_cmd_gather_rows, indices)),
+            3);
+  EXPECT_EQ(gather.count, 1u);
+  EXPECT_EQ(gather.row_len, 64u);
+  EXPECT_EQ(gather.table_rows, 512u);
+
+  // Layer 0's attention reads the cache and the mask.
+  const Command& attention_command = commands[7];
+  const auto attention =
+      Decode<lnpu_cmd_attention>(compute, attention_command);
+  EXPECT_EQ(attention.capacity, 1152u);
+  EXPECT_EQ(attention.heads, 8u);
+  EXPECT_EQ(attention.kv_heads, 4u);
+  EXPECT_EQ(attention.head_dim, 8u);
+  EXPECT_FLOAT_EQ(attention.scale, 1.0f / std::sqrt(8.0f));
+  EXPECT_EQ(attention.mask, m.kv_cache()->mask()->offset());
+  EXPECT_EQ(RelocatedBuffer(compute, attention_command.offset +
+                                         offsetof(lnpu_cmd_attention, mask)),
+            3);
+  EXPECT_EQ(attention.k_cache, 0u);
+  EXPECT_EQ(attention.v_cache, 1152u * 32 * 4);
+  EXPECT_EQ(RelocatedBuffer(compute, attention_command.offset +
+                                         offsetof(lnpu_cmd_attention, k_cache)),
+            2);
+
+  // Residual adds are fused into the output projections.
+  const auto attn_out = Decode<lnpu_cmd_matmul>(compute, commands[8]);
+  EXPECT_EQ(attn_out.hdr.flags, LNPU_MATMUL_ACCUMULATE);
+  EXPECT_EQ(attn_out.weight, FindWeight(m, "blk.0.attn_output.weight")->offset());
+
+  // Logits: output.weight into the shared logits operand.
+  const auto logits = Decode<lnpu_cmd_matmul>(compute, commands.back());
+  EXPECT_EQ(logits.weight, FindWeight(m, "output.weight")->offset());
+  EXPECT_EQ(logits.dst, decode->io()->logits()->offset());
+  EXPECT_EQ(logits.n, 512u);
+  EXPECT_EQ(logits.rows, 1u);
+
+  const fb::CommandStream& dma = *decode->streams()->Get(1);
+  EXPECT_EQ(dma.engine(), static_cast<uint32_t>(DRM_LNPU_ENGINE_DMA));
+  const std::vector<Command> dma_commands = Commands(dma);
+  ASSERT_EQ(dma_commands.size(), 1u);
+  const auto scatter = Decode<lnpu_cmd_scatter_rows>(dma, dma_commands[0]);
+  EXPECT_EQ(scatter.hdr.opcode, LNPU_OP_SCATTER_ROWS);
+  EXPECT_EQ(scatter.blocks, 10u);
+  EXPECT_EQ(scatter.rows, 1u);
+  EXPECT_EQ(scatter.row_bytes, 32u * 4);
+  EXPECT_EQ(scatter.dst_rows, 1152u);
+  EXPECT_EQ(scatter.src_block_stride, 32u * 4);
+  EXPECT_EQ(scatter.dst_block_stride, 1152u * 32 * 4);
+  EXPECT_EQ(scatter.dst, 0u);
+  EXPECT_EQ(scatter.indices, decode->io()->slots()->offset());
+  EXPECT_EQ(RelocatedBuffer(dma, offsetof(lnpu_cmd_scatter_rows, dst)), 2);
+  EXPECT_EQ(RelocatedBuffer(dma, offsetof(lnpu_cmd_scatter_rows, src)), 1);
+
+  // A prefill graph scatters its whole chunk.
+  const fb::Graph* prefill = FindGraph(m, "prefill_64");
+  ASSERT_NE(prefill, nullptr);
+  const fb::CommandStream& prefill_dma = *prefill->streams()->Get(1);
+  const auto prefill_scatter =
+      Decode<lnpu_cmd_scatter_rows>(prefill_dma, Commands(prefill_dma)[0]);
+  EXPECT_EQ(prefill_scatter.rows, 64u);
+  EXPECT_EQ(prefill_scatter.src_block_stride, 64u * 32 * 4);
+  // Graphs have their own token inputs but share the logits.
+  EXPECT_NE(prefill->io()->tokens()->offset(), decode->io()->tokens()->offset());
+  EXPECT_EQ(prefill->io()->logits()->offset(), decode->io()->logits()->offset());
+}
+
+TEST(CompilerTest, PrefillChunksAreClampedAndDeduplicated) {
+  CompileOptions options;
+  options.max_prompt_len = 40;
+  options.min_response_len = 8;
+  options.prefill_chunks = {64, 16, 256, 16};
+  std::unique_ptr<Artifact> artifact =
+      CompileAndOpen(Stories260KPath(), options);
+  ASSERT_NE(artifact, nullptr);
+  std::vector<std::string> names;
+  for (const fb::Graph* g : *artifact->model().graphs()) {
+    names.push_back(g->name()->str());
+  }
+  EXPECT_THAT(names, ElementsAre("prefill_16", "prefill_40", "decode"));
+  EXPECT_EQ(artifact->model().kv_cache()->capacity(), 48u);
+}
+
+TEST(CompilerTest, ConvertsWeightsToF16) {
+  CompileOptions options;
+  options.weights = CompileOptions::WeightType::kF16;
+  std::unique_ptr<Artifact> artifact =
+      CompileAndOpen(Stories260KPath(), options);
+  ASSERT_NE(artifact, nullptr);
+  absl::StatusOr<std::unique_ptr<gguf::GgufFile>> gguf =
+      gguf::GgufFile::Open(Stories260KPath());
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  const fb::Model& m = artifact->model();
+  for (const char* name : {"token_embd.weight", "blk.2.ffn_down.weight",
+                           "output.weight"}) {
+    SCOPED_TRACE(name);
+    const fb::Weight* w = FindWeight(m, name);
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->dtype(), static_cast<uint32_t>(LNPU_DTYPE_F16));
+    absl::StatusOr<std::vector<float>> source =
+        (*gguf)->TensorToF32(*(*gguf)->FindTensor(name));
+    ASSERT_TRUE(source.ok());
+    ASSERT_EQ(w->size(), source->size() * 2);
+    for (size_t i = 0; i < source->size(); i += 97) {
+      uint16_t half;
+      std::memcpy(&half, artifact->data().data() + w->offset() + 2 * i, 2);
+      ASSERT_EQ(half, gguf::FloatToFloat16((*source)[i])) << i;
+    }
+  }
+  EXPECT_EQ(FindWeight(m, "blk.0.attn_norm.weight")->dtype(),
+            static_cast<uint32_t>(LNPU_DTYPE_F32));
+  EXPECT_EQ(FindWeight(m, "output_norm.weight")->dtype(),
+            static_cast<uint32_t>(LNPU_DTYPE_F32));
+  const fb::CommandStream& compute =
+      *FindGraph(m, "decode")->streams()->Get(0);
+  const auto gather = Decode<lnpu_cmd_gather_rows>(compute, Commands(compute)[0]);
+  EXPECT_EQ(gather.table_dtype, static_cast<uint32_t>(LNPU_DTYPE_F16));
+  const auto logits = Decode<lnpu_cmd_matmul>(compute, Commands(compute).back());
+  EXPECT_EQ(logits.weight_dtype, static_cast<uint32_t>(LNPU_DTYPE_F16));
+}
+
+TEST(CompilerTest, RandomTiedF16ModelKeepsF16AndReusesTheEmbedding) {
+  gguf::RandomLlamaSpec spec;
+  spec.vocab_size = 300;
+  spec.dim = 48;
+  spec.n_layers = 2;
+  spec.n_heads = 6;
+  spec.n_kv_heads = 2;
+  spec.ffn_dim = 96;
+  spec.rope_dim = 4;
+  spec.rope_theta = 50000.0f;
+  spec.tied_embeddings = true;
+  spec.weight_type = gguf::GgmlType::kF16;
+  const std::string gguf_path = TempPath("random.gguf");
+  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  CompileOptions options;
+  options.max_prompt_len = 32;
+  options.min_response_len = 32;
+  options.prefill_chunks = {4, 32};
+  std::unique_ptr<Artifact> artifact = CompileAndOpen(gguf_path, options);
+  ASSERT_NE(artifact, nullptr);
+  const fb::Model& m = artifact->model();
+  EXPECT_EQ(m.hparams()->vocab_size(), 300u);
+  EXPECT_EQ(m.hparams()->head_dim(), 8u);
+  EXPECT_EQ(m.hparams()->rope_dim(), 4u);
+  EXPECT_FLOAT_EQ(m.hparams()->rope_theta(), 50000.0f);
+  EXPECT_EQ(FindWeight(m, "output.weight"), nullptr);
+  const fb::Weight* embd = FindWeight(m, "token_embd.weight");
+  EXPECT_EQ(embd->dtype(), static_cast<uint32_t>(LNPU_DTYPE_F16));
+  EXPECT_EQ(FindWeight(m, "blk.1.attn_norm.weight")->dtype(),
+            static_cast<uint32_t>(LNPU_DTYPE_F32));
+  const fb::CommandStream& compute = *FindGraph(m, "prefill_4")->streams()->Get(0);
+  const std::vector<Command> commands = Commands(compute);
+  const auto logits = Decode<lnpu_cmd_matmul>(compute, commands.back());
+  EXPECT_EQ(logits.weight, embd->offset());
+  EXPECT_EQ(logits.weight_dtype, static_cast<uint32_t>(LNPU_DTYPE_F16));
+  const auto rope = Decode<lnpu_cmd_rope>(compute, commands[5]);
+  EXPECT_EQ(rope.hdr.opcode, LNPU_OP_ROPE);
+  EXPECT_EQ(rope.rope_dim, 4u);
+  EXPECT_EQ(rope.heads, 6u);
+  EXPECT_EQ(rope.rows, 4u);
+  EXPECT_FLOAT_EQ(rope.theta_base, 50000.0f);
+  EXPECT_EQ(rope.mode, static_cast<uint32_t>(LNPU_ROPE_MODE_NORM));
+  const auto k_rope = Decode<lnpu_cmd_rope>(compute, commands[6]);
+  EXPECT_EQ(k_rope.heads, 2u);
+  // The last-row select reads the residual stream as a table of T rows.
+  const auto last = Decode<lnpu_cmd_gather_rows>(compute, commands[commands.size() - 3]);
+  EXPECT_EQ(last.table_rows, 4u);
+  EXPECT_EQ(last.count, 1u);
+}
+
+// Compiling must fail with `message` and leave no output behind.
+void ExpectCompileFails(const std::string& gguf, const CompileOptions& options,
+                        const std::string& message) {
+  const std::string out = TempPath("rejected.lnpu");
+  const absl::Status status = CompileGguf(gguf, out, options);
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr(message));
+  EXPECT_FALSE(FileExists(out));
+  EXPECT_FALSE(FileExists(out + ".tmp"));
+}
+
+TEST(CompilerTest, RejectsBadOptions) {
+  CompileOptions options;
+  options.max_prompt_len = 0;
+  ExpectCompileFails(Stories260KPath(), options, "must be at least 1");
+  options = {};
+  options.min_response_len = 0;
+  ExpectCompileFails(Stories260KPath(), options, "must be at least 1");
+  options = {};
+  options.prefill_chunks = {};
+  ExpectCompileFails(Stories260KPath(), options, "prefill_chunks is empty");
+  options = {};
+  options.prefill_chunks = {16, 0};
+  ExpectCompileFails(Stories260KPath(), options, "prefill chunk size 0");
+  options = {};
+  options.max_prompt_len = 1u << 20;
+  ExpectCompileFails(Stories260KPath(), options, "exceeds the limit");
+}
+
+TEST(CompilerTest, RejectsOverwritingTheInput) {
+  const std::string gguf = TempPath("copy.gguf");
+  WriteFileBytes(gguf, ReadFileBytes(Stories260KPath()));
+  const absl::Status status = CompileGguf(gguf, gguf, {});
+  EXPECT_THAT(status.message(), HasSubstr("is the input model"));
+  EXPECT_EQ(ReadFileBytes(gguf), ReadFileBytes(Stories260KPath()));
+}
+
+TEST(CompilerTest, RejectsMissingInput) {
+  const std::string out = TempPath("out.lnpu");
+  const absl::Status status = CompileGguf(TempPath("nope.gguf"), out, {});
+  EXPECT_TRUE(absl::IsNotFound(status)) << status;
+  EXPECT_FALSE(FileExists(out));
+}
+
+// Stories260K with the bytes `from` (found exactly once) replaced by `to`.
+std::string PatchedStories(const std::string& from, const std::string& to) {
+  std::vector<uint8_t> bytes = ReadFileBytes(Stories260KPath());
+  const std::string text(bytes.begin(), bytes.end());
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos);
+  EXPECT_EQ(text.find(from, at + 1), std::string::npos);
+  std::memcpy(bytes.data() + at, to.data(), to.size());
+  const std::string path = TempPath("patched.gguf");
+  WriteFileBytes(path, bytes);
+  return path;
+}
+
+TEST(CompilerTest, RejectsOtherArchitectures) {
+  std::string key("general.architecture");
+  const std::string value_header("\x08\0\0\0\x05\0\0\0\0\0\0\0", 12);
+  ExpectCompileFails(PatchedStories(key + value_header + "llama",
+                                    key + value_header + "bloom"),
+                     {}, "architecture \"bloom\" is not supported; this "
+                         "compiler supports \"llama\"");
+}
+
+TEST(CompilerTest, RejectsMissingTensors) {
+  ExpectCompileFails(PatchedStories("blk.1.ffn_up.weight", "blk.1.ffn_uq.weight"),
+                     {}, "tensor 'blk.1.ffn_up.weight' is missing");
+}
+
+TEST(CompilerTest, RejectsUnsupportedTensorTypes) {
+  gguf::RandomLlamaSpec spec;
+  spec.weight_type = gguf::GgmlType::kBF16;
+  const std::string gguf_path = TempPath("bf16.gguf");
+  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  ExpectCompileFails(gguf_path, {},
+                     "has type BF16; supported tensor types are F32 and F16");
+}
+
+}  // namespace
+}  // namespace lnpu::compiler
