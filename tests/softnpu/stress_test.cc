@@ -1,0 +1,147 @@
+// Concurrency: several threads and files creating, mapping, submitting,
+// waiting and closing at once; and the latency of a no-op round trip.
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/softnpu/soft_npu_test_util.h"
+
+namespace lnpu::softnpu::testing {
+namespace {
+
+// One worker: `iterations` rounds of create, fill, copy on an engine,
+// wait, check and close, on `file` (possibly shared with other workers).
+void CopyRounds(KernelFile& file, int worker, int iterations,
+                std::atomic<int>* failures) {
+  for (int round = 0; round < iterations; ++round) {
+    const uint64_t size = 4096 * (1 + (worker + round) % 4);
+    TestBuffer cmd = CreateBuffer(file, 4096, DRM_LNPU_BO_CMDBUF);
+    TestBuffer src = CreateBuffer(file, size);
+    TestBuffer dst = CreateBuffer(file, size);
+    if (cmd.handle == 0 || src.handle == 0 || dst.handle == 0) {
+      failures->fetch_add(1);
+      return;
+    }
+    for (uint64_t i = 0; i < size; ++i) {
+      src.data[i] = static_cast<uint8_t>(worker * 31 + round + i);
+    }
+    Submission job;
+    job.engine = round % 2 == 0 ? DRM_LNPU_ENGINE_DMA : DRM_LNPU_ENGINE_COMPUTE;
+    job.cmd_handle = cmd.handle;
+    job.cmd_size =
+        CommandStream().Copy(src.device_addr, dst.device_addr, size).WriteTo(cmd);
+    job.bo_handles = {src.handle, dst.handle};
+    uint64_t fence = 0;
+    if (Submit(file, job, &fence) != 0 || WaitJob(file, fence) != 0 ||
+        std::memcmp(src.data, dst.data, size) != 0) {
+      failures->fetch_add(1);
+    }
+    for (const TestBuffer* buffer : {&cmd, &src, &dst}) {
+      if (file.Munmap(buffer->data, buffer->size) != 0 ||
+          CloseHandle(file, buffer->handle) != 0) {
+        failures->fetch_add(1);
+      }
+    }
+  }
+}
+
+TEST(SoftNpuStressTest, ThreadsAndFilesWorkConcurrently) {
+  auto npu = SoftNpu::Create(SmallDeviceOptions());
+  constexpr int kThreads = 6;
+  constexpr int kIterations = 40;
+  std::atomic<int> failures{0};
+  auto shared_file = npu->Open();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      if (t < 2) {
+        CopyRounds(*shared_file, t, kIterations, &failures);
+      } else {
+        for (int reopen = 0; reopen < 2; ++reopen) {
+          auto own = npu->Open();
+          CopyRounds(*own, t, kIterations / 2, &failures);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  shared_file.reset();
+  EXPECT_EQ(npu->memory_used(), 0u);
+}
+
+TEST(SoftNpuStressTest, PauseAndResumeWhileSubmitting) {
+  auto npu = SoftNpu::Create(SmallDeviceOptions());
+  auto file = npu->Open();
+  TestBuffer cmd = CreateBuffer(*file, 4096, DRM_LNPU_BO_CMDBUF);
+  CommandStream().Nop().WriteTo(cmd);
+  std::atomic<bool> done{false};
+  std::thread toggler([&] {
+    while (!done.load()) {
+      npu->PauseEngine(DRM_LNPU_ENGINE_COMPUTE);
+      std::this_thread::yield();
+      npu->ResumeEngine(DRM_LNPU_ENGINE_COMPUTE);
+    }
+  });
+  Submission nop;
+  nop.cmd_handle = cmd.handle;
+  nop.cmd_size = 8;
+  for (int i = 0; i < 300; ++i) {
+    uint64_t fence = 0;
+    ASSERT_EQ(Submit(*file, nop, &fence), 0);
+    ASSERT_EQ(WaitJob(*file, fence), 0);
+  }
+  done.store(true);
+  toggler.join();
+}
+
+// Average of `rounds` submit+wait round trips of a NOP job, in microseconds.
+double NopRoundTripUs(KernelFile& file, uint32_t cmd_handle, int rounds,
+                      bool chained_dma) {
+  Submission compute;
+  compute.engine = DRM_LNPU_ENGINE_COMPUTE;
+  compute.cmd_handle = cmd_handle;
+  compute.cmd_size = 8;
+  Submission dma = compute;
+  dma.engine = DRM_LNPU_ENGINE_DMA;
+  dma.in_fences = {0};
+  const int64_t start = MonotonicNowNs();
+  for (int i = 0; i < rounds; ++i) {
+    uint64_t fence = 0;
+    EXPECT_EQ(Submit(file, compute, &fence), 0);
+    if (chained_dma) {
+      dma.in_fences[0] = fence;
+      EXPECT_EQ(Submit(file, dma, &fence), 0);
+    }
+    EXPECT_EQ(WaitJob(file, fence), 0);
+  }
+  return (MonotonicNowNs() - start) / 1000.0 / rounds;
+}
+
+TEST(SoftNpuLatencyTest, NopRoundTripIsFast) {
+  auto npu = SoftNpu::Create(SmallDeviceOptions());
+  auto file = npu->Open();
+  TestBuffer cmd = CreateBuffer(*file, 4096, DRM_LNPU_BO_CMDBUF);
+  CommandStream().Nop().WriteTo(cmd);
+  NopRoundTripUs(*file, cmd.handle, 200, false);  // warm-up
+  const double single = NopRoundTripUs(*file, cmd.handle, 3000, false);
+  const double step = NopRoundTripUs(*file, cmd.handle, 3000, true);
+  std::printf("NOP submit+wait: %.2f us; decode-shaped step (compute NOP, "
+              "chained DMA NOP, wait): %.2f us\n",
+              single, step);
+  ::testing::Test::RecordProperty("nop_round_trip_us",
+                                  static_cast<int>(single));
+  ::testing::Test::RecordProperty("decode_step_overhead_us",
+                                  static_cast<int>(step));
+  // The budget of a whole decode step's overhead is 200 us; leave room for
+  // sanitizers and a loaded CI machine.
+  EXPECT_LT(single, 200.0);
+  EXPECT_LT(step, 400.0);
+}
+
+}  // namespace
+}  // namespace lnpu::softnpu::testing

@@ -1,0 +1,131 @@
+// The UAPI structs must have the same layout on every ABI (32/64-bit user
+// space on a 64-bit kernel): fixed offsets, sizes that are multiples of 8.
+#include <cstddef>
+
+#include "gtest/gtest.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+
+namespace {
+
+TEST(UapiLayoutTest, IoctlStructSizes) {
+  EXPECT_EQ(sizeof(drm_lnpu_get_param), 16u);
+  EXPECT_EQ(sizeof(drm_lnpu_bo_create), 24u);
+  EXPECT_EQ(sizeof(drm_lnpu_bo_info), 32u);
+  EXPECT_EQ(sizeof(drm_lnpu_submit), 56u);
+  EXPECT_EQ(sizeof(drm_lnpu_wait), 32u);
+}
+
+TEST(UapiLayoutTest, CommandStructSizes) {
+  EXPECT_EQ(sizeof(lnpu_cmd_header), 8u);
+  EXPECT_EQ(sizeof(lnpu_cmd_nop), 8u);
+  EXPECT_EQ(sizeof(lnpu_cmd_gather_rows), 48u);
+  EXPECT_EQ(sizeof(lnpu_cmd_rms_norm), 48u);
+  EXPECT_EQ(sizeof(lnpu_cmd_matmul), 56u);
+  EXPECT_EQ(sizeof(lnpu_cmd_rope), 64u);
+  EXPECT_EQ(sizeof(lnpu_cmd_attention), 96u);
+  EXPECT_EQ(sizeof(lnpu_cmd_swiglu), 40u);
+  EXPECT_EQ(sizeof(lnpu_cmd_add), 40u);
+  EXPECT_EQ(sizeof(lnpu_cmd_copy), 32u);
+  EXPECT_EQ(sizeof(lnpu_cmd_scatter_rows), 64u);
+}
+
+TEST(UapiLayoutTest, EveryStructIsAMultipleOfEightBytes) {
+  const size_t sizes[] = {
+      sizeof(drm_lnpu_get_param),    sizeof(drm_lnpu_bo_create),
+      sizeof(drm_lnpu_bo_info),      sizeof(drm_lnpu_submit),
+      sizeof(drm_lnpu_wait),         sizeof(lnpu_cmd_header),
+      sizeof(lnpu_cmd_nop),          sizeof(lnpu_cmd_gather_rows),
+      sizeof(lnpu_cmd_rms_norm),     sizeof(lnpu_cmd_matmul),
+      sizeof(lnpu_cmd_rope),         sizeof(lnpu_cmd_attention),
+      sizeof(lnpu_cmd_swiglu),       sizeof(lnpu_cmd_add),
+      sizeof(lnpu_cmd_copy),         sizeof(lnpu_cmd_scatter_rows)};
+  for (size_t size : sizes) EXPECT_EQ(size % 8, 0u) << size;
+}
+
+TEST(UapiLayoutTest, GetParamOffsets) {
+  EXPECT_EQ(offsetof(drm_lnpu_get_param, param), 0u);
+  EXPECT_EQ(offsetof(drm_lnpu_get_param, pad), 4u);
+  EXPECT_EQ(offsetof(drm_lnpu_get_param, value), 8u);
+}
+
+TEST(UapiLayoutTest, BoCreateOffsets) {
+  EXPECT_EQ(offsetof(drm_lnpu_bo_create, size), 0u);
+  EXPECT_EQ(offsetof(drm_lnpu_bo_create, flags), 8u);
+  EXPECT_EQ(offsetof(drm_lnpu_bo_create, handle), 12u);
+  EXPECT_EQ(offsetof(drm_lnpu_bo_create, device_addr), 16u);
+}
+
+TEST(UapiLayoutTest, BoInfoOffsets) {
+  EXPECT_EQ(offsetof(drm_lnpu_bo_info, handle), 0u);
+  EXPECT_EQ(offsetof(drm_lnpu_bo_info, flags), 4u);
+  EXPECT_EQ(offsetof(drm_lnpu_bo_info, size), 8u);
+  EXPECT_EQ(offsetof(drm_lnpu_bo_info, mmap_offset), 16u);
+  EXPECT_EQ(offsetof(drm_lnpu_bo_info, device_addr), 24u);
+}
+
+TEST(UapiLayoutTest, SubmitOffsets) {
+  EXPECT_EQ(offsetof(drm_lnpu_submit, bo_handles), 0u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, in_fences), 8u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, bo_count), 16u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, in_fence_count), 20u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, engine), 24u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, cmd_handle), 28u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, cmd_offset), 32u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, cmd_size), 36u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, flags), 40u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, pad), 44u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, fence), 48u);
+}
+
+TEST(UapiLayoutTest, WaitOffsets) {
+  EXPECT_EQ(offsetof(drm_lnpu_wait, fences), 0u);
+  EXPECT_EQ(offsetof(drm_lnpu_wait, fence_count), 8u);
+  EXPECT_EQ(offsetof(drm_lnpu_wait, flags), 12u);
+  EXPECT_EQ(offsetof(drm_lnpu_wait, timeout_ns), 16u);
+  EXPECT_EQ(offsetof(drm_lnpu_wait, job_error), 24u);
+  EXPECT_EQ(offsetof(drm_lnpu_wait, signalled), 28u);
+}
+
+TEST(UapiLayoutTest, CommandHeaderAndDmaCommandOffsets) {
+  EXPECT_EQ(offsetof(lnpu_cmd_header, opcode), 0u);
+  EXPECT_EQ(offsetof(lnpu_cmd_header, flags), 2u);
+  EXPECT_EQ(offsetof(lnpu_cmd_header, size), 4u);
+  EXPECT_EQ(offsetof(lnpu_cmd_copy, src), 8u);
+  EXPECT_EQ(offsetof(lnpu_cmd_copy, dst), 16u);
+  EXPECT_EQ(offsetof(lnpu_cmd_copy, bytes), 24u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scatter_rows, src), 8u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scatter_rows, dst), 16u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scatter_rows, indices), 24u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scatter_rows, src_block_stride), 32u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scatter_rows, dst_block_stride), 40u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scatter_rows, row_bytes), 48u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scatter_rows, rows), 52u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scatter_rows, blocks), 56u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scatter_rows, dst_rows), 60u);
+}
+
+TEST(UapiLayoutTest, ComputeCommandOffsetsOfTrailingFields) {
+  EXPECT_EQ(offsetof(lnpu_cmd_gather_rows, count), 44u);
+  EXPECT_EQ(offsetof(lnpu_cmd_rms_norm, pad), 44u);
+  EXPECT_EQ(offsetof(lnpu_cmd_matmul, weight_dtype), 52u);
+  EXPECT_EQ(offsetof(lnpu_cmd_rope, pad), 60u);
+  EXPECT_EQ(offsetof(lnpu_cmd_attention, rows), 64u);
+  EXPECT_EQ(offsetof(lnpu_cmd_attention, pad), 92u);
+  EXPECT_EQ(offsetof(lnpu_cmd_swiglu, pad), 36u);
+  EXPECT_EQ(offsetof(lnpu_cmd_add, pad), 36u);
+}
+
+TEST(UapiLayoutTest, IoctlNumbersAreDistinctDrmCommands) {
+  const unsigned long numbers[] = {
+      DRM_IOCTL_LNPU_GET_PARAM, DRM_IOCTL_LNPU_BO_CREATE,
+      DRM_IOCTL_LNPU_BO_INFO, DRM_IOCTL_LNPU_SUBMIT, DRM_IOCTL_LNPU_WAIT};
+  for (size_t i = 0; i < std::size(numbers); ++i) {
+    EXPECT_EQ(_IOC_TYPE(numbers[i]), static_cast<unsigned>(DRM_IOCTL_BASE));
+    EXPECT_EQ(_IOC_NR(numbers[i]), DRM_COMMAND_BASE + i);
+    EXPECT_EQ(_IOC_DIR(numbers[i]), static_cast<unsigned>(_IOC_READ | _IOC_WRITE));
+  }
+  EXPECT_EQ(_IOC_SIZE(DRM_IOCTL_LNPU_SUBMIT), sizeof(drm_lnpu_submit));
+  EXPECT_EQ(_IOC_SIZE(DRM_IOCTL_LNPU_WAIT), sizeof(drm_lnpu_wait));
+}
+
+}  // namespace
