@@ -1,0 +1,99 @@
+#include "tests/end_to_end/equivalence_harness.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace lnpu::end_to_end {
+namespace {
+
+std::string TempPath(const std::string& name, const std::string& extension) {
+  return absl::StrCat(::testing::TempDir(), "/", name, extension);
+}
+
+// Returns "top token, margin" of `logits`: the lowest-index argmax and how
+// far the runner-up logit is below it.
+std::string DescribeMargin(const std::vector<float>& logits) {
+  const int32_t best = reference::ArgmaxLowestIndex(logits);
+  float runner_up = -INFINITY;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (static_cast<int32_t>(i) != best) runner_up = std::max(runner_up, logits[i]);
+  }
+  return absl::StrCat("the reference's top logit (token ", best, ") leads the ",
+                      "runner-up by ", logits[best] - runner_up);
+}
+
+}  // namespace
+
+std::string StoriesGgufPath() {
+  const char* dir = std::getenv("LNPU_MODELS_DIR");
+  return absl::StrCat(dir != nullptr ? dir : "models", "/stories260K.gguf");
+}
+
+absl::StatusOr<std::string> WriteRandomLlamaToTempDir(
+    const gguf::RandomLlamaSpec& spec, const std::string& name) {
+  const std::string path = TempPath(name, ".gguf");
+  if (absl::Status status = gguf::WriteRandomLlamaGguf(spec, path); !status.ok()) {
+    return status;
+  }
+  return path;
+}
+
+absl::StatusOr<std::string> CompileToTempDir(
+    const std::string& gguf_path, const std::string& name,
+    const compiler::CompileOptions& options) {
+  const std::string path = TempPath(name, ".lnpu");
+  if (absl::Status status = compiler::CompileGguf(gguf_path, path, options);
+      !status.ok()) {
+    return status;
+  }
+  return path;
+}
+
+framework::GenerationConfig GreedyConfig(int max_new_tokens) {
+  framework::GenerationConfig config;
+  config.max_new_tokens = max_new_tokens;
+  config.temperature = 0.0f;
+  config.add_bos = false;
+  config.stop_at_eos = false;
+  return config;
+}
+
+std::vector<int32_t> SeededPrompt(int length, int vocab_size, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> token(3, vocab_size - 1);
+  std::vector<int32_t> prompt = {1};
+  while (static_cast<int>(prompt.size()) < length) prompt.push_back(token(rng));
+  return prompt;
+}
+
+::testing::AssertionResult MatchesReferenceGreedy(
+    reference::ReferenceLlama& reference, absl::Span<const int32_t> prompt,
+    absl::Span<const int32_t> generated) {
+  // Without a stop token the reference returns exactly generated.size()
+  // tokens, so the two sequences differ only in content.
+  const std::vector<int32_t> expected =
+      reference.GenerateGreedy(prompt, static_cast<int>(generated.size()));
+  const auto [expected_it, generated_it] =
+      std::mismatch(expected.begin(), expected.end(), generated.begin());
+  if (expected_it == expected.end()) return ::testing::AssertionSuccess();
+  const size_t step = static_cast<size_t>(expected_it - expected.begin());
+  // Replay the reference up to the differing step to report its margin.
+  reference.Reset();
+  std::vector<float> logits;
+  for (int32_t token : prompt) logits = reference.Forward(token);
+  for (size_t i = 0; i < step; ++i) logits = reference.Forward(expected[i]);
+  return ::testing::AssertionFailure()
+         << "generation differs from the reference at step " << step << " of "
+         << generated.size() << " (prompt of " << prompt.size()
+         << " tokens): product token " << *generated_it << ", reference token "
+         << *expected_it << "; " << DescribeMargin(logits)
+         << "\n  reference: " << absl::StrJoin(expected, " ")
+         << "\n  product:   " << absl::StrJoin(generated, " ");
+}
+
+}  // namespace lnpu::end_to_end

@@ -1,0 +1,66 @@
+// Shared set-up of the end-to-end tests: models compiled into the test's
+// temporary directory, greedy generation configs, and the comparison of the
+// product's generated tokens with the independent dynamic reference
+// (tests/reference/reference_llama.h).
+//
+// Thread-safety: the functions are free of shared state; ReferenceLlama
+// arguments are mutated (reset and re-run) and must not be shared between
+// threads.
+#ifndef LNPU_TESTS_END_TO_END_EQUIVALENCE_HARNESS_H_
+#define LNPU_TESTS_END_TO_END_EQUIVALENCE_HARNESS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "compiler_artifacts/compiler/compiler.h"
+#include "compiler_artifacts/gguf/random_llama.h"
+#include "framework/generation.h"
+#include "gtest/gtest.h"
+#include "tests/reference/reference_llama.h"
+
+namespace lnpu::end_to_end {
+
+// "Once upon a time" with BOS, as tokenized by the stories260K vocabulary,
+// and its greedy continuation by the pretrained model.
+inline constexpr int32_t kStoriesPrompt[] = {1, 403, 407, 261, 378};
+inline constexpr char kStoriesContinuation[] =
+    ", there was a little girl named Lily. She loved to play outside in the "
+    "park.";
+
+// models/stories260K.gguf, located through LNPU_MODELS_DIR.
+std::string StoriesGgufPath();
+
+// Writes the random llama model `spec` to <TempDir>/<name>.gguf and returns
+// that path.
+absl::StatusOr<std::string> WriteRandomLlamaToTempDir(
+    const gguf::RandomLlamaSpec& spec, const std::string& name);
+
+// Compiles `gguf_path` with `options` to <TempDir>/<name>.lnpu and returns
+// that path.
+absl::StatusOr<std::string> CompileToTempDir(
+    const std::string& gguf_path, const std::string& name,
+    const compiler::CompileOptions& options);
+
+// Greedy decoding of exactly the given prompt tokens (no BOS added), not
+// stopping at end-of-generation tokens.
+framework::GenerationConfig GreedyConfig(int max_new_tokens);
+
+// `length` pseudo-random tokens in [3, vocab_size) after BOS (token 1),
+// fixed by `seed`: a prompt without end-of-generation tokens.
+std::vector<int32_t> SeededPrompt(int length, int vocab_size, uint64_t seed);
+
+// Success when `generated` equals reference.GenerateGreedy(prompt,
+// generated.size()) token for token. On a mismatch the message names the
+// first differing step, both tokens and the reference's margin between its
+// best and second-best logit there (a tiny margin points at a numerical
+// near-tie, a large one at a real pipeline bug).
+::testing::AssertionResult MatchesReferenceGreedy(
+    reference::ReferenceLlama& reference, absl::Span<const int32_t> prompt,
+    absl::Span<const int32_t> generated);
+
+}  // namespace lnpu::end_to_end
+
+#endif  // LNPU_TESTS_END_TO_END_EQUIVALENCE_HARNESS_H_

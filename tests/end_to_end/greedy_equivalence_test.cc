@@ -1,0 +1,217 @@
+// The product's correctness argument, end to end: the static masked NPU
+// pipeline (compiler -> artifact -> runtime on the NPU -> framework) must
+// produce exactly the greedy tokens of the independent dynamic reference.
+
+#include <iterator>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "compiler_artifacts/compiler/compiler.h"
+#include "compiler_artifacts/gguf/random_llama.h"
+#include "framework/generation.h"
+#include "framework/llm.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/end_to_end/equivalence_harness.h"
+#include "tests/reference/reference_llama.h"
+
+namespace lnpu::end_to_end {
+namespace {
+
+using ::testing::StartsWith;
+
+// stories260K compiled with the default options (capacity 1024 + 128 slots,
+// prefill chunks {16, 64, 256}), shared by the suite.
+class StoriesEquivalenceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
+        reference::ReferenceLlama::Load(StoriesGgufPath());
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    absl::StatusOr<std::string> artifact =
+        CompileToTempDir(StoriesGgufPath(), "stories260K_default", {});
+    ASSERT_TRUE(artifact.ok()) << artifact.status();
+    absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
+        framework::Llm::Load(*artifact);
+    ASSERT_TRUE(llm.ok()) << llm.status();
+    reference_ = reference->release();
+    llm_ = llm->release();
+  }
+  static void TearDownTestSuite() {
+    delete llm_;
+    llm_ = nullptr;
+    delete reference_;
+    reference_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(llm_, nullptr) << "suite set-up failed";
+    ASSERT_NE(reference_, nullptr) << "suite set-up failed";
+  }
+
+  static reference::ReferenceLlama* reference_;
+  static framework::Llm* llm_;
+};
+
+reference::ReferenceLlama* StoriesEquivalenceTest::reference_ = nullptr;
+framework::Llm* StoriesEquivalenceTest::llm_ = nullptr;
+
+TEST_F(StoriesEquivalenceTest, ShortPromptMatchesReferenceFor200Tokens) {
+  absl::StatusOr<framework::GenerationResult> result =
+      llm_->GenerateFromTokens(kStoriesPrompt, GreedyConfig(200));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->tokens.size(), 200u);
+  EXPECT_EQ(result->finish_reason, framework::FinishReason::kLength);
+  EXPECT_TRUE(MatchesReferenceGreedy(*reference_, kStoriesPrompt, result->tokens));
+  EXPECT_THAT(result->text, StartsWith(kStoriesContinuation));
+}
+
+// ~100 prompt tokens run through several prefill chunks (64 + 16 + a padded
+// 16) before decoding starts at a slot that is not chunk-aligned.
+TEST_F(StoriesEquivalenceTest, PromptSpanningSeveralPrefillChunksMatchesReference) {
+  std::vector<int32_t> prompt(std::begin(kStoriesPrompt), std::end(kStoriesPrompt));
+  const std::vector<int32_t> story = reference_->GenerateGreedy(prompt, 94);
+  prompt.insert(prompt.end(), story.begin(), story.end());
+  ASSERT_EQ(prompt.size(), 99u);
+
+  absl::StatusOr<framework::GenerationResult> result =
+      llm_->GenerateFromTokens(prompt, GreedyConfig(120));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->tokens.size(), 120u);
+  EXPECT_TRUE(MatchesReferenceGreedy(*reference_, prompt, result->tokens));
+}
+
+TEST_F(StoriesEquivalenceTest, UnnaturalPromptMatchesReference) {
+  const std::vector<int32_t> prompt = SeededPrompt(37, 512, /*seed=*/11);
+  absl::StatusOr<framework::GenerationResult> result =
+      llm_->GenerateFromTokens(prompt, GreedyConfig(60));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(MatchesReferenceGreedy(*reference_, prompt, result->tokens));
+}
+
+// A long request leaves K/V rows in many slots; a following short request
+// must not see them (its mask starts empty again).
+TEST_F(StoriesEquivalenceTest, ShortRequestAfterLongOneIgnoresStaleSlots) {
+  const std::vector<int32_t> long_prompt = SeededPrompt(90, 512, /*seed=*/5);
+  absl::StatusOr<framework::GenerationResult> first =
+      llm_->GenerateFromTokens(long_prompt, GreedyConfig(40));
+  ASSERT_TRUE(first.ok()) << first.status();
+
+  const std::vector<int32_t> short_prompt = {1, 403};
+  absl::StatusOr<framework::GenerationResult> second =
+      llm_->GenerateFromTokens(short_prompt, GreedyConfig(40));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(MatchesReferenceGreedy(*reference_, short_prompt, second->tokens));
+}
+
+// Text in, text out: the tokenizer adds BOS and the greedy story follows.
+TEST_F(StoriesEquivalenceTest, TextPromptGivesTheReferenceStory) {
+  framework::GenerationConfig config = GreedyConfig(40);
+  config.add_bos = true;
+  absl::StatusOr<framework::GenerationResult> result =
+      llm_->Generate("Once upon a time", config);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->stats.prompt_tokens, 5);
+  EXPECT_TRUE(MatchesReferenceGreedy(*reference_, kStoriesPrompt, result->tokens));
+  EXPECT_THAT(result->text, StartsWith(kStoriesContinuation));
+}
+
+// With stop_at_eos the product ends where the reference first picks EOS.
+TEST_F(StoriesEquivalenceTest, StopsAtEndOfStoryLikeTheReference) {
+  constexpr int32_t kEos = 2;
+  constexpr int kMaxNew = 300;
+  framework::GenerationConfig config = GreedyConfig(kMaxNew);
+  config.stop_at_eos = true;
+  absl::StatusOr<framework::GenerationResult> result =
+      llm_->GenerateFromTokens(kStoriesPrompt, config);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const std::vector<int32_t> expected =
+      reference_->GenerateGreedy(kStoriesPrompt, kMaxNew, kEos);
+  EXPECT_EQ(result->tokens, expected);
+  EXPECT_EQ(result->finish_reason, static_cast<int>(expected.size()) < kMaxNew
+                                       ? framework::FinishReason::kStop
+                                       : framework::FinishReason::kLength);
+}
+
+// A random llama model and the prompt length to run it with.
+struct RandomCase {
+  std::string name;
+  uint32_t dim;
+  uint32_t n_heads;
+  uint32_t n_kv_heads;
+  uint32_t ffn_dim;
+  uint32_t rope_dim;  // 0 = head_dim
+  bool tied_embeddings;
+  gguf::GgmlType weight_type;
+  int prompt_len;
+};
+
+void PrintTo(const RandomCase& c, std::ostream* os) { *os << c.name; }
+
+// Small capacity (64 prompt + 64 response slots, prefill chunks {8, 32}):
+// every case generates until the cache is full, i.e. 100+ tokens, crossing
+// from prefill-written slots into decode-written ones and ending on the last
+// slot.
+class RandomModelEquivalenceTest : public ::testing::TestWithParam<RandomCase> {
+ protected:
+  static constexpr uint32_t kMaxPromptLen = 64;
+  static constexpr uint32_t kMinResponseLen = 64;
+  static constexpr uint32_t kCapacity = kMaxPromptLen + kMinResponseLen;
+};
+
+TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
+  const RandomCase& c = GetParam();
+  gguf::RandomLlamaSpec spec;
+  spec.vocab_size = 320;
+  spec.dim = c.dim;
+  spec.n_layers = 2;
+  spec.n_heads = c.n_heads;
+  spec.n_kv_heads = c.n_kv_heads;
+  spec.ffn_dim = c.ffn_dim;
+  spec.rope_dim = c.rope_dim;
+  spec.context_length = kCapacity;
+  spec.tied_embeddings = c.tied_embeddings;
+  spec.weight_type = c.weight_type;
+  spec.seed = 1000 + c.prompt_len;
+  absl::StatusOr<std::string> gguf_path = WriteRandomLlamaToTempDir(spec, c.name);
+  ASSERT_TRUE(gguf_path.ok()) << gguf_path.status();
+
+  compiler::CompileOptions options;
+  options.max_prompt_len = kMaxPromptLen;
+  options.min_response_len = kMinResponseLen;
+  options.prefill_chunks = {8, 32};
+  absl::StatusOr<std::string> artifact = CompileToTempDir(*gguf_path, c.name, options);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  absl::StatusOr<std::unique_ptr<framework::Llm>> llm = framework::Llm::Load(*artifact);
+  ASSERT_TRUE(llm.ok()) << llm.status();
+  absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
+      reference::ReferenceLlama::Load(*gguf_path);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+
+  const std::vector<int32_t> prompt =
+      SeededPrompt(c.prompt_len, spec.vocab_size, /*seed=*/c.prompt_len);
+  absl::StatusOr<framework::GenerationResult> result =
+      (*llm)->GenerateFromTokens(prompt, GreedyConfig(1000));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->finish_reason, framework::FinishReason::kLength);
+  ASSERT_EQ(result->tokens.size(), kCapacity - prompt.size());
+  EXPECT_TRUE(MatchesReferenceGreedy(**reference, prompt, result->tokens));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, RandomModelEquivalenceTest,
+    ::testing::Values(
+        RandomCase{"gqa8x2", 64, 8, 2, 160, 0, false, gguf::GgmlType::kF32, 21},
+        RandomCase{"gqa4x1_odd_ffn_f16", 48, 4, 1, 77, 0, false,
+                   gguf::GgmlType::kF16, 28},
+        RandomCase{"gqa6x3_odd_ffn_tied", 72, 6, 3, 131, 0, true,
+                   gguf::GgmlType::kF32, 5},
+        RandomCase{"gqa8x2_tied_f16", 64, 8, 2, 96, 0, true,
+                   gguf::GgmlType::kF16, 13},
+        RandomCase{"mha4x4_partial_rope", 64, 4, 4, 100, 8, false,
+                   gguf::GgmlType::kF32, 9}),
+    [](const ::testing::TestParamInfo<RandomCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace lnpu::end_to_end
