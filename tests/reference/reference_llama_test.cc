@@ -270,7 +270,9 @@ INSTANTIATE_TEST_SUITE_P(
         RandomShape{"mha6x6_odd_ffn", 36, 6, 6, 53, 6, false,
                     gguf::GgmlType::kF32},
         RandomShape{"gqa6x3_partial_rope_bf16", 72, 6, 3, 131, 8, false,
-                    gguf::GgmlType::kBF16}),
+                    gguf::GgmlType::kBF16},
+        RandomShape{"gqa6x2_odd_head_dim", 54, 6, 2, 61, 8, false,
+                    gguf::GgmlType::kF32}),
     [](const ::testing::TestParamInfo<RandomShape>& info) {
       return info.param.name;
     });
