@@ -1,0 +1,79 @@
+// The tokenizers against llama.cpp's test-tokenizer-0 vectors and the
+// bundled stories260K model.
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/tokenizer/gguf_vocabulary.h"
+
+namespace lnpu::framework {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::ModelPath;
+using testing::ReadVocabTestCases;
+using testing::SharedTokenizer;
+using testing::TestDataPath;
+
+class VocabVectorsTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VocabVectorsTest, EncodesExactlyAsLlamaCpp) {
+  const std::string path = TestDataPath("vocab/" + GetParam());
+  auto tokenizer = SharedTokenizer(path);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  auto cases = ReadVocabTestCases(path);
+  ASSERT_TRUE(cases.ok()) << cases.status();
+  ASSERT_EQ(cases->size(), 46u);
+  for (const testing::VocabTestCase& test_case : *cases) {
+    auto ids = (*tokenizer)->Encode(test_case.text, /*add_bos=*/false);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    EXPECT_EQ(*ids, test_case.ids) << "text: \"" << test_case.text << "\"";
+  }
+}
+
+TEST_P(VocabVectorsTest, DecodeInvertsEncode) {
+  const std::string path = TestDataPath("vocab/" + GetParam());
+  auto tokenizer = SharedTokenizer(path);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  auto cases = ReadVocabTestCases(path);
+  ASSERT_TRUE(cases.ok()) << cases.status();
+  for (const testing::VocabTestCase& test_case : *cases) {
+    EXPECT_EQ((*tokenizer)->Decode(test_case.ids), test_case.text);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Vocabs, VocabVectorsTest,
+                         ::testing::Values("ggml-vocab-llama-spm.gguf",
+                                           "ggml-vocab-qwen2.gguf"));
+
+TEST(Stories260KTest, EncodesThePromptWithBos) {
+  auto tokenizer = SharedTokenizer(ModelPath("stories260K.gguf"));
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  auto ids = (*tokenizer)->Encode("Once upon a time", /*add_bos=*/true);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_THAT(*ids, ElementsAre(1, 403, 407, 261, 378));
+  EXPECT_EQ((*tokenizer)->Decode(*ids), "Once upon a time");
+  EXPECT_EQ((*tokenizer)->bos_id(), 1);
+  EXPECT_EQ((*tokenizer)->eos_id(), 2);
+  EXPECT_EQ((*tokenizer)->vocab_size(), 512);
+  EXPECT_TRUE((*tokenizer)->IsEndOfGeneration(2));
+  EXPECT_FALSE((*tokenizer)->IsEndOfGeneration(1));
+}
+
+TEST(Stories260KTest, RoundTripsTheGreedyContinuation) {
+  auto tokenizer = SharedTokenizer(ModelPath("stories260K.gguf"));
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const std::string story =
+      "Once upon a time, there was a little girl named Lily. She loved to "
+      "play outside in the park.";
+  auto ids = (*tokenizer)->Encode(story, /*add_bos=*/true);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(ids->front(), 1);
+  // A 512-token vocabulary spells this in well under one token per byte.
+  EXPECT_LT(ids->size(), story.size() / 2);
+  EXPECT_EQ((*tokenizer)->Decode(*ids), story);
+}
+
+}  // namespace
+}  // namespace lnpu::framework
