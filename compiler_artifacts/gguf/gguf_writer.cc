@@ -1,7 +1,5 @@
 #include "compiler_artifacts/gguf/gguf_writer.h"
 
-#include <unistd.h>
-
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -195,9 +193,6 @@ absl::Status GgufWriter::Write(const std::string& path) const {
     return absl::OkStatus();
   });
   if (!status.ok()) return status;
-  if (std::fflush(file) != 0 || ::fsync(fileno(file)) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot flush ", temporary));
-  }
   const int close_result = std::fclose(file);
   file = nullptr;
   if (close_result != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot close ", temporary));

@@ -22,6 +22,14 @@ constexpr uint32_t kLetters = 26;
 constexpr uint32_t kMinVocab = kSpecialAndByteTokens + kLetters;
 constexpr uint64_t kMaxModelBytes = uint64_t{4} << 30;
 
+// Frequent English letter bigrams and suffixes, most frequent first.
+constexpr std::string_view kCommonGrams[] = {
+    "th", "he", "in", "er", "an", "re", "on", "at", "en", "nd", "ti", "es", "or", "te",
+    "of", "ed", "is", "it", "al", "ar", "st", "to", "nt", "ng", "se", "ha", "as", "ou",
+    "io", "le", "ve", "co", "me", "de", "hi", "ri", "ro", "ic", "ne", "ea", "ra", "ce",
+    "li", "ch", "ll", "be", "ma", "si", "om", "ur", "ing", "ion", "ent", "ly", "ay",
+};
+
 // Common English words (many from children's stories), each added with all
 // its "▁"-prefixed prefixes so that SentencePiece merges can reach it.
 constexpr std::string_view kCommonWords[] = {
@@ -59,6 +67,7 @@ std::vector<std::string> MakeNormalPieces(size_t count) {
   for (char c = 'A'; c <= 'Z'; ++c) pieces.Add(absl::StrCat(kWordStart, std::string(1, c)));
   for (char c = '0'; c <= '9'; ++c) pieces.Add(std::string(1, c));
   for (char c : std::string_view(".,!?'\"-:;()")) pieces.Add(std::string(1, c));
+  for (std::string_view gram : kCommonGrams) pieces.Add(std::string(gram));
   for (std::string_view word : kCommonWords) {
     for (size_t length = 1; length <= word.size(); ++length) {
       pieces.Add(absl::StrCat(kWordStart, ToAbsl(word.substr(0, length))));

@@ -44,7 +44,8 @@ enum class LlamaTokenType : int32_t {
 // A SentencePiece-style vocabulary: "<unk>" (0), "<s>" (1), "</s>" (2), the
 // byte tokens "<0x00>".."<0xFF>" (3..258), then normal pieces by decreasing
 // score: the letters a..z, "▁" (U+2581, word start), "▁"-prefixed letters,
-// capitals, digits, punctuation, common English words with their prefixes,
+// capitals, digits, punctuation, frequent bigrams and suffixes, common
+// English words with their prefixes,
 // then letter n-grams until `vocab_size` pieces exist. Deterministic.
 struct LlamaVocabulary {
   std::vector<std::string> tokens;
