@@ -74,7 +74,7 @@ void BM_Matmul(benchmark::State& state) {
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
   }
-  const double weight_bytes = double{n} * k * (f16 ? 2 : 4);
+  const double weight_bytes = static_cast<double>(n) * k * (f16 ? 2 : 4);
   const double flops = 2.0 * rows * k * n;
   state.counters["GB/s"] = benchmark::Counter(
       weight_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);

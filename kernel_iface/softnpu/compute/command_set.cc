@@ -5,7 +5,6 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
-#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -186,9 +185,11 @@ class CommandChecker {
     }                                          \
   } while (false)
 
-#define LNPU_ASSIGN_OR_RETURN(lhs, expr)     \
-  auto lhs##_or = (expr);                    \
-  if (!lhs##_or.ok()) return lhs##_or.status(); \
+// Declares `const uint64_t lhs` from a StatusOr<uint64_t>, or returns its
+// error.
+#define LNPU_ASSIGN_U64_OR_RETURN(lhs, expr)        \
+  auto lhs##_or = (expr);                          \
+  if (!lhs##_or.ok()) return lhs##_or.status();    \
   const uint64_t lhs = *lhs##_or
 
 // Element size of a weight/table dtype, or an error for other dtypes.
@@ -207,12 +208,12 @@ absl::Status CheckGatherRows(const lnpu_cmd_gather_rows& c,
   LNPU_RETURN_IF_ERROR(check.Positive("row_len", c.row_len));
   LNPU_RETURN_IF_ERROR(check.Positive("table_rows", c.table_rows));
   LNPU_RETURN_IF_ERROR(check.Positive("count", c.count));
-  LNPU_ASSIGN_OR_RETURN(esize,
+  LNPU_ASSIGN_U64_OR_RETURN(esize,
                         WeightElementSize(check, "table_dtype", c.table_dtype));
-  LNPU_ASSIGN_OR_RETURN(table_bytes,
+  LNPU_ASSIGN_U64_OR_RETURN(table_bytes,
                         check.Bytes("table", {c.table_rows, c.row_len, esize}));
-  LNPU_ASSIGN_OR_RETURN(index_bytes, check.Bytes("indices", {c.count, 4}));
-  LNPU_ASSIGN_OR_RETURN(dst_bytes, check.Bytes("dst", {c.count, c.row_len, 4}));
+  LNPU_ASSIGN_U64_OR_RETURN(index_bytes, check.Bytes("indices", {c.count, 4}));
+  LNPU_ASSIGN_U64_OR_RETURN(dst_bytes, check.Bytes("dst", {c.count, c.row_len, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("table", c.table, table_bytes, esize,
                                      /*write=*/false));
   LNPU_RETURN_IF_ERROR(
@@ -226,7 +227,7 @@ absl::Status CheckRmsNorm(const lnpu_cmd_rms_norm& c, CommandChecker& check) {
   LNPU_RETURN_IF_ERROR(check.Positive("dim", c.dim));
   LNPU_RETURN_IF_ERROR(check.FinitePositive("eps", c.eps));
   LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
-  LNPU_ASSIGN_OR_RETURN(bytes, check.Bytes("src", {c.rows, c.dim, 4}));
+  LNPU_ASSIGN_U64_OR_RETURN(bytes, check.Bytes("src", {c.rows, c.dim, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, bytes, 4, false));
   LNPU_RETURN_IF_ERROR(
       check.Operand("weight", c.weight, uint64_t{c.dim} * 4, 4, false));
@@ -238,15 +239,15 @@ absl::Status CheckMatmul(const lnpu_cmd_matmul& c, CommandChecker& check) {
   LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
   LNPU_RETURN_IF_ERROR(check.Positive("k", c.k));
   LNPU_RETURN_IF_ERROR(check.Positive("n", c.n));
-  LNPU_ASSIGN_OR_RETURN(
+  LNPU_ASSIGN_U64_OR_RETURN(
       esize, WeightElementSize(check, "weight_dtype", c.weight_dtype));
   const bool has_bias = (c.hdr.flags & LNPU_MATMUL_BIAS) != 0;
   if (!has_bias && c.bias != 0) {
     return check.Error("bias", "must be 0 unless LNPU_MATMUL_BIAS is set");
   }
-  LNPU_ASSIGN_OR_RETURN(src_bytes, check.Bytes("src", {c.rows, c.k, 4}));
-  LNPU_ASSIGN_OR_RETURN(weight_bytes, check.Bytes("weight", {c.n, c.k, esize}));
-  LNPU_ASSIGN_OR_RETURN(dst_bytes, check.Bytes("dst", {c.rows, c.n, 4}));
+  LNPU_ASSIGN_U64_OR_RETURN(src_bytes, check.Bytes("src", {c.rows, c.k, 4}));
+  LNPU_ASSIGN_U64_OR_RETURN(weight_bytes, check.Bytes("weight", {c.n, c.k, esize}));
+  LNPU_ASSIGN_U64_OR_RETURN(dst_bytes, check.Bytes("dst", {c.rows, c.n, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, src_bytes, 4, false));
   LNPU_RETURN_IF_ERROR(
       check.Operand("weight", c.weight, weight_bytes, esize, false));
@@ -274,7 +275,7 @@ absl::Status CheckRope(const lnpu_cmd_rope& c, CommandChecker& check) {
                        "must be LNPU_ROPE_MODE_NORM or LNPU_ROPE_MODE_NEOX");
   }
   LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
-  LNPU_ASSIGN_OR_RETURN(bytes,
+  LNPU_ASSIGN_U64_OR_RETURN(bytes,
                         check.Bytes("src", {c.rows, c.heads, c.head_dim, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, bytes, 4, false));
   LNPU_RETURN_IF_ERROR(
@@ -300,11 +301,11 @@ absl::Status CheckAttention(const lnpu_cmd_attention& c,
   }
   LNPU_RETURN_IF_ERROR(check.Finite("scale", c.scale));
   LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
-  LNPU_ASSIGN_OR_RETURN(q_bytes,
+  LNPU_ASSIGN_U64_OR_RETURN(q_bytes,
                         check.Bytes("q", {c.rows, c.heads, c.head_dim, 4}));
-  LNPU_ASSIGN_OR_RETURN(
+  LNPU_ASSIGN_U64_OR_RETURN(
       new_bytes, check.Bytes("k_new", {c.rows, c.kv_heads, c.head_dim, 4}));
-  LNPU_ASSIGN_OR_RETURN(
+  LNPU_ASSIGN_U64_OR_RETURN(
       cache_bytes,
       check.Bytes("k_cache", {c.capacity, c.kv_heads, c.head_dim, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("q", c.q, q_bytes, 4, false));
@@ -349,8 +350,8 @@ absl::Status CheckScatterRows(const lnpu_cmd_scatter_rows& c,
   LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
   LNPU_RETURN_IF_ERROR(check.Positive("blocks", c.blocks));
   LNPU_RETURN_IF_ERROR(check.Positive("dst_rows", c.dst_rows));
-  LNPU_ASSIGN_OR_RETURN(src_block, check.Bytes("src", {c.rows, c.row_bytes}));
-  LNPU_ASSIGN_OR_RETURN(dst_block,
+  LNPU_ASSIGN_U64_OR_RETURN(src_block, check.Bytes("src", {c.rows, c.row_bytes}));
+  LNPU_ASSIGN_U64_OR_RETURN(dst_block,
                         check.Bytes("dst", {c.dst_rows, c.row_bytes}));
   if (c.blocks > 1 && c.src_block_stride < src_block) {
     return check.Error("src_block_stride",
@@ -364,12 +365,12 @@ absl::Status CheckScatterRows(const lnpu_cmd_scatter_rows& c,
   }
   // Span of all blocks: (blocks - 1) * stride + one block.
   const uint64_t more_blocks = c.blocks - 1;
-  LNPU_ASSIGN_OR_RETURN(src_strides,
+  LNPU_ASSIGN_U64_OR_RETURN(src_strides,
                         check.Bytes("src", {more_blocks, c.src_block_stride}));
-  LNPU_ASSIGN_OR_RETURN(dst_strides,
+  LNPU_ASSIGN_U64_OR_RETURN(dst_strides,
                         check.Bytes("dst", {more_blocks, c.dst_block_stride}));
-  LNPU_ASSIGN_OR_RETURN(src_span, check.Bytes("src", {src_strides + src_block}));
-  LNPU_ASSIGN_OR_RETURN(dst_span, check.Bytes("dst", {dst_strides + dst_block}));
+  LNPU_ASSIGN_U64_OR_RETURN(src_span, check.Bytes("src", {src_strides + src_block}));
+  LNPU_ASSIGN_U64_OR_RETURN(dst_span, check.Bytes("dst", {dst_strides + dst_block}));
   LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, src_span, 1, false));
   LNPU_RETURN_IF_ERROR(
       check.Operand("indices", c.indices, uint64_t{c.rows} * 4, 4, false));
@@ -413,6 +414,8 @@ absl::Status CheckFields(uint32_t opcode, const uint8_t* bytes,
       return check.Error("hdr.opcode", "unknown opcode");
   }
 }
+
+#undef LNPU_ASSIGN_U64_OR_RETURN
 
 // ---------------------------------------------------------------------------
 // Execution.
@@ -556,6 +559,8 @@ absl::StatusOr<uint32_t> ValidateCommand(uint32_t engine,
   check.AppendAccesses(accesses);
   return size;
 }
+
+#undef LNPU_RETURN_IF_ERROR
 
 absl::Status ExecuteCommand(const lnpu_cmd_header& command,
                             const DeviceMemoryView& memory,
