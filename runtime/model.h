@@ -25,9 +25,9 @@ namespace lnpu::runtime {
 class Model {
  public:
   // Opens the artifact at `artifact_path` and loads it onto `device`.
-  // NotFound/InvalidArgument from the artifact reader or the validation of
-  // its contents against the device's limits; device errors as returned by
-  // the driver (ResourceExhausted when device memory is short).
+  // Errors: the artifact reader's (NotFound, InvalidArgument for a corrupt
+  // file, ...); InvalidArgument when its streams exceed the device's
+  // limits; device errors as returned by the driver.
   static absl::StatusOr<std::unique_ptr<Model>> Load(Device& device,
                                                      const std::string& artifact_path);
 

@@ -18,6 +18,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernel_iface/driver/device.h"
+#include "kernel_iface/driver/kernel_file.h"
+#include "kernel_iface/softnpu/soft_npu.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -396,6 +398,77 @@ TEST_F(RuntimeTest, DeviceMemoryReturnsWhenSessionsAndModelsAreDestroyed) {
     EXPECT_GT(MemoryUsed(*device_), initial);
   }
   EXPECT_EQ(MemoryUsed(*device_), initial);
+}
+
+// A software-NPU file that reports other values for some device params.
+class ParamOverridingFile : public KernelFile {
+ public:
+  ParamOverridingFile(std::unique_ptr<KernelFile> file, uint32_t param, uint64_t value)
+      : file_(std::move(file)), param_(param), value_(value) {}
+
+  int Ioctl(unsigned long request, void* arg) override {
+    const int err = file_->Ioctl(request, arg);
+    if (err == 0 && request == DRM_IOCTL_LNPU_GET_PARAM) {
+      auto* get = static_cast<drm_lnpu_get_param*>(arg);
+      if (get->param == param_) get->value = value_;
+    }
+    return err;
+  }
+  int Mmap(uint64_t length, uint64_t offset, void** addr) override {
+    return file_->Mmap(length, offset, addr);
+  }
+  int Munmap(void* addr, uint64_t length) override { return file_->Munmap(addr, length); }
+  std::string Describe() const override { return file_->Describe(); }
+
+ private:
+  std::unique_ptr<KernelFile> file_;
+  uint32_t param_;
+  uint64_t value_;
+};
+
+TEST_F(RuntimeTest, LoadRejectsStreamsBeyondTheDeviceLimits) {
+  Device small(std::make_unique<ParamOverridingFile>(softnpu::SoftNpu::Default()->Open(),
+                                                     DRM_LNPU_PARAM_MAX_CMD_SIZE, 64));
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(small, *stories_);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(), HasSubstr("at most 64 bytes per job"));
+  EXPECT_THAT(model.status().message(), HasSubstr(*stories_));
+}
+
+TEST_F(RuntimeTest, DevicesWithoutInFencesRunStreamsOneAfterTheOther) {
+  Device no_fences(std::make_unique<ParamOverridingFile>(softnpu::SoftNpu::Default()->Open(),
+                                                         DRM_LNPU_PARAM_CAPABILITIES, 0));
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(no_fences, *stories_);
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<std::unique_ptr<Session>> session = (*model)->CreateSession();
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::unique_ptr<Session> chained = NewSession();
+  for (Session* s : {session->get(), chained.get()}) {
+    ASSERT_TRUE(s->Forward(kPrompt).ok());
+  }
+  const int32_t next = 42;
+  absl::StatusOr<absl::Span<const float>> sequential =
+      (*session)->Forward(absl::MakeConstSpan(&next, 1));
+  ASSERT_TRUE(sequential.ok()) << sequential.status();
+  const std::vector<float> expected = Copy(*sequential);
+  absl::StatusOr<absl::Span<const float>> with_fences =
+      chained->Forward(absl::MakeConstSpan(&next, 1));
+  ASSERT_TRUE(with_fences.ok()) << with_fences.status();
+  EXPECT_LE(RelativeDifference(expected, Copy(*with_fences)), 1e-6);
+}
+
+TEST_F(RuntimeTest, OutOfDeviceMemoryFailsCleanly) {
+  // Room for the weights and little more.
+  softnpu::SoftNpuOptions options;
+  options.memory_bytes = (model_->device_memory_bytes() + 4096 * 4 + 4095) / 4096 * 4096;
+  std::shared_ptr<softnpu::SoftNpu> npu = softnpu::SoftNpu::Create(options);
+  Device device(npu->Open());
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, *stories_);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const uint64_t loaded = npu->memory_used();
+  absl::StatusOr<std::unique_ptr<Session>> session = (*model)->CreateSession();
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(npu->memory_used(), loaded);  // nothing of the failed session is left
 }
 
 // Random llama models of other shapes and chunkings: the static pipeline
