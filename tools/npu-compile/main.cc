@@ -5,7 +5,7 @@
 //       [--weights keep|f32|f16]
 //
 // Prints a summary of the artifact on success; prints the error and exits
-// with status 1 on failure (2 for a bad command line).
+// with status 1 on failure (bad command line included).
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -170,9 +170,9 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::optional<CommandLine>> line =
       ParseCommandLine(argc, argv);
   if (!line.ok()) {
-    std::fprintf(stderr, "npu-compile: %s\n%s",
-                 std::string(line.status().message()).c_str(), kUsage);
-    return 2;
+    std::fprintf(stderr, "npu-compile: %s (see npu-compile --help)\n",
+                 std::string(line.status().message()).c_str());
+    return 1;
   }
   if (!line->has_value()) return 0;
   const CommandLine& args = **line;
