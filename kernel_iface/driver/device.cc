@@ -18,8 +18,8 @@ namespace {
 
 // Maps an errno from `ioctl_name` to a status whose message says what the
 // caller can do about it.
-absl::Status IoctlError(std::string_view ioctl_name, int err,
-                        std::string_view detail) {
+absl::Status IoctlError(absl::string_view ioctl_name, int err,
+                        absl::string_view detail) {
   const std::string message =
       absl::StrCat(ioctl_name, " failed: ", std::strerror(err), " (errno ",
                    err, ")", detail.empty() ? "" : ": ", detail);

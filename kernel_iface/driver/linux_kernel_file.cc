@@ -68,7 +68,7 @@ std::vector<std::string> ListAccelNodes() {
   DIR* dir = ::opendir("/dev/accel");
   if (dir == nullptr) return {};
   while (const dirent* entry = ::readdir(dir)) {
-    const std::string_view name = entry->d_name;
+    const absl::string_view name = entry->d_name;
     int minor = 0;
     if (absl::StartsWith(name, "accel") &&
         absl::SimpleAtoi(name.substr(5), &minor)) {
