@@ -68,6 +68,7 @@ absl::StatusOr<ByteLevelBpeEncoder> ByteLevelBpeEncoder::Create(
         absl::StrCat("too many merge rules (", vocabulary.merges.size(), ")"));
   }
   encoder.merges_.reserve(vocabulary.merges.size());
+  std::string joined;
   for (size_t rank = 0; rank < vocabulary.merges.size(); ++rank) {
     const std::string& merge = vocabulary.merges[rank];
     auto invalid = [&](const char* problem) {
@@ -87,8 +88,8 @@ absl::StatusOr<ByteLevelBpeEncoder> ByteLevelBpeEncoder::Create(
         std::string_view(merge).substr(space + 1);
     const auto left = token_ids.find(left_text);
     const auto right = token_ids.find(right_text);
-    const auto result =
-        token_ids.find(std::string(left_text) + std::string(right_text));
+    joined.assign(left_text).append(right_text);
+    const auto result = token_ids.find(joined);
     if (left == token_ids.end() || right == token_ids.end()) {
       return invalid("has a piece that is no token");
     }

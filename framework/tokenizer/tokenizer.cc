@@ -241,6 +241,13 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(
 
 absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
                                                        bool add_bos) const {
+  // Encoders index bytes with int (SentencePiece escaping triples spaces).
+  constexpr size_t kMaxTextBytes = std::numeric_limits<int32_t>::max() / 4;
+  if (text.size() > kMaxTextBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the text has ", text.size(), " bytes, more than the ", kMaxTextBytes,
+        " one Encode call takes: encode it in parts"));
+  }
   if (absl::Status status = utf8::Validate(text); !status.ok()) return status;
   std::vector<int32_t> ids;
   if (add_bos) {

@@ -45,9 +45,9 @@ class Tokenizer {
   // The tokens of `text`, preceded by bos_id when `add_bos`. Text that
   // spells a special token (e.g. "</s>") is encoded as plain text. Empty
   // text gives no tokens besides BOS. InvalidArgument, naming the byte
-  // offset, when `text` is not well-formed UTF-8, or when `add_bos` is
-  // asked of a vocabulary without BOS. Never appends EOS (see
-  // Vocabulary::add_eos).
+  // offset, when `text` is not well-formed UTF-8, when `add_bos` is asked
+  // of a vocabulary without BOS, or for text over 512 MiB. Never appends
+  // EOS (see Vocabulary::add_eos).
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text,
                                               bool add_bos) const;
 
