@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -155,6 +156,15 @@ absl::Status CompileGguf(const std::string& gguf_path,
     spec.io.slots = io.Allocate(rows_bytes);
     spec.io.last_row = io.Allocate(4);
     spec.io.logits = logits;
+  }
+  // Element counts travel in 32-bit command fields.
+  const uint64_t widest_row =
+      std::max({hparams->dim, hparams->q_dim(), hparams->ffn_dim});
+  if (uint64_t{prefill_sizes->back()} * widest_row > UINT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "prefill chunk %u x %u elements per row exceeds the 32-bit element "
+        "counts of the command set; use smaller prefill chunks",
+        prefill_sizes->back(), widest_row));
   }
   for (uint64_t size : {buffers.layout.size, kv_bytes, io.size()}) {
     if (size > artifact::kMaxBufferSize) {

@@ -4,6 +4,7 @@
 #define COMPILER_ARTIFACTS_COMPILER_LLAMA_GRAPH_H_
 
 #include <cstdint>
+#include <string>
 
 #include "compiler_artifacts/compiler/llama_source.h"
 #include "compiler_artifacts/compiler/weight_plan.h"

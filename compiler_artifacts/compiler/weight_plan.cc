@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compiler_artifacts/format/artifact_verifier.h"
 #include "compiler_artifacts/gguf/half.h"
 
 namespace lnpu::compiler {
@@ -64,8 +65,6 @@ uint32_t ArtifactDtype(gguf::GgmlType source, Role role,
   }
   return source == gguf::GgmlType::kF16 ? LNPU_DTYPE_F16 : LNPU_DTYPE_F32;
 }
-
-uint64_t DtypeSize(uint32_t dtype) { return dtype == LNPU_DTYPE_F16 ? 2 : 4; }
 
 // Converts `count` elements of F32/F16 `src` into F32/F16 `dst`.
 void ConvertElements(const uint8_t* src, gguf::GgmlType src_type,
@@ -127,7 +126,7 @@ absl::StatusOr<WeightPlan> WeightPlan::Create(
     PlannedWeight w;
     w.source = tensor;
     w.dtype = ArtifactDtype(tensor->type, expected.role, weights);
-    w.size = DtypeSize(w.dtype);
+    w.size = artifact::DtypeSize(w.dtype);
     for (uint64_t d : shape) w.size *= d;  // dims <= 2^20: no overflow
     w.shape = std::move(shape);
     w.offset = offset;
@@ -170,7 +169,7 @@ absl::Status WeightPlan::Write(const gguf::GgufFile& file,
   for (const PlannedWeight& w : weights_) {
     const absl::Span<const uint8_t> src = file.TensorData(*w.source);
     const size_t src_element = w.source->type == gguf::GgmlType::kF16 ? 2 : 4;
-    const uint64_t elements = w.size / DtypeSize(w.dtype);
+    const uint64_t elements = w.size / artifact::DtypeSize(w.dtype);
     if (src.size() != elements * src_element) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s: tensor '%s' has %u data bytes, %u elements of its type need "
@@ -184,7 +183,7 @@ absl::Status WeightPlan::Write(const gguf::GgufFile& file,
       if (auto s = writer.WriteData(w.offset, src); !s.ok()) return s;
       continue;
     }
-    const size_t dst_element = DtypeSize(w.dtype);
+    const size_t dst_element = artifact::DtypeSize(w.dtype);
     for (uint64_t first = 0; first < elements; first += kChunkElements) {
       const size_t count =
           static_cast<size_t>(std::min<uint64_t>(kChunkElements, elements - first));

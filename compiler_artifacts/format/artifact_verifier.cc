@@ -29,21 +29,6 @@ absl::Status Invalid(const absl::FormatSpec<Args...>& format,
       absl::StrCat("invalid artifact: ", absl::StrFormat(format, args...)));
 }
 
-// Element size of an LNPU_DTYPE_*, 0 if unknown.
-uint64_t DtypeSize(uint32_t dtype) {
-  switch (dtype) {
-    case LNPU_DTYPE_F32:
-    case LNPU_DTYPE_I32:
-      return 4;
-    case LNPU_DTYPE_F16:
-      return 2;
-    case LNPU_DTYPE_U8:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
 bool PositiveFinite(float value) { return std::isfinite(value) && value > 0; }
 
 absl::Status VerifyHParams(const fb::HParams* h) {
@@ -407,6 +392,20 @@ absl::Status VerifyGraphs(const fb::Model& model) {
 }
 
 }  // namespace
+
+uint64_t DtypeSize(uint32_t dtype) {
+  switch (dtype) {
+    case LNPU_DTYPE_F32:
+    case LNPU_DTYPE_I32:
+      return 4;
+    case LNPU_DTYPE_F16:
+      return 2;
+    case LNPU_DTYPE_U8:
+      return 1;
+    default:
+      return 0;
+  }
+}
 
 absl::Status VerifyModel(const fb::Model& model, uint64_t data_size) {
   LNPU_RETURN_IF_ERROR(VerifyHParams(model.hparams()));

@@ -17,6 +17,9 @@ namespace lnpu::artifact {
 inline constexpr uint64_t kMaxModelDimension = uint64_t{1} << 20;
 inline constexpr uint64_t kMaxBufferSize = uint64_t{1} << 40;
 
+// Bytes per element of an LNPU_DTYPE_* value; 0 for unknown values.
+uint64_t DtypeSize(uint32_t dtype);
+
 // Checks that `model` (already structurally verified) is internally
 // consistent and fits a data section of `data_size` bytes: hparams,
 // tokenizer, buffers, weights, KV cache, graphs with their command streams,
