@@ -112,7 +112,13 @@ absl::StatusOr<GenerationResult> Llm::GenerateFromTokens(
   result.stats.prompt_tokens = static_cast<int>(prompt_tokens.size());
   result.stats.prefill_ms = Milliseconds(absl::Now() - start);
   Sampler sampler(config);
-  StreamingDetokenizer detokenizer(*tokenizer_);
+  // After a prompt with text, a generated token's leading space separates
+  // it from that text; after a lone BOS it starts the text.
+  const bool prompt_has_text =
+      prompt_tokens.size() > 1 || prompt_tokens[0] != tokenizer_->bos_id();
+  StreamingDetokenizer detokenizer(
+      *tokenizer_, prompt_has_text ? StreamingDetokenizer::Start::kContinuation
+                                   : StreamingDetokenizer::Start::kStartOfText);
   absl::Time first_token_time;
   const uint32_t capacity = session_->cache().capacity();
   const size_t prompt_size = prompt_tokens.size();
