@@ -39,23 +39,23 @@ void DiagnosticLog::RecordRejection(int error, std::string message) {
   std::string entry = absl::StrCat(ErrnoName(error), " (", error, "): ",
                                    std::move(message));
   if (echo_to_stderr_) std::fprintf(stderr, "softnpu: %s\n", entry.c_str());
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   last_rejection_ = std::move(entry);
 }
 
 void DiagnosticLog::RecordFault(std::string message) {
   if (echo_to_stderr_) std::fprintf(stderr, "softnpu: %s\n", message.c_str());
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   last_fault_ = std::move(message);
 }
 
 std::string DiagnosticLog::last_rejection() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return last_rejection_;
 }
 
 std::string DiagnosticLog::last_fault() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return last_fault_;
 }
 

@@ -7,11 +7,11 @@
 #ifndef KERNEL_IFACE_SOFTNPU_DIAGNOSTIC_LOG_H_
 #define KERNEL_IFACE_SOFTNPU_DIAGNOSTIC_LOG_H_
 
+#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
 
 namespace lnpu::softnpu {
 
@@ -42,7 +42,7 @@ class DiagnosticLog {
   void RecordRejection(int error, std::string message);
 
   const bool echo_to_stderr_;
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   std::string last_rejection_ ABSL_GUARDED_BY(mu_);
   std::string last_fault_ ABSL_GUARDED_BY(mu_);
 };

@@ -37,7 +37,7 @@ Engine::~Engine() { Stop(); }
 
 std::unique_ptr<Job> Engine::AcquireJob() {
   {
-    absl::MutexLock lock(&free_mu_);
+    std::lock_guard<std::mutex> lock(free_mu_);
     if (!free_jobs_.empty()) {
       std::unique_ptr<Job> job = std::move(free_jobs_.back());
       free_jobs_.pop_back();
@@ -49,41 +49,48 @@ std::unique_ptr<Job> Engine::AcquireJob() {
 
 void Engine::RecycleJob(std::unique_ptr<Job> job) {
   job->Clear();
-  absl::MutexLock lock(&free_mu_);
+  std::lock_guard<std::mutex> lock(free_mu_);
   if (free_jobs_.size() < kMaxFreeJobs) free_jobs_.push_back(std::move(job));
 }
 
 void Engine::Push(std::unique_ptr<Job> job) {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(job));
   }
   queue_waiters_.WakeAll();
 }
 
 void Engine::Pause() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   paused_ = true;
 }
 
 void Engine::Resume() {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     paused_ = false;
   }
   queue_waiters_.WakeAll();
 }
 
+void Engine::WakeForFences() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (waiting_for_fences_.load(std::memory_order_relaxed)) {
+    queue_waiters_.WakeAll();
+  }
+}
+
 void Engine::Stop() {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stopping_.store(true, std::memory_order_relaxed);
   }
   queue_waiters_.WakeAll();
   if (worker_.joinable()) worker_.join();
   std::deque<std::unique_ptr<Job>> cancelled;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     cancelled.swap(queue_);
   }
   for (std::unique_ptr<Job>& job : cancelled) Finish(std::move(job), -ECANCELED);
@@ -100,11 +107,18 @@ std::unique_ptr<Job> Engine::NextJob() {
   std::unique_ptr<Job> job;
   queue_waiters_.WaitUntil(
       [&] {
-        absl::MutexLock lock(&mu_);
+        std::lock_guard<std::mutex> lock(mu_);
         if (stopping_.load(std::memory_order_relaxed)) return true;
-        if (paused_ || queue_.empty() || !queue_.front()->InFencesSignalled()) {
+        if (paused_ || queue_.empty()) {
+          waiting_for_fences_.store(false, std::memory_order_relaxed);
           return false;
         }
+        waiting_for_fences_.store(true, std::memory_order_relaxed);
+        // Pairs with WakeForFences(): either the signaller sees the flag or
+        // this check sees the signalled fence.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (!queue_.front()->InFencesSignalled()) return false;
+        waiting_for_fences_.store(false, std::memory_order_relaxed);
         job = std::move(queue_.front());
         queue_.pop_front();
         return true;

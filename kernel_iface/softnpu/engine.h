@@ -18,12 +18,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/softnpu/diagnostic_log.h"
 #include "kernel_iface/softnpu/job.h"
@@ -58,7 +58,8 @@ class Engine {
   void Resume();
 
   // A fence of some file signalled: re-check the head job's in-fences.
-  void WakeForFences() { queue_waiters_.WakeAll(); }
+  // Cheap unless the head job waits for fences.
+  void WakeForFences();
 
   // Stops the worker: a running job is aborted at its next command boundary
   // and queued jobs are cancelled, all with -ECANCELED. Idempotent.
@@ -84,12 +85,14 @@ class Engine {
   std::atomic<uint64_t> resets_{0};
   std::atomic<bool> stopping_{false};
 
-  absl::Mutex mu_;
+  std::mutex mu_;
   std::deque<std::unique_ptr<Job>> queue_ ABSL_GUARDED_BY(mu_);
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  // The head job may start except that an in-fence has not signalled.
+  std::atomic<bool> waiting_for_fences_{false};
   WaitQueue queue_waiters_;  // the worker sleeps here
 
-  absl::Mutex free_mu_;
+  std::mutex free_mu_;
   std::vector<std::unique_ptr<Job>> free_jobs_ ABSL_GUARDED_BY(free_mu_);
 
   std::thread worker_;  // last: starts once everything above exists

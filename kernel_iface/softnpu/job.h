@@ -60,7 +60,6 @@ class Job final : public DeviceMemoryView {
   // The error of the first failed in-fence, or 0. Requires
   // InFencesSignalled().
   int InFenceError() const;
-  const FileContext& context() const { return *context_; }
   FileContext& context() { return *context_; }
   std::shared_ptr<FileContext> TakeContext() { return std::move(context_); }
   std::shared_ptr<Fence> TakeFence() { return std::move(fence_); }

@@ -16,8 +16,10 @@
 // Lifetime: every open file holds the device, so the device lives while any
 // file is open. Closing a file (destroying its KernelFile) frees everything
 // it owns, including its mappings (unlike mmap(2), a mapping does not
-// outlive its file); a buffer that a queued or running job uses stays alive
-// until the job ends. Destroying the device cancels the jobs still queued.
+// outlive its file). Jobs of a closed file still run, and a buffer that a
+// queued or running job uses stays alive until the job ends. Destroying the
+// device (when its last file closes and no SoftNpu reference remains)
+// cancels the jobs still queued.
 //
 // Thread-safety: SoftNpu and its files may be used from any number of
 // threads at once.
@@ -96,7 +98,8 @@ class SoftNpu : public std::enable_shared_from_this<SoftNpu> {
   uint64_t reset_count() const;
   // Why the latest job faulted or was aborted, "" if none did.
   std::string last_fault_message() const;
-  // Why the latest rejected ioctl failed, "" if none was rejected.
+  // Why the latest rejected ioctl failed, "" if none was rejected. With
+  // LNPU_SOFTNPU_DEBUG=1 every rejection and fault is also printed to stderr.
   std::string last_rejection_message() const;
 
  private:

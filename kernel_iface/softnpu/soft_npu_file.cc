@@ -45,31 +45,35 @@ std::string SoftNpuFile::Describe() const {
 }
 
 int SoftNpuFile::Ioctl(unsigned long request, void* arg) {
-  DiagnosticLog& log = *device_->log_;
-  if (arg == nullptr) {
-    return log.Reject(EFAULT, "ioctl 0x%x: argument pointer is null", request);
-  }
   switch (request) {
     case DRM_IOCTL_VERSION:
-      return Version(*static_cast<drm_version*>(arg));
+      return Call(&SoftNpuFile::Version, arg);
     case DRM_IOCTL_GEM_CLOSE:
-      return GemClose(*static_cast<const drm_gem_close*>(arg));
+      return Call(&SoftNpuFile::GemClose, arg);
     case DRM_IOCTL_LNPU_GET_PARAM:
-      return GetParam(*static_cast<drm_lnpu_get_param*>(arg));
+      return Call(&SoftNpuFile::GetParam, arg);
     case DRM_IOCTL_LNPU_BO_CREATE:
-      return BoCreate(*static_cast<drm_lnpu_bo_create*>(arg));
+      return Call(&SoftNpuFile::BoCreate, arg);
     case DRM_IOCTL_LNPU_BO_INFO:
-      return BoInfo(*static_cast<drm_lnpu_bo_info*>(arg));
+      return Call(&SoftNpuFile::BoInfo, arg);
     case DRM_IOCTL_LNPU_SUBMIT:
-      return Submit(*static_cast<drm_lnpu_submit*>(arg));
+      return Call(&SoftNpuFile::Submit, arg);
     case DRM_IOCTL_LNPU_WAIT:
-      return Wait(*static_cast<drm_lnpu_wait*>(arg));
+      return Call(&SoftNpuFile::Wait, arg);
     default:
-      return log.Reject(ENOTTY,
-                        "ioctl 0x%x is not an lnpu ioctl; see "
-                        "kernel_iface/uapi/drm/lnpu_accel.h",
-                        request);
+      return device_->log_->Reject(ENOTTY,
+                                   "ioctl 0x%x is not an lnpu ioctl; see "
+                                   "kernel_iface/uapi/drm/lnpu_accel.h",
+                                   request);
   }
+}
+
+template <typename Args>
+int SoftNpuFile::Call(int (SoftNpuFile::*handler)(Args&), void* arg) {
+  if (arg == nullptr) {
+    return device_->log_->Reject(EFAULT, "ioctl argument pointer is null");
+  }
+  return (this->*handler)(*static_cast<Args*>(arg));
 }
 
 int SoftNpuFile::Version(drm_version& args) {
@@ -82,12 +86,12 @@ int SoftNpuFile::Version(drm_version& args) {
   return 0;
 }
 
-int SoftNpuFile::GemClose(const drm_gem_close& args) {
+int SoftNpuFile::GemClose(drm_gem_close& args) {
   DiagnosticLog& log = *device_->log_;
   if (args.pad != 0) {
     return log.Reject(EINVAL, "GEM_CLOSE: pad is %u, must be 0", args.pad);
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = handles_.find(args.handle);
   if (it == handles_.end()) {
     return log.Reject(ENOENT,
@@ -167,7 +171,7 @@ int SoftNpuFile::BoCreate(drm_lnpu_bo_create& args) {
       error != 0) {
     return error;
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   uint32_t handle;
   do {
     handle = next_handle_++;
@@ -180,7 +184,7 @@ int SoftNpuFile::BoCreate(drm_lnpu_bo_create& args) {
 }
 
 int SoftNpuFile::BoInfo(drm_lnpu_bo_info& args) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = handles_.find(args.handle);
   if (it == handles_.end()) {
     return device_->log_->Reject(
@@ -204,7 +208,7 @@ int SoftNpuFile::Mmap(uint64_t length, uint64_t offset, void** addr) {
     return log.Reject(EINVAL, "mmap: offset 0x%x is not a multiple of %u",
                       offset, kBufferAlignment);
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = mmap_offsets_.find(offset);
   if (it == mmap_offsets_.end()) {
     return log.Reject(EINVAL,
@@ -227,7 +231,7 @@ int SoftNpuFile::Mmap(uint64_t length, uint64_t offset, void** addr) {
 }
 
 int SoftNpuFile::Munmap(void* addr, uint64_t length) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = mappings_.find(std::make_pair(reinterpret_cast<uintptr_t>(addr),
                                           length));
   if (it == mappings_.end()) {
@@ -295,7 +299,7 @@ int SoftNpuFile::Submit(drm_lnpu_submit& args) {
     engine.RecycleJob(std::move(job));
     return error;
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   RetireSignalledFences();
   auto fence = std::make_shared<Fence>();
   unretired_fences_.push_back(fence);
@@ -309,7 +313,7 @@ int SoftNpuFile::PrepareJob(const drm_lnpu_submit& args, Job& job) {
   DiagnosticLog& log = *device_->log_;
   std::shared_ptr<BufferObject> cmd;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = handles_.find(args.cmd_handle);
     if (it == handles_.end()) {
       return log.Reject(ENOENT,
@@ -392,7 +396,7 @@ int SoftNpuFile::Wait(drm_lnpu_wait& args) {
   const uint64_t* ids = UserArray<uint64_t>(args.fences);
   const uint32_t count = args.fence_count;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     for (uint32_t i = 0; i < count; ++i) {
       if (!LookupFence(ids[i], &fences[i])) {
         return log.Reject(ENOENT,

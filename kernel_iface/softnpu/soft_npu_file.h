@@ -15,12 +15,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "kernel_iface/driver/kernel_file.h"
 #include "kernel_iface/softnpu/buffer_object.h"
 #include "kernel_iface/softnpu/fence.h"
@@ -48,8 +48,12 @@ class SoftNpuFile final : public KernelFile {
   std::string Describe() const override;
 
  private:
+  // Runs `handler` on the ioctl argument `arg` (EFAULT if null).
+  template <typename Args>
+  int Call(int (SoftNpuFile::*handler)(Args&), void* arg);
+
   int Version(drm_version& args);
-  int GemClose(const drm_gem_close& args);
+  int GemClose(drm_gem_close& args);
   int GetParam(drm_lnpu_get_param& args);
   int BoCreate(drm_lnpu_bo_create& args);
   int BoInfo(drm_lnpu_bo_info& args);
@@ -75,7 +79,7 @@ class SoftNpuFile final : public KernelFile {
     uint64_t count = 0;  // Mmap calls not yet undone by Munmap
   };
 
-  absl::Mutex mu_;
+  std::mutex mu_;
   absl::flat_hash_map<uint32_t, std::shared_ptr<BufferObject>> handles_
       ABSL_GUARDED_BY(mu_);
   // The buffers of handles_, by mmap offset.
