@@ -185,6 +185,15 @@ struct drm_lnpu_wait {
 #define LNPU_DTYPE_F16 1
 #define LNPU_DTYPE_I32 2
 #define LNPU_DTYPE_U8 3
+/* Blocks of 32 weights, symmetric int8: an f16 scale d then 32 int8 q;
+ * w = d * q. 34 bytes per block (the layout of GGUF Q8_0). */
+#define LNPU_DTYPE_Q8_0 4
+/* Blocks of 32 weights, symmetric int4: an f16 scale d then 16 bytes;
+ * byte j holds element j in its low nibble and element j + 16 in its high
+ * nibble; w = d * (nibble - 8). 18 bytes per block (GGUF Q4_0). */
+#define LNPU_DTYPE_Q4_0 5
+/* Rows of quantized types hold a whole number of 32-element blocks. */
+#define LNPU_QUANT_BLOCK 32
 
 /* Opcodes. Engines: C = compute, D = DMA. */
 #define LNPU_OP_NOP 0          /* C D */
