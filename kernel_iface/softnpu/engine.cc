@@ -93,7 +93,8 @@ void Engine::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled.swap(queue_);
   }
-  for (std::unique_ptr<Job>& job : cancelled) Finish(std::move(job), -ECANCELED);
+  for (std::unique_ptr<Job>& job : cancelled)
+    Finish(std::move(job), -ECANCELED);
 }
 
 void Engine::Run() {

@@ -27,12 +27,10 @@ void Job::AddInFence(std::shared_ptr<Fence> fence) {
 
 int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
                       DiagnosticLog& log) {
-  std::sort(buffers_.begin(), buffers_.end(),
-            [](const auto& a, const auto& b) {
-              return a->device_addr() < b->device_addr();
-            });
-  buffers_.erase(std::unique(buffers_.begin(), buffers_.end()),
-                 buffers_.end());
+  std::sort(buffers_.begin(), buffers_.end(), [](const auto& a, const auto& b) {
+    return a->device_addr() < b->device_addr();
+  });
+  buffers_.erase(std::unique(buffers_.begin(), buffers_.end()), buffers_.end());
 
   commands_.resize(stream.size() / sizeof(uint64_t));
   std::memcpy(commands_.data(), stream.data(), stream.size());
@@ -46,7 +44,8 @@ int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
     const absl::StatusOr<uint32_t> size =
         ValidateCommand(engine, snapshot.subspan(offset), &accesses_);
     if (!size.ok()) {
-      return log.Reject(EINVAL, "SUBMIT: command %u at byte %u of the stream: %s",
+      return log.Reject(EINVAL,
+                        "SUBMIT: command %u at byte %u of the stream: %s",
                         command_count_, offset, size.status().message());
     }
     if (*size == 0 || *size % 8 != 0 || *size > command_bytes_ - offset) {

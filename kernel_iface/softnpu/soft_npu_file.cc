@@ -128,7 +128,8 @@ int SoftNpuFile::GetParam(drm_lnpu_get_param& args) {
       args.value = device_->memory_->used();
       return 0;
     case DRM_LNPU_PARAM_ENGINE_MASK:
-      args.value = (1u << DRM_LNPU_ENGINE_COMPUTE) | (1u << DRM_LNPU_ENGINE_DMA);
+      args.value =
+          (1u << DRM_LNPU_ENGINE_COMPUTE) | (1u << DRM_LNPU_ENGINE_DMA);
       return 0;
     case DRM_LNPU_PARAM_BO_ALIGNMENT:
       args.value = kBufferAlignment;
@@ -232,12 +233,12 @@ int SoftNpuFile::Mmap(uint64_t length, uint64_t offset, void** addr) {
 
 int SoftNpuFile::Munmap(void* addr, uint64_t length) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = mappings_.find(std::make_pair(reinterpret_cast<uintptr_t>(addr),
-                                          length));
+  auto it =
+      mappings_.find(std::make_pair(reinterpret_cast<uintptr_t>(addr), length));
   if (it == mappings_.end()) {
     return device_->log_->Reject(
-        EINVAL, "munmap: %p with length %u is not a mapping of this file",
-        addr, length);
+        EINVAL, "munmap: %p with length %u is not a mapping of this file", addr,
+        length);
   }
   if (--it->second.count == 0) mappings_.erase(it);
   return 0;
@@ -453,8 +454,7 @@ bool SoftNpuFile::LookupFence(uint64_t id, std::shared_ptr<Fence>* fence) {
 }
 
 void SoftNpuFile::RetireSignalledFences() {
-  while (!unretired_fences_.empty() &&
-         unretired_fences_.front()->signalled()) {
+  while (!unretired_fences_.empty() && unretired_fences_.front()->signalled()) {
     if (unretired_fences_.front()->error() != 0) {
       failed_fences_.emplace(first_unretired_fence_,
                              std::move(unretired_fences_.front()));

@@ -125,12 +125,13 @@ using GetParamTest = SoftNpuTest;
 
 TEST_F(GetParamTest, ReportsEveryParameter) {
   KernelFile& file = *file_;
-  EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_UAPI_VERSION),
-            (uint64_t{LNPU_UAPI_VERSION_MAJOR} << 16) | LNPU_UAPI_VERSION_MINOR);
+  EXPECT_EQ(
+      GetParam(file, DRM_LNPU_PARAM_UAPI_VERSION),
+      (uint64_t{LNPU_UAPI_VERSION_MAJOR} << 16) | LNPU_UAPI_VERSION_MINOR);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_DEVICE_ID), kSoftNpuDeviceId);
-  EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_CAPABILITIES),
-            DRM_LNPU_CAP_DTYPE_F16 | DRM_LNPU_CAP_IN_FENCES |
-                DRM_LNPU_CAP_SOFTWARE);
+  EXPECT_EQ(
+      GetParam(file, DRM_LNPU_PARAM_CAPABILITIES),
+      DRM_LNPU_CAP_DTYPE_F16 | DRM_LNPU_CAP_IN_FENCES | DRM_LNPU_CAP_SOFTWARE);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_MEMORY_SIZE), 64ull << 20);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_MEMORY_USED), 0u);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_ENGINE_MASK), 3u);
@@ -168,9 +169,9 @@ using IoctlDispatchTest = SoftNpuTest;
 
 TEST_F(IoctlDispatchTest, UnknownRequestIsEnotty) {
   drm_lnpu_get_param get{};
-  EXPECT_EQ(file_->Ioctl(DRM_IOWR(DRM_COMMAND_BASE + 0x20, drm_lnpu_get_param),
-                         &get),
-            ENOTTY);
+  EXPECT_EQ(
+      file_->Ioctl(DRM_IOWR(DRM_COMMAND_BASE + 0x20, drm_lnpu_get_param), &get),
+      ENOTTY);
   // Same number, wrong size: a different request.
   EXPECT_EQ(file_->Ioctl(DRM_IOWR(DRM_COMMAND_BASE + DRM_LNPU_GET_PARAM,
                                   drm_lnpu_bo_info),

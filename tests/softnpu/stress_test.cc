@@ -32,8 +32,9 @@ void CopyRounds(KernelFile& file, int worker, int iterations,
     Submission job;
     job.engine = round % 2 == 0 ? DRM_LNPU_ENGINE_DMA : DRM_LNPU_ENGINE_COMPUTE;
     job.cmd_handle = cmd.handle;
-    job.cmd_size =
-        CommandStream().Copy(src.device_addr, dst.device_addr, size).WriteTo(cmd);
+    job.cmd_size = CommandStream()
+                       .Copy(src.device_addr, dst.device_addr, size)
+                       .WriteTo(cmd);
     job.bo_handles = {src.handle, dst.handle};
     uint64_t fence = 0;
     if (Submit(file, job, &fence) != 0 || WaitJob(file, fence) != 0 ||
@@ -130,9 +131,10 @@ TEST(SoftNpuLatencyTest, NopRoundTripIsFast) {
   NopRoundTripUs(*file, cmd.handle, 200, false);  // warm-up
   const double single = NopRoundTripUs(*file, cmd.handle, 3000, false);
   const double step = NopRoundTripUs(*file, cmd.handle, 3000, true);
-  std::printf("NOP submit+wait: %.2f us; decode-shaped step (compute NOP, "
-              "chained DMA NOP, wait): %.2f us\n",
-              single, step);
+  std::printf(
+      "NOP submit+wait: %.2f us; decode-shaped step (compute NOP, "
+      "chained DMA NOP, wait): %.2f us\n",
+      single, step);
   ::testing::Test::RecordProperty("nop_round_trip_us",
                                   static_cast<int>(single));
   ::testing::Test::RecordProperty("decode_step_overhead_us",

@@ -31,14 +31,14 @@ TEST(UapiLayoutTest, CommandStructSizes) {
 
 TEST(UapiLayoutTest, EveryStructIsAMultipleOfEightBytes) {
   const size_t sizes[] = {
-      sizeof(drm_lnpu_get_param),    sizeof(drm_lnpu_bo_create),
-      sizeof(drm_lnpu_bo_info),      sizeof(drm_lnpu_submit),
-      sizeof(drm_lnpu_wait),         sizeof(lnpu_cmd_header),
-      sizeof(lnpu_cmd_nop),          sizeof(lnpu_cmd_gather_rows),
-      sizeof(lnpu_cmd_rms_norm),     sizeof(lnpu_cmd_matmul),
-      sizeof(lnpu_cmd_rope),         sizeof(lnpu_cmd_attention),
-      sizeof(lnpu_cmd_swiglu),       sizeof(lnpu_cmd_add),
-      sizeof(lnpu_cmd_copy),         sizeof(lnpu_cmd_scatter_rows)};
+      sizeof(drm_lnpu_get_param), sizeof(drm_lnpu_bo_create),
+      sizeof(drm_lnpu_bo_info),   sizeof(drm_lnpu_submit),
+      sizeof(drm_lnpu_wait),      sizeof(lnpu_cmd_header),
+      sizeof(lnpu_cmd_nop),       sizeof(lnpu_cmd_gather_rows),
+      sizeof(lnpu_cmd_rms_norm),  sizeof(lnpu_cmd_matmul),
+      sizeof(lnpu_cmd_rope),      sizeof(lnpu_cmd_attention),
+      sizeof(lnpu_cmd_swiglu),    sizeof(lnpu_cmd_add),
+      sizeof(lnpu_cmd_copy),      sizeof(lnpu_cmd_scatter_rows)};
   for (size_t size : sizes) EXPECT_EQ(size % 8, 0u) << size;
 }
 
@@ -122,7 +122,8 @@ TEST(UapiLayoutTest, IoctlNumbersAreDistinctDrmCommands) {
   for (size_t i = 0; i < std::size(numbers); ++i) {
     EXPECT_EQ(_IOC_TYPE(numbers[i]), static_cast<unsigned>(DRM_IOCTL_BASE));
     EXPECT_EQ(_IOC_NR(numbers[i]), DRM_COMMAND_BASE + i);
-    EXPECT_EQ(_IOC_DIR(numbers[i]), static_cast<unsigned>(_IOC_READ | _IOC_WRITE));
+    EXPECT_EQ(_IOC_DIR(numbers[i]),
+              static_cast<unsigned>(_IOC_READ | _IOC_WRITE));
   }
   EXPECT_EQ(_IOC_SIZE(DRM_IOCTL_LNPU_SUBMIT), sizeof(drm_lnpu_submit));
   EXPECT_EQ(_IOC_SIZE(DRM_IOCTL_LNPU_WAIT), sizeof(drm_lnpu_wait));
