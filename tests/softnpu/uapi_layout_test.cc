@@ -21,7 +21,7 @@ TEST(UapiLayoutTest, CommandStructSizes) {
   EXPECT_EQ(sizeof(lnpu_cmd_gather_rows), 48u);
   EXPECT_EQ(sizeof(lnpu_cmd_rms_norm), 48u);
   EXPECT_EQ(sizeof(lnpu_cmd_matmul), 56u);
-  EXPECT_EQ(sizeof(lnpu_cmd_rope), 64u);
+  EXPECT_EQ(sizeof(lnpu_cmd_rope), 72u);
   EXPECT_EQ(sizeof(lnpu_cmd_attention), 96u);
   EXPECT_EQ(sizeof(lnpu_cmd_swiglu), 40u);
   EXPECT_EQ(sizeof(lnpu_cmd_add), 40u);

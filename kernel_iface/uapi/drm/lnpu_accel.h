@@ -266,6 +266,7 @@ struct lnpu_cmd_matmul {
  * rotates pairs (i, i + rope_dim/2) (qwen2, gpt-neox). In-place allowed. */
 #define LNPU_ROPE_MODE_NORM 0
 #define LNPU_ROPE_MODE_NEOX 1
+#define LNPU_ROPE_FREQ_FACTORS (1u << 0) /* hdr.flags */
 struct lnpu_cmd_rope {
   struct lnpu_cmd_header hdr;
   __u64 src;       /* F32[rows][heads][head_dim] */
@@ -279,6 +280,9 @@ struct lnpu_cmd_rope {
   float freq_scale;
   __u32 mode; /* LNPU_ROPE_MODE_* */
   __u32 pad;
+  /* With LNPU_ROPE_FREQ_FACTORS: F32[rope_dim / 2]; theta_i is divided by
+   * freq_factors[i] (Llama 3 frequency scaling). Else must be 0. */
+  __u64 freq_factors;
 };
 
 /* Grouped-query attention of `rows` new tokens over a fixed-capacity cache
@@ -300,7 +304,7 @@ struct lnpu_cmd_attention {
   __u32 heads;    /* multiple of kv_heads */
   __u32 kv_heads;
   __u32 head_dim;
-  __u32 kv_dtype; /* F32 */
+  __u32 kv_dtype; /* F32 or F16 */
   float scale;
   __u32 pad;
 };
@@ -338,7 +342,11 @@ struct lnpu_cmd_copy {
  *     copy row_bytes from src + b*src_block_stride + i*row_bytes
  *                    to   dst + b*dst_block_stride + s*row_bytes
  * A negative index skips the row (padding); an index >= dst_rows faults
- * the job. With blocks = 2 * layers this updates every layer's K and V. */
+ * the job. With blocks = 2 * layers this updates every layer's K and V.
+ * With LNPU_SCATTER_F32_TO_F16 the source rows are F32 (row_bytes a
+ * multiple of 4) and each is written converted to F16, row_bytes / 2 bytes
+ * at dst + b*dst_block_stride + s*(row_bytes / 2): an F16 KV cache. */
+#define LNPU_SCATTER_F32_TO_F16 (1u << 0) /* hdr.flags */
 struct lnpu_cmd_scatter_rows {
   struct lnpu_cmd_header hdr;
   __u64 src;
