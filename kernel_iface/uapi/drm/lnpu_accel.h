@@ -11,8 +11,14 @@
  *  - fixed-size types only; user pointers travel as __u64; every struct is a
  *    multiple of 8 bytes with explicit padding;
  *  - non-zero pad/reserved fields and unknown flags are rejected with EINVAL;
- *  - ioctl numbers are DRM_COMMAND_BASE + n and append-only;
- *  - handles are per open file and non-zero; an unknown handle gives ENOENT.
+ *  - ioctl numbers are DRM_COMMAND_BASE + n and append-only; so are
+ *    parameter ids, capability bits and flag bits;
+ *  - structs only grow at their end. As DRM core does, the driver matches
+ *    an ioctl by its number (not by the size encoded in the request), reads
+ *    min(user size, driver size) bytes and zero-fills the rest, so old user
+ *    space keeps working and a new field's zero value means "not used";
+ *  - handles are per open file and non-zero; an unknown handle gives ENOENT;
+ *  - an unknown ioctl number gives ENOTTY, a null argument EFAULT.
  *
  * Fields are marked [in] (set by user space) or [out] (set by the driver).
  */
@@ -32,7 +38,7 @@ extern "C" {
 /* UAPI version, reported by DRM_LNPU_PARAM_UAPI_VERSION as
  * (major << 16) | minor. Minor bumps are backwards compatible. */
 #define LNPU_UAPI_VERSION_MAJOR 1
-#define LNPU_UAPI_VERSION_MINOR 0
+#define LNPU_UAPI_VERSION_MINOR 1 /* 1.1: userptr, read-only BOs, counters */
 
 #define DRM_LNPU_GET_PARAM 0x00
 #define DRM_LNPU_BO_CREATE 0x01
@@ -66,12 +72,24 @@ extern "C" {
 #define DRM_LNPU_PARAM_JOB_TIMEOUT_MS 9   /* a job running longer is aborted */
 #define DRM_LNPU_PARAM_COMPUTE_UNITS 10   /* parallel compute units (cores) */
 #define DRM_LNPU_PARAM_MAX_IN_FENCES 11   /* max in_fence_count of one submit */
-#define DRM_LNPU_PARAM_COUNT 12           /* first unknown id: EINVAL */
+/* Since 1.1. Device-wide counters since the device was created (all files);
+ * every submitted job ends as exactly one of completed, faulted, timed out
+ * or cancelled, so submitted - (the four) = jobs queued or running. */
+#define DRM_LNPU_PARAM_JOBS_SUBMITTED 12  /* SUBMITs that returned 0 */
+#define DRM_LNPU_PARAM_JOBS_COMPLETED 13  /* jobs that ran without error */
+#define DRM_LNPU_PARAM_JOB_FAULTS 14      /* jobs that faulted: job_error -EIO */
+#define DRM_LNPU_PARAM_RESETS 15          /* engine resets = jobs timed out */
+#define DRM_LNPU_PARAM_MEMORY_FREE 16     /* MEMORY_SIZE - MEMORY_USED */
+#define DRM_LNPU_PARAM_MEMORY_IMPORTED 17 /* bytes of live USERPTR BOs */
+#define DRM_LNPU_PARAM_JOBS_CANCELLED 18  /* not run: banned file, failed
+                                             in-fence, device shutdown */
+#define DRM_LNPU_PARAM_COUNT 19           /* first unknown id: EINVAL */
 
 /* Capabilities. */
 #define DRM_LNPU_CAP_DTYPE_F16 (1ull << 0)  /* F16 weights, tables */
 #define DRM_LNPU_CAP_IN_FENCES (1ull << 1)  /* submit may wait on fences */
 #define DRM_LNPU_CAP_SOFTWARE (1ull << 2)   /* device is the software model */
+#define DRM_LNPU_CAP_USERPTR (1ull << 3)    /* DRM_LNPU_BO_USERPTR imports */
 
 struct drm_lnpu_get_param {
   __u32 param; /* [in] DRM_LNPU_PARAM_* */
@@ -80,20 +98,42 @@ struct drm_lnpu_get_param {
 };
 
 /* ---------------------------------------------------------------------- */
-/* DRM_LNPU_BO_CREATE: allocate a buffer object in device memory.          */
-/* Errors: EINVAL size 0 / too large / unknown flags / pad != 0;           */
-/*         ENOMEM device memory exhausted.                                 */
+/* DRM_LNPU_BO_CREATE: allocate a buffer object in device memory, or      */
+/* import user memory as one (DRM_LNPU_BO_USERPTR).                        */
+/*
+ * Errors: EINVAL size 0, size above MEMORY_SIZE, unknown flags, CMDBUF
+ *         combined with USERPTR or READ_ONLY, user_ptr != 0 without
+ *         USERPTR, USERPTR size not a multiple of BO_ALIGNMENT;
+ *         EFAULT USERPTR with a null or unaligned user_ptr, a range that is
+ *         not entirely mapped, or writable access asked of memory that is
+ *         not writable (import it with READ_ONLY);
+ *         ENOMEM device memory (or host memory) exhausted;
+ *         ENOSPC the device address space is exhausted.
+ */
 
 /* The BO holds a command stream. It may be named as cmd_handle of a submit
  * and must not appear in the job's bo_handles (commands cannot touch it). */
 #define DRM_LNPU_BO_CMDBUF (1u << 0)
-#define DRM_LNPU_BO_FLAGS_ALL (DRM_LNPU_BO_CMDBUF)
+/* Since 1.1, with DRM_LNPU_CAP_USERPTR. The BO is the user memory at
+ * user_ptr (size bytes), used in place without a copy (weights mapped from
+ * a file). Both must be multiples of DRM_LNPU_PARAM_BO_ALIGNMENT. Counted
+ * in MEMORY_IMPORTED, not MEMORY_USED. The memory must stay mapped until
+ * the BO is released (last handle closed and its jobs ended). A USERPTR BO
+ * has no mmap offset (BO_INFO reports 0): user space already maps it. */
+#define DRM_LNPU_BO_USERPTR (1u << 1)
+/* Since 1.1. Commands may only read the BO: SUBMIT rejects (EINVAL) a job
+ * with a command that writes into it. Required to import memory that is
+ * not writable (a read-only file mapping). */
+#define DRM_LNPU_BO_READ_ONLY (1u << 2)
+#define DRM_LNPU_BO_FLAGS_ALL \
+  (DRM_LNPU_BO_CMDBUF | DRM_LNPU_BO_USERPTR | DRM_LNPU_BO_READ_ONLY)
 
 struct drm_lnpu_bo_create {
   __u64 size;        /* [in] bytes; rounded up to DRM_LNPU_PARAM_BO_ALIGNMENT */
   __u32 flags;       /* [in] DRM_LNPU_BO_* */
   __u32 handle;      /* [out] non-zero, valid in this open file only */
   __u64 device_addr; /* [out] address commands use; never 0 */
+  __u64 user_ptr;    /* [in] since 1.1: USERPTR memory, else must be 0 */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -104,7 +144,8 @@ struct drm_lnpu_bo_info {
   __u32 handle;      /* [in] */
   __u32 flags;       /* [out] flags given at creation */
   __u64 size;        /* [out] allocated (rounded) size */
-  __u64 mmap_offset; /* [out] fake offset for mmap(2) on this file */
+  __u64 mmap_offset; /* [out] fake offset for mmap(2) on this file; 0 for
+                        a DRM_LNPU_BO_USERPTR BO (not mappable) */
   __u64 device_addr; /* [out] */
 };
 
@@ -122,9 +163,11 @@ struct drm_lnpu_bo_info {
  * The job starts after every fence in in_fences has signalled (fences of
  * this file). Jobs on one engine run in submission order.
  *
- * Errors: EINVAL bad engine, flags, pad, counts, offsets or command;
+ * Errors: EINVAL bad engine, flags, pad, counts, offsets or command, a
+ *         CMDBUF BO listed in bo_handles, a command that writes into a
+ *         DRM_LNPU_BO_READ_ONLY BO;
  *         ENOENT unknown BO handle or in-fence; EFAULT null array pointer;
- *         ECANCELED the file's context was banned after a job fault/timeout.
+ *         ECANCELED the file's context was banned after a job timeout.
  */
 #define DRM_LNPU_ENGINE_COMPUTE 0
 #define DRM_LNPU_ENGINE_DMA 1
