@@ -19,7 +19,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler_artifacts/gguf/half.h"
+#include "compiler_artifacts/gguf/quantize.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
 namespace lnpu::gguf {
@@ -670,30 +670,29 @@ absl::Span<const uint8_t> GgufFile::TensorData(const TensorInfo& tensor) const {
 }
 
 absl::StatusOr<std::vector<float>> GgufFile::TensorToF32(const TensorInfo& tensor) const {
-  const absl::Span<const uint8_t> data = TensorData(tensor);
-  const uint64_t elements = tensor.elements();
-  std::vector<float> values;
   switch (tensor.type) {
     case GgmlType::kF32:
-      if (data.size() != elements * sizeof(float)) break;
-      values.resize(elements);
-      std::memcpy(values.data(), data.data(), data.size());
-      return values;
     case GgmlType::kF16:
-    case GgmlType::kBF16: {
-      if (data.size() != elements * sizeof(uint16_t)) break;
-      values.resize(elements);
-      const bool is_f16 = tensor.type == GgmlType::kF16;
-      for (uint64_t i = 0; i < elements; ++i) {
-        const uint16_t bits = Load<uint16_t>(data.data() + 2 * i);
-        values[i] = is_f16 ? Float16ToFloat(bits) : BFloat16ToFloat(bits);
-      }
-      return values;
-    }
+    case GgmlType::kBF16:
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ6_K:
+      break;
     default:
       return absl::UnimplementedError(absl::StrCat(
           path_, ": tensor '", tensor.name, "' has type ", ToAbsl(GgmlTypeName(tensor.type)),
-          "; conversion to f32 is implemented for F32, F16 and BF16 only"));
+          "; conversion to f32 is implemented for F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K "
+          "only"));
+  }
+  const absl::Span<const uint8_t> data = TensorData(tensor);
+  const uint64_t elements = tensor.elements();
+  // The block check comes before the allocation: `tensor` may not be ours.
+  const auto block = GgmlTypeBlock(tensor.type);
+  if (block.ok() && elements % block->first == 0 &&
+      data.size() == elements / block->first * block->second) {
+    std::vector<float> values(elements);
+    if (DequantizeRow(tensor.type, data, absl::MakeSpan(values)).ok()) return values;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       path_, ": tensor '", tensor.name, "' does not describe data of this file (",
