@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,14 +19,40 @@ enum class FinishReason {
 
 std::string_view FinishReasonName(FinishReason reason);  // "stop", ...
 
+// What to generate and how to pick tokens. Sampler::Validate checks every
+// field; docs/chat-and-sampling.md gives the order the sampling controls
+// apply in (logit bias, penalties, top-k, top-p, min-p, temperature).
 struct GenerationConfig {
   int max_new_tokens = 128;   // >= 1
   float temperature = 0.0f;   // 0 = greedy (argmax, lowest id on ties)
   int top_k = 0;              // 0 = no limit
   float top_p = 1.0f;         // nucleus mass in (0, 1]
+  // Keeps tokens whose probability is at least min_p times the most likely
+  // one's; in [0, 1], 0 = off.
+  float min_p = 0.0f;
   uint64_t seed = 0;          // sampling is reproducible for a given seed
   bool add_bos = true;        // prepend BOS when the vocabulary asks for it
   bool stop_at_eos = true;    // end at an end-of-generation token
+
+  // Penalties on the tokens among the last repeat_last_n of the history the
+  // sampler is given (llama.cpp semantics). repetition_penalty > 0 (1 =
+  // off) divides a positive logit and multiplies a negative one; then each
+  // such token loses count * frequency_penalty + presence_penalty.
+  float repetition_penalty = 1.0f;
+  float presence_penalty = 0.0f;   // finite; 0 = off
+  float frequency_penalty = 0.0f;  // finite; 0 = off
+  int repeat_last_n = 64;          // >= 0 tokens; 0 = no penalties
+  // Token id -> bias added to its logit before anything else; -infinity
+  // bans the token. Biases are finite or -infinity.
+  std::map<int32_t, float> logit_bias;
+
+  // Tokens that end generation like an end-of-generation token (also when
+  // stop_at_eos is false); not part of the result.
+  std::vector<int32_t> stop_token_ids;
+  // Texts that end generation when the output contains one; neither the
+  // stop string nor anything after it is returned or streamed
+  // (StopStringMatcher). Non-empty, well-formed UTF-8.
+  std::vector<std::string> stop_strings;
 };
 
 struct GenerationStats {

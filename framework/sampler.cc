@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "framework/tokenizer/utf8.h"
 
 namespace lnpu::framework {
 namespace {
@@ -22,9 +24,24 @@ int32_t Argmax(absl::Span<const float> logits) {
   return best;
 }
 
+absl::Status CheckTokenId(const char* field, int32_t id,
+                          std::optional<int32_t> vocab_size) {
+  if (id < 0 || (vocab_size.has_value() && id >= *vocab_size)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " names token ", id, ", which is not in the vocabulary",
+        vocab_size.has_value() ? absl::StrCat(" [0, ", *vocab_size, ")") : ""));
+  }
+  return absl::OkStatus();
+}
+
+bool InVocabulary(int32_t id, size_t vocab_size) {
+  return id >= 0 && static_cast<size_t>(id) < vocab_size;
+}
+
 }  // namespace
 
-absl::Status Sampler::Validate(const GenerationConfig& config) {
+absl::Status Sampler::Validate(const GenerationConfig& config,
+                               std::optional<int32_t> vocab_size) {
   if (!(config.temperature >= 0.0f) || !std::isfinite(config.temperature)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "temperature ", config.temperature,
@@ -38,6 +55,59 @@ absl::Status Sampler::Validate(const GenerationConfig& config) {
     return absl::InvalidArgumentError(absl::StrCat(
         "top_p ", config.top_p, " is outside (0, 1]: use 1 for no limit"));
   }
+  if (!(config.min_p >= 0.0f && config.min_p <= 1.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "min_p ", config.min_p, " is outside [0, 1]: use 0 for no limit"));
+  }
+  if (!(config.repetition_penalty > 0.0f) ||
+      !std::isfinite(config.repetition_penalty)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("repetition_penalty ", config.repetition_penalty,
+                     " is invalid: use a positive value (1 for none)"));
+  }
+  for (const auto& [name, value] :
+       {std::pair<const char*, float>{"presence_penalty",
+                                      config.presence_penalty},
+        {"frequency_penalty", config.frequency_penalty}}) {
+    if (!std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, " ", value, " is not finite: use 0 for none"));
+    }
+  }
+  if (config.repeat_last_n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("repeat_last_n ", config.repeat_last_n,
+                     " is negative: use 0 to turn the penalties off"));
+  }
+  for (const auto& [id, bias] : config.logit_bias) {
+    if (absl::Status status = CheckTokenId("logit_bias", id, vocab_size);
+        !status.ok()) {
+      return status;
+    }
+    if (std::isnan(bias) || bias == INFINITY) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "logit_bias for token ", id, " is ", bias,
+          ": use a finite bias, or -inf to ban the token"));
+    }
+  }
+  for (int32_t id : config.stop_token_ids) {
+    if (absl::Status status = CheckTokenId("stop_token_ids", id, vocab_size);
+        !status.ok()) {
+      return status;
+    }
+  }
+  for (size_t i = 0; i < config.stop_strings.size(); ++i) {
+    const std::string& stop = config.stop_strings[i];
+    if (stop.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stop_strings[", i, "] is empty: every stop string needs text"));
+    }
+    if (absl::Status status = utf8::Validate(stop); !status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stop_strings[", i, "] is not well-formed UTF-8: ",
+          std::string(status.message())));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -45,15 +115,56 @@ Sampler::Sampler(const GenerationConfig& config)
     : temperature_(config.temperature),
       top_k_(config.top_k),
       top_p_(config.top_p),
+      min_p_(config.min_p),
+      repetition_penalty_(config.repetition_penalty),
+      presence_penalty_(config.presence_penalty),
+      frequency_penalty_(config.frequency_penalty),
+      repeat_last_n_(config.repeat_last_n),
+      logit_bias_(config.logit_bias.begin(), config.logit_bias.end()),
       rng_(config.seed) {}
 
-int32_t Sampler::Sample(absl::Span<const float> logits) {
-  if (temperature_ == 0.0f || top_k_ == 1) return Argmax(logits);
+void Sampler::AdjustLogits(absl::Span<const float> logits,
+                           absl::Span<const int32_t> history) {
+  const size_t n = logits.size();
+  adjusted_.assign(logits.begin(), logits.end());
+  for (const auto& [id, bias] : logit_bias_) {
+    if (InVocabulary(id, n)) adjusted_[id] += bias;
+  }
+  const bool penalize = repeat_last_n_ > 0 &&
+                        (repetition_penalty_ != 1.0f ||
+                         presence_penalty_ != 0.0f || frequency_penalty_ != 0.0f);
+  if (!penalize || history.empty()) return;
+  if (counts_.size() != n) counts_.assign(n, 0);
+  const absl::Span<const int32_t> window = history.subspan(
+      history.size() - std::min(history.size(),
+                                static_cast<size_t>(repeat_last_n_)));
+  for (int32_t id : window) {
+    if (InVocabulary(id, n)) ++counts_[id];
+  }
+  // Each distinct token once: its count is reset after use.
+  for (int32_t id : window) {
+    if (!InVocabulary(id, n) || counts_[id] == 0) continue;
+    float& logit = adjusted_[id];
+    if (logit <= 0.0f) {
+      logit *= repetition_penalty_;
+    } else {
+      logit /= repetition_penalty_;
+    }
+    logit -= static_cast<float>(counts_[id]) * frequency_penalty_ +
+             presence_penalty_;
+    counts_[id] = 0;
+  }
+}
+
+int32_t Sampler::Sample(absl::Span<const float> logits,
+                        absl::Span<const int32_t> history) {
+  AdjustLogits(logits, history);
+  if (temperature_ == 0.0f || top_k_ == 1) return Argmax(adjusted_);
 
   candidates_.clear();
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (std::isfinite(logits[i])) {
-      candidates_.emplace_back(logits[i], static_cast<int32_t>(i));
+  for (size_t i = 0; i < adjusted_.size(); ++i) {
+    if (std::isfinite(adjusted_[i])) {
+      candidates_.emplace_back(adjusted_[i], static_cast<int32_t>(i));
     }
   }
   if (candidates_.empty()) return 0;
@@ -72,25 +183,37 @@ int32_t Sampler::Sample(absl::Span<const float> logits) {
   }
   candidates_.resize(keep);
 
-  // Softmax at the temperature, in place (first = probability).
   const float max_logit = candidates_.front().first;
-  double total = 0;
-  for (auto& [value, id] : candidates_) {
-    value = std::exp((value - max_logit) / temperature_);
-    total += value;
-  }
-  // Nucleus: the smallest prefix whose mass reaches top_p.
+  // Nucleus at temperature 1: the smallest prefix whose mass reaches top_p.
   if (top_p_ < 1.0f) {
+    double total = 0;
+    for (const auto& [logit, id] : candidates_) {
+      total += std::exp(static_cast<double>(logit) - max_logit);
+    }
     double mass = 0;
     size_t n = 0;
     while (n < candidates_.size()) {
-      mass += candidates_[n].first / total;
+      mass += std::exp(static_cast<double>(candidates_[n].first) - max_logit) /
+              total;
       ++n;
       if (mass >= top_p_) break;
     }
     candidates_.resize(n);
-    total = 0;
-    for (const auto& [p, id] : candidates_) total += p;
+  }
+  // min-p: p >= min_p * p_max, i.e. logit >= max_logit + log(min_p).
+  if (min_p_ > 0.0f) {
+    const double threshold = max_logit + std::log(static_cast<double>(min_p_));
+    size_t n = 1;  // the most likely token always stays
+    while (n < candidates_.size() && candidates_[n].first >= threshold) ++n;
+    candidates_.resize(n);
+  }
+
+  // Softmax at the temperature, in place (first = unnormalized probability).
+  double total = 0;
+  for (auto& [value, id] : candidates_) {
+    value = static_cast<float>(
+        std::exp((static_cast<double>(value) - max_logit) / temperature_));
+    total += value;
   }
   std::uniform_real_distribution<double> uniform(0.0, total);
   double r = uniform(rng_);

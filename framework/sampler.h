@@ -1,5 +1,13 @@
-// Picks the next token from logits: greedy, or temperature with top-k and
-// top-p (nucleus) filtering, from a seeded generator.
+// Picks the next token from logits. The controls of GenerationConfig apply
+// in this order (docs/chat-and-sampling.md):
+//   1. logit bias (additive; -infinity bans a token),
+//   2. repetition, frequency and presence penalties over the last
+//      repeat_last_n tokens of the history,
+//   3. greedy: when temperature is 0 (or top_k is 1), the argmax of the
+//      adjusted logits, lowest id on ties; otherwise
+//   4. top-k, 5. top-p and 6. min-p, on the softmax of the adjusted logits
+//      (temperature 1, as llama.cpp's default chain),
+//   7. temperature, then a draw from the seeded generator.
 //
 // Not thread-safe; one per generation. Sample() does not allocate after the
 // first call for a given vocabulary size.
@@ -7,6 +15,8 @@
 #define FRAMEWORK_SAMPLER_H_
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -19,21 +29,46 @@ namespace lnpu::framework {
 
 class Sampler {
  public:
-  // InvalidArgument for a negative or non-finite temperature, negative
-  // top_k, or top_p outside (0, 1].
-  static absl::Status Validate(const GenerationConfig& config);
+  // InvalidArgument, naming the field and the accepted range, for: a
+  // negative or non-finite temperature; negative top_k; top_p outside
+  // (0, 1]; min_p outside [0, 1]; repetition_penalty not finite and > 0;
+  // non-finite presence or frequency penalties; negative repeat_last_n; a
+  // NaN or +infinity logit bias; an empty or ill-formed UTF-8 stop string;
+  // and, when `vocab_size` is given, a logit_bias or stop_token_ids id
+  // outside [0, vocab_size) (without it, only negative ids).
+  static absl::Status Validate(const GenerationConfig& config,
+                               std::optional<int32_t> vocab_size = std::nullopt);
 
+  // `config` must pass Validate.
   explicit Sampler(const GenerationConfig& config);
 
-  // `logits` must be non-empty. Non-finite logits are never picked unless
-  // all are.
-  int32_t Sample(absl::Span<const float> logits);
+  // `logits` must be non-empty. `history` is the sequence so far, oldest
+  // first (prompt and generated tokens, as the caller chooses); its last
+  // repeat_last_n tokens are penalized, and ids outside the vocabulary in
+  // it are ignored, as are logit_bias ids outside it. Non-finite logits
+  // (after the bias) are never picked unless all are, in which case the
+  // result is 0.
+  int32_t Sample(absl::Span<const float> logits,
+                 absl::Span<const int32_t> history = {});
 
  private:
+  // Steps 1 and 2 on adjusted_, a copy of `logits`.
+  void AdjustLogits(absl::Span<const float> logits,
+                    absl::Span<const int32_t> history);
+
   float temperature_;
   int top_k_;
   float top_p_;
+  float min_p_;
+  float repetition_penalty_;
+  float presence_penalty_;
+  float frequency_penalty_;
+  int repeat_last_n_;
+  std::vector<std::pair<int32_t, float>> logit_bias_;  // ascending ids
   std::mt19937_64 rng_;
+  // Per-step scratch, sized to the vocabulary on first use.
+  std::vector<float> adjusted_;
+  std::vector<int32_t> counts_;  // occurrences in the window; zero between steps
   std::vector<std::pair<float, int32_t>> candidates_;
 };
 

@@ -1,0 +1,325 @@
+#include "framework/chat_template.h"
+
+#include <array>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "framework/tokenizer/utf8.h"
+
+namespace lnpu::framework {
+namespace {
+
+constexpr std::array<std::pair<ChatFamily, std::string_view>, 6> kFamilyNames = {{
+    {ChatFamily::kChatMl, "chatml"},
+    {ChatFamily::kLlama3, "llama3"},
+    {ChatFamily::kLlama31, "llama3.1"},
+    {ChatFamily::kLlama2, "llama2"},
+    {ChatFamily::kZephyr, "zephyr"},
+    {ChatFamily::kPhi3, "phi3"},
+}};
+
+bool Contains(std::string_view text, std::string_view marker) {
+  return text.find(marker) != std::string_view::npos;
+}
+
+// Python's str.isspace, which Jinja's trim filter and str.strip() use.
+bool IsPythonSpace(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 ||
+         c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
+}
+
+// `text` (well-formed UTF-8) without leading and trailing whitespace, as
+// Jinja's trim and Python's strip() produce.
+std::string_view Strip(std::string_view text) {
+  while (!text.empty()) {
+    const utf8::DecodedChar c = utf8::DecodeChar(text);
+    if (c.kind != utf8::DecodedChar::Kind::kValid || !IsPythonSpace(c.code_point)) {
+      break;
+    }
+    text.remove_prefix(c.length);
+  }
+  while (!text.empty()) {
+    size_t start = text.size() - 1;  // back to the last character's lead byte
+    while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
+      --start;
+    }
+    const utf8::DecodedChar c = utf8::DecodeChar(text.substr(start));
+    if (c.kind != utf8::DecodedChar::Kind::kValid || !IsPythonSpace(c.code_point)) {
+      break;
+    }
+    text.remove_suffix(text.size() - start);
+  }
+  return text;
+}
+
+// A Jinja string literal's text with its escapes (\n, \t, \', \", \\)
+// resolved.
+std::string Unescape(std::string_view literal) {
+  std::string out;
+  for (size_t i = 0; i < literal.size(); ++i) {
+    if (literal[i] != '\\' || i + 1 == literal.size()) {
+      out += literal[i];
+      continue;
+    }
+    const char next = literal[++i];
+    out += next == 'n' ? '\n' : next == 't' ? '\t' : next;
+  }
+  return out;
+}
+
+// The system prompt a ChatML template writes as one literal when the
+// conversation has none: the text of '<|im_start|>system\n...<|im_end|>'
+// that is not followed by the message's content.
+std::optional<std::string> DefaultSystemPrompt(std::string_view jinja) {
+  constexpr std::string_view kStart = "<|im_start|>system";
+  constexpr std::string_view kEnd = "<|im_end|>";
+  for (size_t at = jinja.find(kStart); at != std::string_view::npos;
+       at = jinja.find(kStart, at + 1)) {
+    std::string_view rest = jinja.substr(at + kStart.size());
+    if (rest.substr(0, 2) == "\\n") {
+      rest.remove_prefix(2);
+    } else if (rest.substr(0, 1) == "\n") {
+      rest.remove_prefix(1);
+    } else {
+      continue;
+    }
+    if (rest.empty() || rest[0] == '\'' || rest[0] == '"') continue;
+    const size_t end = rest.find(kEnd);
+    const std::string_view text = rest.substr(0, end);
+    // One literal: no quote that would end it before <|im_end|>.
+    if (end == std::string_view::npos ||
+        text.find_first_of("'\"{}") != std::string_view::npos) {
+      continue;
+    }
+    return Unescape(text);
+  }
+  return std::nullopt;
+}
+
+absl::Status UnsupportedTemplate(std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the model's chat template (", absl::string_view(what.data(), what.size()),
+      ") is not of a supported family; supported: ", SupportedChatFamilies(),
+      ". Pass --chat-template FAMILY to choose one"));
+}
+
+absl::Status CheckMessages(absl::Span<const ChatMessage> messages) {
+  if (messages.empty()) {
+    return absl::InvalidArgumentError(
+        "the conversation has no messages: add at least a user message");
+  }
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const std::string& role = messages[i].role;
+    if (role != "system" && role != "user" && role != "assistant") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "message ", i, " has role \"", role,
+          "\"; use \"system\", \"user\" or \"assistant\""));
+    }
+    if (absl::Status valid = utf8::Validate(messages[i].content); !valid.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("message ", i, " content is not well-formed UTF-8: ",
+                       std::string(valid.message())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string_view ChatFamilyName(ChatFamily family) {
+  for (const auto& [f, name] : kFamilyNames) {
+    if (f == family) return name;
+  }
+  return "unknown";
+}
+
+absl::StatusOr<ChatFamily> ParseChatFamily(std::string_view name) {
+  for (const auto& [family, family_name] : kFamilyNames) {
+    if (family_name == name) return family;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown chat template family \"", std::string(name),
+                   "\"; supported: ", SupportedChatFamilies()));
+}
+
+std::string SupportedChatFamilies() {
+  std::string names;
+  for (const auto& [family, name] : kFamilyNames) {
+    absl::StrAppend(&names, names.empty() ? "" : ", ",
+                    absl::string_view(name.data(), name.size()));
+  }
+  return names;
+}
+
+absl::StatusOr<ChatTemplate> ChatTemplate::Detect(
+    std::string_view jinja, const ChatSpecialTokens& tokens) {
+  if (Strip(jinja).empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "the model has no chat template; pass --chat-template FAMILY, one of ",
+        SupportedChatFamilies()));
+  }
+  if (Contains(jinja, "<|im_start|>")) {
+    ChatTemplate chat(ChatFamily::kChatMl, tokens);
+    chat.default_system_prompt_ = DefaultSystemPrompt(jinja);
+    return chat;
+  }
+  if (Contains(jinja, "<|start_header_id|>")) {
+    return ChatTemplate(Contains(jinja, "Cutting Knowledge Date")
+                            ? ChatFamily::kLlama31
+                            : ChatFamily::kLlama3,
+                        tokens);
+  }
+  if (Contains(jinja, "[INST]")) {
+    if (!Contains(jinja, "<<SYS>>")) {
+      return UnsupportedTemplate("[INST] turns without <<SYS>>, as Mistral's");
+    }
+    return ChatTemplate(ChatFamily::kLlama2, tokens);
+  }
+  if (Contains(jinja, "<|user|>")) {
+    if (Contains(jinja, "<|end|>")) return ChatTemplate(ChatFamily::kPhi3, tokens);
+    if (Contains(jinja, "eos_token")) {
+      return ChatTemplate(ChatFamily::kZephyr, tokens);
+    }
+    return UnsupportedTemplate("<|user|> turns ended by neither <|end|> nor EOS");
+  }
+  return UnsupportedTemplate("no known turn markers");
+}
+
+ChatTemplate ChatTemplate::ForFamily(ChatFamily family,
+                                     const ChatSpecialTokens& tokens) {
+  return ChatTemplate(family, tokens);
+}
+
+ChatTemplate ChatTemplate::WithDateString(std::string date_string) const {
+  ChatTemplate copy = *this;
+  copy.date_string_ = std::move(date_string);
+  return copy;
+}
+
+std::string_view ChatTemplate::LeadingBos() const {
+  return tokens_.add_bos ? std::string_view() : std::string_view(tokens_.bos);
+}
+
+absl::StatusOr<std::string> ChatTemplate::Render(
+    absl::Span<const ChatMessage> messages, bool add_generation_prompt) const {
+  if (absl::Status valid = CheckMessages(messages); !valid.ok()) return valid;
+  switch (family_) {
+    case ChatFamily::kChatMl:
+      return RenderChatMl(messages, add_generation_prompt);
+    case ChatFamily::kLlama3:
+    case ChatFamily::kLlama31:
+      return RenderLlama3(messages, add_generation_prompt);
+    case ChatFamily::kLlama2:
+      return RenderLlama2(messages);
+    case ChatFamily::kZephyr:
+    case ChatFamily::kPhi3:
+      return RenderTagged(messages, add_generation_prompt);
+  }
+  return absl::InternalError("unknown chat family");
+}
+
+std::string ChatTemplate::RenderChatMl(absl::Span<const ChatMessage> messages,
+                                       bool add_generation_prompt) const {
+  std::string out;
+  if (messages.front().role != "system" && default_system_prompt_.has_value()) {
+    absl::StrAppend(&out, "<|im_start|>system\n", *default_system_prompt_,
+                    "<|im_end|>\n");
+  }
+  for (const ChatMessage& m : messages) {
+    absl::StrAppend(&out, "<|im_start|>", m.role, "\n", m.content,
+                    "<|im_end|>\n");
+  }
+  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+std::string ChatTemplate::RenderLlama3(absl::Span<const ChatMessage> messages,
+                                       bool add_generation_prompt) const {
+  auto append_turn = [](std::string& out, std::string_view role,
+                        std::string_view content) {
+    out.append("<|start_header_id|>").append(role);
+    out.append("<|end_header_id|>\n\n").append(Strip(content));
+    out.append("<|eot_id|>");
+  };
+  std::string out(LeadingBos());
+  if (family_ == ChatFamily::kLlama31) {
+    // The system turn is always there: the dates, then the system message.
+    std::string_view system;
+    if (messages.front().role == "system") {
+      system = messages.front().content;
+      messages.remove_prefix(1);
+    }
+    append_turn(out, "system",
+                absl::StrCat("Cutting Knowledge Date: December 2023\nToday Date: ",
+                             date_string_, "\n\n",
+                             absl::string_view(Strip(system).data(),
+                                               Strip(system).size())));
+  }
+  for (const ChatMessage& m : messages) append_turn(out, m.role, m.content);
+  if (add_generation_prompt) {
+    out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> ChatTemplate::RenderLlama2(
+    absl::Span<const ChatMessage> messages) const {
+  std::optional<std::string_view> system;
+  if (messages.front().role == "system") {
+    system = messages.front().content;
+    messages.remove_prefix(1);
+    if (messages.empty()) {
+      return absl::InvalidArgumentError(
+          "llama2 folds the system message into the first user message: add "
+          "a user message after it");
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    const std::string_view expected = i % 2 == 0 ? "user" : "assistant";
+    if (m.role != expected) {
+      const size_t index = i + (system.has_value() ? 1 : 0);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "message ", index, " has role \"", m.role, "\" where llama2 expects \"",
+          absl::string_view(expected.data(), expected.size()),
+          "\": after an optional first system message, turns must alternate "
+          "user/assistant starting with user"));
+    }
+    if (m.role == "user") {
+      std::string content = m.content;
+      if (i == 0 && system.has_value()) {
+        content = absl::StrCat("<<SYS>>\n",
+                               absl::string_view(system->data(), system->size()),
+                               "\n<</SYS>>\n\n", m.content);
+      }
+      out.append(i == 0 ? LeadingBos() : std::string_view(tokens_.bos));
+      out.append("[INST] ").append(Strip(content)).append(" [/INST]");
+    } else {
+      out.append(" ").append(Strip(m.content)).append(" ").append(tokens_.eos);
+    }
+  }
+  return out;
+}
+
+std::string ChatTemplate::RenderTagged(absl::Span<const ChatMessage> messages,
+                                       bool add_generation_prompt) const {
+  // Zephyr ends a turn with EOS, Phi-3 with <|end|>; both then a newline.
+  const std::string_view end =
+      family_ == ChatFamily::kZephyr ? std::string_view(tokens_.eos) : "<|end|>";
+  std::string out;
+  for (const ChatMessage& m : messages) {
+    out.append("<|").append(m.role).append("|>\n").append(m.content);
+    out.append(end).append("\n");
+  }
+  if (add_generation_prompt) {
+    out += "<|assistant|>\n";
+  } else if (family_ == ChatFamily::kPhi3) {
+    out += tokens_.eos;
+  }
+  return out;
+}
+
+}  // namespace lnpu::framework

@@ -1,0 +1,116 @@
+// Renders a conversation into the prompt text a chat model was trained on.
+//
+// A GGUF model carries its chat template as Jinja source
+// (tokenizer.chat_template). A full Jinja engine is not needed for the
+// supported families: Detect recognizes the family by the markers in the
+// template text and Render reproduces, byte for byte, what the family's
+// template renders (docs/chat-and-sampling.md lists the rules).
+//
+// Immutable after construction; every method is const and thread-safe.
+#ifndef FRAMEWORK_CHAT_TEMPLATE_H_
+#define FRAMEWORK_CHAT_TEMPLATE_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace lnpu::framework {
+
+struct ChatMessage {
+  std::string role;     // "system", "user" or "assistant"
+  std::string content;  // well-formed UTF-8
+};
+
+enum class ChatFamily {
+  kChatMl,   // <|im_start|>role\n...<|im_end|>\n (Qwen2, Qwen2.5, SmolLM, ...)
+  kLlama3,   // Llama 3.0: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+  kLlama31,  // Llama 3.1-3.3: Llama 3 plus a system header with knowledge dates
+  kLlama2,   // [INST] ... [/INST], <<SYS>> folded into the first user turn
+  kZephyr,   // <|user|>\n...EOS\n (Zephyr, TinyLlama-chat)
+  kPhi3,     // <|user|>\n...<|end|>\n (Phi-3, Phi-3.5)
+};
+
+// "chatml", "llama3", "llama3.1", "llama2", "zephyr", "phi3".
+std::string_view ChatFamilyName(ChatFamily family);
+// The family for one of the names above; InvalidArgument listing them
+// otherwise.
+absl::StatusOr<ChatFamily> ParseChatFamily(std::string_view name);
+// The names above, comma-separated, for messages and help texts.
+std::string SupportedChatFamilies();
+
+// The tokenizer facts the templates refer to.
+struct ChatSpecialTokens {
+  std::string bos;  // text of the BOS token (template's bos_token), may be empty
+  std::string eos;  // text of the EOS token (template's eos_token), may be empty
+  // Whether the tokenizer will prepend BOS when the rendered text is
+  // encoded (Vocabulary::add_bos). Then Render leaves out the template's
+  // leading bos_token so that the prompt does not start with BOS twice.
+  bool add_bos = false;
+};
+
+class ChatTemplate {
+ public:
+  // Recognizes the family of `jinja_template` (GGUF tokenizer.chat_template)
+  // by its markers: <|im_start|> (ChatML; a default system prompt the
+  // template injects when the conversation has none, as Qwen2.5's does, is
+  // taken over), <|start_header_id|> (Llama 3; with "Cutting Knowledge
+  // Date", Llama 3.1), [INST] with <<SYS>> (Llama 2), <|user|> with <|end|>
+  // (Phi-3) or with eos_token (Zephyr). NotFound for an empty template and
+  // InvalidArgument for one of no supported family, both naming the
+  // supported families and the --chat-template FAMILY override.
+  static absl::StatusOr<ChatTemplate> Detect(std::string_view jinja_template,
+                                             const ChatSpecialTokens& tokens);
+
+  // The family's template as its reference model ships it (ChatML without
+  // a default system prompt; Llama 3.1 dated "26 Jul 2024").
+  static ChatTemplate ForFamily(ChatFamily family,
+                                const ChatSpecialTokens& tokens);
+
+  ChatFamily family() const { return family_; }
+  // The system prompt rendered when the conversation has none (ChatML
+  // only), if any.
+  const std::optional<std::string>& default_system_prompt() const {
+    return default_system_prompt_;
+  }
+
+  // Llama 3.1's "Today Date: ..." line: "26 Jul 2024" (the template's
+  // fallback) unless set, e.g. to today's date as "05 Mar 2025".
+  ChatTemplate WithDateString(std::string date_string) const;
+
+  // The prompt text for `messages`, ending with the start of an assistant
+  // turn when `add_generation_prompt`. InvalidArgument, naming the message,
+  // for no messages, a role other than system/user/assistant, content that
+  // is not well-formed UTF-8, or a conversation the family cannot express
+  // (Llama 2: a system message after the first, or turns that do not
+  // alternate user/assistant starting with user).
+  absl::StatusOr<std::string> Render(absl::Span<const ChatMessage> messages,
+                                     bool add_generation_prompt) const;
+
+ private:
+  ChatTemplate(ChatFamily family, ChatSpecialTokens tokens)
+      : family_(family), tokens_(std::move(tokens)) {}
+
+  // The template's bos_token at the very start of the prompt: empty when
+  // the tokenizer adds BOS itself.
+  std::string_view LeadingBos() const;
+  std::string RenderChatMl(absl::Span<const ChatMessage> messages,
+                           bool add_generation_prompt) const;
+  std::string RenderLlama3(absl::Span<const ChatMessage> messages,
+                           bool add_generation_prompt) const;
+  absl::StatusOr<std::string> RenderLlama2(
+      absl::Span<const ChatMessage> messages) const;
+  std::string RenderTagged(absl::Span<const ChatMessage> messages,
+                           bool add_generation_prompt) const;
+
+  ChatFamily family_;
+  ChatSpecialTokens tokens_;
+  std::optional<std::string> default_system_prompt_;
+  std::string date_string_ = "26 Jul 2024";
+};
+
+}  // namespace lnpu::framework
+
+#endif  // FRAMEWORK_CHAT_TEMPLATE_H_
