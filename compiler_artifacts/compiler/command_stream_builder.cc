@@ -52,14 +52,23 @@ void CommandStreamBuilder::RmsNorm(const RmsNormArgs& a) {
 }
 
 void CommandStreamBuilder::Matmul(const MatmulArgs& a) {
-  lnpu_cmd_matmul c{};  // no LNPU_MATMUL_BIAS: bias stays 0, unrelocated
+  lnpu_cmd_matmul c{};
   c.rows = a.rows;
   c.k = a.k;
   c.n = a.n;
   c.weight_dtype = a.weight_dtype;
-  Append(c, LNPU_OP_MATMUL, a.accumulate ? LNPU_MATMUL_ACCUMULATE : 0,
+  const uint16_t flags = a.accumulate ? LNPU_MATMUL_ACCUMULATE : 0;
+  if (!a.bias.has_value()) {  // bias stays 0, unrelocated
+    Append(c, LNPU_OP_MATMUL, flags,
+           {{offsetof(lnpu_cmd_matmul, src), a.src},
+            {offsetof(lnpu_cmd_matmul, weight), a.weight},
+            {offsetof(lnpu_cmd_matmul, dst), a.dst}});
+    return;
+  }
+  Append(c, LNPU_OP_MATMUL, flags | LNPU_MATMUL_BIAS,
          {{offsetof(lnpu_cmd_matmul, src), a.src},
           {offsetof(lnpu_cmd_matmul, weight), a.weight},
+          {offsetof(lnpu_cmd_matmul, bias), *a.bias},
           {offsetof(lnpu_cmd_matmul, dst), a.dst}});
 }
 
@@ -72,10 +81,18 @@ void CommandStreamBuilder::Rope(const RopeArgs& a) {
   c.theta_base = a.theta_base;
   c.freq_scale = a.freq_scale;
   c.mode = a.mode;
-  Append(c, LNPU_OP_ROPE, 0,
+  if (!a.freq_factors.has_value()) {  // freq_factors stays 0, unrelocated
+    Append(c, LNPU_OP_ROPE, 0,
+           {{offsetof(lnpu_cmd_rope, src), a.data},
+            {offsetof(lnpu_cmd_rope, dst), a.data},
+            {offsetof(lnpu_cmd_rope, positions), a.positions}});
+    return;
+  }
+  Append(c, LNPU_OP_ROPE, LNPU_ROPE_FREQ_FACTORS,
          {{offsetof(lnpu_cmd_rope, src), a.data},
           {offsetof(lnpu_cmd_rope, dst), a.data},
-          {offsetof(lnpu_cmd_rope, positions), a.positions}});
+          {offsetof(lnpu_cmd_rope, positions), a.positions},
+          {offsetof(lnpu_cmd_rope, freq_factors), *a.freq_factors}});
 }
 
 void CommandStreamBuilder::Attention(const AttentionArgs& a) {
@@ -114,7 +131,7 @@ void CommandStreamBuilder::ScatterRows(const ScatterRowsArgs& a) {
   c.rows = a.rows;
   c.blocks = a.blocks;
   c.dst_rows = a.dst_rows;
-  Append(c, LNPU_OP_SCATTER_ROWS, 0,
+  Append(c, LNPU_OP_SCATTER_ROWS, a.f32_to_f16 ? LNPU_SCATTER_F32_TO_F16 : 0,
          {{offsetof(lnpu_cmd_scatter_rows, src), a.src},
           {offsetof(lnpu_cmd_scatter_rows, dst), a.dst},
           {offsetof(lnpu_cmd_scatter_rows, indices), a.indices}});

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct MatmulArgs {
   fb::Operand src, weight, dst;
   uint32_t rows, k, n, weight_dtype;
   bool accumulate = false;  // LNPU_MATMUL_ACCUMULATE: dst += src * W^T
+  std::optional<fb::Operand> bias = std::nullopt;  // LNPU_MATMUL_BIAS: F32[n]
 };
 struct RopeArgs {
   fb::Operand data;  // rotated in place
@@ -44,6 +46,8 @@ struct RopeArgs {
   uint32_t rows, heads, head_dim, rope_dim;
   float theta_base, freq_scale;
   uint32_t mode;
+  // LNPU_ROPE_FREQ_FACTORS: F32[rope_dim / 2] dividing each frequency.
+  std::optional<fb::Operand> freq_factors = std::nullopt;
 };
 struct AttentionArgs {
   fb::Operand q, k_new, v_new, k_cache, v_cache, mask, dst;
@@ -58,6 +62,7 @@ struct ScatterRowsArgs {
   fb::Operand src, dst, indices;
   uint64_t src_block_stride, dst_block_stride;
   uint32_t row_bytes, rows, blocks, dst_rows;
+  bool f32_to_f16 = false;  // LNPU_SCATTER_F32_TO_F16: an F16 destination
 };
 
 class CommandStreamBuilder {

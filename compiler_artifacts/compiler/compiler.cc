@@ -131,8 +131,12 @@ absl::Status CompileGguf(const std::string& gguf_path,
   buffers.layout = PlanActivations(*hparams, prefill_sizes->back());
   buffers.kv_cache = kKvCacheBuffer;
   buffers.capacity = options.max_prompt_len + options.min_response_len;
+  buffers.kv_dtype = options.kv_dtype == CompileOptions::KvType::kF16
+                         ? LNPU_DTYPE_F16
+                         : LNPU_DTYPE_F32;
   const uint64_t kv_bytes = 2ull * hparams->n_layers * buffers.capacity *
-                            hparams->kv_dim() * sizeof(float);
+                            hparams->kv_dim() *
+                            artifact::DtypeSize(buffers.kv_dtype);
   IoAllocator io(kIoBuffer);
   const fb::Operand logits = io.Allocate(uint64_t{hparams->vocab_size} * 4);
   buffers.mask = io.Allocate(buffers.capacity);
@@ -191,7 +195,8 @@ absl::Status CompileGguf(const std::string& gguf_path,
   static_assert(kWeightsBuffer == 0, "buffers[0] must be the weights");
   const auto kv_cache_fb = fb::CreateKvCache(
       builder, buffers.capacity, options.max_prompt_len,
-      options.min_response_len, LNPU_DTYPE_F32, kKvCacheBuffer, &buffers.mask);
+      options.min_response_len, buffers.kv_dtype, kKvCacheBuffer,
+      &buffers.mask);
   std::vector<flatbuffers::Offset<fb::Graph>> graphs;
   for (const GraphSpec& spec : specs) {
     graphs.push_back(BuildLlamaGraph(builder, *hparams, *weights, buffers,
@@ -225,7 +230,9 @@ absl::Status CompileGguf(const std::string& gguf_path,
       artifact::ArtifactWriter::Create(output_path, metadata,
                                        weights->data_size());
   if (!writer.ok()) return writer.status();
-  if (auto s = weights->Write(**file, **writer); !s.ok()) return s;
+  if (auto s = weights->Write(**file, **writer, options.progress); !s.ok()) {
+    return s;
+  }
   return (*writer)->Commit();
 }
 

@@ -1,9 +1,11 @@
-// The compiler: lowers a GGUF llama model into an .lnpu artifact of static
-// NPU graphs (format: compiler_artifacts/format/).
+// The compiler: lowers a GGUF model of the llama family (architectures
+// "llama" and "qwen2") into an .lnpu artifact of static NPU graphs (format:
+// compiler_artifacts/format/).
 #ifndef COMPILER_ARTIFACTS_COMPILER_COMPILER_H_
 #define COMPILER_ARTIFACTS_COMPILER_COMPILER_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,13 +23,26 @@ struct CompileOptions {
   // max_prompt_len are clamped to it and duplicates dropped, so these
   // defaults work with any max_prompt_len. Must not be empty.
   std::vector<uint32_t> prefill_chunks = {16, 64, 256};
-  // Element type of the matmul weights and the embedding table: as stored
-  // in the GGUF (F32 or F16), or converted. Norm weights are always F32.
-  enum class WeightType { kKeep, kF32, kF16 } weights = WeightType::kKeep;
+  // Element type of the matmul weights and the embedding table. kQ8 (the
+  // default, what NPUs run) and kQ4 are symmetric per-block int8 / int4
+  // with an f16 scale per 32 weights (LNPU_DTYPE_Q8_0 / Q4_0); a matrix
+  // whose rows are not a multiple of 32 elements is stored as F16 instead.
+  // kKeep keeps F32, F16, Q8_0 and Q4_0 as stored, widens BF16 to F32 and
+  // re-quantizes Q4_K / Q6_K to Q8_0. A source tensor already in the target
+  // type is copied bit-exactly. Norm weights and biases are always F32.
+  enum class WeightType { kKeep, kF32, kF16, kQ8, kQ4 } weights =
+      WeightType::kQ8;
+  // Element type of the KV cache (F16 halves its memory; new K/V rows are
+  // computed in F32 and rounded when the DMA scatters them into the cache).
+  enum class KvType { kF32, kF16 } kv_dtype = KvType::kF16;
+  // When set, called from the compiling thread while the weights are
+  // written, with (bytes written, total bytes) of the data section.
+  std::function<void(uint64_t, uint64_t)> progress;
 };
 
-// Compiles the GGUF model at `gguf_path` (architecture "llama", F32/F16
-// tensors) into `output_path`. The file appears only when complete: it is
+// Compiles the GGUF model at `gguf_path` (architecture "llama" or "qwen2";
+// tensors F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) into `output_path`,
+// streaming one tensor at a time (memory stays far below the model size). The file appears only when complete: it is
 // written to "<output_path>.tmp" and renamed after fsync, and nothing is
 // left behind on failure. Errors: InvalidArgument for bad options or an
 // unsupported / inconsistent model (the message names the key, tensor or

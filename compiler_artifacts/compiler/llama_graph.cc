@@ -1,6 +1,7 @@
 #include "compiler_artifacts/compiler/llama_graph.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "compiler_artifacts/compiler/command_stream_builder.h"
@@ -50,9 +51,12 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
   const ActivationLayout& a = buffers.layout;
   const uint32_t t = tokens;
   const uint64_t kv_row_bytes = uint64_t{h.kv_dim()} * kF32;
-  // Staging block b (= 2 * layer + {0: K, 1: V}) holds this graph's T rows.
+  // Staging block b (= 2 * layer + {0: K, 1: V}) holds this graph's T rows
+  // in F32; the cache holds them in kv_dtype.
   const uint64_t staging_block = t * kv_row_bytes;
-  const uint64_t cache_block = uint64_t{buffers.capacity} * kv_row_bytes;
+  const bool f16_cache = buffers.kv_dtype == LNPU_DTYPE_F16;
+  const uint64_t cache_block = uint64_t{buffers.capacity} * h.kv_dim() *
+                               (f16_cache ? 2 : kF32);
   auto staging = [&](uint32_t layer, uint32_t kv) {
     return At(act, a.staging + (2ull * layer + kv) * staging_block);
   };
@@ -65,7 +69,8 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
 
   CommandStreamBuilder compute(DRM_LNPU_ENGINE_COMPUTE);
   auto matmul = [&](fb::Operand src, uint32_t k, const PlannedWeight& w,
-                    fb::Operand dst, uint32_t rows, bool accumulate) {
+                    fb::Operand dst, uint32_t rows, bool accumulate,
+                    const PlannedWeight* bias = nullptr) {
     compute.Matmul({.src = src,
                     .weight = w.operand(),
                     .dst = dst,
@@ -73,8 +78,11 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                     .k = k,
                     .n = static_cast<uint32_t>(w.shape[0]),
                     .weight_dtype = w.dtype,
-                    .accumulate = accumulate});
+                    .accumulate = accumulate,
+                    .bias = bias ? std::optional(bias->operand())
+                                 : std::nullopt});
   };
+  const PlannedWeight* freq_factors = weights.Find(kRopeFreqsName);
   auto rope = [&](fb::Operand data, uint32_t heads) {
     compute.Rope({.data = data,
                   .positions = io.positions,
@@ -84,7 +92,10 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                   .rope_dim = h.rope_dim,
                   .theta_base = h.rope_theta,
                   .freq_scale = h.rope_freq_scale,
-                  .mode = LNPU_ROPE_MODE_NORM});
+                  .mode = h.rope_mode,
+                  .freq_factors = freq_factors
+                                      ? std::optional(freq_factors->operand())
+                                      : std::nullopt});
   };
   const PlannedWeight& embedding = weights.Get("token_embd.weight");
   compute.GatherRows({.table = embedding.operand(),
@@ -101,11 +112,14 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                      .rows = t,
                      .dim = h.dim,
                      .eps = h.norm_eps});
-    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_q")), q, t, false);
+    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_q")), q, t,
+           false, weights.Find(LayerTensorName(l, "attn_q", "bias")));
     matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_k")),
-           staging(l, 0), t, false);
+           staging(l, 0), t, false,
+           weights.Find(LayerTensorName(l, "attn_k", "bias")));
     matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_v")),
-           staging(l, 1), t, false);
+           staging(l, 1), t, false,
+           weights.Find(LayerTensorName(l, "attn_v", "bias")));
     rope(q, h.n_heads);
     rope(staging(l, 0), h.n_kv_heads);
     compute.Attention({.q = q,
@@ -120,7 +134,7 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                        .heads = h.n_heads,
                        .kv_heads = h.n_kv_heads,
                        .head_dim = h.head_dim,
-                       .kv_dtype = LNPU_DTYPE_F32,
+                       .kv_dtype = buffers.kv_dtype,
                        .scale = 1.0f / std::sqrt(static_cast<float>(h.head_dim))});
     matmul(At(act, a.attn), h.q_dim(),
            weights.Get(LayerTensorName(l, "attn_output")), x, t, true);
@@ -166,7 +180,8 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                    .row_bytes = static_cast<uint32_t>(kv_row_bytes),
                    .rows = t,
                    .blocks = 2 * h.n_layers,
-                   .dst_rows = buffers.capacity});
+                   .dst_rows = buffers.capacity,
+                   .f32_to_f16 = f16_cache});
 
   const std::vector<flatbuffers::Offset<fb::CommandStream>> streams = {
       compute.Serialize(builder), dma.Serialize(builder)};

@@ -1,4 +1,5 @@
-// Lowering of the llama forward pass into one static graph: a compute
+// Lowering of the llama-family forward pass (llama, qwen2) into one static
+// graph: a compute
 // stream and the DMA stream that scatters the new K/V rows into the cache.
 #ifndef COMPILER_ARTIFACTS_COMPILER_LLAMA_GRAPH_H_
 #define COMPILER_ARTIFACTS_COMPILER_LLAMA_GRAPH_H_
@@ -37,7 +38,8 @@ ActivationLayout PlanActivations(const LlamaHParams& hparams,
 struct GraphBuffers {
   uint32_t activations = 0;  // buffer index, laid out by `layout`
   ActivationLayout layout;
-  uint32_t kv_cache = 0;     // buffer index: F32[n_layers][2][capacity][kv_dim]
+  uint32_t kv_cache = 0;     // buffer index: kv_dtype[n_layers][2][capacity][kv_dim]
+  uint32_t kv_dtype = 0;     // LNPU_DTYPE_F32 or LNPU_DTYPE_F16
   uint32_t capacity = 0;
   fb::Operand mask;          // U8[capacity]
 };

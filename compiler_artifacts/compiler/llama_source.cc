@@ -1,11 +1,15 @@
 #include "compiler_artifacts/compiler/llama_source.h"
 
 #include <cmath>
+#include <numbers>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu::compiler {
 namespace {
@@ -25,10 +29,10 @@ absl::Status KeyError(const gguf::GgufFile& file, absl::string_view key,
 
 // A dimension-like integer in [1, kMaxModelDimension].
 absl::StatusOr<uint32_t> Dimension(const gguf::GgufFile& file,
-                                   const char* key,
+                                   const std::string& key,
                                    absl::StatusOr<uint64_t> value) {
   if (absl::IsNotFound(value.status())) {
-    return KeyError(file, key, "is missing; it is required for llama models");
+    return KeyError(file, key, "is missing; it is required");
   }
   if (!value.ok()) return value.status();
   if (*value == 0 || *value > artifact::kMaxModelDimension) {
@@ -37,6 +41,65 @@ absl::StatusOr<uint32_t> Dimension(const gguf::GgufFile& file,
                                     artifact::kMaxModelDimension));
   }
   return static_cast<uint32_t>(*value);
+}
+
+// A float key that must be finite and > 0, `fallback` when absent.
+absl::StatusOr<float> PositiveFloat(const gguf::GgufFile& file,
+                                    const std::string& key, float fallback) {
+  absl::StatusOr<float> value = OrDefault(file.GetFloat(key), fallback);
+  if (!value.ok()) return value.status();
+  if (!std::isfinite(*value) || *value <= 0) {
+    return KeyError(file, key, absl::StrFormat("is %g, must be > 0", *value));
+  }
+  return *value;
+}
+
+// Llama 3 RoPE frequency factors, as llama.cpp's convert_hf_to_gguf.py
+// computes the rope_freqs tensor: frequencies whose wavelength is below
+// original_context_length / high_freq_factor are kept (factor 1), those
+// above original_context_length / low_freq_factor are divided by `factor`,
+// and the band between is interpolated smoothly.
+absl::StatusOr<std::vector<float>> Llama3FreqFactors(
+    const gguf::GgufFile& file, const std::string& prefix, float theta,
+    uint32_t rope_dim) {
+  absl::StatusOr<float> factor =
+      PositiveFloat(file, prefix + "rope.scaling.factor", 8.0f);
+  if (!factor.ok()) return factor.status();
+  absl::StatusOr<float> low =
+      PositiveFloat(file, prefix + "rope.scaling.low_freq_factor", 1.0f);
+  if (!low.ok()) return low.status();
+  absl::StatusOr<float> high =
+      PositiveFloat(file, prefix + "rope.scaling.high_freq_factor", 4.0f);
+  if (!high.ok()) return high.status();
+  if (!(*high > *low)) {
+    return KeyError(file, prefix + "rope.scaling.high_freq_factor",
+                    absl::StrFormat("is %g, must exceed low_freq_factor %g",
+                                    *high, *low));
+  }
+  absl::StatusOr<uint32_t> original = Dimension(
+      file, prefix + "rope.scaling.original_context_length",
+      OrDefault<uint64_t>(
+          file.GetUint(prefix + "rope.scaling.original_context_length"), 8192));
+  if (!original.ok()) return original.status();
+  const double low_freq_wavelen = *original / static_cast<double>(*low);
+  const double high_freq_wavelen = *original / static_cast<double>(*high);
+  std::vector<float> factors;
+  for (uint32_t i = 0; i < rope_dim / 2; ++i) {
+    const double freq =
+        1.0 / std::pow(static_cast<double>(theta), 2.0 * i / rope_dim);
+    const double wavelen = 2 * std::numbers::pi / freq;
+    if (wavelen < high_freq_wavelen) {
+      factors.push_back(1.0f);
+    } else if (wavelen > low_freq_wavelen) {
+      factors.push_back(*factor);
+    } else {
+      const double smooth =
+          (*original / wavelen - *low) / (static_cast<double>(*high) - *low);
+      factors.push_back(
+          static_cast<float>(1.0 / ((1 - smooth) / *factor + smooth)));
+    }
+  }
+  return factors;
 }
 
 // A special-token id: `fallback` when absent; none (-1) when stored as a
@@ -65,30 +128,34 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
     return KeyError(file, "general.architecture",
                     absl::StrCat("is unreadable: ", arch.status().message()));
   }
-  if (*arch != "llama") {
+  if (*arch != "llama" && *arch != "qwen2") {
     return absl::InvalidArgumentError(absl::StrCat(
         file.path(), ": architecture \"", *arch,
-        "\" is not supported; this compiler supports \"llama\""));
+        "\" is not supported; this compiler supports ",
+        kSupportedArchitectures));
   }
-  absl::StatusOr<uint64_t> experts = OrDefault<uint64_t>(
-      file.GetUint("llama.expert_count"), 0);
+  const std::string p = *arch + ".";
+  absl::StatusOr<uint64_t> experts =
+      OrDefault<uint64_t>(file.GetUint(p + "expert_count"), 0);
   if (!experts.ok()) return experts.status();
   if (*experts > 0) {
-    return KeyError(file, "llama.expert_count",
-                    "is set: mixture-of-experts llama models are not supported");
+    return KeyError(file, p + "expert_count",
+                    "is set: mixture-of-experts models are not supported");
   }
 
   LlamaHParams h;
+  h.architecture = *arch;
+  h.rope_mode = *arch == "qwen2" ? LNPU_ROPE_MODE_NEOX : LNPU_ROPE_MODE_NORM;
   absl::StatusOr<std::string> name =
       OrDefault<std::string>(file.GetString("general.name"), "");
   if (!name.ok()) return name.status();
   h.name = *name;
   h.vocab_size = vocab_size;
   absl::StatusOr<uint64_t> declared_vocab =
-      OrDefault<uint64_t>(file.GetUint("llama.vocab_size"), vocab_size);
+      OrDefault<uint64_t>(file.GetUint(p + "vocab_size"), vocab_size);
   if (!declared_vocab.ok()) return declared_vocab.status();
   if (*declared_vocab != vocab_size) {
-    return KeyError(file, "llama.vocab_size",
+    return KeyError(file, p + "vocab_size",
                     absl::StrFormat("is %u but the tokenizer has %u tokens",
                                     *declared_vocab, vocab_size));
   }
@@ -98,90 +165,91 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
     uint32_t* field;
   };
   for (const DimensionKey& d : {
-           DimensionKey{"llama.embedding_length", &h.dim},
-           DimensionKey{"llama.block_count", &h.n_layers},
-           DimensionKey{"llama.feed_forward_length", &h.ffn_dim},
-           DimensionKey{"llama.attention.head_count", &h.n_heads},
-           DimensionKey{"llama.context_length", &h.context_length},
+           DimensionKey{"embedding_length", &h.dim},
+           DimensionKey{"block_count", &h.n_layers},
+           DimensionKey{"feed_forward_length", &h.ffn_dim},
+           DimensionKey{"attention.head_count", &h.n_heads},
+           DimensionKey{"context_length", &h.context_length},
        }) {
-    absl::StatusOr<uint32_t> value = Dimension(file, d.key, file.GetUint(d.key));
+    absl::StatusOr<uint32_t> value =
+        Dimension(file, p + d.key, file.GetUint(p + d.key));
     if (!value.ok()) return value.status();
     *d.field = *value;
   }
-  absl::StatusOr<uint32_t> kv_heads =
-      Dimension(file, "llama.attention.head_count_kv",
-                OrDefault<uint64_t>(file.GetUint("llama.attention.head_count_kv"),
-                                    h.n_heads));
+  absl::StatusOr<uint32_t> kv_heads = Dimension(
+      file, p + "attention.head_count_kv",
+      OrDefault<uint64_t>(file.GetUint(p + "attention.head_count_kv"),
+                          h.n_heads));
   if (!kv_heads.ok()) return kv_heads.status();
   h.n_kv_heads = *kv_heads;
   if (h.dim % h.n_heads != 0) {
-    return KeyError(file, "llama.attention.head_count",
+    return KeyError(file, p + "attention.head_count",
                     absl::StrFormat("(%u) does not divide embedding_length %u",
                                     h.n_heads, h.dim));
   }
   if (h.n_heads % h.n_kv_heads != 0) {
-    return KeyError(file, "llama.attention.head_count_kv",
+    return KeyError(file, p + "attention.head_count_kv",
                     absl::StrFormat("(%u) does not divide head_count %u",
                                     h.n_kv_heads, h.n_heads));
   }
   h.head_dim = h.dim / h.n_heads;
-  absl::StatusOr<uint32_t> rope_dim =
-      Dimension(file, "llama.rope.dimension_count",
-                OrDefault<uint64_t>(file.GetUint("llama.rope.dimension_count"),
-                                    h.head_dim));
+  absl::StatusOr<uint32_t> rope_dim = Dimension(
+      file, p + "rope.dimension_count",
+      OrDefault<uint64_t>(file.GetUint(p + "rope.dimension_count"),
+                          h.head_dim));
   if (!rope_dim.ok()) return rope_dim.status();
   if (*rope_dim % 2 != 0 || *rope_dim > h.head_dim) {
-    return KeyError(file, "llama.rope.dimension_count",
+    return KeyError(file, p + "rope.dimension_count",
                     absl::StrFormat("is %u, must be even and <= head_dim %u",
                                     *rope_dim, h.head_dim));
   }
   h.rope_dim = *rope_dim;
 
   absl::StatusOr<float> theta =
-      OrDefault(file.GetFloat("llama.rope.freq_base"), 10000.0f);
+      PositiveFloat(file, p + "rope.freq_base", 10000.0f);
   if (!theta.ok()) return theta.status();
-  if (!std::isfinite(*theta) || *theta <= 0) {
-    return KeyError(file, "llama.rope.freq_base",
-                    absl::StrFormat("is %g, must be > 0", *theta));
-  }
   h.rope_theta = *theta;
 
-  absl::StatusOr<std::string> scaling =
-      OrDefault<std::string>(file.GetString("llama.rope.scaling.type"), "none");
+  absl::StatusOr<std::string> scaling = OrDefault<std::string>(
+      file.GetString(p + "rope.scaling.type"), "none");
   if (!scaling.ok()) return scaling.status();
   absl::StatusOr<float> factor =
-      OrDefault(file.GetFloat("llama.rope.scaling.factor"), 0.0f);
+      OrDefault(file.GetFloat(p + "rope.scaling.factor"), 0.0f);
   if (!factor.ok()) return factor.status();
   if (*scaling == "none" && *factor == 0.0f) {
     // Older converters wrote the linear factor under its own key.
-    factor = OrDefault(file.GetFloat("llama.rope.scale_linear"), 0.0f);
+    factor = OrDefault(file.GetFloat(p + "rope.scale_linear"), 0.0f);
     if (!factor.ok()) return factor.status();
     if (*factor != 0.0f) scaling = "linear";
   }
   if (*scaling == "linear") {
     if (!std::isfinite(*factor) || *factor <= 0) {
-      return KeyError(file, "llama.rope.scaling.factor",
+      return KeyError(file, p + "rope.scaling.factor",
                       absl::StrFormat("is %g, linear RoPE scaling needs a "
                                       "factor > 0",
                                       *factor));
     }
     h.rope_freq_scale = 1.0f / *factor;
+  } else if (*scaling == "llama3") {
+    absl::StatusOr<std::vector<float>> factors =
+        Llama3FreqFactors(file, p, h.rope_theta, h.rope_dim);
+    if (!factors.ok()) return factors.status();
+    h.rope_freq_factors = *std::move(factors);
   } else if (*scaling != "none") {
-    return KeyError(file, "llama.rope.scaling.type",
+    return KeyError(file, p + "rope.scaling.type",
                     absl::StrCat("is \"", *scaling,
-                                 "\"; supported: \"none\", \"linear\""));
+                                 "\"; supported: \"none\", \"linear\", "
+                                 "\"llama3\""));
   }
 
-  absl::StatusOr<float> eps =
-      file.GetFloat("llama.attention.layer_norm_rms_epsilon");
+  const std::string eps_key = p + "attention.layer_norm_rms_epsilon";
+  absl::StatusOr<float> eps = file.GetFloat(eps_key);
   if (absl::IsNotFound(eps.status())) {
-    return KeyError(file, "llama.attention.layer_norm_rms_epsilon",
-                    "is missing; it is required for llama models");
+    return KeyError(file, eps_key, "is missing; it is required");
   }
   if (!eps.ok()) return eps.status();
   if (!std::isfinite(*eps) || *eps <= 0) {
-    return KeyError(file, "llama.attention.layer_norm_rms_epsilon",
-                    absl::StrFormat("is %g, must be > 0", *eps));
+    return KeyError(file, eps_key, absl::StrFormat("is %g, must be > 0", *eps));
   }
   h.norm_eps = *eps;
   return h;
@@ -294,9 +362,12 @@ absl::StatusOr<TokenizerSource> ReadTokenizer(const gguf::GgufFile& file) {
 flatbuffers::Offset<fb::HParams> SerializeHParams(
     const LlamaHParams& h, flatbuffers::FlatBufferBuilder& builder) {
   return fb::CreateHParamsDirect(
-      builder, "llama", h.name.c_str(), h.vocab_size, h.dim, h.n_layers,
-      h.n_heads, h.n_kv_heads, h.head_dim, h.ffn_dim, h.rope_dim, h.rope_theta,
-      h.rope_freq_scale, fb::RopeMode::Norm, h.norm_eps, h.context_length);
+      builder, h.architecture.c_str(), h.name.c_str(), h.vocab_size, h.dim,
+      h.n_layers, h.n_heads, h.n_kv_heads, h.head_dim, h.ffn_dim, h.rope_dim,
+      h.rope_theta, h.rope_freq_scale,
+      h.rope_mode == LNPU_ROPE_MODE_NEOX ? fb::RopeMode::Neox
+                                         : fb::RopeMode::Norm,
+      h.norm_eps, h.context_length);
 }
 
 flatbuffers::Offset<fb::Tokenizer> SerializeTokenizer(

@@ -1,5 +1,6 @@
-// What the compiler reads from a GGUF llama model besides the weights: the
-// hyper-parameters (llama.*) and the tokenizer (tokenizer.ggml.*).
+// What the compiler reads from a GGUF model of the llama family besides the
+// weights: the hyper-parameters (<arch>.* for the architectures "llama" and
+// "qwen2") and the tokenizer (tokenizer.ggml.*).
 #ifndef COMPILER_ARTIFACTS_COMPILER_LLAMA_SOURCE_H_
 #define COMPILER_ARTIFACTS_COMPILER_LLAMA_SOURCE_H_
 
@@ -17,8 +18,12 @@ namespace lnpu::compiler {
 // The artifact schema's generated types (model.fbs).
 namespace fb = ::lnpu::artifact::fb;
 
+// The architectures the compiler lowers.
+inline constexpr const char* kSupportedArchitectures = "\"llama\", \"qwen2\"";
+
 struct LlamaHParams {
-  std::string name;  // general.name, may be empty
+  std::string architecture;  // general.architecture: "llama" or "qwen2"
+  std::string name;          // general.name, may be empty
   uint32_t vocab_size = 0;
   uint32_t dim = 0;
   uint32_t n_layers = 0;
@@ -29,6 +34,11 @@ struct LlamaHParams {
   uint32_t rope_dim = 0;
   float rope_theta = 10000.0f;
   float rope_freq_scale = 1.0f;
+  uint32_t rope_mode = 0;  // LNPU_ROPE_MODE_NORM (llama) or _NEOX (qwen2)
+  // Llama 3 frequency scaling (rope.scaling.type "llama3"): rope_dim / 2
+  // divisors of the RoPE frequencies, computed as llama.cpp's converter
+  // does. Empty without it; a rope_freqs.weight tensor takes precedence.
+  std::vector<float> rope_freq_factors;
   float norm_eps = 0.0f;
   uint32_t context_length = 0;
 
@@ -53,12 +63,15 @@ struct TokenizerSource {
   std::string chat_template;
 };
 
-// Reads and checks general.architecture == "llama" and the llama.* keys
-// (defaults: head_count_kv = head_count, rope.dimension_count = head_dim,
-// rope.freq_base = 10000, linear rope scaling -> freq_scale = 1 / factor).
-// `vocab_size` is the tokenizer's token count (llama.vocab_size, when
-// present, must agree). InvalidArgument naming the key for missing,
-// out-of-range or unsupported values.
+// Reads and checks general.architecture ("llama" or "qwen2"; anything else
+// is InvalidArgument naming it) and the <arch>.* keys (defaults:
+// head_count_kv = head_count, rope.dimension_count = head_dim,
+// rope.freq_base = 10000; rope.scaling.type "linear" -> freq_scale =
+// 1 / factor, "llama3" -> rope_freq_factors from factor (8),
+// low_freq_factor (1), high_freq_factor (4) and original_context_length
+// (8192)). qwen2 uses NEOX RoPE. `vocab_size` is the tokenizer's token
+// count (<arch>.vocab_size, when present, must agree). InvalidArgument
+// naming the key for missing, out-of-range or unsupported values.
 absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
                                               uint32_t vocab_size);
 

@@ -1,16 +1,18 @@
 #include "compiler_artifacts/compiler/weight_plan.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cstring>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
 #include "compiler_artifacts/gguf/half.h"
+#include "compiler_artifacts/gguf/quantize.h"
 
 namespace lnpu::compiler {
 namespace {
@@ -18,30 +20,39 @@ namespace {
 static_assert(std::endian::native == std::endian::little,
               "GGUF and artifact data are little-endian; this host is not");
 
-enum class Role { kMatrix, kNorm };
+enum class Role { kMatrix, kVector };
 
 struct ExpectedTensor {
   std::string name;
   std::vector<uint64_t> shape;  // outermost first
   Role role;
+  bool required = true;
 };
 
 std::vector<ExpectedTensor> LlamaTensors(const LlamaHParams& h,
                                          bool has_output) {
+  const bool bias_required = h.architecture == "qwen2";
   std::vector<ExpectedTensor> t;
   t.push_back({"token_embd.weight", {h.vocab_size, h.dim}, Role::kMatrix});
+  t.push_back({kRopeFreqsName, {h.rope_dim / 2}, Role::kVector, false});
   for (uint32_t l = 0; l < h.n_layers; ++l) {
-    t.push_back({LayerTensorName(l, "attn_norm"), {h.dim}, Role::kNorm});
+    t.push_back({LayerTensorName(l, "attn_norm"), {h.dim}, Role::kVector});
     t.push_back({LayerTensorName(l, "attn_q"), {h.q_dim(), h.dim}, Role::kMatrix});
+    t.push_back({LayerTensorName(l, "attn_q", "bias"), {h.q_dim()},
+                 Role::kVector, bias_required});
     t.push_back({LayerTensorName(l, "attn_k"), {h.kv_dim(), h.dim}, Role::kMatrix});
+    t.push_back({LayerTensorName(l, "attn_k", "bias"), {h.kv_dim()},
+                 Role::kVector, bias_required});
     t.push_back({LayerTensorName(l, "attn_v"), {h.kv_dim(), h.dim}, Role::kMatrix});
+    t.push_back({LayerTensorName(l, "attn_v", "bias"), {h.kv_dim()},
+                 Role::kVector, bias_required});
     t.push_back({LayerTensorName(l, "attn_output"), {h.dim, h.q_dim()}, Role::kMatrix});
-    t.push_back({LayerTensorName(l, "ffn_norm"), {h.dim}, Role::kNorm});
+    t.push_back({LayerTensorName(l, "ffn_norm"), {h.dim}, Role::kVector});
     t.push_back({LayerTensorName(l, "ffn_gate"), {h.ffn_dim, h.dim}, Role::kMatrix});
     t.push_back({LayerTensorName(l, "ffn_up"), {h.ffn_dim, h.dim}, Role::kMatrix});
     t.push_back({LayerTensorName(l, "ffn_down"), {h.dim, h.ffn_dim}, Role::kMatrix});
   }
-  t.push_back({"output_norm.weight", {h.dim}, Role::kNorm});
+  t.push_back({"output_norm.weight", {h.dim}, Role::kVector});
   if (has_output) {
     t.push_back({"output.weight", {h.vocab_size, h.dim}, Role::kMatrix});
   }
@@ -52,45 +63,95 @@ std::string ShapeString(const std::vector<uint64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-uint32_t ArtifactDtype(gguf::GgmlType source, Role role,
-                       CompileOptions::WeightType weights) {
-  if (role == Role::kNorm) return LNPU_DTYPE_F32;
-  switch (weights) {
-    case CompileOptions::WeightType::kF32:
-      return LNPU_DTYPE_F32;
-    case CompileOptions::WeightType::kF16:
-      return LNPU_DTYPE_F16;
-    case CompileOptions::WeightType::kKeep:
-      break;
+bool IsSupportedSource(gguf::GgmlType type) {
+  switch (type) {
+    case gguf::GgmlType::kF32:
+    case gguf::GgmlType::kF16:
+    case gguf::GgmlType::kBF16:
+    case gguf::GgmlType::kQ8_0:
+    case gguf::GgmlType::kQ4_0:
+    case gguf::GgmlType::kQ4_K:
+    case gguf::GgmlType::kQ6_K:
+      return true;
+    default:
+      return false;
   }
-  return source == gguf::GgmlType::kF16 ? LNPU_DTYPE_F16 : LNPU_DTYPE_F32;
 }
 
-// Converts `count` elements of F32/F16 `src` into F32/F16 `dst`.
-void ConvertElements(const uint8_t* src, gguf::GgmlType src_type,
-                     uint8_t* dst, uint32_t dst_dtype, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    float value;
-    if (src_type == gguf::GgmlType::kF16) {
-      uint16_t half;
-      std::memcpy(&half, src + 2 * i, 2);
-      value = gguf::Float16ToFloat(half);
-    } else {
-      std::memcpy(&value, src + 4 * i, 4);
-    }
-    if (dst_dtype == LNPU_DTYPE_F16) {
-      const uint16_t half = gguf::FloatToFloat16(value);
-      std::memcpy(dst + 2 * i, &half, 2);
-    } else {
-      std::memcpy(dst + 4 * i, &value, 4);
-    }
+// The artifact dtype of a matrix stored as `source` in the GGUF, before the
+// row-length fallback.
+uint32_t MatrixDtype(gguf::GgmlType source,
+                     CompileOptions::WeightType weights) {
+  switch (weights) {
+    case CompileOptions::WeightType::kF32: return LNPU_DTYPE_F32;
+    case CompileOptions::WeightType::kF16: return LNPU_DTYPE_F16;
+    case CompileOptions::WeightType::kQ8: return LNPU_DTYPE_Q8_0;
+    case CompileOptions::WeightType::kQ4: return LNPU_DTYPE_Q4_0;
+    case CompileOptions::WeightType::kKeep: break;
+  }
+  switch (source) {
+    case gguf::GgmlType::kF16: return LNPU_DTYPE_F16;
+    case gguf::GgmlType::kQ8_0:
+    case gguf::GgmlType::kQ4_K:
+    case gguf::GgmlType::kQ6_K: return LNPU_DTYPE_Q8_0;
+    case gguf::GgmlType::kQ4_0: return LNPU_DTYPE_Q4_0;
+    default: return LNPU_DTYPE_F32;  // F32, and BF16 exactly widened
+  }
+}
+
+// The GGUF type with the byte layout of `dtype`.
+gguf::GgmlType GgmlTypeOf(uint32_t dtype) {
+  switch (dtype) {
+    case LNPU_DTYPE_F16: return gguf::GgmlType::kF16;
+    case LNPU_DTYPE_Q8_0: return gguf::GgmlType::kQ8_0;
+    case LNPU_DTYPE_Q4_0: return gguf::GgmlType::kQ4_0;
+    default: return gguf::GgmlType::kF32;
+  }
+}
+
+// Converts one row of f32 values into `dtype` at `dst`.
+absl::Status EncodeRow(absl::Span<const float> row, uint32_t dtype,
+                       absl::Span<uint8_t> dst) {
+  switch (dtype) {
+    case LNPU_DTYPE_Q8_0: return gguf::QuantizeRowQ8_0(row, dst);
+    case LNPU_DTYPE_Q4_0: return gguf::QuantizeRowQ4_0(row, dst);
+    case LNPU_DTYPE_F16:
+      for (size_t i = 0; i < row.size(); ++i) {
+        const uint16_t half = gguf::FloatToFloat16(row[i]);
+        std::memcpy(dst.data() + 2 * i, &half, 2);
+      }
+      return absl::OkStatus();
+    default:
+      std::memcpy(dst.data(), row.data(), row.size() * sizeof(float));
+      return absl::OkStatus();
+  }
+}
+
+// Drops the page-cache pages of `bytes` (a read-only file mapping) from
+// this process's resident set; they are read again from the file if
+// touched later. Best effort: a failure only costs memory.
+void ReleasePages(absl::Span<const uint8_t> bytes) {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin =
+      (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const uintptr_t end =
+      (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+  if (end > begin) {
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
   }
 }
 
 }  // namespace
 
-std::string LayerTensorName(uint32_t layer, absl::string_view role) {
-  return absl::StrFormat("blk.%u.%s.weight", layer, role);
+std::string LayerTensorName(uint32_t layer, absl::string_view role,
+                            absl::string_view kind) {
+  return absl::StrFormat("blk.%u.%s.%s", layer, role, kind);
+}
+
+uint64_t PlannedWeight::rows() const {
+  uint64_t rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
+  return rows;
 }
 
 absl::StatusOr<WeightPlan> WeightPlan::Create(
@@ -101,46 +162,59 @@ absl::StatusOr<WeightPlan> WeightPlan::Create(
   plan.output_name_ = has_output ? "output.weight" : "token_embd.weight";
   uint64_t offset = 0;
   for (ExpectedTensor& expected : LlamaTensors(hparams, has_output)) {
-    const gguf::TensorInfo* tensor = file.FindTensor(expected.name);
-    if (tensor == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file.path(), ": tensor '", expected.name,
-          "' is missing; a llama model needs it"));
-    }
-    if (tensor->type != gguf::GgmlType::kF32 &&
-        tensor->type != gguf::GgmlType::kF16) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file.path(), ": tensor '", expected.name, "' has type ",
-          std::string(gguf::GgmlTypeName(tensor->type)),
-          "; supported tensor types are F32 and F16 (convert the model "
-          "with llama.cpp's convert_hf_to_gguf.py --outtype f16 or f32)"));
-    }
-    const std::vector<uint64_t> shape(tensor->dims.rbegin(),
-                                      tensor->dims.rend());
-    if (shape != expected.shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file.path(), ": tensor '", expected.name, "' has shape ",
-          ShapeString(shape), ", the hyper-parameters require ",
-          ShapeString(expected.shape)));
-    }
     PlannedWeight w;
-    w.source = tensor;
-    w.dtype = ArtifactDtype(tensor->type, expected.role, weights);
-    w.size = artifact::DtypeSize(w.dtype);
-    for (uint64_t d : shape) w.size *= d;  // dims <= 2^20: no overflow
-    w.shape = std::move(shape);
+    w.name = expected.name;
+    w.source = file.FindTensor(expected.name);
+    if (w.source == nullptr && expected.name == kRopeFreqsName &&
+        !hparams.rope_freq_factors.empty()) {
+      w.generated = hparams.rope_freq_factors;
+    } else if (w.source == nullptr) {
+      if (!expected.required) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          file.path(), ": tensor '", expected.name, "' is missing; a ",
+          hparams.architecture, " model needs it"));
+    }
+    gguf::GgmlType type = gguf::GgmlType::kF32;
+    if (w.source != nullptr) {
+      type = w.source->type;
+      if (!IsSupportedSource(type)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            file.path(), ": tensor '", expected.name, "' has type ",
+            std::string(gguf::GgmlTypeName(type)),
+            "; supported tensor types are ", kSupportedTensorTypes,
+            " (re-quantize the model with llama.cpp's llama-quantize, e.g. "
+            "to Q8_0)"));
+      }
+      const std::vector<uint64_t> shape(w.source->dims.rbegin(),
+                                        w.source->dims.rend());
+      if (shape != expected.shape) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            file.path(), ": tensor '", expected.name, "' has shape ",
+            ShapeString(shape), ", the hyper-parameters require ",
+            ShapeString(expected.shape)));
+      }
+    }
+    w.shape = std::move(expected.shape);
+    w.dtype = expected.role == Role::kVector ? LNPU_DTYPE_F32
+                                             : MatrixDtype(type, weights);
+    if (artifact::IsBlockQuantized(w.dtype) &&
+        w.row_len() % LNPU_QUANT_BLOCK != 0) {
+      w.dtype = LNPU_DTYPE_F16;
+      plan.f16_fallbacks_.push_back(w.name);
+    }
+    w.size = artifact::WeightBytes(w.dtype, w.row_len(), w.rows());
     w.offset = offset;
     offset = (offset + w.size + kWeightAlignment - 1) / kWeightAlignment *
              kWeightAlignment;
-    plan.index_.emplace(expected.name, plan.weights_.size());
+    plan.index_.emplace(w.name, plan.weights_.size());
     plan.weights_.push_back(std::move(w));
   }
   for (const gguf::TensorInfo& tensor : file.tensors()) {
     if (!plan.index_.contains(tensor.name)) {
       return absl::InvalidArgumentError(absl::StrCat(
           file.path(), ": tensor '", tensor.name,
-          "' is not part of the supported llama layout (no biases, no "
-          "rope_freqs / llama3 RoPE scaling); refusing to ignore it"));
+          "' is not part of the supported ", hparams.architecture,
+          " layout; refusing to ignore it"));
     }
   }
   plan.data_size_ = offset;
@@ -151,52 +225,93 @@ const PlannedWeight& WeightPlan::Get(absl::string_view name) const {
   return weights_[index_.at(name)];  // throws for a name never planned
 }
 
+const PlannedWeight* WeightPlan::Find(absl::string_view name) const {
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &weights_[it->second];
+}
+
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Weight>>>
 WeightPlan::Serialize(flatbuffers::FlatBufferBuilder& builder) const {
   std::vector<flatbuffers::Offset<fb::Weight>> out;
   out.reserve(weights_.size());
   for (const PlannedWeight& w : weights_) {
-    out.push_back(fb::CreateWeightDirect(builder, w.source->name.c_str(),
-                                         w.dtype, &w.shape, w.offset, w.size));
+    out.push_back(fb::CreateWeightDirect(builder, w.name.c_str(), w.dtype,
+                                         &w.shape, w.offset, w.size));
   }
   return builder.CreateVector(out);
 }
 
-absl::Status WeightPlan::Write(const gguf::GgufFile& file,
-                               artifact::ArtifactWriter& writer) const {
-  constexpr size_t kChunkElements = 1 << 16;
-  std::vector<uint8_t> converted(kChunkElements * 4);
+absl::Status WeightPlan::Write(
+    const gguf::GgufFile& file, artifact::ArtifactWriter& writer,
+    const std::function<void(uint64_t, uint64_t)>& progress) const {
+  // Rows are converted in batches of about this many output bytes.
+  constexpr uint64_t kBatchBytes = uint64_t{4} << 20;
+  std::vector<float> row;
+  std::vector<uint8_t> batch;
   for (const PlannedWeight& w : weights_) {
-    const absl::Span<const uint8_t> src = file.TensorData(*w.source);
-    const size_t src_element = w.source->type == gguf::GgmlType::kF16 ? 2 : 4;
-    const uint64_t elements = w.size / artifact::DtypeSize(w.dtype);
-    if (src.size() != elements * src_element) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: tensor '%s' has %u data bytes, %u elements of its type need "
-          "%u",
-          file.path(), w.source->name, src.size(), elements,
-          elements * src_element));
-    }
-    const bool same_type =
-        (w.source->type == gguf::GgmlType::kF16) == (w.dtype == LNPU_DTYPE_F16);
-    if (same_type) {
-      if (auto s = writer.WriteData(w.offset, src); !s.ok()) return s;
-      continue;
-    }
-    const size_t dst_element = artifact::DtypeSize(w.dtype);
-    for (uint64_t first = 0; first < elements; first += kChunkElements) {
-      const size_t count =
-          static_cast<size_t>(std::min<uint64_t>(kChunkElements, elements - first));
-      ConvertElements(src.data() + first * src_element, w.source->type,
-                      converted.data(), w.dtype, count);
+    if (w.source == nullptr) {
       if (auto s = writer.WriteData(
-              w.offset + first * dst_element,
-              absl::MakeConstSpan(converted.data(), count * dst_element));
+              w.offset, absl::MakeConstSpan(
+                            reinterpret_cast<const uint8_t*>(w.generated.data()),
+                            w.generated.size() * sizeof(float)));
           !s.ok()) {
         return s;
       }
+      continue;
+    }
+    const absl::Span<const uint8_t> src = file.TensorData(*w.source);
+    const uint64_t rows = w.rows();
+    if (src.size() != w.source->bytes || src.size() % rows != 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: tensor '%s' has %u data bytes for %u rows of %s",
+          file.path(), w.name, src.size(), rows,
+          std::string(gguf::GgmlTypeName(w.source->type))));
+    }
+    if (w.source->type == GgmlTypeOf(w.dtype)) {
+      // Bit-exact copy, in batches so the mapped pages can be released.
+      for (uint64_t done = 0; done < src.size(); done += kBatchBytes) {
+        const absl::Span<const uint8_t> piece = src.subspan(done, kBatchBytes);
+        if (auto s = writer.WriteData(w.offset + done, piece); !s.ok()) return s;
+        ReleasePages(piece);
+        if (progress) progress(w.offset + done + piece.size(), data_size_);
+      }
+      continue;
+    }
+    const uint64_t src_row_bytes = src.size() / rows;
+    const uint64_t dst_row_bytes = w.size / rows;
+    const uint64_t batch_rows = std::max<uint64_t>(1, kBatchBytes / dst_row_bytes);
+    row.resize(w.row_len());
+    for (uint64_t first = 0; first < rows; first += batch_rows) {
+      const uint64_t count = std::min(batch_rows, rows - first);
+      batch.resize(count * dst_row_bytes);
+      for (uint64_t r = 0; r < count; ++r) {
+        const uint64_t index = first + r;
+        const absl::Span<const uint8_t> src_row =
+            src.subspan(index * src_row_bytes, src_row_bytes);
+        absl::Status s = gguf::DequantizeRow(w.source->type, src_row,
+                                             absl::MakeSpan(row));
+        if (s.ok()) {
+          s = EncodeRow(row, w.dtype,
+                        absl::MakeSpan(batch).subspan(r * dst_row_bytes,
+                                                      dst_row_bytes));
+        }
+        if (!s.ok()) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s: tensor '%s' row %u cannot be converted from %s: %s",
+              file.path(), w.name, index,
+              std::string(gguf::GgmlTypeName(w.source->type)),
+              std::string(s.message())));
+        }
+      }
+      if (auto s = writer.WriteData(w.offset + first * dst_row_bytes, batch);
+          !s.ok()) {
+        return s;
+      }
+      ReleasePages(src.subspan(first * src_row_bytes, count * src_row_bytes));
+      if (progress) progress(w.offset + (first + count) * dst_row_bytes, data_size_);
     }
   }
+  if (progress) progress(data_size_, data_size_);
   return absl::OkStatus();
 }
 

@@ -1,10 +1,11 @@
-// The data section of a llama artifact: which GGUF tensors it holds, in
+// The data section of a llama-family artifact: which tensors it holds, in
 // which element type, at which offset; and the streaming conversion that
 // writes them.
 #ifndef COMPILER_ARTIFACTS_COMPILER_WEIGHT_PLAN_H_
 #define COMPILER_ARTIFACTS_COMPILER_WEIGHT_PLAN_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,16 +26,31 @@ namespace lnpu::compiler {
 // Offsets of weights in the data section are multiples of this.
 inline constexpr uint64_t kWeightAlignment = 64;
 
-// Name of a per-layer llama tensor: "blk.<layer>.<role>.weight".
-std::string LayerTensorName(uint32_t layer, absl::string_view role);
+// GGUF tensor types the compiler reads (others are rejected by name).
+inline constexpr const char* kSupportedTensorTypes =
+    "F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K";
+
+// Name of a per-layer tensor: "blk.<layer>.<role>.<kind>", kind "weight"
+// or "bias".
+std::string LayerTensorName(uint32_t layer, absl::string_view role,
+                            absl::string_view kind = "weight");
+
+// Name of the RoPE frequency factors (a GGUF tensor, or computed from the
+// Llama 3 scaling keys).
+inline constexpr char kRopeFreqsName[] = "rope_freqs.weight";
 
 struct PlannedWeight {
-  const gguf::TensorInfo* source = nullptr;  // owned by the GgufFile
+  std::string name;                          // GGUF tensor name
+  const gguf::TensorInfo* source = nullptr;  // owned by the GgufFile; null
+                                             // for `generated` values
+  std::vector<float> generated;              // F32 contents without source
   uint32_t dtype = LNPU_DTYPE_F32;           // LNPU_DTYPE_* in the artifact
   std::vector<uint64_t> shape;               // outermost first
   uint64_t offset = 0;                       // in the data section
   uint64_t size = 0;                         // bytes
 
+  uint64_t row_len() const { return shape.back(); }
+  uint64_t rows() const;
   // Location in the artifact's buffers (the data section is buffers[0]).
   fb::Operand operand() const { return fb::Operand(0, offset); }
 };
@@ -42,18 +58,28 @@ struct PlannedWeight {
 // Immutable after Create; valid while the GgufFile lives.
 class WeightPlan {
  public:
-  // Plans every tensor of a llama model: token_embd, per layer attn_norm,
-  // attn_q/k/v/output, ffn_norm, ffn_gate/up/down, output_norm, and
-  // output.weight when present (else the embedding is tied). Checks each
-  // tensor's presence, GGUF type (F32 or F16) and shape against `hparams`,
-  // and rejects tensors the lowering would ignore. Matmul weights and the
-  // embedding get the type chosen by `weights`; norm weights are F32.
+  // Plans every tensor of the model: token_embd, per layer attn_norm,
+  // attn_q/k/v (+ their biases: required for qwen2, optional for llama),
+  // attn_output, ffn_norm, ffn_gate/up/down, output_norm, output.weight
+  // when present (else the embedding is tied) and rope_freqs.weight (the
+  // GGUF tensor, else hparams.rope_freq_factors when set). Checks each
+  // tensor's presence, GGUF type (kSupportedTensorTypes) and shape against
+  // `hparams`, and rejects tensors the lowering would ignore.
+  //
+  // Matmul weights and the embedding get the type chosen by `weights`
+  // (kKeep: F32 and F16 and Q8_0 and Q4_0 stay as stored, BF16 becomes F32,
+  // Q4_K and Q6_K become Q8_0); a quantized target whose rows are not a
+  // multiple of 32 elements falls back to F16 (listed by f16_fallbacks()).
+  // Norm weights, biases and frequency factors are F32.
   static absl::StatusOr<WeightPlan> Create(const gguf::GgufFile& file,
                                            const LlamaHParams& hparams,
                                            CompileOptions::WeightType weights);
 
   // The planned weight named `name` (a GGUF tensor name); it must exist.
   const PlannedWeight& Get(absl::string_view name) const;
+  // The planned weight named `name`, or nullptr for an optional tensor the
+  // model does not have.
+  const PlannedWeight* Find(absl::string_view name) const;
   // The matrix producing logits: output.weight, or token_embd.weight when
   // the model ties them.
   const PlannedWeight& output() const { return Get(output_name_); }
@@ -61,14 +87,26 @@ class WeightPlan {
 
   const std::vector<PlannedWeight>& weights() const { return weights_; }
   uint64_t data_size() const { return data_size_; }
+  // Matmul weights that a quantized target stores as F16 instead (rows not
+  // a multiple of 32 elements).
+  const std::vector<std::string>& f16_fallbacks() const {
+    return f16_fallbacks_;
+  }
 
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Weight>>>
   Serialize(flatbuffers::FlatBufferBuilder& builder) const;
 
-  // Converts and writes the weights one tensor at a time (bounded memory:
-  // a fixed-size conversion buffer, never a whole model).
-  absl::Status Write(const gguf::GgufFile& file,
-                     artifact::ArtifactWriter& writer) const;
+  // Converts and writes the weights one tensor at a time, a bounded number
+  // of rows at once (memory: a few MiB of conversion buffers, never a whole
+  // tensor), releasing each source tensor's mapped pages once written.
+  // A source tensor already in its target type is copied bit-exactly;
+  // others are dequantized to f32 and converted. `progress`, when set, is
+  // called after each chunk with (bytes written, data_size()).
+  // InvalidArgument naming the tensor for non-finite values a quantized
+  // type cannot hold; the writer's errors otherwise.
+  absl::Status Write(
+      const gguf::GgufFile& file, artifact::ArtifactWriter& writer,
+      const std::function<void(uint64_t, uint64_t)>& progress) const;
 
  private:
   WeightPlan() = default;
@@ -76,6 +114,7 @@ class WeightPlan {
   std::vector<PlannedWeight> weights_;  // in data-section order
   absl::flat_hash_map<std::string, size_t> index_;
   std::string output_name_;
+  std::vector<std::string> f16_fallbacks_;
   uint64_t data_size_ = 0;
 };
 

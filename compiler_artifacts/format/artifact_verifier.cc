@@ -160,11 +160,13 @@ absl::Status VerifyWeights(const fb::Model& model, uint64_t data_size) {
     if (!names.insert(name).second) {
       return Invalid("weight '%s' appears twice", name);
     }
-    const uint64_t element = DtypeSize(w->dtype());
-    if (w->dtype() != LNPU_DTYPE_F32 && w->dtype() != LNPU_DTYPE_F16) {
-      return Invalid("weight '%s' has dtype %u, weights must be F32 (%d) or "
-                     "F16 (%d)",
-                     name, w->dtype(), LNPU_DTYPE_F32, LNPU_DTYPE_F16);
+    const uint32_t dtype = w->dtype();
+    if (dtype != LNPU_DTYPE_F32 && dtype != LNPU_DTYPE_F16 &&
+        !IsBlockQuantized(dtype)) {
+      return Invalid("weight '%s' has dtype %u, weights must be F32 (%d), F16 "
+                     "(%d), Q8_0 (%d) or Q4_0 (%d)",
+                     name, dtype, LNPU_DTYPE_F32, LNPU_DTYPE_F16,
+                     LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q4_0);
     }
     if (w->shape() == nullptr || w->shape()->size() == 0) {
       return Invalid("weight '%s' has no shape", name);
@@ -176,19 +178,27 @@ absl::Status VerifyWeights(const fb::Model& model, uint64_t data_size) {
       }
       elements *= d;
     }
-    if (w->size() != elements * element) {
-      return Invalid("weight '%s' size %u != product(shape) %u * %u bytes",
-                     name, w->size(), elements, element);
+    const uint64_t row_len = w->shape()->Get(w->shape()->size() - 1);
+    if (IsBlockQuantized(dtype) && row_len % LNPU_QUANT_BLOCK != 0) {
+      return Invalid("weight '%s' has dtype %u with rows of %u elements, not "
+                     "a multiple of the %d-element block",
+                     name, dtype, row_len, LNPU_QUANT_BLOCK);
+    }
+    const uint64_t bytes = WeightBytes(dtype, row_len, elements / row_len);
+    if (w->size() != bytes) {
+      return Invalid("weight '%s' size %u != %u bytes of its shape and dtype %u",
+                     name, w->size(), bytes, dtype);
     }
     if (w->offset() > data_size || w->size() > data_size - w->offset()) {
       return Invalid("weight '%s' [%u, +%u) is outside the data section (%u "
                      "bytes)",
                      name, w->offset(), w->size(), data_size);
     }
-    if (w->offset() % element != 0) {
-      return Invalid("weight '%s' offset %u is not aligned to its %u-byte "
-                     "elements",
-                     name, w->offset(), element);
+    // Quantized blocks start with an f16 scale.
+    const uint64_t alignment = IsBlockQuantized(dtype) ? 2 : DtypeSize(dtype);
+    if (w->offset() % alignment != 0) {
+      return Invalid("weight '%s' offset %u is not aligned to %u bytes", name,
+                     w->offset(), alignment);
     }
   }
   return absl::OkStatus();
@@ -240,9 +250,9 @@ absl::Status VerifyKvCache(const fb::Model& model) {
     return Invalid("kv_cache.capacity %u exceeds %u", kv->capacity(),
                    kMaxModelDimension);
   }
-  if (kv->dtype() != LNPU_DTYPE_F32) {
-    return Invalid("kv_cache.dtype %u is not F32 (%d)", kv->dtype(),
-                   LNPU_DTYPE_F32);
+  if (kv->dtype() != LNPU_DTYPE_F32 && kv->dtype() != LNPU_DTYPE_F16) {
+    return Invalid("kv_cache.dtype %u is not F32 (%d) or F16 (%d)",
+                   kv->dtype(), LNPU_DTYPE_F32, LNPU_DTYPE_F16);
   }
   const auto* buffers = model.buffers();
   if (kv->buffer() >= buffers->size() ||
@@ -405,6 +415,19 @@ uint64_t DtypeSize(uint32_t dtype) {
     default:
       return 0;
   }
+}
+
+bool IsBlockQuantized(uint32_t dtype) {
+  return dtype == LNPU_DTYPE_Q8_0 || dtype == LNPU_DTYPE_Q4_0;
+}
+
+uint64_t WeightBytes(uint32_t dtype, uint64_t row_len, uint64_t rows) {
+  if (IsBlockQuantized(dtype)) {
+    if (row_len % LNPU_QUANT_BLOCK != 0) return 0;
+    const uint64_t block_bytes = dtype == LNPU_DTYPE_Q8_0 ? 34 : 18;
+    return row_len / LNPU_QUANT_BLOCK * block_bytes * rows;
+  }
+  return DtypeSize(dtype) * row_len * rows;
 }
 
 absl::Status VerifyModel(const fb::Model& model, uint64_t data_size) {

@@ -17,8 +17,19 @@ namespace lnpu::artifact {
 inline constexpr uint64_t kMaxModelDimension = uint64_t{1} << 20;
 inline constexpr uint64_t kMaxBufferSize = uint64_t{1} << 40;
 
-// Bytes per element of an LNPU_DTYPE_* value; 0 for unknown values.
+// Bytes per element of an LNPU_DTYPE_* element type (F32, F16, I32, U8);
+// 0 for block-quantized and unknown values.
 uint64_t DtypeSize(uint32_t dtype);
+
+// True for the block-quantized weight types LNPU_DTYPE_Q8_0 and Q4_0, whose
+// rows hold whole blocks of LNPU_QUANT_BLOCK elements.
+bool IsBlockQuantized(uint32_t dtype);
+
+// Bytes of a weight of `dtype` with rows of `row_len` elements and `rows`
+// rows: element size times count, or whole blocks for block-quantized
+// types. 0 for unknown dtypes and for quantized rows that are not a
+// multiple of LNPU_QUANT_BLOCK. row_len * rows must not exceed 2^40.
+uint64_t WeightBytes(uint32_t dtype, uint64_t row_len, uint64_t rows);
 
 // Checks that `model` (already structurally verified) is internally
 // consistent and fits a data section of `data_size` bytes: hparams,
