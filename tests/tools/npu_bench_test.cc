@@ -1,0 +1,291 @@
+// npu-bench: its parts (command line, decode traffic, read bandwidth) and
+// the program end to end on a tiny random model, with one repetition and
+// short lengths so the whole suite takes a few seconds.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "compiler_artifacts/compiler/compiler.h"
+#include "compiler_artifacts/gguf/random_llama.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tools/npu-bench/command_line.h"
+#include "tools/npu-bench/decode_traffic.h"
+#include "tools/npu-bench/read_bandwidth.h"
+
+namespace lnpu::bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A temporary directory for the whole test program, removed at its end.
+class TempDirectory : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    std::string pattern = ::testing::TempDir() + "npu_bench_test.XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "cannot create " << pattern;
+    path_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(path_); }
+
+  static std::string Path(const std::string& name) { return path_ + "/" + name; }
+
+ private:
+  static inline std::string path_;
+};
+::testing::Environment* const temp_directory =
+    ::testing::AddGlobalTestEnvironment(new TempDirectory);
+
+// The tiny model: 2 layers, dim 64, 8 heads of 8 (2 KV heads), untied;
+// F16 weights and the compiler's default KV type; a 48 + 16 slot cache.
+constexpr uint32_t kCapacity = 64;
+
+std::string CompileTinyModel() {
+  static const std::string* const path = [] {
+    gguf::RandomLlamaSpec spec;  // the defaults are tiny
+    const std::string gguf_path = TempDirectory::Path("tiny.gguf");
+    const std::string artifact_path = TempDirectory::Path("tiny.lnpu");
+    EXPECT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+    compiler::CompileOptions options;
+    options.max_prompt_len = 48;
+    options.min_response_len = kCapacity - 48;
+    options.prefill_chunks = {4, 16};
+    options.weights = compiler::CompileOptions::WeightType::kF16;
+    const absl::Status status = compiler::CompileGguf(gguf_path, artifact_path, options);
+    EXPECT_TRUE(status.ok()) << status;
+    return new std::string(artifact_path);
+  }();
+  return *path;
+}
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs `command` through the shell, stdout and stderr captured.
+Outcome RunShell(const std::string& command) {
+  const std::string out_path = TempDirectory::Path("stdout");
+  const std::string err_path = TempDirectory::Path("stderr");
+  const std::string full = command + " >'" + out_path + "' 2>'" + err_path + "'";
+  const int status = std::system(full.c_str());
+  Outcome outcome;
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  outcome.out = ReadAll(out_path);
+  outcome.err = ReadAll(err_path);
+  return outcome;
+}
+
+// npu-bench with `args` (single-quoted; none may contain a quote).
+Outcome RunBench(const std::vector<std::string>& args) {
+  const char* exe = std::getenv("LNPU_NPU_BENCH");
+  EXPECT_NE(exe, nullptr) << "LNPU_NPU_BENCH must name the npu-bench program";
+  std::string command = std::string("'") + (exe ? exe : "npu-bench") + "'";
+  for (const std::string& arg : args) command += " '" + arg + "'";
+  return RunShell(command);
+}
+
+// Short settings that fit the tiny model's cache.
+std::vector<std::string> QuickArgs() {
+  return {"-m", CompileTinyModel(), "--device", "soft", "--reps", "1", "--warmups", "0",
+          "--prompt-lengths", "4,20", "--fills", "0,50", "--decode-steps", "2",
+          "--ttft-prompt", "8", "--bandwidth-mib", "8", "--bandwidth-runs", "1"};
+}
+
+absl::StatusOr<std::optional<CommandLine>> Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "npu-bench");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return ParseCommandLine(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(NpuBenchCommandLine, ParsesEveryOption) {
+  absl::StatusOr<std::optional<CommandLine>> line =
+      Parse({"--synthetic", "qwen2.5-0.5b", "--weights", "q4", "--reps", "3", "--warmups", "2",
+             "--prompt-lengths", "16,512", "--fills", "0,90", "--decode-steps", "7",
+             "--ttft-prompt", "32", "--bandwidth-mib", "64", "--bandwidth-runs", "2", "--seed",
+             "9", "--device", "soft", "--json"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  ASSERT_TRUE(line->has_value());
+  const CommandLine& l = **line;
+  EXPECT_EQ(l.preset, "qwen2.5-0.5b");
+  EXPECT_EQ(l.weights, "q4");
+  EXPECT_EQ(l.benchmark.reps, 3);
+  EXPECT_EQ(l.benchmark.warmups, 2);
+  EXPECT_EQ(l.benchmark.prompt_lengths, (std::vector<uint32_t>{16, 512}));
+  EXPECT_EQ(l.benchmark.fill_percents, (std::vector<uint32_t>{0, 90}));
+  EXPECT_EQ(l.benchmark.decode_steps, 7u);
+  EXPECT_EQ(l.benchmark.ttft_prompt_tokens, 32u);
+  EXPECT_EQ(l.bandwidth_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(l.bandwidth_runs, 2);
+  EXPECT_EQ(l.benchmark.seed, 9u);
+  EXPECT_EQ(l.device, "soft");
+  EXPECT_TRUE(l.json);
+}
+
+TEST(NpuBenchCommandLine, RejectsBadArguments) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "exactly one model"},
+      {{"-m", "a.lnpu", "--synthetic", "qwen2.5-0.5b"}, "exactly one model"},
+      {{"-m", "a.lnpu", "--weights", "q8"}, "--synthetic only"},
+      {{"--synthetic", "x", "--weights", "q5"}, "q8, q4 or f16"},
+      {{"-m", "a.lnpu", "--fills", "0,100"}, "--fills expects an integer in [0, 99]"},
+      {{"-m", "a.lnpu", "--prompt-lengths", "16,,32"}, "--prompt-lengths"},
+      {{"-m", "a.lnpu", "--reps", "0"}, "--reps"},
+      {{"-m", "a.lnpu", "--reps"}, "--reps needs a value"},
+      {{"-m", "a.lnpu", "--frobnicate", "1"}, "unknown option --frobnicate"},
+      {{"a.lnpu"}, "unexpected argument"},
+  };
+  for (const auto& [args, message] : cases) {
+    absl::StatusOr<std::optional<CommandLine>> line = Parse(args);
+    ASSERT_FALSE(line.ok()) << ::testing::PrintToString(args);
+    EXPECT_EQ(line.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(line.status().message()), HasSubstr(message));
+  }
+}
+
+TEST(NpuBenchDecodeTraffic, CountsStreamedWeightsAndKvSlots) {
+  absl::StatusOr<DecodeTraffic> traffic = ReadDecodeTraffic(CompileTinyModel());
+  ASSERT_TRUE(traffic.ok()) << traffic.status();
+  // Untied: the 512 x 64 F16 embedding is only gathered.
+  EXPECT_EQ(traffic->gathered_embedding_bytes, 512u * 64 * 2);
+  // Per layer q, k, v, o (64x64, 16x64, 16x64, 64x64), gate, up, down
+  // (3 x 160x64) in F16, two F32 norms of 64; the output norm; output.weight.
+  const uint64_t per_layer = (64 * 64 * 2 + 16 * 64 * 2 + 3 * 160 * 64) * 2 + 2 * 64 * 4;
+  const uint64_t expected = 2 * per_layer + 64 * 4 + 512 * 64 * 2;
+  // Weights are 64-byte aligned in the data section, which is not traffic.
+  EXPECT_EQ(traffic->weight_bytes, expected);
+  // K and V of 2 layers x 2 KV heads x 8 dims, 2 or 4 bytes each.
+  EXPECT_TRUE(traffic->kv_bytes_per_slot == 2 * 2 * 2 * 8 * 2 ||
+              traffic->kv_bytes_per_slot == 2 * 2 * 2 * 8 * 4)
+      << traffic->kv_bytes_per_slot;
+  EXPECT_EQ(traffic->BytesPerToken(10), expected + 10 * traffic->kv_bytes_per_slot);
+}
+
+TEST(NpuBenchDecodeTraffic, MissingArtifactIsAnError) {
+  EXPECT_FALSE(ReadDecodeTraffic("/nonexistent/model.lnpu").ok());
+}
+
+TEST(NpuBenchReadBandwidth, MeasuresAPositiveRate) {
+  ReadBandwidthOptions options;
+  options.buffer_bytes = 4u << 20;
+  options.threads = 2;
+  options.runs = 2;
+  absl::StatusOr<ReadBandwidth> bandwidth = MeasureReadBandwidth(options);
+  ASSERT_TRUE(bandwidth.ok()) << bandwidth.status();
+  EXPECT_GT(bandwidth->bytes_per_second, 1e8);  // any machine streams 100 MB/s
+  EXPECT_EQ(bandwidth->buffer_bytes, options.buffer_bytes);
+  EXPECT_EQ(bandwidth->threads, 2);
+  EXPECT_GE(DefaultBufferBytes(), uint64_t{1} << 30);
+}
+
+TEST(NpuBenchReadBandwidth, RejectsBadOptions) {
+  for (const auto& [bytes, threads, runs] :
+       std::vector<std::tuple<uint64_t, int, int>>{{4096, 1, 1},
+                                                   {(1u << 20) + 1, 1, 1},
+                                                   {1u << 20, 0, 1},
+                                                   {1u << 20, 1, 0}}) {
+    ReadBandwidthOptions options;
+    options.buffer_bytes = bytes;
+    options.threads = threads;
+    options.runs = runs;
+    EXPECT_EQ(MeasureReadBandwidth(options).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(NpuBenchProgram, TextHasEverySection) {
+  const Outcome run = RunBench(QuickArgs());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const char* section :
+       {"npu-bench: ", "device: ", "model: ", "weights: ", "\nprefill\n", "time to first token",
+        "\ndecode\n", "of limit", "decode speed 50% vs 0% fill", "peak RSS: ",
+        "read bandwidth: "}) {
+    EXPECT_THAT(run.out, HasSubstr(section));
+  }
+  // One row per prefill length and per fill.
+  EXPECT_THAT(run.out, ::testing::ContainsRegex("\n +4 +[0-9]+ +[0-9.]+ +[0-9.]+"));
+  EXPECT_THAT(run.out, ::testing::ContainsRegex("\n +20 +[0-9]+ +[0-9.]+ +[0-9.]+"));
+  EXPECT_THAT(run.out, ::testing::ContainsRegex("\n +0% +[0-9]+ "));
+  EXPECT_THAT(run.out, ::testing::ContainsRegex("\n +50% +[0-9]+ "));
+}
+
+TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
+  std::vector<std::string> args = QuickArgs();
+  args.push_back("--json");
+  const Outcome run = RunBench(args);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string json_path = TempDirectory::Path("bench.json");
+  std::ofstream(json_path) << run.out;
+  const Outcome check = RunShell(
+      "python3 -c '"
+      "import json, sys\n"
+      "d = json.load(sys.stdin)\n"
+      "assert d[\"compute_units\"] >= 1\n"
+      "assert d[\"shape\"][\"kv_capacity\"] == 64\n"
+      "assert d[\"decode_traffic\"][\"weight_bytes\"] > 0\n"
+      "assert [p[\"tokens\"] for p in d[\"prefill\"]] == [4, 20]\n"
+      "assert all(p[\"tokens_per_second\"] > 0 and p[\"graph_runs\"] >= 1 for p in d[\"prefill\"])\n"
+      "assert d[\"time_to_first_token\"][\"prompt_tokens\"] == 8\n"
+      "assert d[\"time_to_first_token\"][\"median_ms\"] > 0\n"
+      "assert [x[\"fill_percent\"] for x in d[\"decode\"]] == [0, 50]\n"
+      "assert d[\"decode\"][1][\"start_slots\"] == 32\n"
+      "for x in d[\"decode\"]:\n"
+      "  assert x[\"tokens_per_second\"] > 0 and x[\"limit_tokens_per_second\"] > 0\n"
+      "  assert x[\"fraction_of_limit\"] > 0 and x[\"bytes_per_token\"] > 0\n"
+      "  assert set(x[\"per_token\"]) == {\"host_us\", \"submit_us\", \"wait_us\"}\n"
+      "assert d[\"decode_fill_ratio\"] > 0\n"
+      "assert d[\"peak_rss_mib\"] > 0\n"
+      "assert d[\"read_bandwidth\"][\"bytes_per_second\"] > 0\n"
+      "assert d[\"read_bandwidth\"][\"buffer_bytes\"] == 8 << 20\n"
+      "' <'" + json_path + "'");
+  EXPECT_EQ(check.exit_code, 0) << check.err << "\n" << run.out;
+}
+
+TEST(NpuBenchProgram, BadFlagExitsWithAMessage) {
+  const Outcome run = RunBench({"-m", CompileTinyModel(), "--no-such-flag", "1"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("unknown option --no-such-flag"));
+  EXPECT_THAT(run.err, HasSubstr("--help"));
+  EXPECT_TRUE(run.out.empty());
+}
+
+TEST(NpuBenchProgram, FillThatLeavesNoRoomForDecodeIsRefused) {
+  std::vector<std::string> args = QuickArgs();
+  args.insert(args.end(), {"--fills", "90", "--decode-steps", "16"});
+  const Outcome run = RunBench(args);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("--fills: a 90% fill of 64 slots"));
+  EXPECT_THAT(run.err, HasSubstr("--min-response-len"));
+}
+
+TEST(NpuBenchProgram, MissingArtifactNamesThePath) {
+  const Outcome run = RunBench({"-m", "/nonexistent/model.lnpu"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("/nonexistent/model.lnpu"));
+}
+
+TEST(NpuBenchProgram, HelpExitsZero) {
+  const Outcome run = RunBench({"--help"});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_THAT(run.out, HasSubstr("usage: npu-bench"));
+}
+
+}  // namespace
+}  // namespace lnpu::bench

@@ -1,0 +1,213 @@
+#include "tools/npu-bench/bench_report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace lnpu::bench {
+namespace {
+
+constexpr double kMB = 1e6;
+constexpr double kGB = 1e9;
+
+// `text` as a JSON string literal.
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// A finite number for JSON (which has no inf or nan).
+std::string JsonNumber(double value) {
+  return std::isfinite(value) ? absl::StrFormat("%.6g", value) : "null";
+}
+
+// Decode tokens/s at the largest fill over the one at the smallest fill.
+double FillRatio(const ModelBenchmarkResult& results) {
+  if (results.decode.size() < 2) return 0;
+  const DecodeResult* low = &results.decode.front();
+  const DecodeResult* high = low;
+  for (const DecodeResult& d : results.decode) {
+    if (d.fill_percent < low->fill_percent) low = &d;
+    if (d.fill_percent > high->fill_percent) high = &d;
+  }
+  return high->tokens_per_second / low->tokens_per_second;
+}
+
+std::string FillRatioLabel(const ModelBenchmarkResult& results) {
+  uint32_t low = 100, high = 0;
+  for (const DecodeResult& d : results.decode) {
+    low = std::min(low, d.fill_percent);
+    high = std::max(high, d.fill_percent);
+  }
+  return absl::StrFormat("%d%% vs %d%%", high, low);
+}
+
+std::string JsonBreakdown(const StepBreakdown& b) {
+  return absl::StrFormat(R"({"host_us": %s, "submit_us": %s, "wait_us": %s})",
+                         JsonNumber(b.host_us), JsonNumber(b.submit_us), JsonNumber(b.wait_us));
+}
+
+}  // namespace
+
+ModelShape ModelShape::Of(const runtime::ModelInfo& info) {
+  ModelShape shape;
+  shape.architecture = info.architecture;
+  shape.name = info.name;
+  shape.vocab_size = info.vocab_size;
+  shape.dim = info.dim;
+  shape.n_layers = info.n_layers;
+  shape.n_heads = info.n_heads;
+  shape.n_kv_heads = info.n_kv_heads;
+  shape.ffn_dim = info.ffn_dim;
+  shape.kv_capacity = info.kv_capacity;
+  shape.weight_bytes = info.weight_bytes;
+  return shape;
+}
+
+double BenchReport::DecodeBytesPerToken(const DecodeResult& decode) const {
+  return static_cast<double>(traffic.weight_bytes) +
+         static_cast<double>(traffic.kv_bytes_per_slot) * decode.mean_visible_slots;
+}
+
+double BenchReport::DecodeLimit(const DecodeResult& decode) const {
+  return bandwidth.bytes_per_second / DecodeBytesPerToken(decode);
+}
+
+std::string FormatText(const BenchReport& r) {
+  const ModelShape& m = r.shape;
+  std::string out = absl::StrFormat(
+      "npu-bench: %s\n"
+      "device: %s, %d compute units\n"
+      "model: %s \"%s\", vocab %d, dim %d, %d layers, %d heads (%d kv), ffn %d, "
+      "KV cache %d slots\n"
+      "weights: %.1f MB; a decode step streams %.1f MB of them%s + %.1f KB per visible "
+      "KV slot\n"
+      "each figure: median of %d timed repetitions after %d warm-up\n",
+      r.model, r.device, r.compute_units, m.architecture, m.name, m.vocab_size, m.dim,
+      m.n_layers, m.n_heads, m.n_kv_heads, m.ffn_dim, m.kv_capacity, m.weight_bytes / kMB,
+      r.traffic.weight_bytes / kMB,
+      r.traffic.gathered_embedding_bytes > 0
+          ? absl::StrFormat(" (the %.1f MB embedding is only gathered)",
+                            r.traffic.gathered_embedding_bytes / kMB)
+          : std::string(" (embedding tied to the output: streamed)"),
+      r.traffic.kv_bytes_per_slot / 1e3, r.reps, r.warmups);
+
+  absl::StrAppend(&out, "\nprefill\n",
+                  absl::StrFormat("%8s %7s %11s %10s %12s %12s %12s\n", "tokens", "graphs",
+                                  "median ms", "tokens/s", "host us/tok", "submit us/tok",
+                                  "wait us/tok"));
+  for (const PrefillResult& p : r.results.prefill) {
+    absl::StrAppend(&out, absl::StrFormat("%8d %7d %11.2f %10.1f %12.2f %12.2f %12.2f\n",
+                                          p.tokens, p.graph_runs, p.median_seconds * 1e3,
+                                          p.tokens_per_second, p.per_token.host_us,
+                                          p.per_token.submit_us, p.per_token.wait_us));
+  }
+
+  absl::StrAppend(&out, absl::StrFormat("\ntime to first token (%d-token prompt): %.2f ms\n",
+                                        r.results.time_to_first_token.prompt_tokens,
+                                        r.results.time_to_first_token.median_ms));
+
+  absl::StrAppend(&out, "\ndecode\n",
+                  absl::StrFormat("%5s %8s %10s %10s %11s %9s %9s %9s %9s\n", "fill", "slots",
+                                  "ms/token", "tokens/s", "limit tok/s", "of limit", "host us",
+                                  "submit us", "wait us"));
+  for (const DecodeResult& d : r.results.decode) {
+    const double limit = r.DecodeLimit(d);
+    absl::StrAppend(
+        &out, absl::StrFormat("%4d%% %8.0f %10.3f %10.1f %11.1f %8.1f%% %9.1f %9.1f %9.1f\n",
+                              d.fill_percent, d.mean_visible_slots, d.median_ms_per_token,
+                              d.tokens_per_second, limit, 100 * d.tokens_per_second / limit,
+                              d.per_token.host_us, d.per_token.submit_us, d.per_token.wait_us));
+  }
+  if (r.results.decode.size() >= 2) {
+    absl::StrAppend(&out, absl::StrFormat("decode speed %s fill: %.1f%%\n",
+                                          FillRatioLabel(r.results),
+                                          100 * FillRatio(r.results)));
+  }
+
+  absl::StrAppend(
+      &out, "\nmemory\n",
+      absl::StrFormat("peak RSS: %.1f MiB\n"
+                      "read bandwidth: %.2f GB/s (%d threads, %.0f MiB buffer, best of %d)\n",
+                      r.peak_rss_mib, r.bandwidth.bytes_per_second / kGB, r.bandwidth.threads,
+                      r.bandwidth.buffer_bytes / double(1 << 20), r.bandwidth.runs));
+  return out;
+}
+
+std::string FormatJson(const BenchReport& r) {
+  const ModelShape& m = r.shape;
+  std::string out = absl::StrFormat(
+      "{\n  \"model\": %s,\n  \"device\": %s,\n  \"compute_units\": %d,\n"
+      "  \"shape\": {\"architecture\": %s, \"name\": %s, \"vocab_size\": %d, \"dim\": %d, "
+      "\"n_layers\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, \"ffn_dim\": %d, "
+      "\"kv_capacity\": %d, \"weight_bytes\": %d},\n"
+      "  \"decode_traffic\": {\"weight_bytes\": %d, \"gathered_embedding_bytes\": %d, "
+      "\"kv_bytes_per_slot\": %d},\n"
+      "  \"reps\": %d,\n  \"warmups\": %d,\n",
+      JsonString(r.model), JsonString(r.device), r.compute_units, JsonString(m.architecture),
+      JsonString(m.name), m.vocab_size, m.dim, m.n_layers, m.n_heads, m.n_kv_heads, m.ffn_dim,
+      m.kv_capacity, m.weight_bytes, r.traffic.weight_bytes, r.traffic.gathered_embedding_bytes,
+      r.traffic.kv_bytes_per_slot, r.reps, r.warmups);
+
+  absl::StrAppend(&out, "  \"prefill\": [");
+  for (size_t i = 0; i < r.results.prefill.size(); ++i) {
+    const PrefillResult& p = r.results.prefill[i];
+    absl::StrAppend(&out, i ? ",\n    " : "\n    ",
+                    absl::StrFormat(R"({"tokens": %d, "graph_runs": %d, "median_ms": %s, )"
+                                    R"("tokens_per_second": %s, "per_token": %s})",
+                                    p.tokens, p.graph_runs, JsonNumber(p.median_seconds * 1e3),
+                                    JsonNumber(p.tokens_per_second),
+                                    JsonBreakdown(p.per_token)));
+  }
+  absl::StrAppend(&out, "\n  ],\n",
+                  absl::StrFormat("  \"time_to_first_token\": {\"prompt_tokens\": %d, "
+                                  "\"median_ms\": %s},\n",
+                                  r.results.time_to_first_token.prompt_tokens,
+                                  JsonNumber(r.results.time_to_first_token.median_ms)));
+
+  absl::StrAppend(&out, "  \"decode\": [");
+  for (size_t i = 0; i < r.results.decode.size(); ++i) {
+    const DecodeResult& d = r.results.decode[i];
+    const double limit = r.DecodeLimit(d);
+    absl::StrAppend(
+        &out, i ? ",\n    " : "\n    ",
+        absl::StrFormat(R"({"fill_percent": %d, "start_slots": %d, "mean_visible_slots": %s, )"
+                        R"("steps": %d, "median_ms_per_token": %s, "tokens_per_second": %s, )"
+                        R"("bytes_per_token": %s, "limit_tokens_per_second": %s, )"
+                        R"("fraction_of_limit": %s, "per_token": %s})",
+                        d.fill_percent, d.start_slots, JsonNumber(d.mean_visible_slots),
+                        d.steps, JsonNumber(d.median_ms_per_token),
+                        JsonNumber(d.tokens_per_second),
+                        JsonNumber(r.DecodeBytesPerToken(d)), JsonNumber(limit),
+                        JsonNumber(d.tokens_per_second / limit), JsonBreakdown(d.per_token)));
+  }
+  absl::StrAppend(&out, "\n  ],\n");
+  absl::StrAppend(
+      &out,
+      absl::StrFormat("  \"decode_fill_ratio\": %s,\n"
+                      "  \"peak_rss_mib\": %s,\n"
+                      "  \"read_bandwidth\": {\"bytes_per_second\": %s, \"buffer_bytes\": %d, "
+                      "\"threads\": %d, \"runs\": %d}\n}\n",
+                      r.results.decode.size() >= 2 ? JsonNumber(FillRatio(r.results)) : "null",
+                      JsonNumber(r.peak_rss_mib), JsonNumber(r.bandwidth.bytes_per_second),
+                      r.bandwidth.buffer_bytes, r.bandwidth.threads, r.bandwidth.runs));
+  return out;
+}
+
+}  // namespace lnpu::bench

@@ -1,0 +1,58 @@
+// Everything one npu-bench run measured, and its two renderings: aligned
+// text tables for people and one JSON object for scripts. Derived figures
+// (decode limit and fraction of it, 90%-vs-0% fill ratio) are computed here
+// so both renderings agree.
+#ifndef TOOLS_NPU_BENCH_BENCH_REPORT_H_
+#define TOOLS_NPU_BENCH_BENCH_REPORT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/model_info.h"
+#include "tools/npu-bench/decode_traffic.h"
+#include "tools/npu-bench/model_benchmark.h"
+#include "tools/npu-bench/read_bandwidth.h"
+
+namespace lnpu::bench {
+
+// The shape of the measured model (from runtime::ModelInfo).
+struct ModelShape {
+  std::string architecture;
+  std::string name;
+  uint32_t vocab_size = 0;
+  uint32_t dim = 0;
+  uint32_t n_layers = 0;
+  uint32_t n_heads = 0;
+  uint32_t n_kv_heads = 0;
+  uint32_t ffn_dim = 0;
+  uint32_t kv_capacity = 0;
+  uint64_t weight_bytes = 0;  // the artifact's data section
+
+  static ModelShape Of(const runtime::ModelInfo& info);
+};
+
+struct BenchReport {
+  std::string model;    // the artifact path or "synthetic PRESET (WEIGHTS)"
+  std::string device;   // Device::Describe()
+  uint64_t compute_units = 0;
+  ModelShape shape;
+  int reps = 0;
+  int warmups = 0;
+  DecodeTraffic traffic;
+  ModelBenchmarkResult results;
+  double peak_rss_mib = 0;  // getrusage ru_maxrss before the bandwidth buffer exists
+  ReadBandwidth bandwidth;
+
+  // Bytes one step of `decode` streams: the weights and its mean visible
+  // KV slots.
+  double DecodeBytesPerToken(const DecodeResult& decode) const;
+  // Decode tokens/s that `bandwidth` allows for one of results.decode.
+  double DecodeLimit(const DecodeResult& decode) const;
+};
+
+std::string FormatText(const BenchReport& report);
+std::string FormatJson(const BenchReport& report);
+
+}  // namespace lnpu::bench
+
+#endif  // TOOLS_NPU_BENCH_BENCH_REPORT_H_

@@ -1,0 +1,64 @@
+// The npu-bench command line.
+#ifndef TOOLS_NPU_BENCH_COMMAND_LINE_H_
+#define TOOLS_NPU_BENCH_COMMAND_LINE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tools/npu-bench/model_benchmark.h"
+
+namespace lnpu::bench {
+
+inline constexpr char kUsage[] =
+    R"(usage: npu-bench (-m MODEL.lnpu | --synthetic PRESET) [options]
+
+Measures prefill and decode speed, time to first token, peak memory and the
+machine's read bandwidth, and reports decode as a fraction of the limit that
+bandwidth allows. Each figure is the median of --reps timed repetitions after
+--warmups untimed ones.
+
+model (exactly one):
+  -m, --model PATH         a compiled artifact (from npu-compile)
+  --synthetic PRESET       compile a random-weight model of a real model's
+                           shapes into a temporary artifact (removed at exit):
+                           qwen2.5-0.5b, tinyllama-1.1b or llama-3.2-1b
+  --weights q8|q4|f16      weight type of the synthetic model (default q8)
+
+measurement:
+  --prompt-lengths A,B,..  prefill lengths in tokens (default 16,128,512,1024)
+  --fills A,B,..           decode cache fills in percent, 0..99 (default 0,50,90)
+  --decode-steps N         decode tokens per repetition (default 16)
+  --ttft-prompt N          prompt tokens of the time-to-first-token run (default 32)
+  --reps N                 timed repetitions, median reported (default 5)
+  --warmups N              untimed repetitions first (default 1)
+  --bandwidth-mib N        bandwidth buffer in MiB (default: max(1024, 4 x LLC))
+  --bandwidth-runs N       bandwidth runs, best reported (default 5)
+  --seed N                 seed of the random token ids (default 1)
+  --device D               "auto" (default), "soft" or a device node path
+
+output:
+  --json                   one JSON object instead of the text tables
+  -h, --help               show this help
+)";
+
+struct CommandLine {
+  std::string model_path;  // -m; exactly one of model_path and preset is set
+  std::string preset;      // --synthetic
+  std::string weights = "q8";
+  bool weights_given = false;
+  std::string device = "auto";
+  bool json = false;
+  uint64_t bandwidth_bytes = 0;  // 0 = DefaultBufferBytes()
+  int bandwidth_runs = 5;
+  ModelBenchmarkOptions benchmark;
+};
+
+// The parsed command line, or nullopt after printing the usage for --help.
+// InvalidArgument naming the offending argument and what is accepted.
+absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** argv);
+
+}  // namespace lnpu::bench
+
+#endif  // TOOLS_NPU_BENCH_COMMAND_LINE_H_

@@ -1,0 +1,44 @@
+#include "tools/npu-bench/decode_traffic.h"
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "compiler_artifacts/format/artifact.h"
+#include "compiler_artifacts/format/artifact_verifier.h"
+
+namespace lnpu::bench {
+
+absl::StatusOr<DecodeTraffic> ReadDecodeTraffic(const std::string& artifact_path) {
+  absl::StatusOr<std::unique_ptr<artifact::Artifact>> opened =
+      artifact::Artifact::Open(artifact_path);
+  if (!opened.ok()) return opened.status();
+  const artifact::fb::Model& model = (*opened)->model();
+
+  DecodeTraffic traffic;
+  uint64_t embedding_bytes = 0;
+  bool has_output_matrix = false;
+  for (const artifact::fb::Weight* weight : *model.weights()) {
+    const std::string name = weight->name()->str();
+    if (name == "token_embd.weight") embedding_bytes = weight->size();
+    if (name == "output.weight") has_output_matrix = true;
+    traffic.weight_bytes += weight->size();
+  }
+  if (has_output_matrix) {
+    traffic.weight_bytes -= embedding_bytes;
+    traffic.gathered_embedding_bytes = embedding_bytes;
+  }
+
+  const uint64_t element_bytes = artifact::DtypeSize(model.kv_cache()->dtype());
+  if (element_bytes == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(artifact_path, ": KV cache element type ", model.kv_cache()->dtype(),
+                     " is unknown to npu-bench; rebuild it with this artifact's compiler"));
+  }
+  const artifact::fb::HParams& h = *model.hparams();
+  traffic.kv_bytes_per_slot =
+      uint64_t{2} * h.n_layers() * h.n_kv_heads() * h.head_dim() * element_bytes;
+  return traffic;
+}
+
+}  // namespace lnpu::bench

@@ -1,0 +1,96 @@
+// npu-bench: the speed of a compiled model on a device, against the limit
+// the machine's memory bandwidth allows. Usage: command_line.h (kUsage).
+//
+// Order of a run: load, prefill at each length, time to first token,
+// decode at each cache fill, peak RSS (before anything else allocates),
+// then the read bandwidth with as many threads as the device has compute
+// units. Exit status 0 on success, 1 with a message on stderr otherwise.
+#include <sys/resource.h>
+
+#include <iostream>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "kernel_iface/driver/device.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+#include "runtime/model.h"
+#include "tools/npu-bench/bench_report.h"
+#include "tools/npu-bench/command_line.h"
+#include "tools/npu-bench/decode_traffic.h"
+#include "tools/npu-bench/model_benchmark.h"
+#include "tools/npu-bench/read_bandwidth.h"
+#include "tools/npu-bench/synthetic_model.h"
+
+namespace {
+
+double PeakRssMiB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+absl::Status Run(const lnpu::bench::CommandLine& line) {
+  using namespace lnpu::bench;
+  BenchReport report;
+  std::unique_ptr<TemporaryArtifact> synthetic;
+  std::string artifact_path = line.model_path;
+  report.model = line.model_path;
+  if (!line.preset.empty()) {
+    absl::StatusOr<std::unique_ptr<TemporaryArtifact>> compiled =
+        CompileSyntheticModel(line.preset, line.weights);
+    if (!compiled.ok()) return compiled.status();
+    synthetic = *std::move(compiled);
+    artifact_path = synthetic->path();
+    report.model = absl::StrCat("synthetic ", line.preset, " (", line.weights, " weights)");
+  }
+
+  absl::StatusOr<std::unique_ptr<lnpu::Device>> device = lnpu::Device::Open(line.device);
+  if (!device.ok()) return device.status();
+  absl::StatusOr<uint64_t> units = (*device)->GetParam(DRM_LNPU_PARAM_COMPUTE_UNITS);
+  if (!units.ok()) return units.status();
+  absl::StatusOr<DecodeTraffic> traffic = ReadDecodeTraffic(artifact_path);
+  if (!traffic.ok()) return traffic.status();
+  absl::StatusOr<std::unique_ptr<lnpu::runtime::Model>> model =
+      lnpu::runtime::Model::Load(**device, artifact_path);
+  if (!model.ok()) return model.status();
+
+  absl::StatusOr<ModelBenchmarkResult> results = RunModelBenchmark(**model, line.benchmark);
+  if (!results.ok()) return results.status();
+  report.peak_rss_mib = PeakRssMiB();
+
+  ReadBandwidthOptions bandwidth;
+  bandwidth.buffer_bytes = line.bandwidth_bytes ? line.bandwidth_bytes : DefaultBufferBytes();
+  bandwidth.threads = static_cast<int>(std::clamp<uint64_t>(*units, 1, 1024));
+  bandwidth.runs = line.bandwidth_runs;
+  absl::StatusOr<ReadBandwidth> measured = MeasureReadBandwidth(bandwidth);
+  if (!measured.ok()) return measured.status();
+
+  report.device = (*device)->Describe();
+  report.compute_units = *units;
+  report.shape = ModelShape::Of((*model)->info());
+  report.reps = line.benchmark.reps;
+  report.warmups = line.benchmark.warmups;
+  report.traffic = *traffic;
+  report.results = *std::move(results);
+  report.bandwidth = *measured;
+  std::cout << (line.json ? FormatJson(report) : FormatText(report)) << std::flush;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::StatusOr<std::optional<lnpu::bench::CommandLine>> line =
+      lnpu::bench::ParseCommandLine(argc, argv);
+  if (!line.ok()) {
+    std::cerr << "npu-bench: " << line.status().message() << " (see npu-bench --help)\n";
+    return 1;
+  }
+  if (!line->has_value()) return 0;  // --help
+  if (absl::Status status = Run(**line); !status.ok()) {
+    std::cerr << "npu-bench: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}

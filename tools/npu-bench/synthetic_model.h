@@ -1,0 +1,44 @@
+// Random-weight models in the shapes of real ones, compiled into a
+// temporary artifact for benchmarking: the speed of a model depends on its
+// shapes and weight type, not on its weight values.
+#ifndef TOOLS_NPU_BENCH_SYNTHETIC_MODEL_H_
+#define TOOLS_NPU_BENCH_SYNTHETIC_MODEL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace lnpu::bench {
+
+// A directory created under $TMPDIR (else /tmp) holding a compiled
+// artifact; removed with its content on destruction. Not thread-safe.
+class TemporaryArtifact {
+ public:
+  ~TemporaryArtifact();
+  TemporaryArtifact(const TemporaryArtifact&) = delete;
+  TemporaryArtifact& operator=(const TemporaryArtifact&) = delete;
+
+  const std::string& path() const { return artifact_path_; }
+
+ private:
+  friend absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
+      const std::string& preset, const std::string& weights);
+  explicit TemporaryArtifact(std::string directory);
+
+  const std::string directory_;
+  const std::string gguf_path_;
+  const std::string artifact_path_;
+};
+
+// Compiles preset `preset` ("qwen2.5-0.5b", "tinyllama-1.1b",
+// "llama-3.2-1b") with weights `weights` ("q8", "q4" or "f16") and the
+// compiler's default cache and chunk options. InvalidArgument for an unknown
+// preset or weight type (the message lists the valid ones); I/O and
+// compiler errors otherwise.
+absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
+    const std::string& preset, const std::string& weights);
+
+}  // namespace lnpu::bench
+
+#endif  // TOOLS_NPU_BENCH_SYNTHETIC_MODEL_H_
