@@ -15,6 +15,7 @@ enum class FinishReason {
   kStop,       // the model produced an end-of-generation token
   kLength,     // max_new_tokens reached, or the KV cache is full
   kCancelled,  // the stream callback asked to stop
+  kError,      // a device error ended generation; GenerationResult::error says why
 };
 
 std::string_view FinishReasonName(FinishReason reason);  // "stop", ...
@@ -68,6 +69,7 @@ struct GenerationResult {
   std::vector<int32_t> tokens;  // generated tokens (no prompt, no EOS)
   std::string text;             // their text, whole UTF-8
   FinishReason finish_reason = FinishReason::kStop;
+  std::string error;  // with kError: the device error's message
   GenerationStats stats;
 };
 

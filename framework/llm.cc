@@ -42,6 +42,8 @@ std::string_view FinishReasonName(FinishReason reason) {
       return "length";
     case FinishReason::kCancelled:
       return "cancelled";
+    case FinishReason::kError:
+      return "error";
   }
   return "unknown";
 }
