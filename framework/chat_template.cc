@@ -237,27 +237,28 @@ std::string ChatTemplate::RenderChatMl(absl::Span<const ChatMessage> messages,
 
 std::string ChatTemplate::RenderLlama3(absl::Span<const ChatMessage> messages,
                                        bool add_generation_prompt) const {
+  // `content` as given: the caller trims what the template trims.
   auto append_turn = [](std::string& out, std::string_view role,
                         std::string_view content) {
     out.append("<|start_header_id|>").append(role);
-    out.append("<|end_header_id|>\n\n").append(Strip(content));
-    out.append("<|eot_id|>");
+    out.append("<|end_header_id|>\n\n").append(content).append("<|eot_id|>");
   };
   std::string out(LeadingBos());
   if (family_ == ChatFamily::kLlama31) {
     // The system turn is always there: the dates, then the system message.
     std::string_view system;
     if (messages.front().role == "system") {
-      system = messages.front().content;
+      system = Strip(messages.front().content);
       messages.remove_prefix(1);
     }
     append_turn(out, "system",
                 absl::StrCat("Cutting Knowledge Date: December 2023\nToday Date: ",
                              date_string_, "\n\n",
-                             absl::string_view(Strip(system).data(),
-                                               Strip(system).size())));
+                             absl::string_view(system.data(), system.size())));
   }
-  for (const ChatMessage& m : messages) append_turn(out, m.role, m.content);
+  for (const ChatMessage& m : messages) {
+    append_turn(out, m.role, Strip(m.content));
+  }
   if (add_generation_prompt) {
     out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
   }

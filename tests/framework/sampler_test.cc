@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -104,6 +106,187 @@ TEST(SamplerTest, ValidateRejectsBadSettingsWithAdvice) {
     const absl::Status status = Sampler::Validate(bad);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_FALSE(status.message().empty());
+  }
+}
+
+GenerationConfig Greedy() { return Config(0.0f); }
+
+TEST(SamplerTest, LogitBiasAddsAndMinusInfinityBans) {
+  const std::vector<float> logits = {1.0f, 2.0f, 3.0f};
+  GenerationConfig ban = Greedy();
+  ban.logit_bias = {{2, -INFINITY}};
+  EXPECT_EQ(Sampler(ban).Sample(logits), 1);
+  GenerationConfig boost = Greedy();
+  boost.logit_bias = {{0, 2.5f}};
+  EXPECT_EQ(Sampler(boost).Sample(logits), 0);
+  GenerationConfig small = Greedy();
+  small.logit_bias = {{0, 1.5f}};  // 2.5 < 3
+  EXPECT_EQ(Sampler(small).Sample(logits), 2);
+  // A banned token is never drawn, at any temperature.
+  GenerationConfig hot = Config(100.0f);
+  hot.logit_bias = {{0, -INFINITY}, {2, -INFINITY}};
+  Sampler sampler(hot);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(sampler.Sample(logits), 1);
+}
+
+TEST(SamplerTest, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
+  GenerationConfig config = Greedy();
+  config.repetition_penalty = 1.1f;
+  const std::vector<int32_t> history = {0};
+  // 2.0 / 1.1 = 1.82 < 1.9.
+  EXPECT_EQ(Sampler(config).Sample(std::vector<float>{2.0f, 1.9f}, history), 1);
+  // 2.2 / 1.1 = 2.0 > 1.9.
+  EXPECT_EQ(Sampler(config).Sample(std::vector<float>{2.2f, 1.9f}, history), 0);
+  // -1.0 * 1.1 = -1.1 < -1.05.
+  EXPECT_EQ(Sampler(config).Sample(std::vector<float>{-1.0f, -1.05f}, history),
+            1);
+  // Without history nothing changes.
+  EXPECT_EQ(Sampler(config).Sample(std::vector<float>{2.0f, 1.9f}), 0);
+}
+
+TEST(SamplerTest, PenaltiesApplyOnlyToTheLastRepeatLastNTokens) {
+  GenerationConfig config = Greedy();
+  config.repetition_penalty = 2.0f;
+  config.repeat_last_n = 1;
+  const std::vector<float> logits = {3.0f, 2.0f, 1.0f};
+  // Token 0 is outside the window of one; token 2 is penalized.
+  EXPECT_EQ(Sampler(config).Sample(logits, std::vector<int32_t>{0, 2}), 0);
+  // Token 0 inside the window: 1.5 < 2.
+  EXPECT_EQ(Sampler(config).Sample(logits, std::vector<int32_t>{2, 0}), 1);
+  config.repeat_last_n = 0;  // off
+  EXPECT_EQ(Sampler(config).Sample(logits, std::vector<int32_t>{0}), 0);
+}
+
+TEST(SamplerTest, FrequencyPenaltyScalesWithCountPresenceDoesNot) {
+  const std::vector<float> logits = {3.0f, 2.0f};
+  const std::vector<int32_t> three_times = {0, 0, 0};
+  GenerationConfig frequency = Greedy();
+  frequency.frequency_penalty = 0.4f;  // 3 - 3 * 0.4 = 1.8 < 2
+  EXPECT_EQ(Sampler(frequency).Sample(logits, three_times), 1);
+  frequency.frequency_penalty = 0.3f;  // 3 - 0.9 = 2.1 > 2
+  EXPECT_EQ(Sampler(frequency).Sample(logits, three_times), 0);
+  GenerationConfig presence = Greedy();
+  presence.presence_penalty = 0.9f;  // 3 - 0.9 = 2.1 however often
+  EXPECT_EQ(Sampler(presence).Sample(logits, three_times), 0);
+  presence.presence_penalty = 1.1f;  // 1.9 < 2
+  EXPECT_EQ(Sampler(presence).Sample(logits, std::vector<int32_t>{0}), 1);
+}
+
+TEST(SamplerTest, PenaltiesIgnoreHistoryIdsOutsideTheVocabulary) {
+  GenerationConfig config = Greedy();
+  config.repetition_penalty = 5.0f;
+  config.logit_bias = {{7, -INFINITY}};  // not in a 2-token vocabulary
+  EXPECT_EQ(Sampler(config).Sample(std::vector<float>{2.0f, 1.0f},
+                                   std::vector<int32_t>{-1, 2, 99}),
+            0);
+}
+
+TEST(SamplerTest, MinPKeepsTokensAtLeastMinPTimesTheBest) {
+  // p = 0.5, 0.3, 0.15, 0.05; min_p 0.35 keeps p >= 0.175: ids 0 and 1.
+  GenerationConfig config = Config(1.0f);
+  config.min_p = 0.35f;
+  Sampler sampler(config);
+  const std::vector<float> logits = {std::log(0.5f), std::log(0.3f),
+                                     std::log(0.15f), std::log(0.05f)};
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < 2000; ++i) ++counts[sampler.Sample(logits)];
+  EXPECT_GT(counts[0], 0);
+  EXPECT_GT(counts[1], 0);
+  EXPECT_EQ(counts.count(2), 0u);
+  EXPECT_EQ(counts.count(3), 0u);
+}
+
+TEST(SamplerTest, TopPAndMinPFilterBeforeTemperature) {
+  // At temperature 1 token 0 has p = 0.665 >= 0.6, so the nucleus is {0}
+  // even though temperature 10 would flatten the distribution afterwards.
+  Sampler top_p(Config(10.0f, 0, 0.6f));
+  GenerationConfig min_p_config = Config(10.0f);
+  min_p_config.min_p = 0.5f;  // p1 / p0 = 0.37 < 0.5
+  Sampler min_p(min_p_config);
+  const std::vector<float> logits = {2.0f, 1.0f, 0.0f};
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_EQ(top_p.Sample(logits), 0);
+    EXPECT_EQ(min_p.Sample(logits), 0);
+  }
+}
+
+TEST(SamplerTest, SameSeedSameSequenceWithAllControls) {
+  GenerationConfig config = Config(0.8f, 20, 0.95f, 7);
+  config.min_p = 0.01f;
+  config.repetition_penalty = 1.3f;
+  config.presence_penalty = 0.2f;
+  config.frequency_penalty = 0.1f;
+  config.logit_bias = {{3, -INFINITY}, {5, 0.5f}};
+  std::vector<float> logits(32);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(i * 0.7f);
+  auto run = [&](uint64_t seed) {
+    GenerationConfig c = config;
+    c.seed = seed;
+    Sampler sampler(c);
+    std::vector<int32_t> history;
+    for (int i = 0; i < 64; ++i) history.push_back(sampler.Sample(logits, history));
+    return history;
+  };
+  const std::vector<int32_t> a = run(7);
+  EXPECT_EQ(a, run(7));
+  EXPECT_NE(a, run(8));
+  for (int32_t id : a) EXPECT_NE(id, 3);
+}
+
+TEST(SamplerTest, ValidateCoversEveryControl) {
+  GenerationConfig good = Config(0.7f, 40, 0.9f);
+  good.min_p = 0.05f;
+  good.repetition_penalty = 1.1f;
+  good.presence_penalty = -0.5f;
+  good.frequency_penalty = 0.5f;
+  good.repeat_last_n = 0;
+  good.logit_bias = {{0, -INFINITY}, {9, 3.0f}};
+  good.stop_token_ids = {9};
+  good.stop_strings = {"\n\n", "User:"};
+  EXPECT_TRUE(Sampler::Validate(good).ok());
+  EXPECT_TRUE(Sampler::Validate(good, 10).ok());
+
+  struct Case {
+    const char* field;
+    void (*spoil)(GenerationConfig&);
+    std::optional<int32_t> vocab_size;
+  };
+  const Case cases[] = {
+      {"min_p", [](GenerationConfig& c) { c.min_p = -0.1f; }, {}},
+      {"min_p", [](GenerationConfig& c) { c.min_p = 1.5f; }, {}},
+      {"min_p", [](GenerationConfig& c) { c.min_p = NAN; }, {}},
+      {"repetition_penalty",
+       [](GenerationConfig& c) { c.repetition_penalty = 0.0f; }, {}},
+      {"repetition_penalty",
+       [](GenerationConfig& c) { c.repetition_penalty = INFINITY; }, {}},
+      {"presence_penalty",
+       [](GenerationConfig& c) { c.presence_penalty = NAN; }, {}},
+      {"frequency_penalty",
+       [](GenerationConfig& c) { c.frequency_penalty = -INFINITY; }, {}},
+      {"repeat_last_n", [](GenerationConfig& c) { c.repeat_last_n = -1; }, {}},
+      {"logit_bias", [](GenerationConfig& c) { c.logit_bias = {{1, NAN}}; }, {}},
+      {"logit_bias",
+       [](GenerationConfig& c) { c.logit_bias = {{1, INFINITY}}; }, {}},
+      {"logit_bias", [](GenerationConfig& c) { c.logit_bias = {{-2, 1.0f}}; },
+       {}},
+      {"logit_bias", [](GenerationConfig& c) { c.logit_bias = {{10, 1.0f}}; },
+       10},
+      {"stop_token_ids", [](GenerationConfig& c) { c.stop_token_ids = {-1}; },
+       {}},
+      {"stop_token_ids", [](GenerationConfig& c) { c.stop_token_ids = {10}; },
+       10},
+      {"stop_strings", [](GenerationConfig& c) { c.stop_strings = {"a", ""}; },
+       {}},
+      {"stop_strings",
+       [](GenerationConfig& c) { c.stop_strings = {"\xC3"}; }, {}},
+  };
+  for (const Case& c : cases) {
+    GenerationConfig bad = good;
+    c.spoil(bad);
+    const absl::Status status = Sampler::Validate(bad, c.vocab_size);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_NE(std::string(status.message()).find(c.field), std::string::npos)
+        << status.message();
   }
 }
 

@@ -1,0 +1,439 @@
+#include "framework/chat_template.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lnpu::framework {
+namespace {
+
+using ::testing::HasSubstr;
+
+// tokenizer.chat_template of the reference models, as their GGUF files
+// carry them (Jinja source: "\n" inside string literals is a backslash and
+// an n).
+
+// Qwen/Qwen2.5-*-Instruct.
+constexpr char kQwen25[] = R"({%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- messages[0]['content'] }}
+    {%- else %}
+        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}
+    {%- endif %}
+    {{- "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}
+    {%- else %}
+        {{- '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n' }}
+    {%- endif %}
+{%- endif %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {{- '<|im_start|>' + message.role }}
+        {%- if message.content %}
+            {{- '\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\n<tool_call>\n{"name": "' }}
+            {{- tool_call.name }}
+            {{- '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+{%- endif %}
+)";
+
+// Qwen/Qwen2-*-Instruct.
+constexpr char kQwen2[] =
+    R"({% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system
+You are a helpful assistant.<|im_end|>
+' }}{% endif %}{{'<|im_start|>' + message['role'] + '
+' + message['content'] + '<|im_end|>' + '
+'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant
+' }}{% endif %})";
+
+// teknium/OpenHermes-2.5-Mistral-7B: ChatML without a default system prompt.
+constexpr char kOpenHermes[] =
+    R"({% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %})";
+
+// meta-llama/Meta-Llama-3-8B-Instruct.
+constexpr char kLlama3[] =
+    R"({% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %})";
+
+// meta-llama/Llama-3.1-8B-Instruct (3.2 and 3.3 differ only in the tool
+// and date details).
+constexpr char kLlama31[] = R"({{- bos_token }}
+{%- if custom_tools is defined %}
+    {%- set tools = custom_tools %}
+{%- endif %}
+{%- if not tools_in_user_message is defined %}
+    {%- set tools_in_user_message = true %}
+{%- endif %}
+{%- if not date_string is defined %}
+    {%- set date_string = "26 Jul 2024" %}
+{%- endif %}
+{%- if not tools is defined %}
+    {%- set tools = none %}
+{%- endif %}
+
+{#- This block extracts the system message, so we can slot it into the right place. #}
+{%- if messages[0]['role'] == 'system' %}
+    {%- set system_message = messages[0]['content']|trim %}
+    {%- set messages = messages[1:] %}
+{%- else %}
+    {%- set system_message = "" %}
+{%- endif %}
+
+{#- System message + builtin tools #}
+{{- "<|start_header_id|>system<|end_header_id|>\n\n" }}
+{%- if builtin_tools is defined or tools is not none %}
+    {{- "Environment: ipython\n" }}
+{%- endif %}
+{%- if builtin_tools is defined %}
+    {{- "Tools: " + builtin_tools | reject('equalto', 'code_interpreter') | join(", ") + "\n\n"}}
+{%- endif %}
+{{- "Cutting Knowledge Date: December 2023\n" }}
+{{- "Today Date: " + date_string + "\n\n" }}
+{%- if tools is not none and not tools_in_user_message %}
+    {{- "You have access to the following functions. To call a function, please respond with JSON for a function call." }}
+    {{- 'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.' }}
+    {{- "Do not use variables.\n\n" }}
+    {%- for t in tools %}
+        {{- t | tojson(indent=4) }}
+        {{- "\n\n" }}
+    {%- endfor %}
+{%- endif %}
+{{- system_message }}
+{{- "<|eot_id|>" }}
+
+{%- for message in messages %}
+    {%- if not (message.role == 'ipython' or message.role == 'tool' or 'tool_calls' in message) %}
+        {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
+{%- endif %}
+)";
+
+// meta-llama/Llama-2-7b-chat-hf.
+constexpr char kLlama2[] =
+    R"({% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\n' + system_message + '\n<</SYS>>\n\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %})";
+
+// HuggingFaceH4/zephyr-7b-beta; TinyLlama/TinyLlama-1.1B-Chat-v1.0 ships
+// the same text.
+constexpr char kZephyr[] = R"({% for message in messages %}
+{% if message['role'] == 'user' %}
+{{ '<|user|>
+' + message['content'] + eos_token }}
+{% elif message['role'] == 'system' %}
+{{ '<|system|>
+' + message['content'] + eos_token }}
+{% elif message['role'] == 'assistant' %}
+{{ '<|assistant|>
+'  + message['content'] + eos_token }}
+{% endif %}
+{% if loop.last and add_generation_prompt %}
+{{ '<|assistant|>' }}
+{% endif %}
+{% endfor %})";
+constexpr char kTinyLlamaChat[] = R"({% for message in messages %}
+{% if message['role'] == 'user' %}
+{{ '<|user|>
+' + message['content'] + eos_token }}
+{% elif message['role'] == 'system' %}
+{{ '<|system|>
+' + message['content'] + eos_token }}
+{% elif message['role'] == 'assistant' %}
+{{ '<|assistant|>
+'  + message['content'] + eos_token }}
+{% endif %}
+{% if loop.last and add_generation_prompt %}
+{{ '<|assistant|>' }}
+{% endif %}
+{% endfor %})";
+
+// microsoft/Phi-3-mini-4k-instruct.
+constexpr char kPhi3[] =
+    R"({% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>
+' + message['content'] + '<|end|>
+'}}{% elif message['role'] == 'user' %}{{'<|user|>
+' + message['content'] + '<|end|>
+'}}{% elif message['role'] == 'assistant' %}{{'<|assistant|>
+' + message['content'] + '<|end|>
+'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>
+' }}{% else %}{{ eos_token }}{% endif %})";
+
+// mistralai/Mistral-7B-Instruct-v0.2: [INST] without <<SYS>>.
+constexpr char kMistral[] =
+    R"({{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %})";
+
+const ChatSpecialTokens kSentencePieceTokens{"<s>", "</s>", /*add_bos=*/true};
+const ChatSpecialTokens kLlama3Tokens{"<|begin_of_text|>", "<|eot_id|>",
+                                      /*add_bos=*/true};
+const ChatSpecialTokens kQwenTokens{"", "<|im_end|>", /*add_bos=*/false};
+
+// llama.cpp's test-chat-template conversation.
+const std::vector<ChatMessage> kConversation = {
+    {"system", "You are a helpful assistant"},
+    {"user", "Hello"},
+    {"assistant", "Hi there"},
+    {"user", "Who are you"},
+    {"assistant", "   I am an assistant   "},
+    {"user", "Another question"},
+};
+const std::vector<ChatMessage> kNoSystem(kConversation.begin() + 1,
+                                         kConversation.end());
+const std::vector<ChatMessage> kOneQuestion = {{"user", "Hi"}};
+
+ChatTemplate Detected(const char* jinja, const ChatSpecialTokens& tokens) {
+  absl::StatusOr<ChatTemplate> chat = ChatTemplate::Detect(jinja, tokens);
+  EXPECT_TRUE(chat.ok()) << chat.status();
+  return chat.ok() ? *chat : ChatTemplate::ForFamily(ChatFamily::kChatMl, tokens);
+}
+
+std::string Render(const ChatTemplate& chat,
+                   const std::vector<ChatMessage>& messages,
+                   bool add_generation_prompt = true) {
+  absl::StatusOr<std::string> text = chat.Render(messages, add_generation_prompt);
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.ok() ? *text : "";
+}
+
+TEST(ChatTemplateTest, DetectsTheFamilyOfRealTemplates) {
+  const struct {
+    const char* name;
+    const char* jinja;
+    ChatFamily family;
+  } cases[] = {
+      {"qwen2.5", kQwen25, ChatFamily::kChatMl},
+      {"qwen2", kQwen2, ChatFamily::kChatMl},
+      {"openhermes", kOpenHermes, ChatFamily::kChatMl},
+      {"llama3", kLlama3, ChatFamily::kLlama3},
+      {"llama3.1", kLlama31, ChatFamily::kLlama31},
+      {"llama2", kLlama2, ChatFamily::kLlama2},
+      {"zephyr", kZephyr, ChatFamily::kZephyr},
+      {"tinyllama", kTinyLlamaChat, ChatFamily::kZephyr},
+      {"phi3", kPhi3, ChatFamily::kPhi3},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<ChatTemplate> chat =
+        ChatTemplate::Detect(c.jinja, kSentencePieceTokens);
+    ASSERT_TRUE(chat.ok()) << c.name << ": " << chat.status();
+    EXPECT_EQ(chat->family(), c.family) << c.name;
+  }
+}
+
+TEST(ChatTemplateTest, ChatMlTakesOverTheTemplatesDefaultSystemPrompt) {
+  EXPECT_EQ(Detected(kQwen25, kQwenTokens).default_system_prompt(),
+            "You are Qwen, created by Alibaba Cloud. You are a helpful "
+            "assistant.");
+  EXPECT_EQ(Detected(kQwen2, kQwenTokens).default_system_prompt(),
+            "You are a helpful assistant.");
+  EXPECT_EQ(Detected(kOpenHermes, kQwenTokens).default_system_prompt(),
+            std::nullopt);
+}
+
+TEST(ChatTemplateTest, Qwen25) {
+  const ChatTemplate chat = Detected(kQwen25, kQwenTokens);
+  EXPECT_EQ(Render(chat, kConversation),
+            "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n"
+            "<|im_start|>user\nHello<|im_end|>\n"
+            "<|im_start|>assistant\nHi there<|im_end|>\n"
+            "<|im_start|>user\nWho are you<|im_end|>\n"
+            "<|im_start|>assistant\n   I am an assistant   <|im_end|>\n"
+            "<|im_start|>user\nAnother question<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(Render(chat, kOneQuestion),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You "
+            "are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(Render(chat, kOneQuestion, /*add_generation_prompt=*/false),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You "
+            "are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n");
+}
+
+TEST(ChatTemplateTest, PlainChatMlHasNoDefaultSystemPrompt) {
+  EXPECT_EQ(Render(Detected(kOpenHermes, kQwenTokens), kOneQuestion),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(
+      Render(ChatTemplate::ForFamily(ChatFamily::kChatMl, kQwenTokens),
+             kOneQuestion),
+      "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplateTest, Llama3) {
+  const std::string turns =
+      "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
+      "<|start_header_id|>assistant<|end_header_id|>\n\nHi there<|eot_id|>"
+      "<|start_header_id|>user<|end_header_id|>\n\nWho are you<|eot_id|>"
+      "<|start_header_id|>assistant<|end_header_id|>\n\nI am an "
+      "assistant<|eot_id|>"
+      "<|start_header_id|>user<|end_header_id|>\n\nAnother question<|eot_id|>";
+  const std::string system =
+      "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful "
+      "assistant<|eot_id|>";
+  const std::string prompt = "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  // The tokenizer adds <|begin_of_text|>: the text does not repeat it.
+  const ChatTemplate chat = Detected(kLlama3, kLlama3Tokens);
+  EXPECT_EQ(Render(chat, kConversation), system + turns + prompt);
+  EXPECT_EQ(Render(chat, kNoSystem, false), turns);
+  // A tokenizer that does not add BOS gets it as text.
+  ChatSpecialTokens no_bos = kLlama3Tokens;
+  no_bos.add_bos = false;
+  EXPECT_EQ(Render(Detected(kLlama3, no_bos), kNoSystem),
+            "<|begin_of_text|>" + turns + prompt);
+}
+
+TEST(ChatTemplateTest, Llama31AlwaysHasTheDatedSystemTurn) {
+  const ChatTemplate chat = Detected(kLlama31, kLlama3Tokens);
+  EXPECT_EQ(Render(chat, kOneQuestion),
+            "<|start_header_id|>system<|end_header_id|>\n\n"
+            "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
+            "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  ChatSpecialTokens no_bos = kLlama3Tokens;
+  no_bos.add_bos = false;
+  EXPECT_EQ(Render(Detected(kLlama31, no_bos).WithDateString("05 Mar 2025"),
+                   {{"system", "  Be brief.\n"}, {"user", " Hi "}}, false),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+            "Cutting Knowledge Date: December 2023\nToday Date: 05 Mar 2025\n\n"
+            "Be brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n"
+            "Hi<|eot_id|>");
+}
+
+TEST(ChatTemplateTest, Llama2FoldsTheSystemMessageIntoTheFirstUserTurn) {
+  const ChatTemplate chat = Detected(kLlama2, kSentencePieceTokens);
+  EXPECT_EQ(Render(chat, kConversation),
+            "[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello "
+            "[/INST] Hi there </s><s>[INST] Who are you [/INST] I am an "
+            "assistant </s><s>[INST] Another question [/INST]");
+  ChatSpecialTokens no_bos = kSentencePieceTokens;
+  no_bos.add_bos = false;
+  EXPECT_EQ(Render(Detected(kLlama2, no_bos), kOneQuestion),
+            "<s>[INST] Hi [/INST]");
+}
+
+TEST(ChatTemplateTest, Llama2RejectsConversationsItCannotExpress) {
+  const ChatTemplate chat = Detected(kLlama2, kSentencePieceTokens);
+  for (const std::vector<ChatMessage>& bad :
+       std::vector<std::vector<ChatMessage>>{
+           {{"assistant", "Hi"}},
+           {{"user", "a"}, {"user", "b"}},
+           {{"user", "a"}, {"system", "late"}},
+           {{"system", "only a system message"}},
+       }) {
+    absl::StatusOr<std::string> text = chat.Render(bad, true);
+    EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(text.status().message()),
+                ::testing::AnyOf(HasSubstr("alternate"), HasSubstr("user message")));
+  }
+}
+
+TEST(ChatTemplateTest, Zephyr) {
+  const ChatTemplate chat = Detected(kTinyLlamaChat, kSentencePieceTokens);
+  EXPECT_EQ(Render(chat, kConversation),
+            "<|system|>\nYou are a helpful assistant</s>\n"
+            "<|user|>\nHello</s>\n<|assistant|>\nHi there</s>\n"
+            "<|user|>\nWho are you</s>\n"
+            "<|assistant|>\n   I am an assistant   </s>\n"
+            "<|user|>\nAnother question</s>\n<|assistant|>\n");
+  EXPECT_EQ(Render(chat, kOneQuestion, false), "<|user|>\nHi</s>\n");
+}
+
+TEST(ChatTemplateTest, Phi3) {
+  const ChatTemplate chat =
+      Detected(kPhi3, ChatSpecialTokens{"<s>", "<|endoftext|>", false});
+  EXPECT_EQ(Render(chat, kConversation),
+            "<|system|>\nYou are a helpful assistant<|end|>\n"
+            "<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n"
+            "<|user|>\nWho are you<|end|>\n"
+            "<|assistant|>\n   I am an assistant   <|end|>\n"
+            "<|user|>\nAnother question<|end|>\n<|assistant|>\n");
+  // Without a generation prompt the template ends with EOS.
+  EXPECT_EQ(Render(chat, kOneQuestion, false),
+            "<|user|>\nHi<|end|>\n<|endoftext|>");
+}
+
+TEST(ChatTemplateTest, UnknownOrMissingTemplatesNameTheSupportedFamilies) {
+  for (const char* jinja :
+       {kMistral, "{{ messages[0]['content'] }}", "<|user|>{{ m }}"}) {
+    absl::StatusOr<ChatTemplate> chat =
+        ChatTemplate::Detect(jinja, kSentencePieceTokens);
+    EXPECT_EQ(chat.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(chat.status().message()),
+                HasSubstr("chatml, llama3, llama3.1, llama2, zephyr, phi3"));
+    EXPECT_THAT(std::string(chat.status().message()),
+                HasSubstr("--chat-template"));
+  }
+  absl::StatusOr<ChatTemplate> none =
+      ChatTemplate::Detect(" \n", kSentencePieceTokens);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("--chat-template"));
+}
+
+TEST(ChatTemplateTest, FamilyNamesRoundTrip) {
+  for (ChatFamily family :
+       {ChatFamily::kChatMl, ChatFamily::kLlama3, ChatFamily::kLlama31,
+        ChatFamily::kLlama2, ChatFamily::kZephyr, ChatFamily::kPhi3}) {
+    absl::StatusOr<ChatFamily> parsed = ParseChatFamily(ChatFamilyName(family));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, family);
+    EXPECT_EQ(ChatTemplate::ForFamily(family, kSentencePieceTokens).family(),
+              family);
+  }
+  absl::StatusOr<ChatFamily> bad = ParseChatFamily("vicuna");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("vicuna"));
+}
+
+TEST(ChatTemplateTest, RejectsBadMessages) {
+  const ChatTemplate chat =
+      ChatTemplate::ForFamily(ChatFamily::kChatMl, kQwenTokens);
+  const struct {
+    std::vector<ChatMessage> messages;
+    const char* problem;
+  } cases[] = {
+      {{}, "no messages"},
+      {{{"user", "hi"}, {"tool", "42"}}, "message 1 has role \"tool\""},
+      {{{"user", "bad \xFF byte"}}, "message 0 content is not well-formed UTF-8"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<std::string> text = chat.Render(c.messages, true);
+    EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(text.status().message()), HasSubstr(c.problem));
+  }
+}
+
+}  // namespace
+}  // namespace lnpu::framework
