@@ -1,7 +1,10 @@
 #include "compiler_artifacts/gguf/random_llama.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <numbers>
 #include <string_view>
 #include <utility>
@@ -9,8 +12,11 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "compiler_artifacts/gguf/gguf_writer.h"
+#include "absl/cleanup/cleanup.h"
+#include "compiler_artifacts/gguf/gguf_file.h"
+#include "compiler_artifacts/gguf/gguf_value.h"
 #include "compiler_artifacts/gguf/half.h"
+#include "compiler_artifacts/gguf/quantize.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
 namespace lnpu::gguf {
@@ -20,7 +26,7 @@ constexpr absl::string_view kWordStart = "\xE2\x96\x81";  // U+2581, SentencePie
 constexpr uint32_t kSpecialAndByteTokens = 3 + 256;
 constexpr uint32_t kLetters = 26;
 constexpr uint32_t kMinVocab = kSpecialAndByteTokens + kLetters;
-constexpr uint64_t kMaxModelBytes = uint64_t{4} << 30;
+constexpr uint64_t kMaxModelBytes = uint64_t{64} << 30;
 
 // Frequent English letter bigrams and suffixes, most frequent first.
 constexpr std::string_view kCommonGrams[] = {
@@ -121,29 +127,104 @@ uint64_t TensorSeed(uint64_t seed, std::string_view name) {
   return mix.Next();
 }
 
-uint64_t TypeBytes(GgmlType type) { return type == GgmlType::kF32 ? 4 : 2; }
+// Bytes per block of the K-quant types and their block size.
+constexpr uint32_t kKBlockElements = 256;
+constexpr uint32_t kQ4_KBlockBytes = 144;
+constexpr uint32_t kQ6_KBlockBytes = 210;
 
-std::vector<uint8_t> Encode(const std::vector<float>& values, GgmlType type) {
-  std::vector<uint8_t> bytes(values.size() * TypeBytes(type));
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (type == GgmlType::kF32) {
-      std::memcpy(&bytes[4 * i], &values[i], 4);
-      continue;
-    }
-    const uint16_t bits =
-        type == GgmlType::kF16 ? FloatToFloat16(values[i]) : FloatToBFloat16(values[i]);
-    std::memcpy(&bytes[2 * i], &bits, 2);
+bool IsSupportedWeightType(GgmlType type) {
+  switch (type) {
+    case GgmlType::kF32:
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ6_K:
+      return true;
+    default:
+      return false;
   }
-  return bytes;
+}
+
+// The type a matrix with rows of `row_len` elements is written in: `type`,
+// or F16 when the rows are not whole blocks of it.
+GgmlType RowType(GgmlType type, uint64_t row_len) {
+  const absl::StatusOr<std::pair<uint32_t, uint32_t>> block = GgmlTypeBlock(type);
+  return block.ok() && row_len % block->first == 0 ? type : GgmlType::kF16;
+}
+
+uint64_t RowBytes(GgmlType type, uint64_t row_len) {
+  const absl::StatusOr<std::pair<uint32_t, uint32_t>> block = GgmlTypeBlock(type);
+  return row_len / block->first * block->second;  // type is supported
+}
+
+void StoreHalf(uint8_t* dst, float value) {
+  const uint16_t bits = FloatToFloat16(value);
+  std::memcpy(dst, &bits, 2);
+}
+
+// One row of `row_len` random values of mean `mean` and std `std` in
+// `type`, drawn from `random` (so consecutive rows continue one stream).
+absl::Status RandomRow(Random& random, GgmlType type, double mean, double std,
+                       std::vector<float>& values, std::vector<uint8_t>& row) {
+  row.resize(RowBytes(type, values.size()));
+  if (type == GgmlType::kQ4_K || type == GgmlType::kQ6_K) {
+    // Uniform random quants; every sub-block scale (and min) is 8 (Q4_K) or
+    // 16 (Q6_K) and d is chosen for the wanted std: uniform 4-bit quants
+    // have std 4.61 (mean 7.5, cancelled by dmin), 6-bit ones 18.47.
+    const bool q4 = type == GgmlType::kQ4_K;
+    const uint32_t block_bytes = q4 ? kQ4_KBlockBytes : kQ6_KBlockBytes;
+    for (size_t at = 0; at < row.size(); at += block_bytes) {
+      uint8_t* block = row.data() + at;
+      for (uint32_t i = 0; i < block_bytes; i += 8) {
+        const uint64_t bits = random.Next();
+        std::memcpy(block + i, &bits, std::min<uint32_t>(8, block_bytes - i));
+      }
+      if (q4) {
+        const float d = static_cast<float>(std / (8 * 4.61));
+        StoreHalf(block, d);
+        StoreHalf(block + 2, 7.5f * d);
+        std::memset(block + 4, 8, 8);        // scales and mins of sub-blocks 0-3
+        std::memset(block + 12, 0x88, 4);    // sub-blocks 4-7
+      } else {
+        std::memset(block + 192, 16, 16);    // int8 scales
+        StoreHalf(block + 208, static_cast<float>(std / (16 * 18.47)));
+      }
+    }
+    return absl::OkStatus();
+  }
+  for (float& value : values) value = static_cast<float>(mean + std * random.Normal());
+  switch (type) {
+    case GgmlType::kQ8_0:
+      return QuantizeRowQ8_0(values, absl::MakeSpan(row));
+    case GgmlType::kQ4_0:
+      return QuantizeRowQ4_0(values, absl::MakeSpan(row));
+    case GgmlType::kF32:
+      std::memcpy(row.data(), values.data(), row.size());
+      return absl::OkStatus();
+    default:
+      for (size_t i = 0; i < values.size(); ++i) {
+        const uint16_t bits = type == GgmlType::kF16 ? FloatToFloat16(values[i])
+                                                     : FloatToBFloat16(values[i]);
+        std::memcpy(&row[2 * i], &bits, 2);
+      }
+      return absl::OkStatus();
+  }
 }
 
 absl::Status InvalidSpec(std::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("RandomLlamaSpec: ", ToAbsl(message)));
 }
 
-absl::Status ValidateSpec(const RandomLlamaSpec& spec) {
-  if (spec.vocab_size < kMinVocab || spec.vocab_size > kMaxRandomLlamaVocab) {
-    return InvalidSpec(absl::StrCat("vocab_size ", spec.vocab_size, " must be in [", kMinVocab,
+absl::Status ValidateSpec(const RandomLlamaSpec& spec, uint32_t vocab_size) {
+  if (spec.architecture != "llama" && spec.architecture != "qwen2") {
+    return InvalidSpec(absl::StrCat("architecture \"", spec.architecture,
+                                    "\" is not supported: use \"llama\" or \"qwen2\""));
+  }
+  if (spec.vocabulary_gguf.empty() &&
+      (vocab_size < kMinVocab || vocab_size > kMaxRandomLlamaVocab)) {
+    return InvalidSpec(absl::StrCat("vocab_size ", vocab_size, " must be in [", kMinVocab,
                                     ", ", kMaxRandomLlamaVocab,
                                     "] (3 control + 256 byte + 26 letter tokens at least)"));
   }
@@ -173,10 +254,14 @@ absl::Status ValidateSpec(const RandomLlamaSpec& spec) {
   if (!(std::isfinite(spec.norm_eps) && spec.norm_eps > 0)) {
     return InvalidSpec(absl::StrCat("norm_eps ", spec.norm_eps, " must be positive and finite"));
   }
-  if (spec.weight_type != GgmlType::kF32 && spec.weight_type != GgmlType::kF16 &&
-      spec.weight_type != GgmlType::kBF16) {
+  if (!(std::isfinite(spec.llama3_rope_factor) && spec.llama3_rope_factor >= 0)) {
+    return InvalidSpec(absl::StrCat("llama3_rope_factor ", spec.llama3_rope_factor,
+                                    " must be 0 (none) or positive"));
+  }
+  if (!IsSupportedWeightType(spec.weight_type)) {
     return InvalidSpec(absl::StrCat("weight_type ", ToAbsl(GgmlTypeName(spec.weight_type)),
-                                    " is not supported: use F32, F16 or BF16"));
+                                    " is not supported: use F32, F16, BF16, Q8_0, Q4_0, Q4_K "
+                                    "or Q6_K"));
   }
   // All factors are < 2^32 and there are few of them, so double is exact
   // enough to compare against the limit without overflow.
@@ -184,36 +269,212 @@ absl::Status ValidateSpec(const RandomLlamaSpec& spec) {
   const double per_layer = 2.0 * spec.dim * spec.dim + 2.0 * spec.dim * kv_dim +
                            3.0 * spec.dim * spec.ffn_dim;
   const double matmul_elements = per_layer * spec.n_layers +
-                                 static_cast<double>(spec.dim) * spec.vocab_size *
+                                 static_cast<double>(spec.dim) * vocab_size *
                                      (spec.tied_embeddings ? 1 : 2);
-  const double bytes = matmul_elements * static_cast<double>(TypeBytes(spec.weight_type));
+  const double bytes = matmul_elements * 4;
   if (bytes > static_cast<double>(kMaxModelBytes)) {
-    return InvalidSpec(absl::StrFormat("the model would need %.0f bytes of weights; the limit is "
-                                       "%d bytes: shrink dim, n_layers, ffn_dim or vocab_size",
+    return InvalidSpec(absl::StrFormat("the model would need up to %.0f bytes of weights; the "
+                                       "limit is %d bytes: shrink dim, n_layers, ffn_dim or "
+                                       "vocab_size",
                                        bytes, kMaxModelBytes));
   }
   return absl::OkStatus();
 }
 
-// Adds one tensor of normal values: mean `mean`, standard deviation `std`.
-absl::Status AddRandomTensor(GgufWriter& writer, const RandomLlamaSpec& spec, std::string name,
-                             GgmlType type, std::vector<uint64_t> dims, double mean, double std) {
-  uint64_t elements = 1;
-  for (uint64_t dim : dims) elements *= dim;
-  Random random(TensorSeed(spec.seed, name));
-  std::vector<float> values(elements);
-  for (float& value : values) value = static_cast<float>(mean + std * random.Normal());
-  return writer.AddTensor(std::move(name), type, std::move(dims), Encode(values, type));
-}
-
 uint32_t FileType(GgmlType weight_type) {
-  // llama.cpp's llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_BF16.
+  // llama.cpp's llama_ftype.
   switch (weight_type) {
     case GgmlType::kF16: return 1;
+    case GgmlType::kQ4_0: return 2;
+    case GgmlType::kQ8_0: return 7;
+    case GgmlType::kQ4_K: return 15;  // MOSTLY_Q4_K_M
+    case GgmlType::kQ6_K: return 18;
     case GgmlType::kBF16: return 32;
     default: return 0;
   }
 }
+
+// Copies every tokenizer.* key of the vocabulary GGUF at `path`.
+absl::Status CopyVocabulary(const std::string& path,
+                            std::vector<std::pair<std::string, GgufValue>>& metadata,
+                            uint32_t& vocab_size) {
+  absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+  if (!file.ok()) return file.status();
+  for (std::string_view key_view : (*file)->keys()) {
+    if (key_view.substr(0, 10) != "tokenizer.") continue;
+    const std::string key(key_view);
+    const GgufValueType type = *(*file)->KeyType(key_view);
+    absl::StatusOr<GgufValue> value = absl::InternalError("unset");
+    switch (type) {
+      case GgufValueType::kString: {
+        absl::StatusOr<std::string> v = (*file)->GetString(key_view);
+        value = v.ok() ? absl::StatusOr<GgufValue>(GgufValue::String(*v)) : v.status();
+        break;
+      }
+      case GgufValueType::kBool: {
+        absl::StatusOr<bool> v = (*file)->GetBool(key_view);
+        value = v.ok() ? absl::StatusOr<GgufValue>(GgufValue::Bool(*v)) : v.status();
+        break;
+      }
+      case GgufValueType::kFloat32:
+      case GgufValueType::kFloat64: {
+        absl::StatusOr<float> v = (*file)->GetFloat(key_view);
+        value = v.ok() ? absl::StatusOr<GgufValue>(GgufValue::Float32(*v)) : v.status();
+        break;
+      }
+      case GgufValueType::kArray: {
+        absl::StatusOr<std::vector<std::string>> strings = (*file)->GetStringArray(key_view);
+        if (strings.ok()) {
+          value = GgufValue::StringArray(*strings);
+          break;
+        }
+        absl::StatusOr<std::vector<int32_t>> ints = (*file)->GetInt32Array(key_view);
+        if (ints.ok()) {
+          value = GgufValue::Int32Array(*ints);
+          break;
+        }
+        absl::StatusOr<std::vector<float>> floats = (*file)->GetFloatArray(key_view);
+        value = floats.ok() ? absl::StatusOr<GgufValue>(GgufValue::Float32Array(*floats))
+                            : floats.status();
+        break;
+      }
+      default: {  // integers
+        absl::StatusOr<int64_t> v = (*file)->GetInt(key_view);
+        value = v.ok() ? absl::StatusOr<GgufValue>(GgufValue::Int64(*v)) : v.status();
+        if (v.ok() && *v >= 0 && *v <= UINT32_MAX) {
+          value = GgufValue::Uint32(static_cast<uint32_t>(*v));
+        }
+        break;
+      }
+    }
+    if (!value.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": vocabulary key ", key,
+                                                     " cannot be copied: ",
+                                                     value.status().message()));
+    }
+    metadata.emplace_back(key, *std::move(value));
+  }
+  absl::StatusOr<std::vector<std::string>> tokens =
+      (*file)->GetStringArray("tokenizer.ggml.tokens");
+  if (!tokens.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " has no tokenizer.ggml.tokens: it is not a vocabulary GGUF (",
+        tokens.status().message(), ")"));
+  }
+  if (vocab_size != 0 && vocab_size != tokens->size()) {
+    return InvalidSpec(absl::StrCat("vocab_size ", vocab_size, " differs from the ",
+                                    tokens->size(), " tokens of ", path,
+                                    "; set it to 0 or to that count"));
+  }
+  vocab_size = static_cast<uint32_t>(tokens->size());
+  return absl::OkStatus();
+}
+
+// A GGUF v3 file written front to back: the header (metadata and tensor
+// infos) first, then each tensor's data in order, each padded to the
+// alignment. The file is <path>.tmp until Finish renames it; destroying an
+// unfinished writer deletes it.
+class StreamingGgufWriter {
+ public:
+  struct Tensor {
+    std::string name;
+    GgmlType type;
+    std::vector<uint64_t> dims;  // GGUF order, dims[0] contiguous
+    uint64_t bytes;
+  };
+
+  static absl::StatusOr<std::unique_ptr<StreamingGgufWriter>> Create(
+      const std::string& path,
+      const std::vector<std::pair<std::string, GgufValue>>& metadata,
+      std::vector<Tensor> tensors) {
+    std::unique_ptr<StreamingGgufWriter> writer(new StreamingGgufWriter(path));
+    writer->file_ = std::fopen(writer->tmp_path_.c_str(), "wb");
+    if (writer->file_ == nullptr) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", writer->tmp_path_));
+    }
+    std::vector<uint8_t> header;
+    Append<uint32_t>(header, kGgufMagic);
+    Append<uint32_t>(header, kGgufVersion);
+    Append<uint64_t>(header, tensors.size());
+    Append<uint64_t>(header, metadata.size());
+    for (const auto& [key, value] : metadata) {
+      AppendString(header, key);
+      Append<uint32_t>(header, static_cast<uint32_t>(value.type()));
+      header.insert(header.end(), value.encoded().begin(), value.encoded().end());
+    }
+    uint64_t offset = 0;
+    for (const Tensor& tensor : tensors) {
+      AppendString(header, tensor.name);
+      Append<uint32_t>(header, static_cast<uint32_t>(tensor.dims.size()));
+      for (uint64_t dim : tensor.dims) Append<uint64_t>(header, dim);
+      Append<uint32_t>(header, static_cast<uint32_t>(tensor.type));
+      Append<uint64_t>(header, offset);
+      offset += Padded(tensor.bytes);
+    }
+    header.resize(Padded(header.size()), 0);
+    if (absl::Status s = writer->Write(header); !s.ok()) return s;
+    return writer;
+  }
+
+  ~StreamingGgufWriter() {
+    if (file_ != nullptr) std::fclose(file_);
+    if (!finished_) std::remove(tmp_path_.c_str());
+  }
+
+  absl::Status Write(absl::Span<const uint8_t> bytes) {
+    if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", tmp_path_));
+    }
+    written_ += bytes.size();
+    return absl::OkStatus();
+  }
+  // Zero padding after a tensor's data.
+  absl::Status Pad() {
+    static constexpr uint8_t kZeros[kGgufDefaultAlignment] = {};
+    return Write(absl::MakeConstSpan(kZeros, Padded(written_) - written_));
+  }
+  absl::Status Finish() {
+    const int closed = std::fclose(file_);
+    file_ = nullptr;
+    if (closed != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot close ", tmp_path_));
+    if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("cannot rename ", tmp_path_, " to ", path_));
+    }
+    finished_ = true;
+    return absl::OkStatus();
+  }
+
+ private:
+  explicit StreamingGgufWriter(std::string path)
+      : path_(std::move(path)), tmp_path_(path_ + ".tmp") {}
+
+  static uint64_t Padded(uint64_t size) {
+    return (size + kGgufDefaultAlignment - 1) / kGgufDefaultAlignment * kGgufDefaultAlignment;
+  }
+  template <typename T>
+  static void Append(std::vector<uint8_t>& out, T value) {
+    uint8_t bytes[sizeof(T)];
+    std::memcpy(bytes, &value, sizeof(T));
+    out.insert(out.end(), bytes, bytes + sizeof(T));
+  }
+  static void AppendString(std::vector<uint8_t>& out, std::string_view text) {
+    Append<uint64_t>(out, text.size());
+    out.insert(out.end(), text.begin(), text.end());
+  }
+
+  std::string path_;
+  std::string tmp_path_;
+  std::FILE* file_ = nullptr;
+  uint64_t written_ = 0;
+  bool finished_ = false;
+};
+
+// A tensor to generate: its layout and value distribution.
+struct TensorRecipe {
+  StreamingGgufWriter::Tensor layout;
+  double mean;
+  double std;
+};
 
 }  // namespace
 
@@ -244,83 +505,128 @@ absl::StatusOr<LlamaVocabulary> MakeLlamaVocabulary(uint32_t vocab_size) {
 }
 
 absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string& path) {
-  if (absl::Status status = ValidateSpec(spec); !status.ok()) return status;
-  absl::StatusOr<LlamaVocabulary> vocabulary = MakeLlamaVocabulary(spec.vocab_size);
-  if (!vocabulary.ok()) return vocabulary.status();
+  std::vector<std::pair<std::string, GgufValue>> metadata;
+  const std::string& arch = spec.architecture;
+  metadata.emplace_back("general.architecture", GgufValue::String(arch));
+  uint32_t vocab_size = spec.vocab_size;
+  std::vector<std::pair<std::string, GgufValue>> vocabulary_keys;
+  if (!spec.vocabulary_gguf.empty()) {
+    if (absl::Status s = CopyVocabulary(spec.vocabulary_gguf, vocabulary_keys, vocab_size);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status status = ValidateSpec(spec, vocab_size); !status.ok()) return status;
 
   const uint32_t head_dim = spec.dim / spec.n_heads;
   const uint64_t dim = spec.dim;
   const uint64_t kv_dim = uint64_t{head_dim} * spec.n_kv_heads;
   const uint64_t ffn = spec.ffn_dim;
-  const uint64_t vocab = spec.vocab_size;
-
-  GgufWriter writer;
-  writer.SetString("general.architecture", "llama");
-  writer.SetString("general.name",
-                   absl::StrCat("random-llama-d", spec.dim, "-l", spec.n_layers, "-v",
-                                spec.vocab_size, "-", ToAbsl(GgmlTypeName(spec.weight_type)), "-seed",
-                                spec.seed));
-  writer.SetUint32("general.file_type", FileType(spec.weight_type));
-  writer.SetUint32("llama.vocab_size", spec.vocab_size);
-  writer.SetUint32("llama.context_length", spec.context_length);
-  writer.SetUint32("llama.embedding_length", spec.dim);
-  writer.SetUint32("llama.block_count", spec.n_layers);
-  writer.SetUint32("llama.feed_forward_length", spec.ffn_dim);
-  writer.SetUint32("llama.attention.head_count", spec.n_heads);
-  writer.SetUint32("llama.attention.head_count_kv", spec.n_kv_heads);
-  writer.SetUint32("llama.rope.dimension_count", spec.rope_dim == 0 ? head_dim : spec.rope_dim);
-  writer.SetFloat32("llama.rope.freq_base", spec.rope_theta);
-  writer.SetFloat32("llama.attention.layer_norm_rms_epsilon", spec.norm_eps);
-  writer.SetString("tokenizer.ggml.model", "llama");
-  writer.SetStringArray("tokenizer.ggml.tokens", std::move(vocabulary->tokens));
-  writer.SetFloat32Array("tokenizer.ggml.scores", std::move(vocabulary->scores));
-  writer.SetInt32Array("tokenizer.ggml.token_type", std::move(vocabulary->token_types));
-  writer.SetUint32("tokenizer.ggml.bos_token_id", 1);
-  writer.SetUint32("tokenizer.ggml.eos_token_id", 2);
-  writer.SetUint32("tokenizer.ggml.unknown_token_id", 0);
-  writer.SetBool("tokenizer.ggml.add_bos_token", true);
-  writer.SetBool("tokenizer.ggml.add_eos_token", false);
-
-  const GgmlType weight = spec.weight_type;
-  const double norm_std = 0.05;
-  // A matmul with n outputs and k inputs has dims [k, n] (ggml's ne0 = k).
-  auto matmul = [&](std::string name, uint64_t inputs, uint64_t outputs) {
-    return AddRandomTensor(writer, spec, std::move(name), weight, {inputs, outputs}, 0.0,
-                           1.0 / std::sqrt(static_cast<double>(inputs)));
+  const uint64_t vocab = vocab_size;
+  const std::string p = arch + ".";
+  auto set_u32 = [&](std::string key, uint32_t value) {
+    metadata.emplace_back(std::move(key), GgufValue::Uint32(value));
   };
-  auto norm = [&](std::string name) {
-    return AddRandomTensor(writer, spec, std::move(name), GgmlType::kF32, {dim}, 1.0, norm_std);
+  auto set_f32 = [&](std::string key, float value) {
+    metadata.emplace_back(std::move(key), GgufValue::Float32(value));
   };
-  if (absl::Status status =
-          AddRandomTensor(writer, spec, "token_embd.weight", weight, {dim, vocab}, 0.0, 1.0);
-      !status.ok()) {
-    return status;
+  metadata.emplace_back(
+      "general.name",
+      GgufValue::String(absl::StrCat("random-", arch, "-d", spec.dim, "-l", spec.n_layers, "-v",
+                                     vocab_size, "-", ToAbsl(GgmlTypeName(spec.weight_type)),
+                                     "-seed", spec.seed)));
+  set_u32("general.file_type", FileType(spec.weight_type));
+  set_u32(p + "vocab_size", vocab_size);
+  set_u32(p + "context_length", spec.context_length);
+  set_u32(p + "embedding_length", spec.dim);
+  set_u32(p + "block_count", spec.n_layers);
+  set_u32(p + "feed_forward_length", spec.ffn_dim);
+  set_u32(p + "attention.head_count", spec.n_heads);
+  set_u32(p + "attention.head_count_kv", spec.n_kv_heads);
+  set_u32(p + "rope.dimension_count", spec.rope_dim == 0 ? head_dim : spec.rope_dim);
+  set_f32(p + "rope.freq_base", spec.rope_theta);
+  if (spec.llama3_rope_factor > 0) {
+    metadata.emplace_back(p + "rope.scaling.type", GgufValue::String("llama3"));
+    set_f32(p + "rope.scaling.factor", spec.llama3_rope_factor);
+    set_f32(p + "rope.scaling.low_freq_factor", 1.0f);
+    set_f32(p + "rope.scaling.high_freq_factor", 4.0f);
+    set_u32(p + "rope.scaling.original_context_length", 8192);
   }
-  // Per layer, in llama.cpp's order; outputs == 0 marks a norm weight.
-  struct LayerTensor {
-    std::string_view name;
-    uint64_t inputs;
-    uint64_t outputs;
+  set_f32(p + "attention.layer_norm_rms_epsilon", spec.norm_eps);
+  if (spec.vocabulary_gguf.empty()) {
+    absl::StatusOr<LlamaVocabulary> vocabulary = MakeLlamaVocabulary(vocab_size);
+    if (!vocabulary.ok()) return vocabulary.status();
+    metadata.emplace_back("tokenizer.ggml.model", GgufValue::String("llama"));
+    metadata.emplace_back("tokenizer.ggml.tokens", GgufValue::StringArray(vocabulary->tokens));
+    metadata.emplace_back("tokenizer.ggml.scores", GgufValue::Float32Array(vocabulary->scores));
+    metadata.emplace_back("tokenizer.ggml.token_type",
+                          GgufValue::Int32Array(vocabulary->token_types));
+    set_u32("tokenizer.ggml.bos_token_id", 1);
+    set_u32("tokenizer.ggml.eos_token_id", 2);
+    set_u32("tokenizer.ggml.unknown_token_id", 0);
+    metadata.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::Bool(true));
+    metadata.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::Bool(false));
+  } else {
+    for (auto& entry : vocabulary_keys) metadata.push_back(std::move(entry));
+  }
+
+  // The tensors in llama.cpp's order. A matmul with n outputs and k inputs
+  // has dims [k, n] (ggml's ne0 = k).
+  std::vector<TensorRecipe> recipes;
+  auto matrix = [&](std::string name, uint64_t inputs, uint64_t outputs, double std) {
+    const GgmlType type = RowType(spec.weight_type, inputs);
+    recipes.push_back({{std::move(name), type, {inputs, outputs},
+                        RowBytes(type, inputs) * outputs},
+                       0.0, std});
   };
-  const LayerTensor layer_tensors[] = {
-      {"attn_norm", dim, 0},   {"attn_q", dim, dim},   {"attn_k", dim, kv_dim},
-      {"attn_v", dim, kv_dim}, {"attn_output", dim, dim}, {"ffn_norm", dim, 0},
-      {"ffn_gate", dim, ffn},  {"ffn_up", dim, ffn},   {"ffn_down", ffn, dim},
+  auto vector = [&](std::string name, uint64_t size, double mean, double std) {
+    recipes.push_back({{std::move(name), GgmlType::kF32, {size}, size * 4}, mean, std});
   };
+  constexpr double kNormStd = 0.05;
+  constexpr double kBiasStd = 0.1;
+  matrix("token_embd.weight", dim, vocab, 1.0);
+  const bool bias = spec.qkv_bias || arch == "qwen2";
+  const double attn_std = 1.0 / std::sqrt(static_cast<double>(dim));
   for (uint32_t layer = 0; layer < spec.n_layers; ++layer) {
-    for (const LayerTensor& tensor : layer_tensors) {
-      std::string name = absl::StrCat("blk.", layer, ".", ToAbsl(tensor.name), ".weight");
-      absl::Status status = tensor.outputs == 0
-                                ? norm(std::move(name))
-                                : matmul(std::move(name), tensor.inputs, tensor.outputs);
-      if (!status.ok()) return status;
+    const std::string b = absl::StrCat("blk.", layer, ".");
+    vector(b + "attn_norm.weight", dim, 1.0, kNormStd);
+    matrix(b + "attn_q.weight", dim, dim, attn_std);
+    if (bias) vector(b + "attn_q.bias", dim, 0.0, kBiasStd);
+    matrix(b + "attn_k.weight", dim, kv_dim, attn_std);
+    if (bias) vector(b + "attn_k.bias", kv_dim, 0.0, kBiasStd);
+    matrix(b + "attn_v.weight", dim, kv_dim, attn_std);
+    if (bias) vector(b + "attn_v.bias", kv_dim, 0.0, kBiasStd);
+    matrix(b + "attn_output.weight", dim, dim, attn_std);
+    vector(b + "ffn_norm.weight", dim, 1.0, kNormStd);
+    matrix(b + "ffn_gate.weight", dim, ffn, attn_std);
+    matrix(b + "ffn_up.weight", dim, ffn, attn_std);
+    matrix(b + "ffn_down.weight", ffn, dim, 1.0 / std::sqrt(static_cast<double>(ffn)));
+  }
+  vector("output_norm.weight", dim, 1.0, kNormStd);
+  if (!spec.tied_embeddings) matrix("output.weight", dim, vocab, attn_std);
+
+  std::vector<StreamingGgufWriter::Tensor> layouts;
+  for (const TensorRecipe& recipe : recipes) layouts.push_back(recipe.layout);
+  absl::StatusOr<std::unique_ptr<StreamingGgufWriter>> writer =
+      StreamingGgufWriter::Create(path, metadata, std::move(layouts));
+  if (!writer.ok()) return writer.status();
+  std::vector<float> values;
+  std::vector<uint8_t> row;
+  for (const TensorRecipe& recipe : recipes) {
+    const StreamingGgufWriter::Tensor& t = recipe.layout;
+    Random random(TensorSeed(spec.seed, t.name));
+    values.resize(t.dims[0]);
+    const uint64_t rows = t.dims.size() > 1 ? t.dims[1] : 1;
+    for (uint64_t r = 0; r < rows; ++r) {
+      if (absl::Status s = RandomRow(random, t.type, recipe.mean, recipe.std, values, row);
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = (*writer)->Write(row); !s.ok()) return s;
     }
+    if (absl::Status s = (*writer)->Pad(); !s.ok()) return s;
   }
-  if (absl::Status status = norm("output_norm.weight"); !status.ok()) return status;
-  if (!spec.tied_embeddings) {
-    if (absl::Status status = matmul("output.weight", dim, vocab); !status.ok()) return status;
-  }
-  return writer.Write(path);
+  return (*writer)->Finish();
 }
 
 }  // namespace lnpu::gguf

@@ -1,12 +1,16 @@
 #ifndef LNPU_COMPILER_ARTIFACTS_GGUF_RANDOM_LLAMA_H_
 #define LNPU_COMPILER_ARTIFACTS_GGUF_RANDOM_LLAMA_H_
 
-// Random-weight llama models with a SentencePiece-style vocabulary, written as
-// GGUF files laid out exactly like llama.cpp's conversions, for tests and
-// benchmarks of the compiler, runtime and tokenizer.
+// Random-weight models of the llama family (architectures "llama" and
+// "qwen2") with a synthetic SentencePiece-style vocabulary or a real one
+// copied from a vocabulary GGUF, written as GGUF files laid out exactly like
+// llama.cpp's conversions, for tests and benchmarks of the compiler, runtime
+// and tokenizer. Files are written streaming, one row at a time, so
+// multi-gigabyte models need only a few MiB of memory.
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -16,7 +20,16 @@
 namespace lnpu::gguf {
 
 struct RandomLlamaSpec {
-  uint32_t vocab_size = 512;  // >= 285: 3 control, 256 byte and 26 letter tokens.
+  // "llama", or "qwen2": qwen2.* keys, QKV biases, NEOX RoPE (in the
+  // compiler's reading of the architecture).
+  std::string architecture = "llama";
+  // With vocabulary_gguf empty: the synthetic vocabulary's size, >= 285
+  // (3 control, 256 byte and 26 letter tokens). Else 0 or the token count
+  // of that file.
+  uint32_t vocab_size = 512;
+  // A GGUF file whose tokenizer.* keys (a real vocabulary, e.g.
+  // models/vocab/ggml-vocab-qwen2.gguf) are copied into the model.
+  std::string vocabulary_gguf;
   uint32_t dim = 64;
   uint32_t n_layers = 2;
   uint32_t n_heads = 8;
@@ -27,7 +40,16 @@ struct RandomLlamaSpec {
   float norm_eps = 1e-5f;
   uint32_t context_length = 2048;
   bool tied_embeddings = false;  // No output.weight: the output reuses token_embd.weight.
-  GgmlType weight_type = GgmlType::kF32;  // F32, F16 or BF16; norms are always F32.
+  // Matmul weights and token_embd: F32, F16, BF16, Q8_0, Q4_0, Q4_K or
+  // Q6_K. A matrix whose rows are not a multiple of the type's block (32,
+  // or 256 for the K types) is written as F16, as llama.cpp's quantizer
+  // falls back. Norms and biases are always F32.
+  GgmlType weight_type = GgmlType::kF32;
+  // blk.N.attn_{q,k,v}.bias tensors (std 0.1); always written for qwen2.
+  bool qkv_bias = false;
+  // > 0: Llama 3 RoPE scaling keys (<arch>.rope.scaling.type "llama3",
+  // factor, low/high_freq_factor 1 / 4, original_context_length 8192).
+  float llama3_rope_factor = 0.0f;
   uint64_t seed = 1;
 };
 
@@ -56,12 +78,15 @@ struct LlamaVocabulary {
 inline constexpr uint32_t kMaxRandomLlamaVocab = 1u << 22;
 absl::StatusOr<LlamaVocabulary> MakeLlamaVocabulary(uint32_t vocab_size);
 
-// Writes a llama model with the spec's shapes and seeded normal weights:
-// matmul weights have std 1/sqrt(fan_in), token embeddings std 1, norm
-// weights 1 + N(0, 0.05^2), so activations stay O(1) through the layers.
-// The same spec always gives the same bytes. InvalidArgument naming the field
-// for an inconsistent spec (e.g. dim not a multiple of n_heads) or for models
-// above 4 GiB; errors of GgufWriter::Write otherwise.
+// Writes a model with the spec's shapes and seeded random weights: matmul
+// weights have std 1/sqrt(fan_in), token embeddings std 1, norm weights
+// 1 + N(0, 0.05^2), so activations stay O(1) through the layers (normal
+// values, quantized as llama.cpp does for Q8_0 / Q4_0; Q4_K / Q6_K blocks
+// hold uniform random quants with scales giving the same std). The same
+// spec always gives the same bytes. The file appears complete or not at
+// all (written to <path>.tmp, renamed). InvalidArgument naming the field
+// for an inconsistent spec (e.g. dim not a multiple of n_heads) or for
+// models above 64 GiB; I/O errors naming the path otherwise.
 absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string& path);
 
 }  // namespace lnpu::gguf

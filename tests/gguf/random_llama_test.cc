@@ -1,6 +1,7 @@
 #include "compiler_artifacts/gguf/random_llama.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -209,6 +210,68 @@ TEST(RandomLlamaTest, VocabularySizes) {
   EXPECT_THAT(std::string(too_small.status().message()), HasSubstr("284"));
 }
 
+// Every quantized weight type decodes (TensorToF32) to values with about the
+// requested scale; rows that are not whole blocks fall back to F16.
+TEST(RandomLlamaTest, QuantizedWeightTypes) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    RandomLlamaSpec spec;
+    spec.dim = 256;
+    spec.n_heads = 4;
+    spec.ffn_dim = 96;  // ffn_down rows: not whole K blocks
+    spec.weight_type = type;
+    const std::string path = TempPath("quantized.gguf");
+    ASSERT_TRUE(WriteRandomLlamaGguf(spec, path).ok()) << GgmlTypeName(type);
+    absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+    ASSERT_TRUE(file.ok()) << file.status();
+    const TensorInfo* q = (*file)->FindTensor("blk.0.attn_q.weight");
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q->type, type);
+    const bool k_type = type == GgmlType::kQ4_K || type == GgmlType::kQ6_K;
+    EXPECT_EQ((*file)->FindTensor("blk.0.ffn_down.weight")->type,
+              k_type ? GgmlType::kF16 : type);
+    absl::StatusOr<std::vector<float>> values = (*file)->TensorToF32(*q);
+    ASSERT_TRUE(values.ok()) << values.status();
+    double sum = 0, sum_sq = 0;
+    for (float v : *values) {
+      sum += v;
+      sum_sq += double{v} * v;
+    }
+    const double mean = sum / values->size();
+    const double std = std::sqrt(sum_sq / values->size() - mean * mean);
+    EXPECT_NEAR(mean, 0.0, 0.01) << GgmlTypeName(type);
+    EXPECT_NEAR(std, 1.0 / 16, 0.2 / 16) << GgmlTypeName(type);
+  }
+}
+
+TEST(RandomLlamaTest, Qwen2WithRealVocabularyAndLlama3Scaling) {
+  RandomLlamaSpec spec;
+  spec.architecture = "qwen2";
+  spec.vocab_size = 0;
+  spec.vocabulary_gguf = std::string(std::getenv("LNPU_TEST_DATA")) + "/vocab/ggml-vocab-qwen2.gguf";
+  spec.dim = 32;
+  spec.n_heads = 4;
+  spec.n_layers = 1;
+  spec.ffn_dim = 32;
+  spec.tied_embeddings = true;
+  spec.llama3_rope_factor = 8;
+  const std::string path = TempPath("qwen2.gguf");
+  ASSERT_TRUE(WriteRandomLlamaGguf(spec, path).ok());
+  absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(*(*file)->GetString("general.architecture"), "qwen2");
+  EXPECT_EQ(*(*file)->GetUint("qwen2.vocab_size"), 151936u);
+  EXPECT_EQ(*(*file)->GetString("qwen2.rope.scaling.type"), "llama3");
+  EXPECT_EQ(*(*file)->GetString("tokenizer.ggml.model"), "gpt2");
+  EXPECT_FALSE((*file)->GetStringArray("tokenizer.ggml.merges")->empty());
+  EXPECT_NE((*file)->FindTensor("blk.0.attn_k.bias"), nullptr);
+  EXPECT_EQ((*file)->FindTensor("output.weight"), nullptr);
+  EXPECT_EQ((*file)->FindTensor("token_embd.weight")->dims[1], 151936u);
+
+  spec.vocab_size = 1000;
+  EXPECT_THAT(std::string(WriteRandomLlamaGguf(spec, path).message()),
+              HasSubstr("differs from the 151936 tokens"));
+}
+
 TEST(RandomLlamaTest, RejectsInconsistentSpecs) {
   struct Case {
     void (*change)(RandomLlamaSpec&);
@@ -223,7 +286,9 @@ TEST(RandomLlamaTest, RejectsInconsistentSpecs) {
       {[](RandomLlamaSpec& s) { s.rope_dim = 16; }, "at most head_dim 8"},
       {[](RandomLlamaSpec& s) { s.rope_theta = -1; }, "rope_theta"},
       {[](RandomLlamaSpec& s) { s.norm_eps = NAN; }, "norm_eps"},
-      {[](RandomLlamaSpec& s) { s.weight_type = GgmlType::kQ8_0; }, "weight_type Q8_0"},
+      {[](RandomLlamaSpec& s) { s.weight_type = GgmlType::kQ5_0; }, "weight_type Q5_0"},
+      {[](RandomLlamaSpec& s) { s.architecture = "gpt2"; }, "architecture \"gpt2\""},
+      {[](RandomLlamaSpec& s) { s.llama3_rope_factor = -2; }, "llama3_rope_factor"},
       {[](RandomLlamaSpec& s) { s.dim = 65536; s.n_heads = 64; s.n_kv_heads = 64; },
        "the limit is"},
   };
