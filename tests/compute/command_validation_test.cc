@@ -300,7 +300,7 @@ TEST(CommandValidationTest, AttentionRules) {
        {"kv_heads", [](auto& c) { c.kv_heads = 0; }},
        {"head_dim", [](auto& c) { c.head_dim = 0; }},
        {"heads", [](auto& c) { c.heads = 6; c.kv_heads = 4; }},
-       {"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_F16; }},
+       {"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_Q8_0; }},
        {"scale", [](auto& c) { c.scale = kNaN; }},
        {"scale", [](auto& c) { c.scale = -kInf; }},
        {"pad", [](auto& c) { c.pad = 1; }},
@@ -389,6 +389,135 @@ TEST(CommandValidationTest, ScatterRowsRules) {
        {"dst", [](auto& c) { c.dst = kA + 100; }},
        {"dst", [](auto& c) { c.dst = kC - 64; }}},
       DRM_LNPU_ENGINE_DMA);
+}
+
+// ------------------------------------- quantized weights, F16 KV, RoPE factors
+
+TEST(CommandValidationTest, MatmulQuantizedWeightRules) {
+  for (uint32_t dtype : {LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q4_0}) {
+    auto v = MakeCommand<lnpu_cmd_matmul>(LNPU_OP_MATMUL);
+    v.src = kA;
+    v.weight = kB + 2;  // blocks start with an f16 scale: 2-byte aligned
+    v.dst = kD;
+    v.rows = 2;
+    v.k = 64;
+    v.n = 3;
+    v.weight_dtype = dtype;
+    ExpectEachRejected<lnpu_cmd_matmul>(
+        v, "LNPU_OP_MATMUL",
+        {{"k", [](auto& c) { c.k = 48; }},
+         {"k", [](auto& c) { c.k = 16; }},
+         {"weight", [](auto& c) { c.weight = kB + 1; }},
+         {"weight", [](auto& c) { c.n = 0xffffffffu; c.k = 0xffffffe0u; }},
+         {"dst", [](auto& c) { c.dst = kB + 64; }}});
+    std::vector<OperandAccess> accesses;
+    ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
+    const uint64_t block = dtype == LNPU_DTYPE_Q8_0 ? 34 : 18;
+    EXPECT_THAT(accesses, ::testing::Contains(
+                              OperandAccess{kB + 2, 3 * 2 * block, false}));
+  }
+}
+
+TEST(CommandValidationTest, GatherRowsQuantizedTableRules) {
+  for (uint32_t dtype : {LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q4_0}) {
+    auto v = MakeCommand<lnpu_cmd_gather_rows>(LNPU_OP_GATHER_ROWS);
+    v.table = kA;
+    v.indices = kB;
+    v.dst = kC;
+    v.table_dtype = dtype;
+    v.row_len = 96;
+    v.table_rows = 10;
+    v.count = 3;
+    ExpectEachRejected<lnpu_cmd_gather_rows>(
+        v, "LNPU_OP_GATHER_ROWS",
+        {{"row_len", [](auto& c) { c.row_len = 95; }},
+         {"table", [](auto& c) { c.table = kA + 1; }}});
+    std::vector<OperandAccess> accesses;
+    ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
+    const uint64_t block = dtype == LNPU_DTYPE_Q8_0 ? 34 : 18;
+    EXPECT_THAT(accesses,
+                ::testing::Contains(OperandAccess{kA, 10 * 3 * block, false}));
+  }
+}
+
+TEST(CommandValidationTest, AttentionF16CacheRules) {
+  auto v = MakeCommand<lnpu_cmd_attention>(LNPU_OP_ATTENTION);
+  v.q = kA;
+  v.k_new = kB;
+  v.v_new = kC;
+  v.k_cache = kD + 2;  // F16: 2-byte alignment suffices
+  v.v_cache = kE + 6;
+  v.mask = kF;
+  v.dst = kG;
+  v.rows = 2;
+  v.capacity = 64;
+  v.heads = 8;
+  v.kv_heads = 2;
+  v.head_dim = 16;
+  v.kv_dtype = LNPU_DTYPE_F16;
+  v.scale = 0.25f;
+  ExpectEachRejected<lnpu_cmd_attention>(
+      v, "LNPU_OP_ATTENTION",
+      {{"k_cache", [](auto& c) { c.k_cache = kD + 1; }},
+       {"v_cache", [](auto& c) { c.v_cache = kE + 3; }},
+       {"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_Q4_0; }}});
+  std::vector<OperandAccess> accesses;
+  ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
+  EXPECT_THAT(accesses,
+              ::testing::Contains(OperandAccess{kD + 2, 64 * 2 * 16 * 2, false}));
+}
+
+TEST(CommandValidationTest, ScatterRowsF32ToF16Rules) {
+  auto v = MakeCommand<lnpu_cmd_scatter_rows>(LNPU_OP_SCATTER_ROWS,
+                                              LNPU_SCATTER_F32_TO_F16);
+  v.src = kA;
+  v.dst = kB + 2;
+  v.indices = kC;
+  v.row_bytes = 256;  // 64 F32 in, 128 bytes of F16 out
+  v.rows = 3;
+  v.blocks = 4;
+  v.dst_rows = 16;
+  v.src_block_stride = 3 * 256;
+  v.dst_block_stride = 16 * 128;  // enough for half-size rows
+  ExpectEachRejected<lnpu_cmd_scatter_rows>(
+      v, "LNPU_OP_SCATTER_ROWS",
+      {{"row_bytes", [](auto& c) { c.row_bytes = 258; }},
+       {"hdr.flags", [](auto& c) { c.hdr.flags = 1u << 1; }},
+       {"dst_block_stride", [](auto& c) { c.dst_block_stride = 16 * 128 - 2; }},
+       {"dst_block_stride", [](auto& c) { c.dst_block_stride = 16 * 128 + 1; }},
+       {"src_block_stride", [](auto& c) { c.src_block_stride = 3 * 256 + 2; }},
+       {"src", [](auto& c) { c.src = kA + 2; }},
+       {"dst", [](auto& c) { c.dst = kB + 1; }}},
+      DRM_LNPU_ENGINE_DMA);
+  std::vector<OperandAccess> accesses;
+  ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_DMA, &accesses).ok());
+  EXPECT_THAT(accesses, ::testing::Contains(OperandAccess{
+                            kB + 2, 3 * 16 * 128 + 16 * 128, true}));
+}
+
+TEST(CommandValidationTest, RopeFreqFactorsRules) {
+  auto v = MakeCommand<lnpu_cmd_rope>(LNPU_OP_ROPE, LNPU_ROPE_FREQ_FACTORS);
+  v.src = kA;
+  v.dst = kB;
+  v.positions = kC;
+  v.freq_factors = kD;
+  v.rows = 2;
+  v.heads = 4;
+  v.head_dim = 16;
+  v.rope_dim = 8;
+  v.theta_base = 10000.0f;
+  v.freq_scale = 1.0f;
+  v.mode = LNPU_ROPE_MODE_NORM;
+  ExpectEachRejected<lnpu_cmd_rope>(
+      v, "LNPU_OP_ROPE",
+      {{"freq_factors", [](auto& c) { c.hdr.flags = 0; }},
+       {"freq_factors", [](auto& c) { c.freq_factors = kD + 2; }},
+       {"freq_factors", [](auto& c) { c.freq_factors = ~0ull - 7; }},
+       {"hdr.flags", [](auto& c) { c.hdr.flags = 1u << 1; }},
+       {"dst", [](auto& c) { c.dst = kD; }}});
+  std::vector<OperandAccess> accesses;
+  ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
+  EXPECT_THAT(accesses, ::testing::Contains(OperandAccess{kD, 4 * 4, false}));
 }
 
 // ------------------------------------------------------------- accesses

@@ -192,30 +192,70 @@ class CommandChecker {
   if (!lhs##_or.ok()) return lhs##_or.status();    \
   const uint64_t lhs = *lhs##_or
 
-// Element size of a weight/table dtype, or an error for other dtypes.
-absl::StatusOr<uint64_t> WeightElementSize(const CommandChecker& check,
-                                           absl::string_view field,
-                                           uint32_t dtype) {
-  if (dtype == LNPU_DTYPE_F32) return 4;
-  if (dtype == LNPU_DTYPE_F16) return 2;
-  return check.Error(field, absl::StrCat("dtype ", dtype,
-                                         " not supported; use LNPU_DTYPE_F32 "
-                                         "or LNPU_DTYPE_F16"));
+// Storage of a weight/table dtype: `bytes` per `elements` elements (1 and 4
+// for F32, 32 and 34 for Q8_0); an address must be a multiple of `align`.
+struct WeightLayout {
+  WeightType type;
+  uint64_t elements;
+  uint64_t bytes;
+  uint64_t align;
+};
+
+// Layout of a weight/table dtype whose rows hold `row_len` elements (the
+// field named `len_field`), or an error for other dtypes and for quantized
+// rows that are not whole blocks.
+absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
+                                         absl::string_view field,
+                                         uint32_t dtype,
+                                         absl::string_view len_field,
+                                         uint32_t row_len) {
+  switch (dtype) {
+    case LNPU_DTYPE_F32: return WeightLayout{WeightType::kF32, 1, 4, 4};
+    case LNPU_DTYPE_F16: return WeightLayout{WeightType::kF16, 1, 2, 2};
+    case LNPU_DTYPE_Q8_0:
+    case LNPU_DTYPE_Q4_0: {
+      if (row_len % LNPU_QUANT_BLOCK != 0) {
+        return check.Error(len_field,
+                           absl::StrCat(row_len, " is not a multiple of ",
+                                        LNPU_QUANT_BLOCK, ", the block size of "
+                                        "quantized ", field));
+      }
+      // Blocks start with an f16 scale: 2-byte alignment.
+      if (dtype == LNPU_DTYPE_Q8_0) {
+        return WeightLayout{WeightType::kQ8_0, LNPU_QUANT_BLOCK, 34, 2};
+      }
+      return WeightLayout{WeightType::kQ4_0, LNPU_QUANT_BLOCK, 18, 2};
+    }
+    default:
+      return check.Error(field, absl::StrCat("dtype ", dtype,
+                                             " not supported; use "
+                                             "LNPU_DTYPE_F32, _F16, _Q8_0 or "
+                                             "_Q4_0"));
+  }
 }
+
+// Declares `const WeightLayout lhs` from a StatusOr, or returns its error.
+#define LNPU_ASSIGN_LAYOUT_OR_RETURN(lhs, expr)   \
+  auto lhs##_or = (expr);                        \
+  if (!lhs##_or.ok()) return lhs##_or.status();  \
+  const WeightLayout lhs = *lhs##_or
 
 absl::Status CheckGatherRows(const lnpu_cmd_gather_rows& c,
                              CommandChecker& check) {
   LNPU_RETURN_IF_ERROR(check.Positive("row_len", c.row_len));
   LNPU_RETURN_IF_ERROR(check.Positive("table_rows", c.table_rows));
   LNPU_RETURN_IF_ERROR(check.Positive("count", c.count));
-  LNPU_ASSIGN_U64_OR_RETURN(esize,
-                        WeightElementSize(check, "table_dtype", c.table_dtype));
-  LNPU_ASSIGN_U64_OR_RETURN(table_bytes,
-                        check.Bytes("table", {c.table_rows, c.row_len, esize}));
+  LNPU_ASSIGN_LAYOUT_OR_RETURN(
+      layout,
+      WeightDtype(check, "table_dtype", c.table_dtype, "row_len", c.row_len));
+  LNPU_ASSIGN_U64_OR_RETURN(
+      table_bytes, check.Bytes("table", {c.table_rows,
+                                         c.row_len / layout.elements,
+                                         layout.bytes}));
   LNPU_ASSIGN_U64_OR_RETURN(index_bytes, check.Bytes("indices", {c.count, 4}));
   LNPU_ASSIGN_U64_OR_RETURN(dst_bytes, check.Bytes("dst", {c.count, c.row_len, 4}));
-  LNPU_RETURN_IF_ERROR(check.Operand("table", c.table, table_bytes, esize,
-                                     /*write=*/false));
+  LNPU_RETURN_IF_ERROR(check.Operand("table", c.table, table_bytes,
+                                     layout.align, /*write=*/false));
   LNPU_RETURN_IF_ERROR(
       check.Operand("indices", c.indices, index_bytes, 4, /*write=*/false));
   LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, dst_bytes, 4, true));
@@ -239,18 +279,20 @@ absl::Status CheckMatmul(const lnpu_cmd_matmul& c, CommandChecker& check) {
   LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
   LNPU_RETURN_IF_ERROR(check.Positive("k", c.k));
   LNPU_RETURN_IF_ERROR(check.Positive("n", c.n));
-  LNPU_ASSIGN_U64_OR_RETURN(
-      esize, WeightElementSize(check, "weight_dtype", c.weight_dtype));
+  LNPU_ASSIGN_LAYOUT_OR_RETURN(
+      layout, WeightDtype(check, "weight_dtype", c.weight_dtype, "k", c.k));
   const bool has_bias = (c.hdr.flags & LNPU_MATMUL_BIAS) != 0;
   if (!has_bias && c.bias != 0) {
     return check.Error("bias", "must be 0 unless LNPU_MATMUL_BIAS is set");
   }
   LNPU_ASSIGN_U64_OR_RETURN(src_bytes, check.Bytes("src", {c.rows, c.k, 4}));
-  LNPU_ASSIGN_U64_OR_RETURN(weight_bytes, check.Bytes("weight", {c.n, c.k, esize}));
+  LNPU_ASSIGN_U64_OR_RETURN(
+      weight_bytes,
+      check.Bytes("weight", {c.n, c.k / layout.elements, layout.bytes}));
   LNPU_ASSIGN_U64_OR_RETURN(dst_bytes, check.Bytes("dst", {c.rows, c.n, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, src_bytes, 4, false));
   LNPU_RETURN_IF_ERROR(
-      check.Operand("weight", c.weight, weight_bytes, esize, false));
+      check.Operand("weight", c.weight, weight_bytes, layout.align, false));
   if (has_bias) {
     LNPU_RETURN_IF_ERROR(
         check.Operand("bias", c.bias, uint64_t{c.n} * 4, 4, false));
@@ -275,11 +317,21 @@ absl::Status CheckRope(const lnpu_cmd_rope& c, CommandChecker& check) {
                        "must be LNPU_ROPE_MODE_NORM or LNPU_ROPE_MODE_NEOX");
   }
   LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
+  const bool has_factors = (c.hdr.flags & LNPU_ROPE_FREQ_FACTORS) != 0;
+  if (!has_factors && c.freq_factors != 0) {
+    return check.Error("freq_factors",
+                       "must be 0 unless LNPU_ROPE_FREQ_FACTORS is set");
+  }
   LNPU_ASSIGN_U64_OR_RETURN(bytes,
                         check.Bytes("src", {c.rows, c.heads, c.head_dim, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, bytes, 4, false));
   LNPU_RETURN_IF_ERROR(
       check.Operand("positions", c.positions, uint64_t{c.rows} * 4, 4, false));
+  if (has_factors) {
+    LNPU_RETURN_IF_ERROR(check.Operand("freq_factors", c.freq_factors,
+                                       uint64_t{c.rope_dim} / 2 * 4, 4,
+                                       false));
+  }
   LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, bytes, 4, true));
   return check.CheckOverlaps({"src"});
 }
@@ -294,11 +346,13 @@ absl::Status CheckAttention(const lnpu_cmd_attention& c,
   if (c.heads % c.kv_heads != 0) {
     return check.Error("heads", "must be a multiple of kv_heads");
   }
-  if (c.kv_dtype != LNPU_DTYPE_F32) {
+  if (c.kv_dtype != LNPU_DTYPE_F32 && c.kv_dtype != LNPU_DTYPE_F16) {
     return check.Error("kv_dtype", absl::StrCat("dtype ", c.kv_dtype,
                                                 " not supported; use "
-                                                "LNPU_DTYPE_F32"));
+                                                "LNPU_DTYPE_F32 or "
+                                                "LNPU_DTYPE_F16"));
   }
+  const uint64_t kv_size = c.kv_dtype == LNPU_DTYPE_F16 ? 2 : 4;
   LNPU_RETURN_IF_ERROR(check.Finite("scale", c.scale));
   LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
   LNPU_ASSIGN_U64_OR_RETURN(q_bytes,
@@ -307,14 +361,14 @@ absl::Status CheckAttention(const lnpu_cmd_attention& c,
       new_bytes, check.Bytes("k_new", {c.rows, c.kv_heads, c.head_dim, 4}));
   LNPU_ASSIGN_U64_OR_RETURN(
       cache_bytes,
-      check.Bytes("k_cache", {c.capacity, c.kv_heads, c.head_dim, 4}));
+      check.Bytes("k_cache", {c.capacity, c.kv_heads, c.head_dim, kv_size}));
   LNPU_RETURN_IF_ERROR(check.Operand("q", c.q, q_bytes, 4, false));
   LNPU_RETURN_IF_ERROR(check.Operand("k_new", c.k_new, new_bytes, 4, false));
   LNPU_RETURN_IF_ERROR(check.Operand("v_new", c.v_new, new_bytes, 4, false));
   LNPU_RETURN_IF_ERROR(
-      check.Operand("k_cache", c.k_cache, cache_bytes, 4, false));
+      check.Operand("k_cache", c.k_cache, cache_bytes, kv_size, false));
   LNPU_RETURN_IF_ERROR(
-      check.Operand("v_cache", c.v_cache, cache_bytes, 4, false));
+      check.Operand("v_cache", c.v_cache, cache_bytes, kv_size, false));
   LNPU_RETURN_IF_ERROR(check.Operand("mask", c.mask, c.capacity, 1, false));
   LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, q_bytes, 4, true));
   return check.CheckOverlaps();
@@ -350,9 +404,18 @@ absl::Status CheckScatterRows(const lnpu_cmd_scatter_rows& c,
   LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
   LNPU_RETURN_IF_ERROR(check.Positive("blocks", c.blocks));
   LNPU_RETURN_IF_ERROR(check.Positive("dst_rows", c.dst_rows));
+  // With F32_TO_F16, source rows are F32 and destination rows half as long.
+  const bool to_f16 = (c.hdr.flags & LNPU_SCATTER_F32_TO_F16) != 0;
+  if (to_f16 && c.row_bytes % 4 != 0) {
+    return check.Error("row_bytes",
+                       absl::StrCat(c.row_bytes,
+                                    " is not a multiple of 4 (F32 rows) with "
+                                    "LNPU_SCATTER_F32_TO_F16"));
+  }
+  const uint64_t dst_row_bytes = to_f16 ? c.row_bytes / 2 : c.row_bytes;
   LNPU_ASSIGN_U64_OR_RETURN(src_block, check.Bytes("src", {c.rows, c.row_bytes}));
   LNPU_ASSIGN_U64_OR_RETURN(dst_block,
-                        check.Bytes("dst", {c.dst_rows, c.row_bytes}));
+                        check.Bytes("dst", {c.dst_rows, dst_row_bytes}));
   if (c.blocks > 1 && c.src_block_stride < src_block) {
     return check.Error("src_block_stride",
                        "must be >= rows * row_bytes when blocks > 1 (blocks "
@@ -360,8 +423,8 @@ absl::Status CheckScatterRows(const lnpu_cmd_scatter_rows& c,
   }
   if (c.blocks > 1 && c.dst_block_stride < dst_block) {
     return check.Error("dst_block_stride",
-                       "must be >= dst_rows * row_bytes when blocks > 1 "
-                       "(blocks must not overlap)");
+                       "must be >= dst_rows * (destination row bytes) when "
+                       "blocks > 1 (blocks must not overlap)");
   }
   // Span of all blocks: (blocks - 1) * stride + one block.
   const uint64_t more_blocks = c.blocks - 1;
@@ -371,10 +434,21 @@ absl::Status CheckScatterRows(const lnpu_cmd_scatter_rows& c,
                         check.Bytes("dst", {more_blocks, c.dst_block_stride}));
   LNPU_ASSIGN_U64_OR_RETURN(src_span, check.Bytes("src", {src_strides + src_block}));
   LNPU_ASSIGN_U64_OR_RETURN(dst_span, check.Bytes("dst", {dst_strides + dst_block}));
-  LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, src_span, 1, false));
+  // Converted rows are read as F32 and written as F16: element-aligned
+  // bases and strides.
+  if (to_f16 && c.blocks > 1 &&
+      (c.src_block_stride % 4 != 0 || c.dst_block_stride % 2 != 0)) {
+    return check.Error(c.src_block_stride % 4 != 0 ? "src_block_stride"
+                                                   : "dst_block_stride",
+                       "must be a multiple of the element size (4 for src, 2 "
+                       "for dst) with LNPU_SCATTER_F32_TO_F16");
+  }
+  LNPU_RETURN_IF_ERROR(
+      check.Operand("src", c.src, src_span, to_f16 ? 4 : 1, false));
   LNPU_RETURN_IF_ERROR(
       check.Operand("indices", c.indices, uint64_t{c.rows} * 4, 4, false));
-  LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, dst_span, 1, true));
+  LNPU_RETURN_IF_ERROR(
+      check.Operand("dst", c.dst, dst_span, to_f16 ? 2 : 1, true));
   return check.CheckOverlaps();
 }
 
@@ -416,9 +490,20 @@ absl::Status CheckFields(uint32_t opcode, const uint8_t* bytes,
 }
 
 #undef LNPU_ASSIGN_U64_OR_RETURN
+#undef LNPU_ASSIGN_LAYOUT_OR_RETURN
 
 // ---------------------------------------------------------------------------
 // Execution.
+
+// The kernels' type of a validated weight, table or KV dtype.
+WeightType WeightTypeOf(uint32_t dtype) {
+  switch (dtype) {
+    case LNPU_DTYPE_F16: return WeightType::kF16;
+    case LNPU_DTYPE_Q8_0: return WeightType::kQ8_0;
+    case LNPU_DTYPE_Q4_0: return WeightType::kQ4_0;
+    default: return WeightType::kF32;
+  }
+}
 
 template <typename T>
 T* Translate(const DeviceMemoryView& memory, uint64_t addr) {
@@ -437,18 +522,12 @@ absl::Status ExecuteGatherRows(const lnpu_cmd_gather_rows& c,
   }
   float* dst = Translate<float>(memory, c.dst);
   const size_t row_len = c.row_len;
-  if (c.table_dtype == LNPU_DTYPE_F16) {
-    const uint16_t* table = Translate<const uint16_t>(memory, c.table);
-    for (uint32_t i = 0; i < c.count; ++i) {
-      compute::ConvertF16ToF32(table + size_t(indices[i]) * row_len,
-                               dst + i * row_len, row_len);
-    }
-  } else {
-    const float* table = Translate<const float>(memory, c.table);
-    for (uint32_t i = 0; i < c.count; ++i) {
-      std::memcpy(dst + i * row_len, table + size_t(indices[i]) * row_len,
-                  row_len * sizeof(float));
-    }
+  const WeightType type = WeightTypeOf(c.table_dtype);
+  const size_t row_bytes = compute::WeightBytes(type, row_len);
+  const uint8_t* table = Translate<const uint8_t>(memory, c.table);
+  for (uint32_t i = 0; i < c.count; ++i) {
+    compute::ConvertToF32(type, table + size_t(indices[i]) * row_bytes,
+                          dst + i * row_len, row_len);
   }
   return absl::OkStatus();
 }
@@ -464,6 +543,17 @@ absl::Status ExecuteRope(const lnpu_cmd_rope& c, const DeviceMemoryView& memory,
     }
   }
   compute::RopeArgs args;
+  if ((c.hdr.flags & LNPU_ROPE_FREQ_FACTORS) != 0) {
+    args.freq_factors = Translate<const float>(memory, c.freq_factors);
+    for (uint32_t i = 0; i < c.rope_dim / 2; ++i) {
+      if (!std::isfinite(args.freq_factors[i]) ||
+          !(args.freq_factors[i] > 0.0f)) {
+        return absl::OutOfRangeError(absl::StrCat(
+            "LNPU_OP_ROPE: freq_factors[", i, "] = ", args.freq_factors[i],
+            " is not finite and > 0"));
+      }
+    }
+  }
   args.src = Translate<const float>(memory, c.src);
   args.dst = Translate<float>(memory, c.dst);
   args.positions = positions;
@@ -490,13 +580,22 @@ absl::Status ExecuteScatterRows(const lnpu_cmd_scatter_rows& c,
   }
   const uint8_t* src = Translate<const uint8_t>(memory, c.src);
   uint8_t* dst = Translate<uint8_t>(memory, c.dst);
+  const bool to_f16 = (c.hdr.flags & LNPU_SCATTER_F32_TO_F16) != 0;
+  const uint64_t dst_row_bytes = to_f16 ? c.row_bytes / 2 : c.row_bytes;
   for (uint64_t b = 0; b < c.blocks; ++b) {
     const uint8_t* src_block = src + b * c.src_block_stride;
     uint8_t* dst_block = dst + b * c.dst_block_stride;
     for (uint32_t i = 0; i < c.rows; ++i) {
       if (indices[i] < 0) continue;
-      std::memcpy(dst_block + uint64_t(indices[i]) * c.row_bytes,
-                  src_block + uint64_t{i} * c.row_bytes, c.row_bytes);
+      const uint8_t* from = src_block + uint64_t{i} * c.row_bytes;
+      uint8_t* to = dst_block + uint64_t(indices[i]) * dst_row_bytes;
+      if (to_f16) {
+        compute::ConvertF32ToF16(reinterpret_cast<const float*>(from),
+                                 reinterpret_cast<uint16_t*>(to),
+                                 c.row_bytes / 4);
+      } else {
+        std::memcpy(to, from, c.row_bytes);
+      }
     }
   }
   return absl::OkStatus();
@@ -548,8 +647,12 @@ absl::StatusOr<uint32_t> ValidateCommand(uint32_t engine,
                                                 " bytes needed, ",
                                                 bytes.size(), " left"));
   }
-  const uint32_t allowed_flags =
-      hdr.opcode == LNPU_OP_MATMUL ? LNPU_MATMUL_FLAGS_ALL : 0;
+  uint32_t allowed_flags = 0;
+  if (hdr.opcode == LNPU_OP_MATMUL) allowed_flags = LNPU_MATMUL_FLAGS_ALL;
+  if (hdr.opcode == LNPU_OP_ROPE) allowed_flags = LNPU_ROPE_FREQ_FACTORS;
+  if (hdr.opcode == LNPU_OP_SCATTER_ROWS) {
+    allowed_flags = LNPU_SCATTER_F32_TO_F16;
+  }
   if ((hdr.flags & ~allowed_flags) != 0) {
     return check.Error("hdr.flags",
                        absl::StrCat("unknown bits 0x",
@@ -586,8 +689,7 @@ absl::Status ExecuteCommand(const lnpu_cmd_header& command,
       compute::MatmulArgs args;
       args.src = Translate<const float>(memory, c.src);
       args.weight = memory.Translate(c.weight);
-      args.weight_type = c.weight_dtype == LNPU_DTYPE_F16 ? WeightType::kF16
-                                                          : WeightType::kF32;
+      args.weight_type = WeightTypeOf(c.weight_dtype);
       if ((c.hdr.flags & LNPU_MATMUL_BIAS) != 0) {
         args.bias = Translate<const float>(memory, c.bias);
       }
@@ -596,7 +698,7 @@ absl::Status ExecuteCommand(const lnpu_cmd_header& command,
       args.rows = c.rows;
       args.k = c.k;
       args.n = c.n;
-      compute::Matmul(args, ctx.pool);
+      compute::Matmul(args, ctx.pool, &ctx.scratch);
       return absl::OkStatus();
     }
     case LNPU_OP_ROPE:
@@ -607,8 +709,9 @@ absl::Status ExecuteCommand(const lnpu_cmd_header& command,
       args.q = Translate<const float>(memory, c.q);
       args.k_new = Translate<const float>(memory, c.k_new);
       args.v_new = Translate<const float>(memory, c.v_new);
-      args.k_cache = Translate<const float>(memory, c.k_cache);
-      args.v_cache = Translate<const float>(memory, c.v_cache);
+      args.k_cache = memory.Translate(c.k_cache);
+      args.v_cache = memory.Translate(c.v_cache);
+      args.kv_type = WeightTypeOf(c.kv_dtype);
       args.mask = Translate<const uint8_t>(memory, c.mask);
       args.dst = Translate<float>(memory, c.dst);
       args.rows = c.rows;

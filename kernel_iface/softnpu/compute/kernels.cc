@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "compiler_artifacts/gguf/half.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernel_iface/softnpu/compute/kernels.h"
@@ -21,6 +22,18 @@ namespace lnpu::softnpu::compute {
 // Keys scored per online-softmax step of attention: the running output is
 // rescaled at most once per block.
 inline constexpr size_t kAttentionBlock = 64;
+// Elements per block of the Q8_0 / Q4_0 weight formats and of the int8
+// activation blocks they are multiplied with.
+inline constexpr size_t kQuantBlock = 32;
+inline constexpr size_t kQ8_0BlockBytes = 2 + kQuantBlock;
+inline constexpr size_t kQ4_0BlockBytes = 2 + kQuantBlock / 2;
+
+// Matmul src rows quantized to int8 per block of 32: q[r][k] (widened to
+// int16) and scales[r][k / 32], x = scale * q.
+struct QuantizedSrc {
+  const int16_t* q = nullptr;
+  const float* scales = nullptr;
+};
 }  // namespace lnpu::softnpu::compute
 #endif
 
@@ -238,6 +251,201 @@ void GemmTile(const MatmulArgs& a, size_t row_begin, size_t row_end,
   }
 }
 
+
+// ---------------------------------------------------------------------------
+// Block-quantized weights (Q8_0, Q4_0) times int8-quantized activations.
+//
+// Activations are quantized per block of 32 (d = max|x| / 127) and stored
+// widened to int16, so that the inner loop widens only the weights: one
+// block's dot product is a sequence of int16 pair multiply-adds into int32
+// lanes (vpmaddwd on x86, smlal/sdot-free widening on Arm), exact because
+// |w| <= 128 and |x| <= 127. Each block's int32 sums are converted once and
+// scaled by d_w * d_x into f32 accumulators.
+
+// Vectors of at most 16 int16 lanes, so that a vector never straddles the
+// two nibble halves of a Q4_0 block (bytes 0..15 low, then high nibbles).
+using D16 = hn::CappedTag<int16_t, 16>;
+using D32 = hn::Repartition<int32_t, D16>;
+using DF32 = hn::Repartition<float, D16>;
+
+HWY_INLINE float LoadF16Scale(const uint8_t* block) {
+  uint16_t half;
+  std::memcpy(&half, block, sizeof(half));
+  return gguf::Float16ToFloat(half);
+}
+
+// Weights [j, j + Lanes(D16)) of a block, widened to int16.
+struct Q8_0Weights {
+  static constexpr size_t kBlockBytes = kQ8_0BlockBytes;
+  static HWY_INLINE hn::Vec<D16> Load(D16 d, const uint8_t* block, size_t j) {
+    const hn::Rebind<int8_t, D16> d8;
+    return hn::PromoteTo(
+        d, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block + 2 + j)));
+  }
+};
+struct Q4_0Weights {
+  static constexpr size_t kBlockBytes = kQ4_0BlockBytes;
+  static HWY_INLINE hn::Vec<D16> Load(D16 d, const uint8_t* block, size_t j) {
+    const hn::Rebind<uint8_t, D16> d8;
+    const hn::Rebind<uint16_t, D16> du16;
+    constexpr size_t kHalf = kQuantBlock / 2;
+    const auto bytes = hn::PromoteTo(du16, hn::LoadU(d8, block + 2 + j % kHalf));
+    const auto nibbles = j < kHalf ? hn::And(bytes, hn::Set(du16, 0xF))
+                                   : hn::ShiftRight<4>(bytes);
+    return hn::Sub(hn::BitCast(d, nibbles), hn::Set(d, 8));
+  }
+};
+
+// Exact int32 lane sums of one block's products: x (int16) times weights.
+template <class W>
+HWY_INLINE hn::Vec<D32> BlockDot(const uint8_t* block, const int16_t* x) {
+  const D16 d16;
+  const D32 d32;
+  auto sum0 = hn::Zero(d32);
+  auto sum1 = hn::Zero(d32);
+  for (size_t j = 0; j < kQuantBlock; j += hn::Lanes(d16)) {
+    sum0 = hn::ReorderWidenMulAccumulate(d32, W::Load(d16, block, j),
+                                         hn::LoadU(d16, x + j), sum0, sum1);
+  }
+  return hn::Add(sum0, sum1);
+}
+
+// Quantizes rows [row_begin, row_end) of src (k a multiple of 32) into
+// int16-widened int8 values q[r][k] and per-block scales[r][k / 32].
+void QuantizeActivationRows(const float* src, size_t k, size_t row_begin,
+                            size_t row_end, int16_t* q, float* scales) {
+  const hn::CappedTag<float, kQuantBlock> df;
+  const hn::Rebind<int16_t, decltype(df)> di16;
+  const size_t lanes = hn::Lanes(df);
+  const size_t blocks = k / kQuantBlock;
+  for (size_t r = row_begin; r < row_end; ++r) {
+    for (size_t b = 0; b < blocks; ++b) {
+      const size_t offset = r * k + b * kQuantBlock;
+      const float* x = src + offset;
+      auto vmax = hn::Zero(df);
+      for (size_t j = 0; j < kQuantBlock; j += lanes) {
+        vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, x + j)));
+      }
+      const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+      const float d = amax / 127.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      const auto vid = hn::Set(df, id);
+      for (size_t j = 0; j < kQuantBlock; j += lanes) {
+        const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, x + j), vid));
+        hn::StoreU(hn::DemoteTo(di16, qi), di16, q + offset + j);
+      }
+      scales[r * blocks + b] = d;
+    }
+  }
+}
+
+template <class W>
+void QuantGemvColumnsT(const MatmulArgs& a, const QuantizedSrc& x,
+                       size_t col_begin, size_t col_end) {
+  const DF32 df;
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t row_bytes = blocks * W::kBlockBytes;
+  const auto* weight = static_cast<const uint8_t*>(a.weight);
+  for (size_t c = col_begin; c < col_end; ++c) {
+    const uint8_t* w = weight + c * row_bytes;
+    // Two accumulators halve the dependency chain of the f32 adds.
+    auto acc0 = hn::Zero(df);
+    auto acc1 = hn::Zero(df);
+    size_t b = 0;
+    for (; b + 2 <= blocks; b += 2) {
+      const uint8_t* w0 = w + b * W::kBlockBytes;
+      const uint8_t* w1 = w0 + W::kBlockBytes;
+      const auto s0 = hn::ConvertTo(df, BlockDot<W>(w0, x.q + b * kQuantBlock));
+      const auto s1 =
+          hn::ConvertTo(df, BlockDot<W>(w1, x.q + (b + 1) * kQuantBlock));
+      acc0 = hn::MulAdd(s0, hn::Set(df, LoadF16Scale(w0) * x.scales[b]), acc0);
+      acc1 = hn::MulAdd(s1, hn::Set(df, LoadF16Scale(w1) * x.scales[b + 1]),
+                        acc1);
+    }
+    if (b < blocks) {
+      const uint8_t* w0 = w + b * W::kBlockBytes;
+      const auto s0 = hn::ConvertTo(df, BlockDot<W>(w0, x.q + b * kQuantBlock));
+      acc0 = hn::MulAdd(s0, hn::Set(df, LoadF16Scale(w0) * x.scales[b]), acc0);
+    }
+    a.dst[c] = OutputBase(a, 0, c) + ReduceSum(df, hn::Add(acc0, acc1));
+  }
+}
+
+// Blocks of k per pass over a GEMM tile: four rows of int16 activations of
+// one pass (4 x 16 x 64 bytes) stay in L1 while a column's weights stream.
+constexpr size_t kQuantGemmKBlocks = 16;
+
+template <class W>
+void QuantGemmTileT(const MatmulArgs& a, const QuantizedSrc& x,
+                    size_t row_begin, size_t row_end, size_t col_begin,
+                    size_t col_end) {
+  const DF32 df;
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t row_bytes = blocks * W::kBlockBytes;
+  const auto* weight = static_cast<const uint8_t*>(a.weight);
+  for (size_t r = row_begin; r < row_end; ++r) {
+    for (size_t c = col_begin; c < col_end; ++c) {
+      a.dst[r * a.n + c] = OutputBase(a, r, c);
+    }
+  }
+  for (size_t b0 = 0; b0 < blocks; b0 += kQuantGemmKBlocks) {
+    const size_t b1 = std::min(blocks, b0 + kQuantGemmKBlocks);
+    for (size_t r = row_begin; r < row_end; r += 4) {
+      // Rows past the end repeat the last one; their sums are discarded.
+      const int16_t* q[4];
+      const float* sc[4];
+      for (size_t i = 0; i < 4; ++i) {
+        const size_t row = std::min(r + i, row_end - 1);
+        q[i] = x.q + row * a.k;
+        sc[i] = x.scales + row * blocks;
+      }
+      const size_t valid_rows = std::min<size_t>(4, row_end - r);
+      for (size_t c = col_begin; c < col_end; ++c) {
+        const uint8_t* w = weight + c * row_bytes;
+        auto acc0 = hn::Zero(df), acc1 = hn::Zero(df), acc2 = hn::Zero(df),
+             acc3 = hn::Zero(df);
+        for (size_t b = b0; b < b1; ++b) {
+          const uint8_t* block = w + b * W::kBlockBytes;
+          const float dw = LoadF16Scale(block);
+          const size_t e = b * kQuantBlock;
+          acc0 = hn::MulAdd(hn::ConvertTo(df, BlockDot<W>(block, q[0] + e)),
+                            hn::Set(df, dw * sc[0][b]), acc0);
+          acc1 = hn::MulAdd(hn::ConvertTo(df, BlockDot<W>(block, q[1] + e)),
+                            hn::Set(df, dw * sc[1][b]), acc1);
+          acc2 = hn::MulAdd(hn::ConvertTo(df, BlockDot<W>(block, q[2] + e)),
+                            hn::Set(df, dw * sc[2][b]), acc2);
+          acc3 = hn::MulAdd(hn::ConvertTo(df, BlockDot<W>(block, q[3] + e)),
+                            hn::Set(df, dw * sc[3][b]), acc3);
+        }
+        const float sums[4] = {ReduceSum(df, acc0), ReduceSum(df, acc1),
+                               ReduceSum(df, acc2), ReduceSum(df, acc3)};
+        for (size_t i = 0; i < valid_rows; ++i) {
+          a.dst[(r + i) * a.n + c] += sums[i];
+        }
+      }
+    }
+  }
+}
+
+void QuantGemvColumns(const MatmulArgs& a, const QuantizedSrc& x,
+                      size_t col_begin, size_t col_end) {
+  if (a.weight_type == WeightType::kQ8_0) {
+    QuantGemvColumnsT<Q8_0Weights>(a, x, col_begin, col_end);
+  } else {
+    QuantGemvColumnsT<Q4_0Weights>(a, x, col_begin, col_end);
+  }
+}
+
+void QuantGemmTile(const MatmulArgs& a, const QuantizedSrc& x,
+                   size_t row_begin, size_t row_end, size_t col_begin,
+                   size_t col_end) {
+  if (a.weight_type == WeightType::kQ8_0) {
+    QuantGemmTileT<Q8_0Weights>(a, x, row_begin, row_end, col_begin, col_end);
+  } else {
+    QuantGemmTileT<Q4_0Weights>(a, x, row_begin, row_end, col_begin, col_end);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Vector helpers shared by the remaining kernels.
 
@@ -381,77 +589,144 @@ void RopeRows(const RopeArgs& a, const double* inv_freq, size_t row_begin,
 // ---------------------------------------------------------------------------
 // Attention.
 
-// Running state of one query's streaming softmax.
-struct SoftmaxState {
-  float max = -std::numeric_limits<float>::infinity();
-  float sum = 0.0f;
+// A K or V row as f32: the row itself for F32, else converted into `buffer`.
+HWY_INLINE const float* KvRowF32(const float* row, float*, size_t) {
+  return row;
+}
+HWY_INLINE const float* KvRowF32(const hwy::float16_t* row, float* buffer,
+                                 size_t dim) {
+  ForEachVector(dim, [&](auto d, size_t i) {
+    hn::StoreU(LoadWeights(d, row + i), d, buffer + i);
+  });
+  return buffer;
+}
+
+// Per-worker memory of one GQA group's attention (sized by Attention()):
+// per query head its unnormalised output, block scores and the running
+// maximum and sum of its streaming softmax; one converted K/V row.
+struct GroupScratch {
+  float* acc;     // [group][head_dim]
+  float* scores;  // [group][kAttentionBlock]
+  float* max;     // [group]
+  float* sum;     // [group]
+  float* row;     // [head_dim]
 };
 
-// Folds keys/values index(0..count) (rows of `stride` floats from k_base /
-// v_base) into `state` and the unnormalised output `acc`.
-template <class IndexFn>
+// Folds keys/values index(0..count) (rows of `stride` elements from k_base /
+// v_base) into the softmax states and unnormalised outputs of the `group`
+// query heads at q ([group][head_dim]). Each K and V row is read once for
+// the whole group.
+template <typename KV, class IndexFn>
 HWY_INLINE void AttendKeys(const AttentionArgs& a, const float* q,
-                           const float* k_base, const float* v_base,
+                           size_t group, const KV* k_base, const KV* v_base,
                            size_t stride, size_t count, const IndexFn& index,
-                           SoftmaxState& state, float* acc, float* scores) {
+                           const GroupScratch& s) {
   const size_t dim = a.head_dim;
   for (size_t b = 0; b < count; b += kAttentionBlock) {
     const size_t n = std::min(kAttentionBlock, count - b);
-    float block_max = -std::numeric_limits<float>::infinity();
     for (size_t i = 0; i < n; ++i) {
-      scores[i] = a.scale * Dot(q, k_base + index(b + i) * stride, dim);
-      block_max = std::max(block_max, scores[i]);
-    }
-    if (block_max > state.max) {
-      if (state.sum > 0.0f) {
-        const float alpha = std::exp(state.max - block_max);
-        Scale(acc, alpha, acc, dim);
-        state.sum *= alpha;
+      const float* k = KvRowF32(k_base + index(b + i) * stride, s.row, dim);
+      for (size_t h = 0; h < group; ++h) {
+        s.scores[h * kAttentionBlock + i] = a.scale * Dot(q + h * dim, k, dim);
       }
-      state.max = block_max;
     }
-    float block_sum = 0.0f;
-    ForEachVector(n, [&](auto d, size_t i) {
-      const auto p = hn::Exp(
-          d, hn::Sub(hn::LoadU(d, scores + i), hn::Set(d, state.max)));
-      hn::StoreU(p, d, scores + i);
-      block_sum += ReduceSum(d, p);
-    });
-    state.sum += block_sum;
-    for (size_t i = 0; i < n; ++i) {
-      const float* v = v_base + index(b + i) * stride;
-      const float p = scores[i];
-      ForEachVector(dim, [&](auto d, size_t j) {
-        hn::StoreU(hn::MulAdd(hn::Set(d, p), hn::LoadU(d, v + j),
-                              hn::LoadU(d, acc + j)),
-                   d, acc + j);
+    for (size_t h = 0; h < group; ++h) {
+      float* scores = s.scores + h * kAttentionBlock;
+      float* acc = s.acc + h * dim;
+      float& max = s.max[h];
+      float& sum = s.sum[h];
+      const float block_max = *std::max_element(scores, scores + n);
+      if (block_max > max) {
+        if (sum > 0.0f) {
+          const float alpha = std::exp(max - block_max);
+          Scale(acc, alpha, acc, dim);
+          sum *= alpha;
+        }
+        max = block_max;
+      }
+      float block_sum = 0.0f;
+      ForEachVector(n, [&](auto d, size_t i) {
+        const auto p =
+            hn::Exp(d, hn::Sub(hn::LoadU(d, scores + i), hn::Set(d, max)));
+        hn::StoreU(p, d, scores + i);
+        block_sum += ReduceSum(d, p);
       });
+      sum += block_sum;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const float* v = KvRowF32(v_base + index(b + i) * stride, s.row, dim);
+      for (size_t h = 0; h < group; ++h) {
+        const float p = s.scores[h * kAttentionBlock + i];
+        float* acc = s.acc + h * dim;
+        ForEachVector(dim, [&](auto d, size_t j) {
+          hn::StoreU(hn::MulAdd(hn::Set(d, p), hn::LoadU(d, v + j),
+                                hn::LoadU(d, acc + j)),
+                     d, acc + j);
+        });
+      }
     }
   }
 }
 
-// dst[row][head] for one query; `scratch` has head_dim + kAttentionBlock
-// floats.
-void AttendQuery(const AttentionArgs& a, const uint32_t* visible_slots,
-                 size_t visible_count, size_t row, size_t head,
-                 float* scratch) {
+template <typename KV>
+void AttendGroupT(const AttentionArgs& a, const uint32_t* visible_slots,
+                  size_t visible_count, size_t row, size_t kv_head,
+                  const GroupScratch& s) {
   const size_t dim = a.head_dim;
-  const size_t kv_head = head / (a.heads / a.kv_heads);
+  const size_t group = a.heads / a.kv_heads;
   const size_t stride = a.kv_heads * dim;
-  const float* q = a.q + (row * a.heads + head) * dim;
-  float* acc = scratch;
-  float* scores = scratch + dim;
-  std::fill(acc, acc + dim, 0.0f);
-  SoftmaxState state;
+  const size_t first = (row * a.heads + kv_head * group) * dim;
+  const float* q = a.q + first;
+  std::fill(s.acc, s.acc + group * dim, 0.0f);
+  std::fill(s.max, s.max + group, -std::numeric_limits<float>::infinity());
+  std::fill(s.sum, s.sum + group, 0.0f);
+  const auto* k_cache = static_cast<const KV*>(a.k_cache) + kv_head * dim;
+  const auto* v_cache = static_cast<const KV*>(a.v_cache) + kv_head * dim;
   AttendKeys(
-      a, q, a.k_cache + kv_head * dim, a.v_cache + kv_head * dim, stride,
-      visible_count, [&](size_t i) -> size_t { return visible_slots[i]; },
-      state, acc, scores);
+      a, q, group, k_cache, v_cache, stride, visible_count,
+      [&](size_t i) -> size_t { return visible_slots[i]; }, s);
   AttendKeys(
-      a, q, a.k_new + kv_head * dim, a.v_new + kv_head * dim, stride, row + 1,
-      [](size_t i) { return i; }, state, acc, scores);
-  // New row `row` itself is always visible, so state.sum >= 1.
-  Scale(acc, 1.0f / state.sum, a.dst + (row * a.heads + head) * dim, dim);
+      a, q, group, a.k_new + kv_head * dim, a.v_new + kv_head * dim, stride,
+      row + 1, [](size_t i) { return i; }, s);
+  // New row `row` itself is always visible, so every sum >= 1.
+  for (size_t h = 0; h < group; ++h) {
+    Scale(s.acc + h * dim, 1.0f / s.sum[h], a.dst + first + h * dim, dim);
+  }
+}
+
+// dst[row][heads of kv_head's group]; `scratch` is laid out as GroupScratch.
+void AttendGroup(const AttentionArgs& a, const uint32_t* visible_slots,
+                 size_t visible_count, size_t row, size_t kv_head,
+                 float* scratch) {
+  const size_t group = a.heads / a.kv_heads;
+  GroupScratch s;
+  s.acc = scratch;
+  s.scores = s.acc + group * a.head_dim;
+  s.max = s.scores + group * kAttentionBlock;
+  s.sum = s.max + group;
+  s.row = s.sum + group;
+  if (a.kv_type == WeightType::kF16) {
+    AttendGroupT<hwy::float16_t>(a, visible_slots, visible_count, row,
+                                 kv_head, s);
+  } else {
+    AttendGroupT<float>(a, visible_slots, visible_count, row, kv_head, s);
+  }
+}
+
+// Round to nearest even on every target: hardware conversions (F16C on
+// x86, fcvt on Arm) where Highway uses them, else the exact scalar one
+// (Highway's emulated DemoteTo truncates).
+void ConvertF32ToF16Range(const float* src, uint16_t* dst, size_t count) {
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)) || \
+    (HWY_ARCH_ARM && HWY_TARGET != HWY_EMU128)
+  auto* half = reinterpret_cast<hwy::float16_t*>(dst);
+  ForEachVector(count, [&](auto d, size_t i) {
+    const hn::Rebind<hwy::float16_t, decltype(d)> dh;
+    hn::StoreU(hn::DemoteTo(dh, hn::LoadU(d, src + i)), dh, half + i);
+  });
+#else
+  for (size_t i = 0; i < count; ++i) dst[i] = gguf::FloatToFloat16(src[i]);
+#endif
 }
 
 }  // namespace HWY_NAMESPACE
@@ -463,12 +738,16 @@ namespace lnpu::softnpu::compute {
 
 HWY_EXPORT(GemvColumns);
 HWY_EXPORT(GemmTile);
+HWY_EXPORT(QuantizeActivationRows);
+HWY_EXPORT(QuantGemvColumns);
+HWY_EXPORT(QuantGemmTile);
+HWY_EXPORT(ConvertF32ToF16Range);
 HWY_EXPORT(RmsNormRows);
 HWY_EXPORT(SwigluRange);
 HWY_EXPORT(AddRange);
 HWY_EXPORT(ConvertF16Range);
 HWY_EXPORT(RopeRows);
-HWY_EXPORT(AttendQuery);
+HWY_EXPORT(AttendGroup);
 
 namespace {
 
@@ -515,12 +794,42 @@ constexpr size_t kGemmTileCols = 64;
 
 }  // namespace
 
-void Matmul(const MatmulArgs& args, WorkerPool& pool) {
+size_t WeightBytes(WeightType type, size_t elements) {
+  switch (type) {
+    case WeightType::kF32: return elements * sizeof(float);
+    case WeightType::kF16: return elements * sizeof(uint16_t);
+    case WeightType::kQ8_0: return elements / kQuantBlock * kQ8_0BlockBytes;
+    case WeightType::kQ4_0: return elements / kQuantBlock * kQ4_0BlockBytes;
+  }
+  return 0;
+}
+
+void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
   const uint64_t work = uint64_t{args.rows} * args.k * args.n;
+  const bool quantized = args.weight_type == WeightType::kQ8_0 ||
+                         args.weight_type == WeightType::kQ4_0;
+  QuantizedSrc x;
+  if (quantized) {
+    const size_t blocks = args.k / kQuantBlock;
+    scratch->quantized_src.resize(args.rows * args.k);
+    scratch->quantized_src_scales.resize(args.rows * blocks);
+    x.q = scratch->quantized_src.data();
+    x.scales = scratch->quantized_src_scales.data();
+    ParallelRanges(pool, args.rows, uint64_t{args.rows} * args.k, 1, 1,
+                   [&](size_t begin, size_t end) {
+                     HWY_DYNAMIC_DISPATCH(QuantizeActivationRows)
+                     (args.src, args.k, begin, end, scratch->quantized_src.data(),
+                      scratch->quantized_src_scales.data());
+                   });
+  }
   if (args.rows == 1) {
     // Column chunks (multiples of the 4-row micro-kernel) of >= 16 columns.
     ParallelRanges(pool, args.n, work, 16, 4, [&](size_t begin, size_t end) {
-      HWY_DYNAMIC_DISPATCH(GemvColumns)(args, begin, end);
+      if (quantized) {
+        HWY_DYNAMIC_DISPATCH(QuantGemvColumns)(args, x, begin, end);
+      } else {
+        HWY_DYNAMIC_DISPATCH(GemvColumns)(args, begin, end);
+      }
     });
     return;
   }
@@ -531,9 +840,13 @@ void Matmul(const MatmulArgs& args, WorkerPool& pool) {
     // from cache across row tiles.
     const size_t row0 = (task % row_tiles) * kGemmTileRows;
     const size_t col0 = (task / row_tiles) * kGemmTileCols;
-    HWY_DYNAMIC_DISPATCH(GemmTile)
-    (args, row0, std::min(args.rows, row0 + kGemmTileRows), col0,
-     std::min(args.n, col0 + kGemmTileCols));
+    const size_t row1 = std::min(args.rows, row0 + kGemmTileRows);
+    const size_t col1 = std::min(args.n, col0 + kGemmTileCols);
+    if (quantized) {
+      HWY_DYNAMIC_DISPATCH(QuantGemmTile)(args, x, row0, row1, col0, col1);
+    } else {
+      HWY_DYNAMIC_DISPATCH(GemmTile)(args, row0, row1, col0, col1);
+    }
   });
 }
 
@@ -561,8 +874,43 @@ void Add(const float* a, const float* b, float* dst, size_t count,
   });
 }
 
-void ConvertF16ToF32(const uint16_t* src, float* dst, size_t count) {
-  HWY_DYNAMIC_DISPATCH(ConvertF16Range)(src, dst, count);
+void ConvertToF32(WeightType type, const void* src, float* dst,
+                  size_t count) {
+  switch (type) {
+    case WeightType::kF32:
+      std::memcpy(dst, src, count * sizeof(float));
+      return;
+    case WeightType::kF16:
+      HWY_DYNAMIC_DISPATCH(ConvertF16Range)
+      (static_cast<const uint16_t*>(src), dst, count);
+      return;
+    case WeightType::kQ8_0:
+    case WeightType::kQ4_0: {
+      // Embedding rows: a few per command, so plain scalar code.
+      const bool q8 = type == WeightType::kQ8_0;
+      const size_t block_bytes = q8 ? kQ8_0BlockBytes : kQ4_0BlockBytes;
+      const auto* bytes = static_cast<const uint8_t*>(src);
+      for (size_t b = 0; b < count / kQuantBlock; ++b) {
+        const uint8_t* block = bytes + b * block_bytes;
+        uint16_t half;
+        std::memcpy(&half, block, sizeof(half));
+        const float d = gguf::Float16ToFloat(half);
+        float* out = dst + b * kQuantBlock;
+        for (size_t j = 0; j < kQuantBlock; ++j) {
+          const int q = q8 ? static_cast<int8_t>(block[2 + j])
+                           : (j < kQuantBlock / 2
+                                  ? block[2 + j] & 0xF
+                                  : block[2 + j - kQuantBlock / 2] >> 4) - 8;
+          out[j] = static_cast<float>(q) * d;
+        }
+      }
+      return;
+    }
+  }
+}
+
+void ConvertF32ToF16(const float* src, uint16_t* dst, size_t count) {
+  HWY_DYNAMIC_DISPATCH(ConvertF32ToF16Range)(src, dst, count);
 }
 
 namespace {
@@ -588,6 +936,7 @@ void Rope(const RopeArgs& args, WorkerPool& pool, KernelScratch* scratch) {
                   std::pow(static_cast<double>(args.theta_base),
                            -2.0 * static_cast<double>(i) /
                                static_cast<double>(args.rope_dim));
+    if (args.freq_factors != nullptr) inv_freq[i] /= args.freq_factors[i];
   }
   size_t stride = 0;
   float* tables =
@@ -616,15 +965,20 @@ void Attention(const AttentionArgs& args, WorkerPool& pool,
     if (args.mask[s] != 0) slots.push_back(static_cast<uint32_t>(s));
   }
 
+  // One task per (row, kv head): the GQA group's query heads share every
+  // K/V row read. Scratch per worker: see GroupScratch.
+  const size_t group = args.heads / args.kv_heads;
+  const size_t group_floats =
+      group * (args.head_dim + kAttentionBlock + 2) + args.head_dim;
   size_t stride = 0;
-  float* per_worker = WorkerScratch(scratch->f32, args.head_dim + kAttentionBlock,
-                                    pool.threads(), &stride);
+  float* per_worker =
+      WorkerScratch(scratch->f32, group_floats, pool.threads(), &stride);
   const uint64_t keys = slots.size() + args.rows;
   const uint64_t work = uint64_t{args.rows} * args.heads * keys * args.head_dim;
-  RunTasks(pool, args.rows * args.heads, work, [&](size_t task, int worker) {
-    HWY_DYNAMIC_DISPATCH(AttendQuery)
-    (args, slots.data(), slots.size(), task / args.heads, task % args.heads,
-     per_worker + worker * stride);
+  RunTasks(pool, args.rows * args.kv_heads, work, [&](size_t task, int worker) {
+    HWY_DYNAMIC_DISPATCH(AttendGroup)
+    (args, slots.data(), slots.size(), task / args.kv_heads,
+     task % args.kv_heads, per_worker + worker * stride);
   });
 }
 

@@ -25,14 +25,32 @@ struct KernelScratch {
   std::vector<float> f32;
   std::vector<double> f64;
   std::vector<uint32_t> u32;
+  // Matmul with block-quantized weights: src quantized to int8 per block of
+  // 32 (values widened to int16) and the blocks' scales.
+  std::vector<int16_t> quantized_src;
+  std::vector<float> quantized_src_scales;
 };
 
-// Element type of matmul weights and gather tables.
-enum class WeightType { kF32, kF16 };
+// Element type of matmul weights, gather tables and (F32/F16 only) the
+// attention KV cache. Q8_0 / Q4_0 are the LNPU_DTYPE_Q8_0 / LNPU_DTYPE_Q4_0
+// block formats (rows of whole 32-element blocks: f16 scale + 32 int8, or
+// f16 scale + 16 bytes of nibbles).
+enum class WeightType { kF32, kF16, kQ8_0, kQ4_0 };
+
+// Bytes of `elements` weights of `type` (a multiple of 32 for Q8_0 / Q4_0).
+size_t WeightBytes(WeightType type, size_t elements);
 
 // dst[r][c] = sum_i src[r][i] * weight[c][i] (+ bias[c]) (+ old dst[r][c])
 // with f32 accumulation. weight is n x k of weight_type (F16 as IEEE binary16
-// bits). src and dst must not overlap.
+// bits; Q8_0 / Q4_0 rows of k / 32 blocks, k a multiple of 32). src and dst
+// must not overlap.
+//
+// Precision: F32 / F16 weights multiply the f32 activations directly. With
+// Q8_0 / Q4_0 weights every src row is first quantized to int8 per block of
+// 32 (d = max|x| / 127, like llama.cpp's q8_0 activations) and each block's
+// dot product is exact in integers; the result differs from the f32
+// activations' one, sum over blocks b of d_b * sum_i x_bi * w_bi, by at most
+// sum_b (d_b / 2) * sum_i |w_bi| plus f32 rounding (kernels.md).
 struct MatmulArgs {
   const float* src = nullptr;
   const void* weight = nullptr;
@@ -46,7 +64,7 @@ struct MatmulArgs {
 };
 // rows == 1 takes the bandwidth-bound GEMV path (parallel over columns);
 // rows > 1 the cache-blocked GEMM path (parallel over row x column tiles).
-void Matmul(const MatmulArgs& args, WorkerPool& pool);
+void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch);
 
 // dst[r] = src[r] / sqrt(mean(src[r]^2) + eps) * weight; dst may equal src.
 void RmsNorm(const float* src, const float* weight, float* dst, size_t rows,
@@ -65,19 +83,25 @@ struct RopeArgs {
   float theta_base = 0;
   float freq_scale = 0;
   bool neox = false;  // pairs (i, i + rope_dim/2) instead of (2i, 2i+1)
+  // nullptr, or rope_dim / 2 finite positive factors: theta_i is divided by
+  // freq_factors[i] (Llama 3 frequency scaling).
+  const float* freq_factors = nullptr;
 };
 void Rope(const RopeArgs& args, WorkerPool& pool, KernelScratch* scratch);
 
 // Grouped-query attention of `rows` new tokens over the visible cache slots
 // and the causal prefix of the new rows, with an online softmax. The mask is
 // scanned once, skipping all-zero runs a machine word at a time, so the cost
-// follows the number of visible slots rather than the capacity.
+// follows the number of visible slots rather than the capacity. The query
+// heads of one GQA group are processed together: each cached K/V row is read
+// (and, for F16, converted) once per group rather than once per head.
 struct AttentionArgs {
-  const float* q = nullptr;        // [rows][heads][head_dim]
-  const float* k_new = nullptr;    // [rows][kv_heads][head_dim]
-  const float* v_new = nullptr;    // [rows][kv_heads][head_dim]
-  const float* k_cache = nullptr;  // [capacity][kv_heads][head_dim]
-  const float* v_cache = nullptr;  // [capacity][kv_heads][head_dim]
+  const float* q = nullptr;       // [rows][heads][head_dim]
+  const float* k_new = nullptr;   // [rows][kv_heads][head_dim]
+  const float* v_new = nullptr;   // [rows][kv_heads][head_dim]
+  const void* k_cache = nullptr;  // kv_type[capacity][kv_heads][head_dim]
+  const void* v_cache = nullptr;  // kv_type[capacity][kv_heads][head_dim]
+  WeightType kv_type = WeightType::kF32;  // kF32 or kF16
   const uint8_t* mask = nullptr;   // [capacity], non-zero = slot visible
   float* dst = nullptr;  // [rows][heads][head_dim], overlaps no input
   size_t rows = 0;
@@ -98,8 +122,13 @@ void Swiglu(const float* gate, const float* up, float* dst, size_t count,
 void Add(const float* a, const float* b, float* dst, size_t count,
          WorkerPool& pool);
 
-// dst[i] = f32(src[i]) for `count` IEEE binary16 values; no overlap.
-void ConvertF16ToF32(const uint16_t* src, float* dst, size_t count);
+// dst[i] = f32(src[i]) for `count` weights of `type` (for Q8_0 / Q4_0 a
+// whole number of blocks starting at a block boundary); no overlap.
+void ConvertToF32(WeightType type, const void* src, float* dst, size_t count);
+
+// dst[i] = binary16(src[i]) rounded to nearest even, for `count` values; no
+// overlap.
+void ConvertF32ToF16(const float* src, uint16_t* dst, size_t count);
 
 }  // namespace lnpu::softnpu::compute
 
