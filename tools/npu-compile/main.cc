@@ -1,15 +1,20 @@
-// npu-compile: compiles a GGUF llama model into an .lnpu artifact.
+// npu-compile: compiles a GGUF model (llama, qwen2) into an .lnpu artifact,
+// or a synthetic model with random weights in a real shape.
 //
-//   npu-compile MODEL.gguf -o OUT.lnpu [--max-prompt-len N]
-//       [--min-response-len N] [--prefill-chunks 16,64,256]
-//       [--weights keep|f32|f16]
+//   npu-compile MODEL.gguf -o OUT.lnpu [options]
+//   npu-compile --synthetic PRESET -o OUT.lnpu [--seed N] [options]
 //
 // Prints a summary of the artifact on success; prints the error and exits
-// with status 1 on failure (bad command line included).
+// with status 1 on failure (bad command line included). A progress bar
+// goes to stderr when it is a terminal.
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,10 +22,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/format/artifact.h"
+#include "compiler_artifacts/gguf/synthetic_presets.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace {
@@ -28,23 +35,39 @@ namespace {
 constexpr char kUsage[] =
     R"(usage: npu-compile MODEL.gguf -o OUT.lnpu [options]
 
-Compiles a GGUF llama model (F32/F16 tensors) into static NPU graphs.
+       npu-compile --synthetic PRESET -o OUT.lnpu [options]
+
+Compiles a GGUF model (architectures llama and qwen2; tensors F32, F16,
+BF16, Q8_0, Q4_0, Q4_K, Q6_K) into static NPU graphs.
 
 options:
   -o, --output PATH          the artifact to write (required)
+  --synthetic PRESET         instead of MODEL.gguf: random weights in the shape
+                             of a real model (qwen2.5-0.5b, tinyllama-1.1b,
+                             llama-3.2-1b), written in the --weights type
+  --seed N                   seed of the synthetic weights (default 1)
+  --models-dir DIR           where models/vocab/ is for --synthetic (default
+                             $LNPU_MODELS_DIR, else ./models)
   --max-prompt-len N         prompt tokens a session holds (default 1024)
   --min-response-len N       tokens always left for the response (default 128);
                              the KV cache has max-prompt-len + min-response-len
                              slots
   --prefill-chunks A,B,...   token counts of the prefill graphs (default
                              16,64,256; sizes above max-prompt-len are clamped)
-  --weights keep|f32|f16     element type of matmul weights and the embedding
-                             (default keep: as stored in the GGUF)
+  --weights q8|q4|f16|f32|keep
+                             matmul weights and embedding: q8 (default) int8
+                             and q4 int4, symmetric, an f16 scale per 32
+                             weights (matrices with rows not a multiple of 32
+                             stay f16); keep: F32/F16/Q8_0/Q4_0 as stored
+  --kv-dtype f16|f32         KV-cache element type (default f16)
   -h, --help                 show this help
 )";
 
 struct CommandLine {
   std::string input;
+  std::string synthetic;  // preset name, or empty
+  uint64_t seed = 1;
+  std::string models_dir;
   std::string output;
   lnpu::compiler::CompileOptions options;
 };
@@ -72,7 +95,9 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
     const bool takes_value = arg == "-o" || arg == "--output" ||
                              arg == "--max-prompt-len" ||
                              arg == "--min-response-len" ||
-                             arg == "--prefill-chunks" || arg == "--weights";
+                             arg == "--prefill-chunks" || arg == "--weights" ||
+                             arg == "--kv-dtype" || arg == "--synthetic" ||
+                             arg == "--seed" || arg == "--models-dir";
     if (!takes_value) {
       if (!arg.empty() && arg[0] == '-') {
         return absl::InvalidArgumentError("unknown option " + arg);
@@ -106,6 +131,25 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
         if (!n.ok()) return n.status();
         line.options.prefill_chunks.push_back(*n);
       }
+    } else if (arg == "--synthetic") {
+      line.synthetic = value;
+    } else if (arg == "--models-dir") {
+      line.models_dir = value;
+    } else if (arg == "--seed") {
+      if (!absl::SimpleAtoi(value, &line.seed)) {
+        return absl::InvalidArgumentError(
+            "--seed expects a non-negative integer, got '" + value + "'");
+      }
+    } else if (arg == "--kv-dtype") {
+      using KvType = lnpu::compiler::CompileOptions::KvType;
+      if (value == "f16") {
+        line.options.kv_dtype = KvType::kF16;
+      } else if (value == "f32") {
+        line.options.kv_dtype = KvType::kF32;
+      } else {
+        return absl::InvalidArgumentError(
+            "--kv-dtype expects f16 or f32, got '" + value + "'");
+      }
     } else {  // --weights
       using WeightType = lnpu::compiler::CompileOptions::WeightType;
       if (value == "keep") {
@@ -114,19 +158,89 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
         line.options.weights = WeightType::kF32;
       } else if (value == "f16") {
         line.options.weights = WeightType::kF16;
+      } else if (value == "q8") {
+        line.options.weights = WeightType::kQ8;
+      } else if (value == "q4") {
+        line.options.weights = WeightType::kQ4;
       } else {
         return absl::InvalidArgumentError(
-            "--weights expects keep, f32 or f16, got '" + value + "'");
+            "--weights expects q8, q4, f16, f32 or keep, got '" + value + "'");
       }
     }
   }
-  if (line.input.empty()) {
-    return absl::InvalidArgumentError("no input model given");
+  if (line.input.empty() == line.synthetic.empty()) {
+    return absl::InvalidArgumentError(
+        "give exactly one of an input MODEL.gguf and --synthetic PRESET");
   }
   if (line.output.empty()) {
     return absl::InvalidArgumentError("no output given (-o OUT.lnpu)");
   }
   return line;
+}
+
+const char* DtypeName(uint32_t dtype) {
+  switch (dtype) {
+    case LNPU_DTYPE_F32: return "F32";
+    case LNPU_DTYPE_F16: return "F16";
+    case LNPU_DTYPE_Q8_0: return "Q8_0";
+    case LNPU_DTYPE_Q4_0: return "Q4_0";
+    default: return "other";
+  }
+}
+
+// A progress bar on stderr, redrawn when the percentage changes.
+class ProgressBar {
+ public:
+  void Update(uint64_t done, uint64_t total) {
+    const int percent = total == 0 ? 100 : static_cast<int>(done * 100 / total);
+    if (percent == percent_) return;
+    percent_ = percent;
+    constexpr int kWidth = 40;
+    const int filled = percent * kWidth / 100;
+    std::fprintf(stderr, "\rweights [%s%s] %3d%% %llu MiB", 
+                 std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, ' ').c_str(), percent,
+                 static_cast<unsigned long long>(done >> 20));
+    if (done == total) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  int percent_ = -1;
+};
+
+// The GGUF type a synthetic model is generated in for `weights`, so that
+// compiling it copies the weights without converting them again.
+lnpu::gguf::GgmlType SyntheticType(
+    lnpu::compiler::CompileOptions::WeightType weights) {
+  using WeightType = lnpu::compiler::CompileOptions::WeightType;
+  switch (weights) {
+    case WeightType::kQ8: return lnpu::gguf::GgmlType::kQ8_0;
+    case WeightType::kQ4: return lnpu::gguf::GgmlType::kQ4_0;
+    case WeightType::kF32: return lnpu::gguf::GgmlType::kF32;
+    default: return lnpu::gguf::GgmlType::kF16;
+  }
+}
+
+// Writes the synthetic model of `line` to a temporary GGUF next to the
+// output and returns its path.
+absl::StatusOr<std::string> WriteSyntheticGguf(const CommandLine& line) {
+  std::string models_dir = line.models_dir;
+  if (models_dir.empty()) {
+    const char* env = std::getenv("LNPU_MODELS_DIR");
+    models_dir = env != nullptr ? env : "models";
+  }
+  absl::StatusOr<lnpu::gguf::RandomLlamaSpec> spec =
+      lnpu::gguf::SyntheticPresetSpec(line.synthetic, models_dir,
+                                      SyntheticType(line.options.weights),
+                                      line.seed);
+  if (!spec.ok()) return spec.status();
+  const std::string path = line.output + ".synthetic.gguf";
+  if (absl::Status s = lnpu::gguf::WriteRandomLlamaGguf(*spec, path); !s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat(s.message(), " (vocabularies are looked up in ",
+                               models_dir, "/vocab; see --models-dir)"));
+  }
+  return path;
 }
 
 void PrintSummary(const lnpu::artifact::Artifact& artifact) {
@@ -143,7 +257,19 @@ void PrintSummary(const lnpu::artifact::Artifact& artifact) {
   const fb::KvCache& kv = *model.kv_cache();
   std::printf("kv cache: %u slots (max prompt %u + min response %u)\n",
               kv.capacity(), kv.max_prompt_len(), kv.min_response_len());
-  std::printf("weights: %u tensors, %llu bytes\n", model.weights()->size(),
+  std::printf("kv cache dtype: %s\n",
+              kv.dtype() == LNPU_DTYPE_F16 ? "f16" : "f32");
+  std::map<std::string, int> dtype_counts;
+  for (const fb::Weight* w : *model.weights()) {
+    ++dtype_counts[DtypeName(w->dtype())];
+  }
+  std::printf("weights: %u tensors (", model.weights()->size());
+  const char* separator = "";
+  for (const auto& [name, count] : dtype_counts) {
+    std::printf("%s%d %s", separator, count, name.c_str());
+    separator = ", ";
+  }
+  std::printf("), %llu bytes\n",
               static_cast<unsigned long long>(artifact.data().size()));
   std::printf("buffers:\n");
   for (const fb::Buffer* b : *model.buffers()) {
@@ -175,11 +301,28 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!line->has_value()) return 0;
-  const CommandLine& args = **line;
-  if (absl::Status s =
-          lnpu::compiler::CompileGguf(args.input, args.output, args.options);
-      !s.ok()) {
-    std::fprintf(stderr, "npu-compile: %s\n", s.ToString().c_str());
+  CommandLine& args = **line;
+  ProgressBar progress;
+  if (::isatty(STDERR_FILENO)) {
+    args.options.progress = [&progress](uint64_t done, uint64_t total) {
+      progress.Update(done, total);
+    };
+  }
+  std::string input = args.input;
+  if (!args.synthetic.empty()) {
+    absl::StatusOr<std::string> synthetic = WriteSyntheticGguf(args);
+    if (!synthetic.ok()) {
+      std::fprintf(stderr, "npu-compile: %s\n",
+                   synthetic.status().ToString().c_str());
+      return 1;
+    }
+    input = *synthetic;
+  }
+  const absl::Status compiled =
+      lnpu::compiler::CompileGguf(input, args.output, args.options);
+  if (!args.synthetic.empty()) std::remove(input.c_str());
+  if (!compiled.ok()) {
+    std::fprintf(stderr, "npu-compile: %s\n", compiled.ToString().c_str());
     return 1;
   }
   absl::StatusOr<std::unique_ptr<lnpu::artifact::Artifact>> artifact =
@@ -190,5 +333,20 @@ int main(int argc, char** argv) {
     return 1;
   }
   PrintSummary(**artifact);
+  using WeightType = lnpu::compiler::CompileOptions::WeightType;
+  if (args.options.weights == WeightType::kQ8 ||
+      args.options.weights == WeightType::kQ4) {
+    std::vector<std::string> fallbacks;
+    for (const auto* w : *(*artifact)->model().weights()) {
+      if (w->dtype() == LNPU_DTYPE_F16) fallbacks.push_back(w->name()->str());
+    }
+    if (!fallbacks.empty()) {
+      std::printf("note: %zu matrices stay F16 (rows not a multiple of 32 "
+                  "elements):",
+                  fallbacks.size());
+      for (const std::string& name : fallbacks) std::printf(" %s", name.c_str());
+      std::printf("\n");
+    }
+  }
   return 0;
 }
