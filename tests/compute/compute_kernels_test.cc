@@ -6,7 +6,9 @@
 // is the sum of absolute values of the terms feeding the output (so the
 // bound is that of f32 accumulation, independent of cancellation), with
 // kRelTol = 2e-5 and kAbsTol = 1e-6; copies, gathers and scatters are
-// exact.
+// exact. Matmuls with Q8_0 / Q4_0 weights quantize their activations to int8
+// per block of 32 and add that documented error bound (kernels.h):
+// sum over blocks of (max|x_b| / 127 / 2) * sum |w_b|.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -15,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler_artifacts/gguf/half.h"
+#include "compiler_artifacts/gguf/quantize.h"
 #include "gtest/gtest.h"
 #include "hwy/targets.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
@@ -50,6 +54,7 @@ float FromHalf(uint16_t bits) {
 struct Expected {
   double value = 0;
   double magnitude = 0;  // sum of |terms|
+  double extra = 0;      // further allowed error (quantized activations)
 };
 
 void ExpectClose(const std::vector<float>& got,
@@ -57,7 +62,7 @@ void ExpectClose(const std::vector<float>& got,
   ASSERT_EQ(got.size(), want.size()) << what;
   int reported = 0;
   for (size_t i = 0; i < got.size(); ++i) {
-    const double tol = kRelTol * want[i].magnitude + kAbsTol;
+    const double tol = kRelTol * want[i].magnitude + kAbsTol + want[i].extra;
     if (!(std::abs(got[i] - want[i].value) <= tol) && reported++ < 5) {
       ADD_FAILURE() << what << " element " << i << ": got " << got[i]
                     << ", want " << want[i].value << " (tolerance " << tol
@@ -101,7 +106,18 @@ void CheckMatmul(HostDeviceMemory& memory,
   cmd.n = n;
   cmd.weight_dtype = dtype;
   cmd.src = memory.Upload(src_v);
-  if (dtype == LNPU_DTYPE_F16) {
+  const bool quantized = dtype == LNPU_DTYPE_Q8_0 || dtype == LNPU_DTYPE_Q4_0;
+  if (quantized) {
+    const bool q8 = dtype == LNPU_DTYPE_Q8_0;
+    const gguf::GgmlType type = q8 ? gguf::GgmlType::kQ8_0 : gguf::GgmlType::kQ4_0;
+    std::vector<uint8_t> blocks(weight_v.size() / 32 * (q8 ? 34 : 18));
+    ASSERT_TRUE((q8 ? gguf::QuantizeRowQ8_0 : gguf::QuantizeRowQ4_0)(
+                    weight_v, absl::MakeSpan(blocks))
+                    .ok());
+    // The reference sees the dequantized weights.
+    ASSERT_TRUE(gguf::DequantizeRow(type, blocks, absl::MakeSpan(weight_v)).ok());
+    cmd.weight = memory.Upload(blocks);
+  } else if (dtype == LNPU_DTYPE_F16) {
     std::vector<uint16_t> half(weight_v.size());
     for (size_t i = 0; i < half.size(); ++i) {
       half[i] = ToHalf(weight_v[i]);
@@ -123,6 +139,16 @@ void CheckMatmul(HostDeviceMemory& memory,
         const double term = double(src_v[r * k + i]) * weight_v[c * k + i];
         e.value += term;
         e.magnitude += std::abs(term);
+      }
+      for (size_t b = 0; quantized && b < k / 32; ++b) {
+        double amax = 0, wsum = 0;
+        for (size_t i = b * 32; i < b * 32 + 32; ++i) {
+          amax = std::max(amax, double(std::abs(src_v[r * k + i])));
+          wsum += std::abs(weight_v[c * k + i]);
+        }
+        // Half a step of the activation block's int8 grid per weight, with
+        // slack for the f32 rounding of x / d.
+        e.extra += amax / 127 / 2 * wsum * (1 + 1e-4);
       }
       if (flags & LNPU_MATMUL_BIAS) {
         e.value += bias_v[c];
@@ -165,6 +191,57 @@ TEST_P(ComputeKernelsTest, MatmulMatchesReferenceOnRaggedShapes) {
                   RandomFloats(size_t{s.n} * s.k), s.rows, s.k, s.n, dtype,
                   flags, RandomFloats(s.n), RandomFloats(size_t{s.rows} * s.n));
     }
+  }
+}
+
+TEST_P(ComputeKernelsTest, QuantizedMatmulWithinActivationQuantizationBound) {
+  struct Shape {
+    uint32_t rows, k, n;
+  };
+  std::vector<Shape> shapes = {{1, 32, 1},   {1, 64, 5},    {1, 96, 67},
+                               {1, 896, 33}, {2, 32, 3},    {3, 64, 9},
+                               {4, 128, 4},  {5, 544, 130}, {17, 96, 19},
+                               {70, 1024, 70}};
+  for (int i = 0; i < 4; ++i) {
+    shapes.push_back({static_cast<uint32_t>(RandomIn(1, 40)),
+                      static_cast<uint32_t>(32 * RandomIn(1, 40)),
+                      static_cast<uint32_t>(RandomIn(1, 90))});
+  }
+  const uint16_t flag_sets[] = {0, LNPU_MATMUL_BIAS, LNPU_MATMUL_ACCUMULATE,
+                                LNPU_MATMUL_BIAS | LNPU_MATMUL_ACCUMULATE};
+  int variant = 0;
+  for (const Shape& s : shapes) {
+    for (uint32_t dtype : {LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q4_0}) {
+      const uint16_t flags = flag_sets[variant++ % 4];
+      // Activations with outliers, as after RMSNorm in real models.
+      auto src = RandomFloats(size_t{s.rows} * s.k, -2, 2);
+      for (size_t i = 0; i < src.size(); i += 37) src[i] *= 20;
+      CheckMatmul(memory_, context_, std::move(src),
+                  RandomFloats(size_t{s.n} * s.k), s.rows, s.k, s.n, dtype,
+                  flags, RandomFloats(s.n), RandomFloats(size_t{s.rows} * s.n));
+    }
+  }
+}
+
+// An all-zero activation block has scale 0 and contributes nothing.
+TEST_P(ComputeKernelsTest, QuantizedMatmulZeroActivationsGiveBias) {
+  const auto weight = RandomFloats(64 * 8);
+  std::vector<uint8_t> blocks(weight.size() / 32 * 34);
+  ASSERT_TRUE(gguf::QuantizeRowQ8_0(weight, absl::MakeSpan(blocks)).ok());
+  for (uint32_t rows : {1u, 6u}) {
+    auto cmd = MakeCommand<lnpu_cmd_matmul>(LNPU_OP_MATMUL, LNPU_MATMUL_BIAS);
+    cmd.rows = rows;
+    cmd.k = 64;
+    cmd.n = 8;
+    cmd.weight_dtype = LNPU_DTYPE_Q8_0;
+    cmd.src = memory_.Upload(std::vector<float>(rows * 64, 0.0f));
+    cmd.weight = memory_.Upload(blocks);
+    const auto bias = RandomFloats(8);
+    cmd.bias = memory_.Upload(bias);
+    cmd.dst = memory_.Allocate(rows * 8 * 4);
+    ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+    const auto got = memory_.Download<float>(cmd.dst, rows * 8);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], bias[i % 8]);
   }
 }
 
@@ -258,6 +335,72 @@ TEST_P(ComputeKernelsTest, RopeMatchesReferenceBothModes) {
   }
 }
 
+// theta_i = pos * freq_scale * base^(-2i/rope_dim) / freq_factors[i].
+TEST_P(ComputeKernelsTest, RopeFrequencyFactorsDivideTheta) {
+  for (uint32_t mode : {LNPU_ROPE_MODE_NORM, LNPU_ROPE_MODE_NEOX}) {
+    const uint32_t rows = 3, heads = 2, head_dim = 20, rope_dim = 16;
+    const size_t count = size_t{rows} * heads * head_dim;
+    const auto src = RandomFloats(count);
+    const std::vector<int32_t> positions = {0, 7, 3000};
+    const auto factors = RandomFloats(rope_dim / 2, 0.5f, 8.0f);
+    auto cmd = MakeCommand<lnpu_cmd_rope>(LNPU_OP_ROPE, LNPU_ROPE_FREQ_FACTORS);
+    cmd.rows = rows;
+    cmd.heads = heads;
+    cmd.head_dim = head_dim;
+    cmd.rope_dim = rope_dim;
+    cmd.theta_base = 500000.0f;
+    cmd.freq_scale = 1.0f;
+    cmd.mode = mode;
+    cmd.src = memory_.Upload(src);
+    cmd.positions = memory_.Upload(positions);
+    cmd.freq_factors = memory_.Upload(factors);
+    cmd.dst = memory_.Allocate(count * 4);
+    ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+    std::vector<Expected> want(count);
+    const size_t half = rope_dim / 2;
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t h = 0; h < heads; ++h) {
+        const float* x = &src[(r * heads + h) * head_dim];
+        Expected* y = &want[(r * heads + h) * head_dim];
+        for (size_t i = 0; i < head_dim; ++i) y[i] = {x[i], 1.0};
+        for (size_t i = 0; i < half; ++i) {
+          const double theta = positions[r] *
+                               std::pow(500000.0, -2.0 * i / rope_dim) /
+                               factors[i];
+          const size_t i0 = mode == LNPU_ROPE_MODE_NORM ? 2 * i : i;
+          const size_t i1 = mode == LNPU_ROPE_MODE_NORM ? 2 * i + 1 : i + half;
+          y[i0] = {x[i0] * std::cos(theta) - x[i1] * std::sin(theta), 2.0};
+          y[i1] = {x[i0] * std::sin(theta) + x[i1] * std::cos(theta), 2.0};
+        }
+      }
+    }
+    ExpectClose(memory_.Download<float>(cmd.dst, count), want,
+                "rope freq_factors mode=" + std::to_string(mode));
+  }
+}
+
+TEST_P(ComputeKernelsTest, RopeBadFrequencyFactorFaultsWithoutWriting) {
+  for (float bad : {0.0f, -1.0f, std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN()}) {
+    auto cmd = MakeCommand<lnpu_cmd_rope>(LNPU_OP_ROPE, LNPU_ROPE_FREQ_FACTORS);
+    cmd.rows = 1;
+    cmd.heads = 1;
+    cmd.head_dim = 4;
+    cmd.rope_dim = 4;
+    cmd.theta_base = 10000.0f;
+    cmd.freq_scale = 1.0f;
+    cmd.src = memory_.Upload(RandomFloats(4));
+    cmd.positions = memory_.Upload(std::vector<int32_t>{3});
+    cmd.freq_factors = memory_.Upload(std::vector<float>{1.0f, bad});
+    cmd.dst = memory_.Allocate(4 * 4);
+    const absl::Status status = RunCommand(cmd, memory_, context_);
+    EXPECT_FALSE(status.ok()) << bad;
+    EXPECT_NE(status.message().find("freq_factors[1]"), std::string::npos)
+        << status;
+    for (float v : memory_.Download<float>(cmd.dst, 4)) EXPECT_EQ(v, 0.0f);
+  }
+}
+
 TEST_P(ComputeKernelsTest, RopeNegativePositionFaultsWithoutWriting) {
   auto cmd = MakeCommand<lnpu_cmd_rope>(LNPU_OP_ROPE);
   cmd.rows = 3;
@@ -285,7 +428,7 @@ struct AttentionCase {
 
 void CheckAttention(std::mt19937& rng,
                     HostDeviceMemory& memory, ComputeContext& context,
-                    const AttentionCase& c) {
+                    const AttentionCase& c, uint32_t kv_dtype) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   auto random = [&](size_t n) {
     std::vector<float> v(n);
@@ -296,8 +439,18 @@ void CheckAttention(std::mt19937& rng,
   const auto q = random(size_t{c.rows} * c.heads * hd);
   const auto k_new = random(size_t{c.rows} * c.kv_heads * hd);
   const auto v_new = random(size_t{c.rows} * c.kv_heads * hd);
-  const auto k_cache = random(size_t{c.capacity} * c.kv_heads * hd);
-  const auto v_cache = random(size_t{c.capacity} * c.kv_heads * hd);
+  auto k_cache = random(size_t{c.capacity} * c.kv_heads * hd);
+  auto v_cache = random(size_t{c.capacity} * c.kv_heads * hd);
+  // An F16 cache holds rounded values; the reference reads the same ones.
+  std::vector<uint16_t> k_half(k_cache.size()), v_half(v_cache.size());
+  for (size_t i = 0; i < k_cache.size(); ++i) {
+    k_half[i] = ToHalf(k_cache[i]);
+    v_half[i] = ToHalf(v_cache[i]);
+    if (kv_dtype == LNPU_DTYPE_F16) {
+      k_cache[i] = FromHalf(k_half[i]);
+      v_cache[i] = FromHalf(v_half[i]);
+    }
+  }
   std::vector<uint8_t> mask(c.capacity);
   std::bernoulli_distribution visible(c.mask_density);
   for (auto& m : mask) m = visible(rng) ? static_cast<uint8_t>(1 + rng() % 255) : 0;
@@ -308,13 +461,14 @@ void CheckAttention(std::mt19937& rng,
   cmd.heads = c.heads;
   cmd.kv_heads = c.kv_heads;
   cmd.head_dim = c.head_dim;
-  cmd.kv_dtype = LNPU_DTYPE_F32;
+  cmd.kv_dtype = kv_dtype;
   cmd.scale = 2.0f / std::sqrt(static_cast<float>(hd));  // peaky softmax
   cmd.q = memory.Upload(q);
   cmd.k_new = memory.Upload(k_new);
   cmd.v_new = memory.Upload(v_new);
-  cmd.k_cache = memory.Upload(k_cache);
-  cmd.v_cache = memory.Upload(v_cache);
+  const bool f16 = kv_dtype == LNPU_DTYPE_F16;
+  cmd.k_cache = f16 ? memory.Upload(k_half) : memory.Upload(k_cache);
+  cmd.v_cache = f16 ? memory.Upload(v_half) : memory.Upload(v_cache);
   cmd.mask = memory.Upload(mask);
   cmd.dst = memory.Allocate(q.size() * 4);
   ASSERT_TRUE(RunCommand(cmd, memory, context).ok());
@@ -360,7 +514,8 @@ void CheckAttention(std::mt19937& rng,
                   " heads=" + std::to_string(c.heads) + "/" +
                   std::to_string(c.kv_heads) +
                   " head_dim=" + std::to_string(c.head_dim) +
-                  " density=" + std::to_string(c.mask_density));
+                  " density=" + std::to_string(c.mask_density) +
+                  " kv_dtype=" + std::to_string(kv_dtype));
 }
 
 TEST_P(ComputeKernelsTest, AttentionMatchesReferenceWithRandomMasks) {
@@ -373,7 +528,9 @@ TEST_P(ComputeKernelsTest, AttentionMatchesReferenceWithRandomMasks) {
       {70, 80, 2, 1, 16, 0.7},   // more than one softmax block of new rows
   };
   for (const AttentionCase& c : cases) {
-    CheckAttention(rng_, memory_, context_, c);
+    for (uint32_t kv_dtype : {LNPU_DTYPE_F32, LNPU_DTYPE_F16}) {
+      CheckAttention(rng_, memory_, context_, c, kv_dtype);
+    }
   }
 }
 
@@ -460,6 +617,81 @@ TEST_P(ComputeKernelsTest, GatherRowsConvertsBothTableTypes) {
       }
     }
   }
+}
+
+TEST_P(ComputeKernelsTest, GatherRowsDequantizesQuantizedTables) {
+  for (uint32_t dtype : {LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q4_0}) {
+    const bool q8 = dtype == LNPU_DTYPE_Q8_0;
+    for (uint32_t row_len : {32u, 96u}) {
+      const uint32_t table_rows = 9;
+      const auto table = RandomFloats(size_t{table_rows} * row_len, -3, 3);
+      std::vector<uint8_t> blocks(table.size() / 32 * (q8 ? 34 : 18));
+      ASSERT_TRUE((q8 ? gguf::QuantizeRowQ8_0 : gguf::QuantizeRowQ4_0)(
+                      table, absl::MakeSpan(blocks))
+                      .ok());
+      std::vector<float> dequantized(table.size());
+      ASSERT_TRUE(gguf::DequantizeRow(
+                      q8 ? gguf::GgmlType::kQ8_0 : gguf::GgmlType::kQ4_0,
+                      blocks, absl::MakeSpan(dequantized))
+                      .ok());
+      const std::vector<int32_t> indices = {8, 0, 3, 3};
+      auto cmd = MakeCommand<lnpu_cmd_gather_rows>(LNPU_OP_GATHER_ROWS);
+      cmd.table = memory_.Upload(blocks);
+      cmd.indices = memory_.Upload(indices);
+      cmd.dst = memory_.Allocate(indices.size() * row_len * 4);
+      cmd.table_dtype = dtype;
+      cmd.row_len = row_len;
+      cmd.table_rows = table_rows;
+      cmd.count = static_cast<uint32_t>(indices.size());
+      ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+      const auto got = memory_.Download<float>(cmd.dst, indices.size() * row_len);
+      for (size_t i = 0; i < indices.size(); ++i) {
+        for (size_t j = 0; j < row_len; ++j) {
+          ASSERT_EQ(got[i * row_len + j],
+                    dequantized[size_t(indices[i]) * row_len + j])
+              << "dtype " << dtype << " row " << i << " col " << j;
+        }
+      }
+    }
+  }
+}
+
+// KV rows converted to F16 on the way into the cache: round to nearest
+// even (ties, subnormals, overflow to infinity) on every target.
+TEST_P(ComputeKernelsTest, ScatterRowsConvertsF32ToF16) {
+  const uint32_t elements = 37, rows = 3, dst_rows = 5, blocks = 2;
+  const uint32_t row_bytes = elements * 4;
+  std::vector<float> src = RandomFloats(size_t{blocks} * rows * elements, -70000, 70000);
+  const float specials[] = {1.0f + 1.0f / 2048,  // tie: rounds to even 1.0
+                            1.0f + 3.0f / 2048,  // tie: rounds up
+                            65519.0f, 65520.0f,  // largest finite / overflow
+                            -1e-6f,   3e-8f,     // subnormal / underflow
+                            0.0f,     -0.0f,     0.1f};
+  for (size_t i = 0; i < std::size(specials); ++i) src[i * 3] = specials[i];
+  const std::vector<int32_t> indices = {4, -1, 0};
+  auto cmd = MakeCommand<lnpu_cmd_scatter_rows>(LNPU_OP_SCATTER_ROWS,
+                                                LNPU_SCATTER_F32_TO_F16);
+  cmd.src = memory_.Upload(src);
+  cmd.dst = memory_.Allocate(size_t{blocks} * dst_rows * elements * 2);
+  cmd.indices = memory_.Upload(indices);
+  cmd.src_block_stride = uint64_t{rows} * row_bytes;
+  cmd.dst_block_stride = uint64_t{dst_rows} * elements * 2;
+  cmd.row_bytes = row_bytes;
+  cmd.rows = rows;
+  cmd.blocks = blocks;
+  cmd.dst_rows = dst_rows;
+  ASSERT_TRUE(RunCommand(cmd, memory_, context_, DRM_LNPU_ENGINE_DMA).ok());
+  std::vector<uint16_t> want(size_t{blocks} * dst_rows * elements, 0);
+  for (size_t b = 0; b < blocks; ++b) {
+    for (size_t i = 0; i < rows; ++i) {
+      if (indices[i] < 0) continue;
+      for (size_t e = 0; e < elements; ++e) {
+        want[(b * dst_rows + indices[i]) * elements + e] =
+            gguf::FloatToFloat16(src[(b * rows + i) * elements + e]);
+      }
+    }
+  }
+  EXPECT_EQ(memory_.Download<uint16_t>(cmd.dst, want.size()), want);
 }
 
 TEST_P(ComputeKernelsTest, GatherRowsIndexOutOfRangeFaultsWithoutWriting) {
