@@ -45,7 +45,7 @@ class TempDirectory : public ::testing::Environment {
     ::testing::AddGlobalTestEnvironment(new TempDirectory);
 
 // The tiny model: 2 layers, dim 64, 8 heads of 8 (2 KV heads), untied;
-// F16 weights and the compiler's default KV type; a 48 + 16 slot cache.
+// F16 weights, an F32 KV cache, a 48 + 16 slot cache.
 constexpr uint32_t kCapacity = 64;
 
 std::string CompileTinyModel() {
@@ -59,6 +59,7 @@ std::string CompileTinyModel() {
     options.min_response_len = kCapacity - 48;
     options.prefill_chunks = {4, 16};
     options.weights = compiler::CompileOptions::WeightType::kF16;
+    options.kv_dtype = compiler::CompileOptions::KvType::kF32;
     const absl::Status status = compiler::CompileGguf(gguf_path, artifact_path, options);
     EXPECT_TRUE(status.ok()) << status;
     return new std::string(artifact_path);
@@ -171,10 +172,8 @@ TEST(NpuBenchDecodeTraffic, CountsStreamedWeightsAndKvSlots) {
   const uint64_t expected = 2 * per_layer + 64 * 4 + 512 * 64 * 2;
   // Weights are 64-byte aligned in the data section, which is not traffic.
   EXPECT_EQ(traffic->weight_bytes, expected);
-  // K and V of 2 layers x 2 KV heads x 8 dims, 2 or 4 bytes each.
-  EXPECT_TRUE(traffic->kv_bytes_per_slot == 2 * 2 * 2 * 8 * 2 ||
-              traffic->kv_bytes_per_slot == 2 * 2 * 2 * 8 * 4)
-      << traffic->kv_bytes_per_slot;
+  // K and V of 2 layers x 2 KV heads x 8 dims, F32.
+  EXPECT_EQ(traffic->kv_bytes_per_slot, 2u * 2 * 2 * 8 * 4);
   EXPECT_EQ(traffic->BytesPerToken(10), expected + 10 * traffic->kv_bytes_per_slot);
 }
 
