@@ -3,7 +3,11 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <string>
 #include <utility>
+
+#include "absl/status/status.h"
+#include "kernel_iface/softnpu/user_memory.h"
 
 namespace lnpu::softnpu {
 namespace {
@@ -28,8 +32,8 @@ BufferObject::BufferObject(std::shared_ptr<DeviceMemory> memory,
       mmap_offset_(mmap_offset) {}
 
 BufferObject::~BufferObject() {
-  munmap(data_, size_);
-  memory_->Release(size_);
+  if (!imported()) munmap(data_, size_);
+  memory_->Release(*this);
 }
 
 uint64_t AddressSpace::Allocate(uint64_t bytes) {
@@ -73,15 +77,17 @@ int DeviceMemory::Allocate(uint64_t size, uint32_t flags, DiagnosticLog& log,
 
   const uint64_t device_addr = device_addresses_.Allocate(rounded);
   const uint64_t mmap_offset = mmap_offsets_.Allocate(rounded);
-  void* data = device_addr == 0 || mmap_offset == 0
-                   ? MAP_FAILED
-                   : mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (device_addr == 0 || mmap_offset == 0) {
+    used_.fetch_sub(rounded, std::memory_order_relaxed);
+    return log.Reject(ENOSPC,
+                      "BO_CREATE: the device address space is exhausted; "
+                      "reopen the device");
+  }
+  void* data = mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (data == MAP_FAILED) {
-    Release(rounded);
-    return log.Reject(ENOMEM,
-                      "BO_CREATE: no host memory or address space left for "
-                      "%u bytes",
+    used_.fetch_sub(rounded, std::memory_order_relaxed);
+    return log.Reject(ENOMEM, "BO_CREATE: no host memory left for %u bytes",
                       rounded);
   }
   buffer->reset(new BufferObject(shared_from_this(),
@@ -90,8 +96,53 @@ int DeviceMemory::Allocate(uint64_t size, uint32_t flags, DiagnosticLog& log,
   return 0;
 }
 
-void DeviceMemory::Release(uint64_t bytes) {
-  used_.fetch_sub(bytes, std::memory_order_relaxed);
+int DeviceMemory::Import(uint64_t user_ptr, uint64_t size, uint32_t flags,
+                         DiagnosticLog& log,
+                         std::shared_ptr<BufferObject>* buffer) {
+  if (user_ptr == 0 || user_ptr % kBufferAlignment != 0) {
+    return log.Reject(EFAULT,
+                      "BO_CREATE: USERPTR user_ptr 0x%x is %s; pass memory "
+                      "aligned to DRM_LNPU_PARAM_BO_ALIGNMENT (%u), e.g. "
+                      "from mmap(2)",
+                      user_ptr, user_ptr == 0 ? "null" : "not aligned",
+                      kBufferAlignment);
+  }
+  if (size == 0 || size % kBufferAlignment != 0) {
+    return log.Reject(EINVAL,
+                      "BO_CREATE: USERPTR size %u must be a non-zero "
+                      "multiple of DRM_LNPU_PARAM_BO_ALIGNMENT (%u)",
+                      size, kBufferAlignment);
+  }
+  if (size > UINT64_MAX - user_ptr) {
+    return log.Reject(EFAULT,
+                      "BO_CREATE: USERPTR range 0x%x + %u wraps around the "
+                      "address space",
+                      user_ptr, size);
+  }
+  const bool writable = (flags & DRM_LNPU_BO_READ_ONLY) == 0;
+  if (absl::Status status =
+          CheckUserMemory(static_cast<uintptr_t>(user_ptr), size, writable);
+      !status.ok()) {
+    return log.Reject(EFAULT, "BO_CREATE: USERPTR range 0x%x + %u: %s",
+                      user_ptr, size, std::string(status.message()));
+  }
+  const uint64_t device_addr = device_addresses_.Allocate(size);
+  if (device_addr == 0) {
+    return log.Reject(ENOSPC,
+                      "BO_CREATE: the device address space is exhausted; "
+                      "reopen the device");
+  }
+  imported_.fetch_add(size, std::memory_order_relaxed);
+  buffer->reset(new BufferObject(
+      shared_from_this(),
+      reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(user_ptr)), size,
+      flags, device_addr, /*mmap_offset=*/0));
+  return 0;
+}
+
+void DeviceMemory::Release(const BufferObject& buffer) {
+  (buffer.imported() ? imported_ : used_)
+      .fetch_sub(buffer.size(), std::memory_order_relaxed);
 }
 
 }  // namespace lnpu::softnpu

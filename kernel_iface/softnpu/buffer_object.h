@@ -1,8 +1,10 @@
 // Buffer objects and the device memory they are carved from (the GEM layer
 // of the software NPU).
 //
-// A BufferObject is zero-filled, page-aligned host memory (an anonymous
-// mapping) that stands in for device memory. It is reference counted: the
+// A BufferObject is either zero-filled, page-aligned host memory (an
+// anonymous mapping) that stands in for device memory, or user memory
+// imported in place (DRM_LNPU_BO_USERPTR), which it never frees and which
+// is accounted apart from device memory. It is reference counted: the
 // handle table of the file that created it, each mmap of it and each job
 // that lists it hold a reference, and its memory returns to the device when
 // the last one goes away.
@@ -21,6 +23,7 @@
 #include <memory>
 
 #include "kernel_iface/softnpu/diagnostic_log.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu::softnpu {
 
@@ -39,8 +42,11 @@ class BufferObject {
   uint64_t size() const { return size_; }  // a multiple of kBufferAlignment
   uint32_t flags() const { return flags_; }  // DRM_LNPU_BO_*
   uint64_t device_addr() const { return device_addr_; }
+  // 0 for imported buffers, which are not mappable through the file.
   uint64_t mmap_offset() const { return mmap_offset_; }
   uint8_t* data() const { return data_; }
+  bool imported() const { return (flags_ & DRM_LNPU_BO_USERPTR) != 0; }
+  bool read_only() const { return (flags_ & DRM_LNPU_BO_READ_ONLY) != 0; }
 
   // True if addr lies inside this buffer and so does
   // [addr, addr + bytes).
@@ -70,7 +76,7 @@ class AddressSpace {
  public:
   explicit AddressSpace(uint64_t base) : next_(base) {}
   // Start of a fresh range of `bytes` (a multiple of kBufferAlignment), or 0
-  // once the space is exhausted.
+  // once the space is exhausted (which takes 2^64 bytes of allocations).
   uint64_t Allocate(uint64_t bytes);
 
  private:
@@ -85,22 +91,38 @@ class DeviceMemory : public std::enable_shared_from_this<DeviceMemory> {
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
   // Allocates a zero-filled buffer of `size` bytes rounded up to
-  // kBufferAlignment. Returns 0 and sets *buffer, or EINVAL (size 0 or
-  // larger than the device) or ENOMEM (not enough free device or host
-  // memory); the reason goes to `log`.
+  // kBufferAlignment; `flags` are valid DRM_LNPU_BO_* without USERPTR.
+  // Returns 0 and sets *buffer, or EINVAL (size 0 or larger than the
+  // device), ENOMEM (not enough free device or host memory) or ENOSPC (no
+  // device addresses left); the reason goes to `log`.
   int Allocate(uint64_t size, uint32_t flags, DiagnosticLog& log,
                std::shared_ptr<BufferObject>* buffer);
 
+  // Wraps the `size` bytes of user memory at `user_ptr` in a buffer without
+  // copying them; `flags` are valid DRM_LNPU_BO_* with USERPTR, without
+  // CMDBUF. Returns 0 and sets *buffer, or EINVAL (size 0 or not a
+  // multiple of kBufferAlignment), EFAULT (null or unaligned pointer, range
+  // not mapped, or not writable without DRM_LNPU_BO_READ_ONLY) or ENOSPC;
+  // the reason goes to `log`. The memory must stay mapped until the buffer
+  // is destroyed (the software NPU cannot pin pages as a kernel does).
+  int Import(uint64_t user_ptr, uint64_t size, uint32_t flags,
+             DiagnosticLog& log, std::shared_ptr<BufferObject>* buffer);
+
   uint64_t capacity() const { return capacity_; }
-  // Bytes held by live buffers (rounded sizes).
+  // Bytes of device memory held by live buffers (rounded sizes).
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+  // Bytes of user memory wrapped by live imported buffers.
+  uint64_t imported() const {
+    return imported_.load(std::memory_order_relaxed);
+  }
 
  private:
   friend class BufferObject;
-  void Release(uint64_t bytes);
+  void Release(const BufferObject& buffer);
 
   const uint64_t capacity_;
   std::atomic<uint64_t> used_{0};
+  std::atomic<uint64_t> imported_{0};
   AddressSpace device_addresses_;
   AddressSpace mmap_offsets_;
 };

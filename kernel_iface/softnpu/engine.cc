@@ -1,5 +1,6 @@
 #include "kernel_iface/softnpu/engine.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <utility>
@@ -18,20 +19,39 @@ constexpr MonotonicClock::duration kIdleSpin = std::chrono::microseconds(50);
 // Recycled job objects kept per engine; more than the usual queue depth.
 constexpr size_t kMaxFreeJobs = 32;
 
-const char* EngineName(uint32_t id) {
-  return id == DRM_LNPU_ENGINE_DMA ? "DMA" : "compute";
+// Watchdog periods without a running job before the watchdog sleeps until
+// the next job starts.
+constexpr int kIdlePeriodsBeforeSleep = 2;
+
+MonotonicClock::duration WatchdogPeriod(MonotonicClock::duration timeout) {
+  return std::clamp<MonotonicClock::duration>(
+      timeout / 4, std::chrono::milliseconds(1), std::chrono::seconds(1));
+}
+
+int64_t Milliseconds(MonotonicClock::duration duration) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(duration)
+      .count();
 }
 
 }  // namespace
 
+const char* EngineName(uint32_t id) {
+  return id == DRM_LNPU_ENGINE_DMA ? "dma" : "compute";
+}
+
 Engine::Engine(uint32_t id, int threads, MonotonicClock::duration job_timeout,
-               DiagnosticLog& log, std::function<void()> on_fence_signalled)
-    : name_(EngineName(id)),
+               DiagnosticLog& log, JobCounters& counters,
+               std::function<void()> on_fence_signalled)
+    : id_(id),
+      name_(EngineName(id)),
       job_timeout_(job_timeout),
+      watchdog_period_(WatchdogPeriod(job_timeout)),
       log_(log),
+      counters_(counters),
       on_fence_signalled_(std::move(on_fence_signalled)),
       compute_(threads),
-      worker_([this] { Run(); }) {}
+      worker_([this] { Run(); }),
+      watchdog_([this] { Watch(); }) {}
 
 Engine::~Engine() { Stop(); }
 
@@ -74,6 +94,12 @@ void Engine::Resume() {
   queue_waiters_.WakeAll();
 }
 
+void Engine::InjectFaults(FaultInjection::Kind kind, uint32_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  injections_.emplace_back(kind, count);
+  injected_jobs_.fetch_add(count, std::memory_order_relaxed);
+}
+
 void Engine::WakeForFences() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (waiting_for_fences_.load(std::memory_order_relaxed)) {
@@ -87,20 +113,33 @@ void Engine::Stop() {
     stopping_.store(true, std::memory_order_relaxed);
   }
   queue_waiters_.WakeAll();
+  {
+    // Orders the wake-up after a hung job's or the watchdog's check of
+    // stopping_, so that it cannot be lost.
+    std::lock_guard<std::mutex> lock(run_mu_);
+  }
+  run_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  if (watchdog_.joinable()) watchdog_.join();
   std::deque<std::unique_ptr<Job>> cancelled;
   {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled.swap(queue_);
   }
-  for (std::unique_ptr<Job>& job : cancelled)
-    Finish(std::move(job), -ECANCELED);
+  for (std::unique_ptr<Job>& job : cancelled) {
+    Finish(std::move(job), Outcome::kCancelled, {});
+  }
 }
 
 void Engine::Run() {
   while (std::unique_ptr<Job> job = NextJob()) {
-    const int error = Execute(*job);
-    Finish(std::move(job), error);
+    MonotonicClock::duration busy{};
+    const Outcome outcome =
+        job->context().banned.load(std::memory_order_relaxed) ||
+                job->InFenceError() != 0
+            ? Outcome::kCancelled
+            : RunJob(*job, &busy);
+    Finish(std::move(job), outcome, busy);
   }
 }
 
@@ -128,49 +167,154 @@ std::unique_ptr<Job> Engine::NextJob() {
   return job;
 }
 
-int Engine::Execute(Job& job) {
-  if (job.context().banned.load(std::memory_order_relaxed)) return -ECANCELED;
-  if (job.InFenceError() != 0) return -ECANCELED;
+bool Engine::TakeInjection(FaultInjection::Kind* kind) {
+  if (injected_jobs_.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (injections_.empty()) return false;
+  *kind = injections_.front().first;
+  if (--injections_.front().second == 0) injections_.pop_front();
+  injected_jobs_.fetch_sub(1, std::memory_order_relaxed);
+  return true;
+}
+
+Engine::Outcome Engine::RunJob(Job& job, MonotonicClock::duration* busy) {
   const MonotonicClock::time_point start = MonotonicClock::now();
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    running_ = true;
+    run_start_ = start;
+    run_context_ = &job.context();
+    run_command_count_ = job.command_count();
+    run_command_.store(0, std::memory_order_relaxed);
+    if (watchdog_sleeping_) run_cv_.notify_all();
+  }
+  FaultInjection::Kind injected;
+  Outcome outcome;
+  if (!TakeInjection(&injected)) {
+    outcome = Execute(job);
+  } else if (injected == FaultInjection::Kind::kHang) {
+    Hang();
+    outcome = Outcome::kCancelled;  // kTimedOut below unless stopping
+  } else {
+    log_.RecordFault(absl::StrFormat(
+        "%s engine: injected fault at command 0 of %u; the job faulted",
+        name_, job.command_count()));
+    outcome = Outcome::kFaulted;
+  }
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    // The watchdog banned the job's file: whatever the job did, it ends as
+    // timed out.
+    if (abort_requested_.load(std::memory_order_relaxed)) {
+      outcome = Outcome::kTimedOut;
+    }
+    abort_requested_.store(false, std::memory_order_relaxed);
+    running_ = false;
+    run_context_ = nullptr;
+  }
+  *busy = MonotonicClock::now() - start;
+  return outcome;
+}
+
+Engine::Outcome Engine::Execute(Job& job) {
   uint32_t index = 0;
   for (uint32_t offset = 0; offset < job.command_bytes(); ++index) {
+    if (abort_requested_.load(std::memory_order_relaxed)) {
+      return Outcome::kTimedOut;
+    }
     if (stopping_.load(std::memory_order_relaxed)) {
       log_.RecordFault(absl::StrFormat(
           "%s engine: job aborted at command %u of %u: the device is "
           "shutting down",
           name_, index, job.command_count()));
-      return -ECANCELED;
+      return Outcome::kCancelled;
     }
+    run_command_.store(index, std::memory_order_relaxed);
     const lnpu_cmd_header& command = job.command_at(offset);
     const absl::Status status = ExecuteCommand(command, job, compute_);
     if (!status.ok()) {
       log_.RecordFault(absl::StrFormat(
           "%s engine: job faulted at command %u of %u (opcode %u): %s", name_,
           index, job.command_count(), command.opcode, status.message()));
-      return -EIO;
+      return Outcome::kFaulted;
     }
     offset += command.size;
-    if (offset < job.command_bytes() &&
-        MonotonicClock::now() - start > job_timeout_) {
-      job.context().banned.store(true, std::memory_order_relaxed);
-      resets_.fetch_add(1, std::memory_order_relaxed);
-      log_.RecordFault(absl::StrFormat(
-          "%s engine: job exceeded the job timeout of %d ms after %u of %u "
-          "commands; aborted, engine reset, and its file banned (open the "
-          "device again; split long streams into several jobs)",
-          name_,
-          std::chrono::duration_cast<std::chrono::milliseconds>(job_timeout_)
-              .count(),
-          index + 1, job.command_count()));
-      return -ECANCELED;
-    }
   }
-  return 0;
+  return Outcome::kCompleted;
 }
 
-void Engine::Finish(std::unique_ptr<Job> job, int error) {
+void Engine::Hang() {
+  std::unique_lock<std::mutex> lock(run_mu_);
+  run_cv_.wait(lock, [this] {
+    return abort_requested_.load(std::memory_order_relaxed) ||
+           stopping_.load(std::memory_order_relaxed);
+  });
+}
+
+void Engine::Watch() {
+  std::unique_lock<std::mutex> lock(run_mu_);
+  int idle_periods = 0;
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    const MonotonicClock::time_point now = MonotonicClock::now();
+    MonotonicClock::time_point wake = now + watchdog_period_;
+    if (running_ && !abort_requested_.load(std::memory_order_relaxed)) {
+      idle_periods = 0;
+      const MonotonicClock::time_point deadline = run_start_ + job_timeout_;
+      if (now >= deadline) {
+        ResetLocked();
+      } else {
+        wake = std::min(wake, deadline);
+      }
+    } else if (!running_ && ++idle_periods > kIdlePeriodsBeforeSleep) {
+      watchdog_sleeping_ = true;
+      run_cv_.wait(lock, [this] {
+        return running_ || stopping_.load(std::memory_order_relaxed);
+      });
+      watchdog_sleeping_ = false;
+      idle_periods = 0;
+      continue;
+    }
+    run_cv_.wait_until(lock, wake);
+  }
+}
+
+void Engine::ResetLocked() {
+  abort_requested_.store(true, std::memory_order_relaxed);
+  run_context_->banned.store(true, std::memory_order_relaxed);
+  log_.RecordFault(absl::StrFormat(
+      "%s engine: job exceeded the job timeout of %d ms at command %u of %u; "
+      "engine reset, job aborted and its file banned (open the device "
+      "again; split long streams into several jobs)",
+      name_, Milliseconds(job_timeout_),
+      run_command_.load(std::memory_order_relaxed), run_command_count_));
+  run_cv_.notify_all();  // releases a hung engine
+}
+
+void Engine::Finish(std::unique_ptr<Job> job, Outcome outcome,
+                    MonotonicClock::duration busy) {
   std::shared_ptr<FileContext> context = job->TakeContext();
   std::shared_ptr<Fence> fence = job->TakeFence();
+  context->busy_ns[id_].fetch_add(
+      static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(busy).count()),
+      std::memory_order_relaxed);
+  int error = -ECANCELED;
+  switch (outcome) {
+    case Outcome::kCompleted:
+      error = 0;
+      counters_.completed.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Outcome::kFaulted:
+      error = -EIO;
+      counters_.faulted.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Outcome::kTimedOut:
+      counters_.timed_out.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case Outcome::kCancelled:
+      counters_.cancelled.fetch_add(1, std::memory_order_relaxed);
+      break;
+  }
   // Buffers are released before the fence signals, so that a waiter sees
   // the memory of buffers it already closed returned.
   RecycleJob(std::move(job));

@@ -1,12 +1,22 @@
 // Engine: one execution engine of the software NPU (DRM_LNPU_ENGINE_*),
-// with its job queue and worker thread (the scheduler layer).
+// with its job queue, worker thread and job-timeout watchdog (the
+// scheduler layer).
 //
 // Jobs run one at a time in FIFO order across all files. The head job
 // starts once its in-fences signalled; a job whose in-fence failed, or whose
 // file context is banned, is not run and fails with -ECANCELED. A command
-// that returns an error faults the job (-EIO). The running time of each job
-// is checked between commands; a job over the timeout is aborted
-// (-ECANCELED), its file context banned and the engine reset (counted).
+// that returns an error faults the job (-EIO).
+//
+// Timeouts (drm_sched's timedout_job, i915's hangcheck): a watchdog thread
+// checks the running job against the job timeout, independently of the
+// worker, so it also catches an engine that stopped making progress. On a
+// timeout it resets the engine: the job is aborted (-ECANCELED), its file
+// context banned and the reset counted; the engine goes on with the next
+// queued job. Commands are not preemptible, so a long command finishes
+// before the abort takes effect; a hung engine (fault injection) is
+// released at once. While jobs run the watchdog wakes at the running job's
+// deadline or every quarter timeout, whichever comes first; after two idle
+// periods it sleeps until the next job starts.
 //
 // Thread-safety: all public methods may be called concurrently, except that
 // Stop() and the destructor must not race with Push().
@@ -14,31 +24,40 @@
 #define KERNEL_IFACE_SOFTNPU_ENGINE_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/softnpu/diagnostic_log.h"
+#include "kernel_iface/softnpu/fault_injection.h"
 #include "kernel_iface/softnpu/job.h"
+#include "kernel_iface/softnpu/job_counters.h"
 #include "kernel_iface/softnpu/wait_queue.h"
 
 namespace lnpu::softnpu {
 
+// The name of engine `id` (a DRM_LNPU_ENGINE_*) in messages and in fdinfo's
+// drm-engine-<name> keys: "compute" or "dma".
+const char* EngineName(uint32_t id);
+
 class Engine {
  public:
   // `id` is a DRM_LNPU_ENGINE_*; `threads` (>= 1) is the number of compute
-  // workers per command. `on_fence_signalled` runs on the engine thread
-  // after each fence the engine signals, to wake engines whose head job
-  // waits for it. Starts the worker thread.
+  // workers per command. Every job outcome is counted in `counters`.
+  // `on_fence_signalled` runs on the engine thread after each fence the
+  // engine signals, to wake engines whose head job waits for it. Starts the
+  // worker and watchdog threads.
   Engine(uint32_t id, int threads, MonotonicClock::duration job_timeout,
-         DiagnosticLog& log, std::function<void()> on_fence_signalled);
+         DiagnosticLog& log, JobCounters& counters,
+         std::function<void()> on_fence_signalled);
   // Stop()s.
   ~Engine();
   Engine(const Engine&) = delete;
@@ -57,45 +76,86 @@ class Engine {
   void Pause();
   void Resume();
 
+  // The next `count` jobs that start on this engine hang or fault (see
+  // FaultInjection::Kind), after the injections queued before.
+  void InjectFaults(FaultInjection::Kind kind, uint32_t count);
+
   // A fence of some file signalled: re-check the head job's in-fences.
   // Cheap unless the head job waits for fences.
   void WakeForFences();
 
   // Stops the worker: a running job is aborted at its next command boundary
-  // and queued jobs are cancelled, all with -ECANCELED. Idempotent.
+  // (a hung one at once) and queued jobs are cancelled, all with
+  // -ECANCELED. Idempotent.
   void Stop();
 
-  // Resets after a job timeout, since creation.
-  uint64_t resets() const { return resets_.load(std::memory_order_relaxed); }
-
  private:
+  enum class Outcome { kCompleted, kFaulted, kTimedOut, kCancelled };
+
   void Run();
   // The next job that may start; null once stopping.
   std::unique_ptr<Job> NextJob();
-  // Runs the job; returns 0 or the negative errno for its fence.
-  int Execute(Job& job);
-  // Releases the job's resources, then signals its fence with `error`.
-  void Finish(std::unique_ptr<Job> job, int error);
+  // The injection for the job about to start, if any.
+  bool TakeInjection(FaultInjection::Kind* kind);
+  // Runs a job that may start, under the watchdog.
+  Outcome RunJob(Job& job, MonotonicClock::duration* busy);
+  Outcome Execute(Job& job);
+  // Blocks like hung hardware until the watchdog resets the engine or the
+  // engine stops.
+  void Hang();
+  // The watchdog thread.
+  void Watch();
+  // Aborts the running job: it exceeded the job timeout.
+  void ResetLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(run_mu_);
+  // Counts the outcome, releases the job's resources, then signals its
+  // fence.
+  void Finish(std::unique_ptr<Job> job, Outcome outcome,
+              MonotonicClock::duration busy);
 
+  const uint32_t id_;
   const char* const name_;
   const MonotonicClock::duration job_timeout_;
+  const MonotonicClock::duration watchdog_period_;
   DiagnosticLog& log_;
+  JobCounters& counters_;
   const std::function<void()> on_fence_signalled_;
   ComputeContext compute_;  // used by the worker thread only
-  std::atomic<uint64_t> resets_{0};
   std::atomic<bool> stopping_{false};
 
   std::mutex mu_;
   std::deque<std::unique_ptr<Job>> queue_ ABSL_GUARDED_BY(mu_);
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  // Pending injections in order: kind and jobs left.
+  std::deque<std::pair<FaultInjection::Kind, uint32_t>> injections_
+      ABSL_GUARDED_BY(mu_);
+  // Jobs left in injections_, readable without mu_.
+  std::atomic<uint64_t> injected_jobs_{0};
   // The head job may start except that an in-fence has not signalled.
   std::atomic<bool> waiting_for_fences_{false};
   WaitQueue queue_waiters_;  // the worker sleeps here
 
+  // The running job, shared by the worker and the watchdog.
+  std::mutex run_mu_;
+  // Wakes the watchdog (a job started while it slept; stop) and a hung job
+  // (reset; stop).
+  std::condition_variable run_cv_;
+  bool running_ ABSL_GUARDED_BY(run_mu_) = false;
+  MonotonicClock::time_point run_start_ ABSL_GUARDED_BY(run_mu_);
+  FileContext* run_context_ ABSL_GUARDED_BY(run_mu_) = nullptr;
+  uint32_t run_command_count_ ABSL_GUARDED_BY(run_mu_) = 0;
+  bool watchdog_sleeping_ ABSL_GUARDED_BY(run_mu_) = false;
+  // Set (under run_mu_) when the watchdog aborts the running job; read by
+  // the worker between commands.
+  std::atomic<bool> abort_requested_{false};
+  // Index of the command the running job is at (for the timeout report).
+  std::atomic<uint32_t> run_command_{0};
+
   std::mutex free_mu_;
   std::vector<std::unique_ptr<Job>> free_jobs_ ABSL_GUARDED_BY(free_mu_);
 
-  std::thread worker_;  // last: starts once everything above exists
+  // Last: they start once everything above exists.
+  std::thread worker_;
+  std::thread watchdog_;
 };
 
 }  // namespace lnpu::softnpu

@@ -55,7 +55,8 @@ int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
                         command_count_, offset, *size, command_bytes_);
     }
     for (const OperandAccess& access : accesses_) {
-      if (FindBuffer(access.addr, access.bytes) == nullptr) {
+      const BufferObject* buffer = FindBuffer(access.addr, access.bytes);
+      if (buffer == nullptr) {
         return log.Reject(
             EINVAL,
             "SUBMIT: command %u (opcode %u) %s %u bytes at device address "
@@ -63,6 +64,15 @@ int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
             "buffer the commands touch and keep each operand inside it",
             command_count_, command_at(offset).opcode,
             access.write ? "writes" : "reads", access.bytes, access.addr);
+      }
+      if (access.write && buffer->read_only()) {
+        return log.Reject(
+            EINVAL,
+            "SUBMIT: command %u (opcode %u) writes %u bytes at device "
+            "address 0x%x, inside a DRM_LNPU_BO_READ_ONLY buffer; commands "
+            "may only read it",
+            command_count_, command_at(offset).opcode, access.bytes,
+            access.addr);
       }
     }
     offset += *size;

@@ -46,9 +46,10 @@ class Job final : public DeviceMemoryView {
   void AddInFence(std::shared_ptr<Fence> fence);
 
   // Copies `stream` and validates it for `engine`: every command must pass
-  // ValidateCommand and every range it touches must lie inside one buffer
-  // added before. Returns 0 or EINVAL (reason in `log`). `stream` is a
-  // non-empty multiple of 8 bytes.
+  // ValidateCommand, every range it touches must lie inside one buffer
+  // added before, and no range it writes may lie in a read-only buffer.
+  // Returns 0 or EINVAL (reason in `log`). `stream` is a non-empty multiple
+  // of 8 bytes.
   int LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
                    DiagnosticLog& log);
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -94,7 +95,23 @@ std::shared_ptr<SoftNpu> SoftNpu::Default() {
     options.memory_bytes = memory_mb << 20;
     ReadEnv<int>("LNPU_SOFTNPU_THREADS", 0, kMaxComputeThreads,
                  &options.compute_threads);
-    return new std::shared_ptr<SoftNpu>(Create(options));
+    ReadEnv<uint32_t>("LNPU_SOFTNPU_JOB_TIMEOUT_MS", 1, kMaxJobTimeoutMs,
+                      &options.job_timeout_ms);
+    auto* device = new std::shared_ptr<SoftNpu>(Create(options));
+    if (const char* fail = std::getenv("LNPU_SOFTNPU_FAIL")) {
+      absl::StatusOr<std::vector<FaultInjection>> injections =
+          ParseFaultInjections(fail);
+      if (!injections.ok()) {
+        std::fprintf(stderr, "softnpu: ignoring LNPU_SOFTNPU_FAIL: %s\n",
+                     std::string(injections.status().message()).c_str());
+      } else {
+        for (const FaultInjection& injection : *injections) {
+          // Parsed injections always validate.
+          (*device)->InjectFault(injection).IgnoreError();
+        }
+      }
+    }
+    return device;
   }();
   return *instance;
 }
@@ -109,12 +126,11 @@ SoftNpu::SoftNpu(const SoftNpuOptions& options)
       engine->WakeForFences();
     }
   };
-  engines_[DRM_LNPU_ENGINE_COMPUTE] =
-      std::make_unique<Engine>(DRM_LNPU_ENGINE_COMPUTE,
-                               options_.compute_threads, timeout, *log_,
-                               wake_engines);
+  engines_[DRM_LNPU_ENGINE_COMPUTE] = std::make_unique<Engine>(
+      DRM_LNPU_ENGINE_COMPUTE, options_.compute_threads, timeout, *log_,
+      counters_, wake_engines);
   engines_[DRM_LNPU_ENGINE_DMA] = std::make_unique<Engine>(
-      DRM_LNPU_ENGINE_DMA, 1, timeout, *log_, wake_engines);
+      DRM_LNPU_ENGINE_DMA, 1, timeout, *log_, counters_, wake_engines);
 }
 
 SoftNpu::~SoftNpu() {
@@ -124,7 +140,17 @@ SoftNpu::~SoftNpu() {
 }
 
 std::unique_ptr<KernelFile> SoftNpu::Open() {
-  return std::make_unique<SoftNpuFile>(shared_from_this());
+  return std::make_unique<SoftNpuFile>(
+      shared_from_this(),
+      next_client_id_.fetch_add(1, std::memory_order_relaxed));
+}
+
+absl::Status SoftNpu::InjectFault(const FaultInjection& injection) {
+  if (absl::Status status = injection.Validate(); !status.ok()) {
+    return status;
+  }
+  engines_[injection.engine]->InjectFaults(injection.kind, injection.count);
+  return absl::OkStatus();
 }
 
 void SoftNpu::PauseEngine(uint32_t engine) {
@@ -145,12 +171,10 @@ Engine& SoftNpu::ControlledEngine(uint32_t engine, const char* control) {
 
 uint64_t SoftNpu::memory_used() const { return memory_->used(); }
 
+uint64_t SoftNpu::memory_imported() const { return memory_->imported(); }
+
 uint64_t SoftNpu::reset_count() const {
-  uint64_t resets = 0;
-  for (const std::unique_ptr<Engine>& engine : engines_) {
-    resets += engine->resets();
-  }
-  return resets;
+  return counters_.timed_out.load(std::memory_order_relaxed);
 }
 
 std::string SoftNpu::last_fault_message() const { return log_->last_fault(); }

@@ -10,8 +10,13 @@
 // device), soft_npu_file (an open file: handle, mapping and fence tables,
 // ioctl handlers), buffer_object (buffers, device memory accounting), job
 // (submit snapshot and validation), engine (queues and worker threads),
-// fence, wait_queue, diagnostic_log; commands themselves are validated and
+// fence, wait_queue, diagnostic_log, job_counters, fault_injection,
+// user_memory (USERPTR checks); commands themselves are validated and
 // executed by compute/command_set.h.
+//
+// Usage figures: GET_PARAM reports device-wide counters; each file's
+// KernelFile::FdInfo() reports its own, in the keys Linux DRM drivers
+// publish in /proc/<pid>/fdinfo (docs/uapi.md lists them).
 //
 // Lifetime: every open file holds the device, so the device lives while any
 // file is open. Closing a file (destroying its KernelFile) frees everything
@@ -27,12 +32,15 @@
 #define KERNEL_IFACE_SOFTNPU_SOFT_NPU_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "kernel_iface/driver/kernel_file.h"
+#include "kernel_iface/softnpu/fault_injection.h"
+#include "kernel_iface/softnpu/job_counters.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu::softnpu {
@@ -71,9 +79,10 @@ class SoftNpu : public std::enable_shared_from_this<SoftNpu> {
 
   // The process-wide device, created on first use and never destroyed.
   // Options come from the environment: LNPU_SOFTNPU_MEMORY_MB (device
-  // memory in MiB) and LNPU_SOFTNPU_THREADS (compute threads); a value that
-  // does not parse or is out of range is reported on stderr and replaced by
-  // the default.
+  // memory in MiB), LNPU_SOFTNPU_THREADS (compute threads) and
+  // LNPU_SOFTNPU_JOB_TIMEOUT_MS; LNPU_SOFTNPU_FAIL injects faults (syntax of
+  // ParseFaultInjections, e.g. "hang:compute:1"). A value that does not
+  // parse or is out of range is reported on stderr and ignored.
   static std::shared_ptr<SoftNpu> Default();
 
   ~SoftNpu();
@@ -90,12 +99,22 @@ class SoftNpu : public std::enable_shared_from_this<SoftNpu> {
   void PauseEngine(uint32_t engine);
   void ResumeEngine(uint32_t engine);
 
+  // Fault injection (ivpu's fail_hw): the next `injection.count` jobs that
+  // start on `injection.engine` hang or fault; see FaultInjection.
+  // Injections queue up in call order. InvalidArgument (and nothing
+  // injected) if `injection` fails Validate().
+  absl::Status InjectFault(const FaultInjection& injection);
+
   // The options in effect (compute_threads resolved to the actual count).
   const SoftNpuOptions& options() const { return options_; }
   // Bytes of device memory held by live buffers, all files.
   uint64_t memory_used() const;
-  // Engine resets after job timeouts, since creation.
+  // Bytes of user memory wrapped by live USERPTR buffers, all files.
+  uint64_t memory_imported() const;
+  // Engine resets after job timeouts (and hangs), since creation.
   uint64_t reset_count() const;
+  // Job counters since creation (DRM_LNPU_PARAM_JOBS_*).
+  const JobCounters& job_counters() const { return counters_; }
   // Why the latest job faulted or was aborted, "" if none did.
   std::string last_fault_message() const;
   // Why the latest rejected ioctl failed, "" if none was rejected. With
@@ -111,6 +130,9 @@ class SoftNpu : public std::enable_shared_from_this<SoftNpu> {
   const SoftNpuOptions options_;
   const std::unique_ptr<DiagnosticLog> log_;
   const std::shared_ptr<DeviceMemory> memory_;
+  JobCounters counters_;
+  // The drm-client-id of the next file opened.
+  std::atomic<uint64_t> next_client_id_{1};
   std::array<std::unique_ptr<Engine>, DRM_LNPU_ENGINE_COUNT> engines_;
 };
 

@@ -1,10 +1,15 @@
 #include "kernel_iface/softnpu/soft_npu_file.h"
 
+#include <sys/ioctl.h>
+
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <utility>
+
+#include "absl/strings/str_format.h"
 
 #include "kernel_iface/softnpu/diagnostic_log.h"
 #include "kernel_iface/softnpu/engine.h"
@@ -35,45 +40,101 @@ const T* UserArray(uint64_t pointer) {
   return reinterpret_cast<const T*>(static_cast<uintptr_t>(pointer));
 }
 
+// Appends "drm-<stat>-<region>:\t<bytes>" in the largest of B, KiB and MiB
+// that represents `bytes` exactly, as DRM core's fdinfo helpers do.
+void AppendMemoryStat(std::string& out, const char* stat, const char* region,
+                      uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"", " KiB", " MiB"};
+  size_t unit = 0;
+  while (unit + 1 < std::size(kUnits) && bytes != 0 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++unit;
+  }
+  absl::StrAppendFormat(&out, "drm-%s-%s:\t%u%s\n", stat, region, bytes,
+                        kUnits[unit]);
+}
+
 }  // namespace
 
-SoftNpuFile::SoftNpuFile(std::shared_ptr<SoftNpu> device)
-    : device_(std::move(device)), context_(std::make_shared<FileContext>()) {}
+SoftNpuFile::SoftNpuFile(std::shared_ptr<SoftNpu> device, uint64_t client_id)
+    : device_(std::move(device)),
+      context_(std::make_shared<FileContext>(client_id)) {}
 
 std::string SoftNpuFile::Describe() const {
   return "software NPU (in-process lnpu device)";
 }
 
-int SoftNpuFile::Ioctl(unsigned long request, void* arg) {
-  switch (request) {
-    case DRM_IOCTL_VERSION:
-      return Call(&SoftNpuFile::Version, arg);
-    case DRM_IOCTL_GEM_CLOSE:
-      return Call(&SoftNpuFile::GemClose, arg);
-    case DRM_IOCTL_LNPU_GET_PARAM:
-      return Call(&SoftNpuFile::GetParam, arg);
-    case DRM_IOCTL_LNPU_BO_CREATE:
-      return Call(&SoftNpuFile::BoCreate, arg);
-    case DRM_IOCTL_LNPU_BO_INFO:
-      return Call(&SoftNpuFile::BoInfo, arg);
-    case DRM_IOCTL_LNPU_SUBMIT:
-      return Call(&SoftNpuFile::Submit, arg);
-    case DRM_IOCTL_LNPU_WAIT:
-      return Call(&SoftNpuFile::Wait, arg);
-    default:
-      return device_->log_->Reject(ENOTTY,
-                                   "ioctl 0x%x is not an lnpu ioctl; see "
-                                   "kernel_iface/uapi/drm/lnpu_accel.h",
-                                   request);
+std::string SoftNpuFile::FdInfo() const {
+  uint64_t device_bytes = 0;
+  uint64_t imported_bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [handle, buffer] : handles_) {
+      (buffer->imported() ? imported_bytes : device_bytes) += buffer->size();
+    }
   }
+  std::string out = absl::StrFormat("drm-driver:\t%s\ndrm-client-id:\t%u\n",
+                                    LNPU_DRIVER_NAME, context_->client_id);
+  for (uint32_t engine = 0; engine < DRM_LNPU_ENGINE_COUNT; ++engine) {
+    absl::StrAppendFormat(
+        &out, "drm-engine-%s:\t%u ns\n", EngineName(engine),
+        context_->busy_ns[engine].load(std::memory_order_relaxed));
+  }
+  // Nothing is shared between files; device memory is always resident.
+  AppendMemoryStat(out, "total", "memory", device_bytes);
+  AppendMemoryStat(out, "shared", "memory", 0);
+  AppendMemoryStat(out, "resident", "memory", device_bytes);
+  AppendMemoryStat(out, "total", "userptr", imported_bytes);
+  AppendMemoryStat(out, "shared", "userptr", 0);
+  return out;
+}
+
+int SoftNpuFile::Ioctl(unsigned long request, void* arg) {
+  if (_IOC_TYPE(request) == DRM_IOCTL_BASE) {
+    switch (_IOC_NR(request)) {
+      case _IOC_NR(DRM_IOCTL_VERSION):
+        return Call(&SoftNpuFile::Version, request, arg);
+      case _IOC_NR(DRM_IOCTL_GEM_CLOSE):
+        return Call(&SoftNpuFile::GemClose, request, arg);
+      case DRM_COMMAND_BASE + DRM_LNPU_GET_PARAM:
+        return Call(&SoftNpuFile::GetParam, request, arg);
+      case DRM_COMMAND_BASE + DRM_LNPU_BO_CREATE:
+        return Call(&SoftNpuFile::BoCreate, request, arg);
+      case DRM_COMMAND_BASE + DRM_LNPU_BO_INFO:
+        return Call(&SoftNpuFile::BoInfo, request, arg);
+      case DRM_COMMAND_BASE + DRM_LNPU_SUBMIT:
+        return Call(&SoftNpuFile::Submit, request, arg);
+      case DRM_COMMAND_BASE + DRM_LNPU_WAIT:
+        return Call(&SoftNpuFile::Wait, request, arg);
+      default:
+        break;
+    }
+  }
+  return device_->log_->Reject(ENOTTY,
+                               "ioctl 0x%x is not an lnpu ioctl; see "
+                               "kernel_iface/uapi/drm/lnpu_accel.h",
+                               request);
 }
 
 template <typename Args>
-int SoftNpuFile::Call(int (SoftNpuFile::*handler)(Args&), void* arg) {
-  if (arg == nullptr) {
+int SoftNpuFile::Call(int (SoftNpuFile::*handler)(Args&),
+                      unsigned long request, void* arg) {
+  const size_t user_size = _IOC_SIZE(request);
+  if (arg == nullptr && user_size != 0) {
     return device_->log_->Reject(EFAULT, "ioctl argument pointer is null");
   }
-  return (this->*handler)(*static_cast<Args*>(arg));
+  // drm_ioctl(): a shorter user struct is zero-extended, a longer one's
+  // extra bytes are ignored.
+  const size_t copied = std::min(user_size, sizeof(Args));
+  Args args{};
+  if ((_IOC_DIR(request) & _IOC_WRITE) != 0 && copied != 0) {
+    std::memcpy(&args, arg, copied);
+  }
+  const int error = (this->*handler)(args);
+  if ((_IOC_DIR(request) & _IOC_READ) != 0 && copied != 0) {
+    std::memcpy(arg, &args, copied);
+  }
+  return error;
 }
 
 int SoftNpuFile::Version(drm_version& args) {
@@ -99,7 +160,7 @@ int SoftNpuFile::GemClose(drm_gem_close& args) {
                       "already, or from another file)",
                       args.handle);
   }
-  mmap_offsets_.erase(it->second->mmap_offset());
+  if (!it->second->imported()) mmap_offsets_.erase(it->second->mmap_offset());
   handles_.erase(it);
   return 0;
 }
@@ -110,6 +171,7 @@ int SoftNpuFile::GetParam(drm_lnpu_get_param& args) {
     return log.Reject(EINVAL, "GET_PARAM: pad is %u, must be 0", args.pad);
   }
   const SoftNpuOptions& options = device_->options_;
+  const JobCounters& counters = device_->counters_;
   switch (args.param) {
     case DRM_LNPU_PARAM_UAPI_VERSION:
       args.value = (LNPU_UAPI_VERSION_MAJOR << 16) | LNPU_UAPI_VERSION_MINOR;
@@ -119,7 +181,7 @@ int SoftNpuFile::GetParam(drm_lnpu_get_param& args) {
       return 0;
     case DRM_LNPU_PARAM_CAPABILITIES:
       args.value = DRM_LNPU_CAP_DTYPE_F16 | DRM_LNPU_CAP_IN_FENCES |
-                   DRM_LNPU_CAP_SOFTWARE;
+                   DRM_LNPU_CAP_SOFTWARE | DRM_LNPU_CAP_USERPTR;
       return 0;
     case DRM_LNPU_PARAM_MEMORY_SIZE:
       args.value = device_->memory_->capacity();
@@ -149,6 +211,27 @@ int SoftNpuFile::GetParam(drm_lnpu_get_param& args) {
     case DRM_LNPU_PARAM_MAX_IN_FENCES:
       args.value = kMaxFences;
       return 0;
+    case DRM_LNPU_PARAM_JOBS_SUBMITTED:
+      args.value = counters.submitted.load(std::memory_order_relaxed);
+      return 0;
+    case DRM_LNPU_PARAM_JOBS_COMPLETED:
+      args.value = counters.completed.load(std::memory_order_relaxed);
+      return 0;
+    case DRM_LNPU_PARAM_JOB_FAULTS:
+      args.value = counters.faulted.load(std::memory_order_relaxed);
+      return 0;
+    case DRM_LNPU_PARAM_RESETS:
+      args.value = counters.timed_out.load(std::memory_order_relaxed);
+      return 0;
+    case DRM_LNPU_PARAM_MEMORY_FREE:
+      args.value = device_->memory_->capacity() - device_->memory_->used();
+      return 0;
+    case DRM_LNPU_PARAM_MEMORY_IMPORTED:
+      args.value = device_->memory_->imported();
+      return 0;
+    case DRM_LNPU_PARAM_JOBS_CANCELLED:
+      args.value = counters.cancelled.load(std::memory_order_relaxed);
+      return 0;
     default:
       return log.Reject(EINVAL,
                         "GET_PARAM: param %u is unknown; ids below "
@@ -166,9 +249,28 @@ int SoftNpuFile::BoCreate(drm_lnpu_bo_create& args) {
                       args.flags & ~DRM_LNPU_BO_FLAGS_ALL,
                       DRM_LNPU_BO_FLAGS_ALL);
   }
+  const bool userptr = (args.flags & DRM_LNPU_BO_USERPTR) != 0;
+  if ((args.flags & DRM_LNPU_BO_CMDBUF) != 0 &&
+      (args.flags & (DRM_LNPU_BO_USERPTR | DRM_LNPU_BO_READ_ONLY)) != 0) {
+    return log.Reject(EINVAL,
+                      "BO_CREATE: flags 0x%x combine DRM_LNPU_BO_CMDBUF with "
+                      "USERPTR or READ_ONLY; command buffers are plain device "
+                      "memory",
+                      args.flags);
+  }
+  if (!userptr && args.user_ptr != 0) {
+    return log.Reject(EINVAL,
+                      "BO_CREATE: user_ptr is 0x%x without "
+                      "DRM_LNPU_BO_USERPTR; set the flag to import memory, "
+                      "else leave user_ptr 0",
+                      args.user_ptr);
+  }
   std::shared_ptr<BufferObject> buffer;
   if (const int error =
-          device_->memory_->Allocate(args.size, args.flags, log, &buffer);
+          userptr ? device_->memory_->Import(args.user_ptr, args.size,
+                                             args.flags, log, &buffer)
+                  : device_->memory_->Allocate(args.size, args.flags, log,
+                                               &buffer);
       error != 0) {
     return error;
   }
@@ -179,7 +281,7 @@ int SoftNpuFile::BoCreate(drm_lnpu_bo_create& args) {
   } while (handle == 0 || handles_.contains(handle));
   args.handle = handle;
   args.device_addr = buffer->device_addr();
-  mmap_offsets_.emplace(buffer->mmap_offset(), buffer);
+  if (!userptr) mmap_offsets_.emplace(buffer->mmap_offset(), buffer);
   handles_.emplace(handle, std::move(buffer));
   return 0;
 }
@@ -290,8 +392,9 @@ int SoftNpuFile::Submit(drm_lnpu_submit& args) {
   }
   if (context_->banned.load(std::memory_order_relaxed)) {
     return log.Reject(ECANCELED,
-                      "SUBMIT: this file was banned after a job timeout; "
-                      "open the device again");
+                      "SUBMIT: this file was banned after one of its jobs "
+                      "exceeded the job timeout (or hung); open the device "
+                      "again");
   }
 
   Engine& engine = *device_->engines_[args.engine];
@@ -306,6 +409,7 @@ int SoftNpuFile::Submit(drm_lnpu_submit& args) {
   unretired_fences_.push_back(fence);
   args.fence = next_fence_++;
   job->Arm(context_, std::move(fence));
+  device_->counters_.submitted.fetch_add(1, std::memory_order_relaxed);
   engine.Push(std::move(job));
   return 0;
 }

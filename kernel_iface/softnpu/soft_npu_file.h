@@ -2,6 +2,12 @@
 // the file's buffer handles, mmap offsets and mappings, and fence table,
 // and implements every ioctl of the UAPI against them.
 //
+// Ioctls are dispatched as DRM core does: by type and number, not by the
+// argument size encoded in the request; min(request size, struct size)
+// bytes are copied in (the rest zero-filled), and the same amount copied
+// back out, so callers built against an older (smaller) struct keep
+// working.
+//
 // Handles are per file, non-zero and never reused while the file lives.
 // Fences are per-file sequence numbers starting at 1. The table keeps every
 // fence that has not yet signalled, plus the failed ones, so that WAIT on an
@@ -33,7 +39,8 @@ namespace lnpu::softnpu {
 
 class SoftNpuFile final : public KernelFile {
  public:
-  explicit SoftNpuFile(std::shared_ptr<SoftNpu> device);
+  // `client_id` is unique among the device's files (drm-client-id).
+  SoftNpuFile(std::shared_ptr<SoftNpu> device, uint64_t client_id);
   ~SoftNpuFile() override = default;
   SoftNpuFile(const SoftNpuFile&) = delete;
   SoftNpuFile& operator=(const SoftNpuFile&) = delete;
@@ -46,11 +53,17 @@ class SoftNpuFile final : public KernelFile {
   // `addr` and `length` of an earlier Mmap.
   int Munmap(void* addr, uint64_t length) override;
   std::string Describe() const override;
+  // drm-driver, drm-client-id, drm-engine-{compute,dma} (busy ns),
+  // drm-{total,shared,resident}-memory (device-memory buffers with a handle
+  // in this file) and drm-{total,shared}-userptr (imported buffers).
+  std::string FdInfo() const override;
 
  private:
-  // Runs `handler` on the ioctl argument `arg` (EFAULT if null).
+  // Runs `handler` on a kernel copy of the ioctl argument `arg` (EFAULT if
+  // null), copying as much of it in and out as `request` encodes.
   template <typename Args>
-  int Call(int (SoftNpuFile::*handler)(Args&), void* arg);
+  int Call(int (SoftNpuFile::*handler)(Args&), unsigned long request,
+           void* arg);
 
   int Version(drm_version& args);
   int GemClose(drm_gem_close& args);
@@ -79,10 +92,11 @@ class SoftNpuFile final : public KernelFile {
     uint64_t count = 0;  // Mmap calls not yet undone by Munmap
   };
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   absl::flat_hash_map<uint32_t, std::shared_ptr<BufferObject>> handles_
       ABSL_GUARDED_BY(mu_);
-  // The buffers of handles_, by mmap offset.
+  // The buffers of handles_ that can be mapped (not imported), by mmap
+  // offset.
   absl::flat_hash_map<uint64_t, std::shared_ptr<BufferObject>> mmap_offsets_
       ABSL_GUARDED_BY(mu_);
   uint32_t next_handle_ ABSL_GUARDED_BY(mu_) = 1;

@@ -56,7 +56,7 @@ TEST_F(BufferTest, SizeBeyondDeviceMemoryIsEinval) {
 }
 
 TEST_F(BufferTest, UnknownFlagsAreEinval) {
-  EXPECT_EQ(CreateRaw(*file_, 4096, 1u << 1), EINVAL);
+  EXPECT_EQ(CreateRaw(*file_, 4096, DRM_LNPU_BO_FLAGS_ALL + 1), EINVAL);
   EXPECT_EQ(CreateRaw(*file_, 4096, 0x80000000u), EINVAL);
 }
 

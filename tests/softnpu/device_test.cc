@@ -91,8 +91,8 @@ TEST_F(VersionTest, ReportsNameVersionDateAndDescription) {
   version.desc = desc;
   version.desc_len = sizeof(desc);
   ASSERT_EQ(file_->Ioctl(DRM_IOCTL_VERSION, &version), 0);
-  EXPECT_EQ(version.version_major, 1);
-  EXPECT_EQ(version.version_minor, 0);
+  EXPECT_EQ(version.version_major, LNPU_UAPI_VERSION_MAJOR);
+  EXPECT_EQ(version.version_minor, LNPU_UAPI_VERSION_MINOR);
   EXPECT_EQ(version.version_patchlevel, 0);
   EXPECT_STREQ(name, LNPU_DRIVER_NAME);
   EXPECT_EQ(version.name_len, std::strlen(LNPU_DRIVER_NAME));
@@ -131,7 +131,8 @@ TEST_F(GetParamTest, ReportsEveryParameter) {
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_DEVICE_ID), kSoftNpuDeviceId);
   EXPECT_EQ(
       GetParam(file, DRM_LNPU_PARAM_CAPABILITIES),
-      DRM_LNPU_CAP_DTYPE_F16 | DRM_LNPU_CAP_IN_FENCES | DRM_LNPU_CAP_SOFTWARE);
+      DRM_LNPU_CAP_DTYPE_F16 | DRM_LNPU_CAP_IN_FENCES | DRM_LNPU_CAP_SOFTWARE |
+          DRM_LNPU_CAP_USERPTR);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_MEMORY_SIZE), 64ull << 20);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_MEMORY_USED), 0u);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_ENGINE_MASK), 3u);
@@ -141,11 +142,21 @@ TEST_F(GetParamTest, ReportsEveryParameter) {
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_JOB_TIMEOUT_MS), 5000u);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_COMPUTE_UNITS), 2u);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_MAX_IN_FENCES), kMaxFences);
+  EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_JOBS_SUBMITTED), 0u);
+  EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_JOBS_COMPLETED), 0u);
+  EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_JOB_FAULTS), 0u);
+  EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_RESETS), 0u);
+  EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_MEMORY_FREE), 64ull << 20);
+  EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_MEMORY_IMPORTED), 0u);
+  EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_JOBS_CANCELLED), 0u);
+  EXPECT_EQ(DRM_LNPU_PARAM_COUNT, 19) << "parameter ids are append-only";
 }
 
 TEST_F(GetParamTest, MemoryUsedFollowsAllocations) {
   EXPECT_NE(CreateBuffer(*file_, 5000).handle, 0u);
   EXPECT_EQ(GetParam(*file_, DRM_LNPU_PARAM_MEMORY_USED), 8192u);
+  EXPECT_EQ(GetParam(*file_, DRM_LNPU_PARAM_MEMORY_FREE),
+            (64ull << 20) - 8192u);
   EXPECT_EQ(npu_->memory_used(), 8192u);
 }
 
@@ -172,11 +183,54 @@ TEST_F(IoctlDispatchTest, UnknownRequestIsEnotty) {
   EXPECT_EQ(
       file_->Ioctl(DRM_IOWR(DRM_COMMAND_BASE + 0x20, drm_lnpu_get_param), &get),
       ENOTTY);
-  // Same number, wrong size: a different request.
-  EXPECT_EQ(file_->Ioctl(DRM_IOWR(DRM_COMMAND_BASE + DRM_LNPU_GET_PARAM,
-                                  drm_lnpu_bo_info),
+  // An lnpu number under another ioctl type.
+  EXPECT_EQ(file_->Ioctl(_IOWR('x', DRM_COMMAND_BASE + DRM_LNPU_GET_PARAM,
+                               drm_lnpu_get_param),
                          &get),
             ENOTTY);
+  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("not an lnpu ioctl"));
+}
+
+// The layout of drm_lnpu_bo_create before UAPI 1.1 added user_ptr.
+struct BoCreateV1_0 {
+  __u64 size;
+  __u32 flags;
+  __u32 handle;
+  __u64 device_addr;
+};
+
+TEST_F(IoctlDispatchTest, OlderShorterStructIsZeroExtended) {
+  // Poison behind the short struct: the driver must neither read it as
+  // user_ptr nor write to it.
+  struct {
+    BoCreateV1_0 create;
+    uint64_t after;
+  } user{};
+  user.create.size = 4096;
+  user.after = 0x1234;
+  ASSERT_EQ(file_->Ioctl(DRM_IOWR(DRM_COMMAND_BASE + DRM_LNPU_BO_CREATE,
+                                  BoCreateV1_0),
+                         &user.create),
+            0);
+  EXPECT_NE(user.create.handle, 0u);
+  EXPECT_NE(user.create.device_addr, 0u);
+  EXPECT_EQ(user.after, 0x1234u);
+  EXPECT_EQ(CloseHandle(*file_, user.create.handle), 0);
+}
+
+TEST_F(IoctlDispatchTest, NewerLongerStructHasItsTailIgnored) {
+  struct {
+    drm_lnpu_get_param get;
+    uint64_t future_field;
+  } user{};
+  user.get.param = DRM_LNPU_PARAM_BO_ALIGNMENT;
+  user.future_field = 7;
+  ASSERT_EQ(file_->Ioctl(DRM_IOWR(DRM_COMMAND_BASE + DRM_LNPU_GET_PARAM,
+                                  decltype(user)),
+                         &user),
+            0);
+  EXPECT_EQ(user.get.value, 4096u);
+  EXPECT_EQ(user.future_field, 7u);
 }
 
 TEST_F(IoctlDispatchTest, NullArgumentIsEfault) {

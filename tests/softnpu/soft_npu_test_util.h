@@ -4,6 +4,7 @@
 #ifndef TESTS_SOFTNPU_SOFT_NPU_TEST_UTIL_H_
 #define TESTS_SOFTNPU_SOFT_NPU_TEST_UTIL_H_
 
+#include <sys/mman.h>
 #include <time.h>
 
 #include <cstdint>
@@ -123,6 +124,43 @@ class CommandStream {
  private:
   std::vector<uint8_t> bytes_;
 };
+
+// Page-aligned anonymous memory of this process, to import as USERPTR.
+class UserMemory {
+ public:
+  // `bytes` (a multiple of 4096) mapped with `prot` (PROT_READ, ...).
+  explicit UserMemory(uint64_t bytes, int prot = PROT_READ | PROT_WRITE)
+      : bytes_(bytes) {
+    void* addr = mmap(nullptr, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(addr, MAP_FAILED);
+    data_ = addr == MAP_FAILED ? nullptr : static_cast<uint8_t*>(addr);
+  }
+  ~UserMemory() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  UserMemory(const UserMemory&) = delete;
+  UserMemory& operator=(const UserMemory&) = delete;
+
+  uint8_t* data() const { return data_; }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  uint64_t bytes_;
+  uint8_t* data_;
+};
+
+// BO_CREATE of a USERPTR import; returns the errno, *created the result.
+inline int Import(KernelFile& file, const void* user_ptr, uint64_t size,
+                  uint32_t extra_flags = 0,
+                  drm_lnpu_bo_create* created = nullptr) {
+  drm_lnpu_bo_create create{};
+  create.size = size;
+  create.flags = DRM_LNPU_BO_USERPTR | extra_flags;
+  create.user_ptr = reinterpret_cast<uintptr_t>(user_ptr);
+  const int err = file.Ioctl(DRM_IOCTL_LNPU_BO_CREATE, &create);
+  if (created != nullptr) *created = create;
+  return err;
+}
 
 inline lnpu_cmd_scatter_rows MakeScatterRows(uint64_t src, uint64_t dst,
                                              uint64_t indices,

@@ -75,6 +75,69 @@ TEST(SoftNpuStressTest, ThreadsAndFilesWorkConcurrently) {
   EXPECT_EQ(npu->memory_used(), 0u);
 }
 
+// One worker on its own file: `iterations` rounds of importing user memory
+// (read-only every other round), copying it into a device buffer and back
+// into a writable import, checking and closing.
+void ImportRounds(SoftNpu& npu, int worker, int iterations,
+                  std::atomic<int>* failures) {
+  auto file = npu.Open();
+  UserMemory user(2 * 4096);
+  TestBuffer cmd = CreateBuffer(*file, 4096, DRM_LNPU_BO_CMDBUF);
+  TestBuffer dst = CreateBuffer(*file, 4096);
+  for (int round = 0; round < iterations; ++round) {
+    std::memset(user.data(), worker * 16 + round, 4096);
+    const uint32_t read_only = round % 2 == 0 ? DRM_LNPU_BO_READ_ONLY : 0;
+    drm_lnpu_bo_create src{}, back{};
+    if (Import(*file, user.data(), 4096, read_only, &src) != 0 ||
+        Import(*file, user.data() + 4096, 4096, 0, &back) != 0) {
+      failures->fetch_add(1);
+      return;
+    }
+    Submission job;
+    job.engine = round % 3 == 0 ? DRM_LNPU_ENGINE_COMPUTE : DRM_LNPU_ENGINE_DMA;
+    job.cmd_handle = cmd.handle;
+    job.cmd_size = CommandStream()
+                       .Copy(src.device_addr, dst.device_addr, 4096)
+                       .Copy(dst.device_addr, back.device_addr, 4096)
+                       .WriteTo(cmd);
+    job.bo_handles = {src.handle, dst.handle, back.handle};
+    uint64_t fence = 0;
+    // Close the imports while the job may still be queued: the job keeps
+    // them alive.
+    const int submitted = Submit(*file, job, &fence);
+    if (CloseHandle(*file, src.handle) != 0 ||
+        CloseHandle(*file, back.handle) != 0 || submitted != 0 ||
+        WaitJob(*file, fence) != 0 ||
+        std::memcmp(user.data(), user.data() + 4096, 4096) != 0) {
+      failures->fetch_add(1);
+    }
+    if (file->FdInfo().find("drm-driver:\tlnpu\n") != 0) {
+      failures->fetch_add(1);
+    }
+  }
+}
+
+TEST(SoftNpuStressTest, ImportsAcrossFilesWorkConcurrently) {
+  auto npu = SoftNpu::Create(SmallDeviceOptions());
+  constexpr int kThreads = 4;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] { ImportRounds(*npu, t, 40, &failures); });
+  }
+  // Meanwhile: plain device-memory traffic on a shared file.
+  auto shared_file = npu->Open();
+  CopyRounds(*shared_file, kThreads, 20, &failures);
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  const JobCounters& counters = npu->job_counters();
+  EXPECT_EQ(counters.submitted.load(), kThreads * 40u + 20u);
+  EXPECT_EQ(counters.completed.load(), counters.submitted.load());
+  shared_file.reset();
+  EXPECT_EQ(npu->memory_used(), 0u);
+  EXPECT_EQ(npu->memory_imported(), 0u);
+}
+
 TEST(SoftNpuStressTest, PauseAndResumeWhileSubmitting) {
   auto npu = SoftNpu::Create(SmallDeviceOptions());
   auto file = npu->Open();

@@ -9,7 +9,7 @@ namespace {
 
 TEST(UapiLayoutTest, IoctlStructSizes) {
   EXPECT_EQ(sizeof(drm_lnpu_get_param), 16u);
-  EXPECT_EQ(sizeof(drm_lnpu_bo_create), 24u);
+  EXPECT_EQ(sizeof(drm_lnpu_bo_create), 32u);
   EXPECT_EQ(sizeof(drm_lnpu_bo_info), 32u);
   EXPECT_EQ(sizeof(drm_lnpu_submit), 56u);
   EXPECT_EQ(sizeof(drm_lnpu_wait), 32u);
@@ -53,6 +53,7 @@ TEST(UapiLayoutTest, BoCreateOffsets) {
   EXPECT_EQ(offsetof(drm_lnpu_bo_create, flags), 8u);
   EXPECT_EQ(offsetof(drm_lnpu_bo_create, handle), 12u);
   EXPECT_EQ(offsetof(drm_lnpu_bo_create, device_addr), 16u);
+  EXPECT_EQ(offsetof(drm_lnpu_bo_create, user_ptr), 24u);
 }
 
 TEST(UapiLayoutTest, BoInfoOffsets) {
