@@ -75,7 +75,8 @@ Buffer::Buffer(Buffer&& other) noexcept
       flags_(std::exchange(other.flags_, 0)),
       size_(std::exchange(other.size_, 0)),
       device_addr_(std::exchange(other.device_addr_, 0)),
-      mapped_(std::exchange(other.mapped_, nullptr)) {}
+      mapped_(std::exchange(other.mapped_, nullptr)),
+      owns_mapping_(std::exchange(other.owns_mapping_, false)) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
@@ -86,6 +87,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     size_ = std::exchange(other.size_, 0);
     device_addr_ = std::exchange(other.device_addr_, 0);
     mapped_ = std::exchange(other.mapped_, nullptr);
+    owns_mapping_ = std::exchange(other.owns_mapping_, false);
   }
   return *this;
 }
@@ -96,12 +98,13 @@ void Buffer::Release() {
   if (handle_ == 0) return;
   // Errors cannot be reported from a destructor; both calls only fail for
   // arguments this class never produces.
-  if (mapped_ != nullptr) file_->Munmap(mapped_, size_);
+  if (owns_mapping_) file_->Munmap(mapped_, size_);
   drm_gem_close close_args{};
   close_args.handle = handle_;
   file_->Ioctl(DRM_IOCTL_GEM_CLOSE, &close_args);
   handle_ = 0;
   mapped_ = nullptr;
+  owns_mapping_ = false;
 }
 
 absl::StatusOr<absl::Span<uint8_t>> Buffer::Map() {
@@ -120,6 +123,7 @@ absl::StatusOr<absl::Span<uint8_t>> Buffer::Map() {
       return IoctlError("mmap", err, absl::StrCat(size_, " bytes"));
     }
     mapped_ = static_cast<uint8_t*>(addr);
+    owns_mapping_ = true;
   }
   return absl::Span<uint8_t>(mapped_, size_);
 }
@@ -162,13 +166,40 @@ absl::StatusOr<uint64_t> Device::GetParam(uint32_t param) const {
 }
 
 absl::StatusOr<Buffer> Device::CreateBuffer(uint64_t size, uint32_t flags) {
+  return CreateBufferObject(size, flags, nullptr);
+}
+
+absl::StatusOr<Buffer> Device::ImportUserMemory(void* ptr, uint64_t size,
+                                                uint32_t flags) {
+  absl::StatusOr<uint64_t> caps = GetParam(DRM_LNPU_PARAM_CAPABILITIES);
+  if (!caps.ok()) return caps.status();
+  if ((*caps & DRM_LNPU_CAP_USERPTR) == 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        file_->Describe(), " cannot import user memory (no "
+        "DRM_LNPU_CAP_USERPTR); copy the data into a device buffer instead"));
+  }
+  absl::StatusOr<Buffer> buffer =
+      CreateBufferObject(size, flags | DRM_LNPU_BO_USERPTR, ptr);
+  if (buffer.ok()) buffer->mapped_ = static_cast<uint8_t*>(ptr);
+  return buffer;
+}
+
+absl::StatusOr<Buffer> Device::CreateBufferObject(uint64_t size,
+                                                  uint32_t flags,
+                                                  void* user_ptr) {
   drm_lnpu_bo_create args{};
   args.size = size;
   args.flags = flags;
+  args.user_ptr = reinterpret_cast<uintptr_t>(user_ptr);
   if (int err = file_->Ioctl(DRM_IOCTL_LNPU_BO_CREATE, &args); err != 0) {
-    return IoctlError("DRM_IOCTL_LNPU_BO_CREATE", err,
-                      absl::StrCat(size, " bytes, flags 0x", absl::Hex(flags),
-                                   " on ", file_->Describe()));
+    return IoctlError(
+        "DRM_IOCTL_LNPU_BO_CREATE", err,
+        absl::StrCat(size, " bytes, flags 0x", absl::Hex(flags),
+                     user_ptr == nullptr
+                         ? ""
+                         : absl::StrCat(", user memory at 0x",
+                                        absl::Hex(args.user_ptr)),
+                     " on ", file_->Describe()));
   }
   Buffer buffer;
   buffer.file_ = file_.get();
@@ -184,6 +215,16 @@ absl::StatusOr<Buffer> Device::CreateBuffer(uint64_t size, uint32_t flags) {
   }
   buffer.size_ = info.size;
   return buffer;
+}
+
+absl::StatusOr<DeviceUsage> Device::Usage() const {
+  absl::StatusOr<DeviceUsage> usage = ParseFdInfo(file_->FdInfo());
+  if (!usage.ok()) {
+    return absl::Status(usage.status().code(),
+                        absl::StrCat(file_->Describe(), ": ",
+                                     usage.status().message()));
+  }
+  return usage;
 }
 
 absl::StatusOr<uint64_t> Device::Submit(const SubmitArgs& args) {
@@ -228,9 +269,12 @@ absl::Status Device::Wait(absl::Span<const uint64_t> fences,
   }
   if (wait.job_error != 0) {
     return absl::AbortedError(absl::StrCat(
-        "a job was cancelled on ", file_->Describe(), " (",
+        "a job was aborted on ", file_->Describe(), " (",
         std::strerror(-wait.job_error), "; fences ",
-        absl::StrJoin(fences, ","), ")"));
+        absl::StrJoin(fences, ","),
+        "): it exceeded the device's job timeout or hung (the device then "
+        "bans this file: reopen the device), or a job it waited for "
+        "failed"));
   }
   return absl::OkStatus();
 }

@@ -17,12 +17,15 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "kernel_iface/driver/device_usage.h"
 #include "kernel_iface/driver/kernel_file.h"
 
 namespace lnpu {
 
-// A buffer object in device memory. Move-only; closes its handle (and
-// unmaps itself) on destruction.
+// A buffer object: device memory (Device::CreateBuffer) or imported user
+// memory (Device::ImportUserMemory). Move-only; closes its handle on
+// destruction and unmaps what Map() mapped; an imported buffer's memory
+// stays the caller's (never unmapped or freed here).
 class Buffer {
  public:
   Buffer() = default;
@@ -39,7 +42,8 @@ class Buffer {
   uint32_t flags() const { return flags_; }
 
   // Maps the whole buffer into this process (once; later calls return the
-  // same mapping).
+  // same mapping). An imported buffer returns the imported memory itself;
+  // writing to it is the caller's business (it may be read-only memory).
   absl::StatusOr<absl::Span<uint8_t>> Map();
   // The mapping made by Map(), or an empty span.
   absl::Span<uint8_t> mapped() const { return {mapped_, mapped_ ? size_ : 0}; }
@@ -54,6 +58,7 @@ class Buffer {
   uint64_t size_ = 0;
   uint64_t device_addr_ = 0;
   uint8_t* mapped_ = nullptr;
+  bool owns_mapping_ = false;  // mapped_ came from KernelFile::Mmap
 };
 
 struct SubmitArgs {
@@ -82,12 +87,29 @@ class Device {
   absl::StatusOr<uint64_t> GetParam(uint32_t param) const;
   absl::StatusOr<Buffer> CreateBuffer(uint64_t size, uint32_t flags = 0);
 
+  // Wraps `size` bytes of this process's memory at `ptr` in a buffer
+  // without copying them (DRM_LNPU_BO_USERPTR), e.g. weights mmapped from
+  // a file. `ptr` and `size` must be multiples of DRM_LNPU_PARAM_BO_ALIGNMENT;
+  // `flags` may add DRM_LNPU_BO_READ_ONLY, which memory that is not
+  // writable requires and which makes the device refuse jobs that write
+  // into the buffer. The memory must stay mapped while the buffer (or a job
+  // using it) lives. Unimplemented if the device lacks DRM_LNPU_CAP_USERPTR;
+  // InvalidArgument for a bad pointer, size or flags.
+  absl::StatusOr<Buffer> ImportUserMemory(void* ptr, uint64_t size,
+                                          uint32_t flags = 0);
+
+  // This file's usage figures (engine busy time, memory), from the
+  // device's fdinfo. Unimplemented if the device publishes none.
+  absl::StatusOr<DeviceUsage> Usage() const;
+
   // Queues a job; returns its fence.
   absl::StatusOr<uint64_t> Submit(const SubmitArgs& args);
 
   // Waits until all (or, with any = true, one) of `fences` signalled, or
   // until `deadline`. DeadlineExceeded on timeout; Internal when a waited
-  // job faulted (-EIO); Aborted when it was cancelled (-ECANCELED).
+  // job faulted (-EIO); Aborted when it was aborted or cancelled
+  // (-ECANCELED: it timed out or hung, its file is banned, or a job it
+  // depended on failed).
   absl::Status Wait(absl::Span<const uint64_t> fences, absl::Time deadline,
                     bool any = false);
   absl::Status Wait(uint64_t fence, absl::Time deadline) {
@@ -98,6 +120,10 @@ class Device {
   std::string Describe() const { return file_->Describe(); }
 
  private:
+  // BO_CREATE (+ BO_INFO for the rounded size); `user_ptr` for USERPTR.
+  absl::StatusOr<Buffer> CreateBufferObject(uint64_t size, uint32_t flags,
+                                            void* user_ptr);
+
   std::unique_ptr<KernelFile> file_;
 };
 

@@ -37,6 +37,13 @@ class KernelFile {
   // Human-readable name of the device behind this file, for diagnostics
   // ("/dev/accel/accel0", "software NPU").
   virtual std::string Describe() const = 0;
+
+  // This open file's usage figures as Linux publishes them in
+  // /proc/<pid>/fdinfo/<fd>: "key:\tvalue" lines, the drm-* keys of
+  // Documentation/gpu/drm-usage-stats.rst (docs/uapi.md lists the ones an
+  // lnpu device writes) among others. The default, for files whose device
+  // publishes no figures, is "" (a kernel driver without show_fdinfo).
+  virtual std::string FdInfo() const { return ""; }
 };
 
 }  // namespace lnpu

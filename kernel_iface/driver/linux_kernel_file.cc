@@ -51,6 +51,24 @@ int LinuxKernelFile::Ioctl(unsigned long request, void* arg) {
   return drmIoctl(fd_, request, arg) == 0 ? 0 : errno;
 }
 
+std::string LinuxKernelFile::FdInfo() const {
+  const std::string path = absl::StrCat("/proc/self/fdinfo/", fd_);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string text;
+  char chunk[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n > 0) {
+      text.append(chunk, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
 int LinuxKernelFile::Mmap(uint64_t length, uint64_t offset, void** addr) {
   void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
                    static_cast<off_t>(offset));

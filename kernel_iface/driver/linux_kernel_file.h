@@ -24,6 +24,8 @@ class LinuxKernelFile final : public KernelFile {
   int Mmap(uint64_t length, uint64_t offset, void** addr) override;
   int Munmap(void* addr, uint64_t length) override;
   std::string Describe() const override { return path_; }
+  // The contents of /proc/self/fdinfo/<fd>; "" if it cannot be read.
+  std::string FdInfo() const override;
 
  private:
   LinuxKernelFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
