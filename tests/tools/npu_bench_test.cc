@@ -280,6 +280,13 @@ TEST(NpuBenchProgram, MissingArtifactNamesThePath) {
   EXPECT_THAT(run.err, HasSubstr("/nonexistent/model.lnpu"));
 }
 
+TEST(NpuBenchProgram, UnknownPresetListsTheKnownOnes) {
+  const Outcome run = RunBench({"--synthetic", "gpt-5"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("unknown synthetic preset 'gpt-5'"));
+  EXPECT_THAT(run.err, HasSubstr("qwen2.5-0.5b"));
+}
+
 TEST(NpuBenchProgram, HelpExitsZero) {
   const Outcome run = RunBench({"--help"});
   EXPECT_EQ(run.exit_code, 0);

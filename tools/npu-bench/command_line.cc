@@ -83,6 +83,8 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
       }
       line.weights = value;
       line.weights_given = true;
+    } else if (arg == "--models-dir") {
+      line.models_dir = value;
     } else if (arg == "--device") {
       line.device = value;
     } else if (arg == "--prompt-lengths") {

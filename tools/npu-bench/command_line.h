@@ -25,6 +25,8 @@ model (exactly one):
                            shapes into a temporary artifact (removed at exit):
                            qwen2.5-0.5b, tinyllama-1.1b or llama-3.2-1b
   --weights q8|q4|f16      weight type of the synthetic model (default q8)
+  --models-dir DIR         where models/vocab/ is for --synthetic (default
+                           $LNPU_MODELS_DIR, else ./models)
 
 measurement:
   --prompt-lengths A,B,..  prefill lengths in tokens (default 16,128,512,1024)
@@ -48,6 +50,7 @@ struct CommandLine {
   std::string preset;      // --synthetic
   std::string weights = "q8";
   bool weights_given = false;
+  std::string models_dir;  // --models-dir; empty = $LNPU_MODELS_DIR or "models"
   std::string device = "auto";
   bool json = false;
   uint64_t bandwidth_bytes = 0;  // 0 = DefaultBufferBytes()

@@ -7,6 +7,8 @@
 // units. Exit status 0 on success, 1 with a message on stderr otherwise.
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -37,8 +39,13 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   std::string artifact_path = line.model_path;
   report.model = line.model_path;
   if (!line.preset.empty()) {
+    std::string models_dir = line.models_dir;
+    if (models_dir.empty()) {
+      const char* env = std::getenv("LNPU_MODELS_DIR");
+      models_dir = env != nullptr ? env : "models";
+    }
     absl::StatusOr<std::unique_ptr<TemporaryArtifact>> compiled =
-        CompileSyntheticModel(line.preset, line.weights);
+        CompileSyntheticModel(line.preset, line.weights, models_dir);
     if (!compiled.ok()) return compiled.status();
     synthetic = *std::move(compiled);
     artifact_path = synthetic->path();

@@ -1,6 +1,7 @@
-// Random-weight models in the shapes of real ones, compiled into a
-// temporary artifact for benchmarking: the speed of a model depends on its
-// shapes and weight type, not on its weight values.
+// Synthetic models (compiler_artifacts/gguf/synthetic_presets.h: random
+// weights in the shapes of real ones) compiled into a temporary artifact
+// for benchmarking: speed depends on shapes and weight type, not on the
+// weight values.
 #ifndef TOOLS_NPU_BENCH_SYNTHETIC_MODEL_H_
 #define TOOLS_NPU_BENCH_SYNTHETIC_MODEL_H_
 
@@ -23,7 +24,7 @@ class TemporaryArtifact {
 
  private:
   friend absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
-      const std::string& preset, const std::string& weights);
+      const std::string& preset, const std::string& weights, const std::string& models_dir);
   explicit TemporaryArtifact(std::string directory);
 
   const std::string directory_;
@@ -31,13 +32,14 @@ class TemporaryArtifact {
   const std::string artifact_path_;
 };
 
-// Compiles preset `preset` ("qwen2.5-0.5b", "tinyllama-1.1b",
-// "llama-3.2-1b") with weights `weights` ("q8", "q4" or "f16") and the
-// compiler's default cache and chunk options. InvalidArgument for an unknown
-// preset or weight type (the message lists the valid ones); I/O and
-// compiler errors otherwise.
+// Writes the synthetic model `preset` of gguf::SyntheticPresets() (seed 1,
+// its vocabulary read from `models_dir`/vocab) and compiles it with weights
+// `weights` ("q8", "q4" or "f16") and the compiler's defaults for everything
+// else (cache, chunks, KV type). InvalidArgument for an unknown preset or
+// weight type (the message lists the valid ones); I/O and compiler errors
+// otherwise.
 absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
-    const std::string& preset, const std::string& weights);
+    const std::string& preset, const std::string& weights, const std::string& models_dir);
 
 }  // namespace lnpu::bench
 
