@@ -2,14 +2,19 @@
 // seam, how it maps errno values to statuses, and Buffer lifetimes.
 #include "kernel_iface/driver/device.h"
 
+#include <sys/mman.h>
+
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "kernel_iface/driver/device_usage.h"
 #include "kernel_iface/driver/linux_kernel_file.h"
+#include "kernel_iface/softnpu/soft_npu.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu {
@@ -28,6 +33,7 @@ class MockKernelFile : public KernelFile {
               (override));
   MOCK_METHOD(int, Munmap, (void* addr, uint64_t length), (override));
   MOCK_METHOD(std::string, Describe, (), (const, override));
+  MOCK_METHOD(std::string, FdInfo, (), (const, override));
 };
 
 class DeviceTest : public ::testing::Test {
@@ -229,6 +235,234 @@ TEST_F(DeviceTest, WaitTranslatesJobErrors) {
         }));
     EXPECT_EQ(device_->Wait(3, absl::Now() + absl::Seconds(1)).code(), c.code);
   }
+}
+
+TEST_F(DeviceTest, AbortedWaitSaysWhatHappenedAndWhatToDo) {
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_WAIT, _))
+      .WillOnce(Invoke([](unsigned long, void* arg) {
+        static_cast<drm_lnpu_wait*>(arg)->job_error = -ECANCELED;
+        return 0;
+      }));
+  const absl::Status status = device_->Wait(3, absl::InfiniteFuture());
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("job timeout"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("reopen the device"));
+}
+
+// Answers GET_PARAM(CAPABILITIES) with `caps`.
+void ExpectCapabilities(MockKernelFile& kernel, uint64_t caps) {
+  EXPECT_CALL(kernel, Ioctl(DRM_IOCTL_LNPU_GET_PARAM, _))
+      .WillOnce(Invoke([=](unsigned long, void* arg) {
+        auto* p = static_cast<drm_lnpu_get_param*>(arg);
+        EXPECT_EQ(p->param, uint32_t{DRM_LNPU_PARAM_CAPABILITIES});
+        p->value = caps;
+        return 0;
+      }));
+}
+
+TEST_F(DeviceTest, ImportPassesPointerAndFlagsAndNeverUnmapsUserMemory) {
+  alignas(4096) static uint8_t user[8192];
+  ExpectCapabilities(*kernel_, DRM_LNPU_CAP_USERPTR);
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_BO_CREATE, _))
+      .WillOnce(Invoke([&](unsigned long, void* arg) {
+        auto* create = static_cast<drm_lnpu_bo_create*>(arg);
+        EXPECT_EQ(create->size, sizeof(user));
+        EXPECT_EQ(create->flags,
+                  DRM_LNPU_BO_USERPTR | DRM_LNPU_BO_READ_ONLY);
+        EXPECT_EQ(create->user_ptr, reinterpret_cast<uintptr_t>(user));
+        create->handle = 4;
+        create->device_addr = 0x20000;
+        return 0;
+      }));
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_BO_INFO, _))
+      .WillOnce(Invoke([&](unsigned long, void* arg) {
+        static_cast<drm_lnpu_bo_info*>(arg)->size = sizeof(user);
+        return 0;
+      }));
+  auto buffer =
+      device_->ImportUserMemory(user, sizeof(user), DRM_LNPU_BO_READ_ONLY);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  EXPECT_EQ(buffer->device_addr(), 0x20000u);
+  // Map() is the user's memory itself: no BO_INFO, no mmap.
+  auto span = buffer->Map();
+  ASSERT_TRUE(span.ok());
+  EXPECT_EQ(span->data(), user);
+  EXPECT_EQ(span->size(), sizeof(user));
+  ExpectClose(4);  // and no Munmap: the StrictMock would fail on one
+}
+
+TEST_F(DeviceTest, ImportWithoutUserptrCapabilityIsUnimplemented) {
+  alignas(4096) static uint8_t user[4096];
+  ExpectCapabilities(*kernel_, DRM_LNPU_CAP_IN_FENCES);
+  auto buffer = device_->ImportUserMemory(user, sizeof(user));
+  EXPECT_EQ(buffer.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(buffer.status().message()),
+              HasSubstr("DRM_LNPU_CAP_USERPTR"));
+}
+
+TEST_F(DeviceTest, ImportErrorNamesTheUserMemory) {
+  ExpectCapabilities(*kernel_, DRM_LNPU_CAP_USERPTR);
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_BO_CREATE, _))
+      .WillOnce(Return(EFAULT));
+  auto buffer = device_->ImportUserMemory(
+      reinterpret_cast<void*>(uintptr_t{0x1001}), 4096);
+  EXPECT_EQ(buffer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(buffer.status().message()),
+              HasSubstr("user memory at 0x1001"));
+}
+
+TEST_F(DeviceTest, UsageParsesTheKernelsFdInfo) {
+  // As /proc/<pid>/fdinfo/<fd> shows it: generic lines first.
+  EXPECT_CALL(*kernel_, FdInfo())
+      .WillOnce(Return("pos:\t0\nflags:\t02100002\nmnt_id:\t26\n"
+                       "ino:\t1093\ndrm-driver:\tlnpu\n"
+                       "drm-client-id:\t17\n"
+                       "drm-engine-compute:\t123456 ns\n"
+                       "drm-engine-dma:\t789 ns\n"
+                       "drm-total-memory:\t2068 KiB\n"
+                       "drm-shared-memory:\t0\n"
+                       "drm-resident-memory:\t2 MiB\n"
+                       "drm-total-userptr:\t1 GiB\n"
+                       "drm-purgeable-memory:\t0\n"));
+  auto usage = device_->Usage();
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_EQ(usage->driver, "lnpu");
+  EXPECT_EQ(usage->client_id, 17u);
+  EXPECT_EQ(usage->compute_busy_ns, 123456u);
+  EXPECT_EQ(usage->dma_busy_ns, 789u);
+  EXPECT_EQ(usage->memory_total_bytes, 2068u * 1024);
+  EXPECT_EQ(usage->memory_shared_bytes, 0u);
+  EXPECT_EQ(usage->memory_resident_bytes, 2u << 20);
+  EXPECT_EQ(usage->userptr_total_bytes, 1u << 30);
+}
+
+TEST_F(DeviceTest, UsageOfADeviceWithoutFiguresIsUnimplemented) {
+  EXPECT_CALL(*kernel_, FdInfo()).WillOnce(Return("pos:\t0\nflags:\t02\n"));
+  auto usage = device_->Usage();
+  EXPECT_EQ(usage.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(usage.status().message()), HasSubstr("mock"));
+}
+
+TEST(ParseFdInfoTest, MalformedValuesAreErrorsNamingTheLine) {
+  for (const char* line :
+       {"drm-engine-dma:\t12 ms", "drm-total-memory:\t-1", "drm-client-id:",
+        "drm-total-memory:\t5 KiB extra", "drm-engine-compute:\tten ns",
+        "drm-total-memory:\t99999999999999999999 MiB"}) {
+    auto usage = ParseFdInfo(absl::StrCat("drm-driver:\tlnpu\n", line, "\n"));
+    EXPECT_EQ(usage.status().code(), absl::StatusCode::kInternal) << line;
+    EXPECT_THAT(std::string(usage.status().message()), HasSubstr(line));
+  }
+}
+
+TEST(ParseFdInfoTest, MissingFiguresAreZeroAndUnknownKeysSkipped) {
+  auto usage = ParseFdInfo(
+      "drm-driver: lnpu\ndrm-engine-capacity-compute:\t4\n"
+      "drm-cycles-compute:\t99\nlnpu-private:\tx\n");
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_EQ(usage->driver, "lnpu");
+  EXPECT_EQ(usage->compute_busy_ns, 0u);
+  EXPECT_EQ(usage->memory_total_bytes, 0u);
+}
+
+// The driver against the software NPU: imports, usage and a hung job.
+class SoftNpuDeviceTest : public ::testing::Test {
+ protected:
+  static softnpu::SoftNpuOptions Options() {
+    softnpu::SoftNpuOptions options;
+    options.memory_bytes = 16ull << 20;
+    options.compute_threads = 1;
+    options.job_timeout_ms = 100;
+    return options;
+  }
+  SoftNpuDeviceTest()
+      : npu_(softnpu::SoftNpu::Create(Options())), device_(npu_->Open()) {}
+  ~SoftNpuDeviceTest() override {
+    EXPECT_EQ(npu_->memory_used(), 0u);
+    EXPECT_EQ(npu_->memory_imported(), 0u);
+  }
+
+  // Submits one COPY job on the DMA engine touching `buffers`.
+  absl::StatusOr<uint64_t> SubmitCopy(const Buffer& src, const Buffer& dst,
+                                      uint64_t bytes) {
+    absl::StatusOr<Buffer> cmd = device_.CreateBuffer(4096, DRM_LNPU_BO_CMDBUF);
+    if (!cmd.ok()) return cmd.status();
+    absl::StatusOr<absl::Span<uint8_t>> stream = cmd->Map();
+    if (!stream.ok()) return stream.status();
+    lnpu_cmd_copy copy{};
+    copy.hdr = {LNPU_OP_COPY, 0, sizeof(copy)};
+    copy.src = src.device_addr();
+    copy.dst = dst.device_addr();
+    copy.bytes = bytes;
+    std::memcpy(stream->data(), &copy, sizeof(copy));
+    const uint32_t handles[] = {src.handle(), dst.handle()};
+    SubmitArgs args;
+    args.engine = DRM_LNPU_ENGINE_DMA;
+    args.cmd = &*cmd;
+    args.cmd_size = sizeof(copy);
+    args.bo_handles = handles;
+    return device_.Submit(args);  // the job keeps the closed cmd alive
+  }
+
+  std::shared_ptr<softnpu::SoftNpu> npu_;
+  Device device_;
+};
+
+TEST_F(SoftNpuDeviceTest, ImportedWeightsAreReadInPlace) {
+  void* user = mmap(nullptr, 8192, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(user, MAP_FAILED);
+  std::memset(user, 0x42, 8192);
+  ASSERT_EQ(mprotect(user, 8192, PROT_READ), 0);  // like mapped weights
+  {
+    absl::StatusOr<Buffer> weights =
+        device_.ImportUserMemory(user, 8192, DRM_LNPU_BO_READ_ONLY);
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    absl::StatusOr<Buffer> out = device_.CreateBuffer(8192);
+    ASSERT_TRUE(out.ok());
+    absl::StatusOr<uint64_t> fence = SubmitCopy(*weights, *out, 8192);
+    ASSERT_TRUE(fence.ok()) << fence.status();
+    ASSERT_TRUE(device_.Wait(*fence, absl::InfiniteFuture()).ok());
+    absl::StatusOr<absl::Span<uint8_t>> data = out->Map();
+    ASSERT_TRUE(data.ok());
+    EXPECT_EQ((*data)[8191], 0x42);
+    // Writing into the read-only import is refused at submit.
+    absl::StatusOr<uint64_t> write = SubmitCopy(*out, *weights, 8);
+    EXPECT_EQ(write.status().code(), absl::StatusCode::kInvalidArgument);
+    absl::StatusOr<DeviceUsage> usage = device_.Usage();
+    ASSERT_TRUE(usage.ok()) << usage.status();
+    EXPECT_EQ(usage->userptr_total_bytes, 8192u);
+    EXPECT_EQ(usage->memory_total_bytes, 8192u);
+    EXPECT_GT(usage->dma_busy_ns, 0u);
+  }
+  // The driver left the user's mapping alone.
+  EXPECT_EQ(static_cast<uint8_t*>(user)[0], 0x42);
+  ASSERT_EQ(munmap(user, 8192), 0);
+}
+
+TEST_F(SoftNpuDeviceTest, HungJobReachesTheWaiterAsAborted) {
+  ASSERT_TRUE(npu_->InjectFault({softnpu::FaultInjection::Kind::kHang,
+                                 DRM_LNPU_ENGINE_DMA, 1})
+                  .ok());
+  absl::StatusOr<Buffer> a = device_.CreateBuffer(4096);
+  absl::StatusOr<Buffer> b = device_.CreateBuffer(4096);
+  ASSERT_TRUE(a.ok() && b.ok());
+  absl::StatusOr<uint64_t> fence = SubmitCopy(*a, *b, 4096);
+  ASSERT_TRUE(fence.ok()) << fence.status();
+  const absl::Status status = device_.Wait(*fence, absl::InfiniteFuture());
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("job timeout"));
+  // The file is banned; submitting again says so.
+  absl::StatusOr<uint64_t> again = SubmitCopy(*a, *b, 4096);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(std::string(again.status().message()), HasSubstr("reopen"));
+  absl::StatusOr<uint64_t> resets = device_.GetParam(DRM_LNPU_PARAM_RESETS);
+  ASSERT_TRUE(resets.ok());
+  EXPECT_EQ(*resets, 1u);
+  // Another file of the same device works.
+  Device other(npu_->Open());
+  absl::StatusOr<uint64_t> jobs = other.GetParam(DRM_LNPU_PARAM_JOBS_SUBMITTED);
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(*jobs, 1u);
 }
 
 TEST_F(DeviceTest, WaitTimeoutIsDeadlineExceededAndAnyFlagPassed) {
