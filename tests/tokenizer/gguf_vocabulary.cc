@@ -10,24 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tools/common/model_tokenizer.h"
 
 namespace lnpu::framework::testing {
 namespace {
-
-// tokenizer.ggml.* ids, with absence and UINT32_MAX meaning -1.
-absl::StatusOr<int32_t> SpecialId(const gguf::GgufFile& file, const char* key) {
-  if (!file.HasKey(key)) return -1;
-  absl::StatusOr<int64_t> id = file.GetInt(key);
-  if (!id.ok()) return id.status();
-  if (*id == 0xFFFFFFFF || *id < 0) return -1;
-  return static_cast<int32_t>(*id);
-}
-
-absl::StatusOr<bool> BoolOr(const gguf::GgufFile& file, const char* key,
-                            bool absent) {
-  if (!file.HasKey(key)) return absent;
-  return file.GetBool(key);
-}
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -46,65 +32,6 @@ std::string EnvPath(const char* variable, const std::string& relative) {
 
 }  // namespace
 
-absl::StatusOr<Vocabulary> VocabularyFromGguf(const gguf::GgufFile& file) {
-  Vocabulary v;
-  absl::StatusOr<std::string> model = file.GetString("tokenizer.ggml.model");
-  if (!model.ok()) return model.status();
-  if (*model == "llama") {
-    v.type = TokenizerType::kSentencePiece;
-  } else if (*model == "gpt2") {
-    v.type = TokenizerType::kByteLevelBpe;
-  } else {
-    return absl::UnimplementedError(
-        absl::StrCat("tokenizer.ggml.model \"", *model, "\" is not supported"));
-  }
-  const bool sentencepiece = v.type == TokenizerType::kSentencePiece;
-  if (file.HasKey("tokenizer.ggml.pre")) {
-    absl::StatusOr<std::string> pre = file.GetString("tokenizer.ggml.pre");
-    if (!pre.ok()) return pre.status();
-    v.pre = *std::move(pre);
-  }
-  auto tokens = file.GetStringArray("tokenizer.ggml.tokens");
-  if (!tokens.ok()) return tokens.status();
-  v.tokens = *std::move(tokens);
-  if (file.HasKey("tokenizer.ggml.scores")) {
-    auto scores = file.GetFloatArray("tokenizer.ggml.scores");
-    if (!scores.ok()) return scores.status();
-    v.scores = *std::move(scores);
-  }
-  if (file.HasKey("tokenizer.ggml.token_type")) {
-    auto types = file.GetInt32Array("tokenizer.ggml.token_type");
-    if (!types.ok()) return types.status();
-    v.token_types = *std::move(types);
-  } else {
-    v.token_types.assign(v.tokens.size(),
-                         static_cast<int32_t>(TokenType::kNormal));
-  }
-  if (file.HasKey("tokenizer.ggml.merges")) {
-    auto merges = file.GetStringArray("tokenizer.ggml.merges");
-    if (!merges.ok()) return merges.status();
-    v.merges = *std::move(merges);
-  }
-  for (auto [key, id] : {std::pair{"tokenizer.ggml.bos_token_id", &v.bos_id},
-                         {"tokenizer.ggml.eos_token_id", &v.eos_id},
-                         {"tokenizer.ggml.unknown_token_id", &v.unk_id},
-                         {"tokenizer.ggml.padding_token_id", &v.pad_id}}) {
-    absl::StatusOr<int32_t> value = SpecialId(file, key);
-    if (!value.ok()) return value.status();
-    *id = *value;
-  }
-  for (auto [key, flag, absent] :
-       {std::tuple{"tokenizer.ggml.add_bos_token", &v.add_bos, sentencepiece},
-        {"tokenizer.ggml.add_eos_token", &v.add_eos, false},
-        {"tokenizer.ggml.add_space_prefix", &v.add_space_prefix,
-         sentencepiece}}) {
-    absl::StatusOr<bool> value = BoolOr(file, key, absent);
-    if (!value.ok()) return value.status();
-    *flag = *value;
-  }
-  return v;
-}
-
 absl::StatusOr<const Tokenizer*> SharedTokenizer(const std::string& path) {
   static std::mutex mutex;
   static auto* tokenizers =
@@ -115,9 +42,9 @@ absl::StatusOr<const Tokenizer*> SharedTokenizer(const std::string& path) {
   }
   auto file = gguf::GgufFile::Open(path);
   if (!file.ok()) return file.status();
-  auto vocabulary = VocabularyFromGguf(**file);
-  if (!vocabulary.ok()) return vocabulary.status();
-  auto tokenizer = Tokenizer::Create(*std::move(vocabulary));
+  auto model = tools::ModelTokenizerFromGguf(**file);
+  if (!model.ok()) return model.status();
+  auto tokenizer = Tokenizer::Create(std::move(model->vocabulary));
   if (!tokenizer.ok()) return tokenizer.status();
   const Tokenizer* result = tokenizer->get();
   tokenizers->emplace(path, *std::move(tokenizer));

@@ -1,6 +1,6 @@
 // Test support: the tokenizer inputs the tests need, read from GGUF vocab
-// files and llama.cpp's tokenizer test vectors. (The runtime builds its
-// Vocabulary from the compiled artifact instead.)
+// files (through tools/common/model_tokenizer.h, the path npu-tokenize
+// takes) and llama.cpp's tokenizer test vectors.
 #ifndef TESTS_TOKENIZER_GGUF_VOCABULARY_H_
 #define TESTS_TOKENIZER_GGUF_VOCABULARY_H_
 
@@ -12,14 +12,8 @@
 #include "absl/status/statusor.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "framework/tokenizer/tokenizer.h"
-#include "framework/tokenizer/vocabulary.h"
 
 namespace lnpu::framework::testing {
-
-// The Vocabulary of tokenizer.ggml.*, with llama.cpp's defaults for absent
-// keys (SentencePiece: add_bos and add_space_prefix on; byte-level BPE:
-// off; token types: all normal). Ids stored as UINT32_MAX mean "none".
-absl::StatusOr<Vocabulary> VocabularyFromGguf(const gguf::GgufFile& file);
 
 // A tokenizer for the GGUF file at `path`, loaded once per path and kept
 // for the life of the process.
