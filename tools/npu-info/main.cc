@@ -1,72 +1,86 @@
-// npu-info: prints the parameters of an lnpu device.
+// npu-info: device parameters, capabilities, memory and counters of an lnpu
+// device, as text or JSON; --validate runs the device self-test
+// (self_test.h) and exits 0 if every check passed, 1 otherwise.
+// Command-line errors exit 2.
 #include <cstdio>
 #include <iostream>
 #include <string>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
 #include "kernel_iface/driver/device.h"
-#include "kernel_iface/uapi/drm/lnpu_accel.h"
-
-ABSL_FLAG(std::string, device, "auto",
-          "\"auto\" (lnpu /dev/accel node, else the software NPU), \"soft\", "
-          "or a device node path");
+#include "tools/npu-info/device_report.h"
+#include "tools/npu-info/self_test.h"
 
 namespace {
 
-struct ParamRow {
-  uint32_t id;
-  const char* name;
-  const char* unit;
+constexpr char kUsage[] =
+    "usage: npu-info [--device D] [--json] [--validate]\n"
+    "Prints the parameters, capabilities, memory and counters of an lnpu "
+    "device.\n"
+    "  --device D   \"auto\" (default: the first lnpu /dev/accel node, else "
+    "the\n"
+    "               software NPU), \"soft\", or a device node path\n"
+    "  --json       one JSON object instead of text\n"
+    "  --validate   run the self-test: NOP latency, DMA bandwidth, matmul\n"
+    "               throughput and a known-answer check, each against its\n"
+    "               threshold; exit 0 if all pass, 1 if one fails\n"
+    "  --help       this text\n";
+
+struct Options {
+  std::string device = "auto";
+  bool json = false;
+  bool validate = false;
 };
 
-constexpr ParamRow kParams[] = {
-    {DRM_LNPU_PARAM_UAPI_VERSION, "uapi version", ""},
-    {DRM_LNPU_PARAM_DEVICE_ID, "device id", ""},
-    {DRM_LNPU_PARAM_CAPABILITIES, "capabilities", ""},
-    {DRM_LNPU_PARAM_MEMORY_SIZE, "memory size", "bytes"},
-    {DRM_LNPU_PARAM_MEMORY_USED, "memory used", "bytes"},
-    {DRM_LNPU_PARAM_ENGINE_MASK, "engine mask", ""},
-    {DRM_LNPU_PARAM_BO_ALIGNMENT, "buffer alignment", "bytes"},
-    {DRM_LNPU_PARAM_MAX_CMD_SIZE, "max command stream", "bytes"},
-    {DRM_LNPU_PARAM_MAX_JOB_BOS, "max buffers per job", ""},
-    {DRM_LNPU_PARAM_JOB_TIMEOUT_MS, "job timeout", "ms"},
-    {DRM_LNPU_PARAM_COMPUTE_UNITS, "compute units", ""},
-    {DRM_LNPU_PARAM_MAX_IN_FENCES, "max in-fences per job", ""},
-};
+// Parses argv into *options. Returns -1 to go on, else the exit code.
+int ParseArgs(int argc, char** argv, Options* options) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    } else if (arg == "--json") {
+      options->json = true;
+    } else if (arg == "--validate") {
+      options->validate = true;
+    } else if (arg == "--device" && i + 1 < argc) {
+      options->device = argv[++i];
+    } else if (absl::StartsWith(arg, "--device=")) {
+      options->device = arg.substr(sizeof("--device=") - 1);
+    } else {
+      std::cerr << "npu-info: "
+                << (arg == "--device" ? "--device needs a value"
+                                      : "unknown argument '" + arg + "'")
+                << "; see npu-info --help\n";
+      return 2;
+    }
+  }
+  if (options->device.empty()) {
+    std::cerr << "npu-info: --device is empty; see npu-info --help\n";
+    return 2;
+  }
+  return -1;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "prints the parameters of an lnpu device.\nusage: npu-info [--device D]");
-  absl::ParseCommandLine(argc, argv);
-  auto device = lnpu::Device::Open(absl::GetFlag(FLAGS_device));
+  Options options;
+  if (const int code = ParseArgs(argc, argv, &options); code >= 0) return code;
+  auto device = lnpu::Device::Open(options.device);
   if (!device.ok()) {
     std::cerr << "npu-info: " << device.status().message() << "\n";
     return 1;
   }
-  std::cout << absl::StrFormat("device: %s\n", (*device)->Describe());
-  int failures = 0;
-  for (const ParamRow& row : kParams) {
-    auto value = (*device)->GetParam(row.id);
-    if (!value.ok()) {
-      std::cout << absl::StrFormat("  %-24s error: %s\n", row.name,
-                                   value.status().message());
-      ++failures;
-      continue;
-    }
-    if (row.id == DRM_LNPU_PARAM_UAPI_VERSION) {
-      std::cout << absl::StrFormat("  %-24s %d.%d\n", row.name, *value >> 16,
-                                   *value & 0xffff);
-    } else if (row.id == DRM_LNPU_PARAM_CAPABILITIES ||
-               row.id == DRM_LNPU_PARAM_ENGINE_MASK) {
-      std::cout << absl::StrFormat("  %-24s 0x%x\n", row.name, *value);
-    } else {
-      std::cout << absl::StrFormat("  %-24s %d %s\n", row.name, *value, row.unit);
-    }
+  if (options.validate) {
+    const lnpu::info::SelfTestReport report = lnpu::info::RunSelfTest(**device);
+    std::cout << (options.json ? lnpu::info::FormatJson(report)
+                               : lnpu::info::FormatText(report));
+    return report.pass() ? 0 : 1;
   }
-  return failures == 0 ? 0 : 1;
+  const lnpu::info::DeviceReport report =
+      lnpu::info::CollectDeviceReport(**device);
+  std::cout << (options.json ? lnpu::info::FormatJson(report)
+                             : lnpu::info::FormatText(report));
+  return report.complete() ? 0 : 1;
 }
