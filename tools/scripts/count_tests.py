@@ -1,23 +1,33 @@
 #!/usr/bin/env python3
-"""Counts test cases in meson's JUnit log and prints 'N passed, N failed'.
+"""Counts test cases in JUnit files and prints 'N passed, N failed'.
+
+Usage: count_tests.py JUNIT.xml...
 
 With protocol 'gtest', meson records each GoogleTest case as a testcase;
 a suite that crashed before reporting its cases counts as one failure.
+A file that is missing or does not parse counts as one failure.
 Exits 1 when anything failed or nothing ran.
 """
 import sys
 import xml.etree.ElementTree as ET
 
 
-def main(path):
+def main(paths):
     passed = failed = skipped = 0
-    for case in ET.parse(path).getroot().iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
+    for path in paths:
+        try:
+            root = ET.parse(path).getroot()
+        except (OSError, ET.ParseError) as error:
+            print(f"count_tests: {path}: {error}", file=sys.stderr)
             failed += 1
-        elif case.find("skipped") is not None:
-            skipped += 1
-        else:
-            passed += 1
+            continue
+        for case in root.iter("testcase"):
+            if case.find("failure") is not None or case.find("error") is not None:
+                failed += 1
+            elif case.find("skipped") is not None:
+                skipped += 1
+            else:
+                passed += 1
     line = f"{passed} passed, {failed} failed"
     if skipped:
         line += f", {skipped} skipped"
@@ -26,4 +36,4 @@ def main(path):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1:]))

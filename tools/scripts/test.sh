@@ -1,11 +1,116 @@
 #!/usr/bin/env bash
 # Builds and runs the whole test suite, then prints the line
-# "N passed, N failed" counted over individual GoogleTest cases.
+# "N passed, N failed" counted over the individual test cases of all runs:
+#   1. every suite in the normal build        $BUILD_DIR      (build/)
+#   2. every suite under AddressSanitizer
+#      and UndefinedBehaviorSanitizer         $BUILD_DIR-asan (build-asan/)
+#   3. the threaded suites (softnpu, driver,
+#      runtime, end_to_end) under
+#      ThreadSanitizer                        $BUILD_DIR-tsan (build-tsan/)
+#   4. a bounded libFuzzer run of the
+#      software NPU's ioctls (clang), one
+#      test case; prints its executions      $BUILD_DIR-fuzz (build-fuzz/)
+# FUZZ_SECONDS (default 120) bounds the fuzz run. Build directories are
+# reused when run again. Sanitizer reports fail the run that printed them.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$repo/tools/scripts/setup.sh"
+# GCC's sanitizer runtimes (libasan8, libubsan1, libtsan2) come with g++;
+# libFuzzer comes with clang.
+install_missing_packages clang libclang-rt-14-dev
+
+asan_dir=${build_dir}-asan
+tsan_dir=${build_dir}-tsan
+fuzz_dir=${build_dir}-fuzz
+results_dir=$build_dir/test-results
+mkdir -p "$results_dir"
+rm -f "$results_dir"/*.xml
 status=0
-meson test -C "$build_dir" --num-processes 2 --print-errorlogs || status=$?
-python3 "$repo/tools/scripts/count_tests.py" "$build_dir/meson-logs/testlog.junit.xml" \
-  || status=1
+
+# record_case NAME PASSED: a one-case JUnit file for a step that is not a
+# meson test (a failed build, the fuzz run).
+record_case() {
+  local failure=""
+  [ "$2" = 1 ] || failure="<failure message=\"failed\"/>"
+  printf '<testsuites><testsuite name="%s"><testcase name="%s">%s</testcase></testsuite></testsuites>\n' \
+    "$1" "$1" "$failure" > "$results_dir/$1.xml"
+  [ "$2" = 1 ] || status=1
+}
+
+# run_meson_tests DIR NAME [TEST...]: meson test (built already) and its
+# JUnit log under NAME.
+run_meson_tests() {
+  local dir=$1 name=$2
+  shift 2
+  meson test -C "$dir" --no-rebuild --num-processes 2 --print-errorlogs "$@" \
+    || status=1
+  cp "$dir/meson-logs/testlog.junit.xml" "$results_dir/$name.xml"
+}
+
+# sanitizer_setup DIR SANITIZERS: configures a sanitizer build; no debug
+# info and -O1 keep its build time down.
+sanitizer_setup() {
+  [ -f "$1/build.ninja" ] && return 0
+  meson setup "$1" "$repo" -Db_sanitize="$2" -Doptimization=1 -Ddebug=false
+}
+
+# 1. Normal build (setup.sh built it).
+run_meson_tests "$build_dir" normal
+
+# 2. AddressSanitizer + UBSan, every suite.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+if sanitizer_setup "$asan_dir" address,undefined && ninja -C "$asan_dir"; then
+  run_meson_tests "$asan_dir" asan
+else
+  record_case asan-build 0
+fi
+
+# 3. ThreadSanitizer, the suites whose executables live in the threaded
+# test folders. Debian's Abseil is not TSan-instrumented: see
+# tests/tsan.supp for what is suppressed and why.
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$repo/tests/tsan.supp"
+threaded_tests() {  # prints "TARGET TEST" per threaded test of build $1
+  meson introspect --tests "$1" | python3 -c '
+import json, os, sys
+build = os.path.realpath(sys.argv[1])
+for t in json.load(sys.stdin):
+    exe = os.path.relpath(os.path.realpath(t["cmd"][0]), build)
+    if exe.split("/")[:2] in (["tests", d] for d in
+                              ("softnpu", "driver", "runtime", "end_to_end")):
+        print(exe, t["name"])' "$1"
+}
+if sanitizer_setup "$tsan_dir" thread \
+    && mapfile -t tsan_tests < <(threaded_tests "$tsan_dir") \
+    && ((${#tsan_tests[@]})) \
+    && ninja -C "$tsan_dir" $(printf '%s\n' "${tsan_tests[@]}" | cut -d' ' -f1 | sort -u); then
+  run_meson_tests "$tsan_dir" tsan $(printf '%s\n' "${tsan_tests[@]}" | cut -d' ' -f2)
+else
+  record_case tsan-build 0
+fi
+
+# 4. Bounded fuzz run: clang, ASan + UBSan, libFuzzer coverage. New inputs
+# collect in $fuzz_dir/corpus; the committed seeds are read every run.
+fuzz_ok=0
+if { [ -f "$fuzz_dir/build.ninja" ] \
+       || CC=clang CXX=clang++ meson setup "$fuzz_dir" "$repo" -Dfuzz=true \
+            -Db_sanitize=address,undefined -Doptimization=1; } \
+    && ninja -C "$fuzz_dir" tests/fuzz/softnpu_ioctl_fuzzer; then
+  mkdir -p "$fuzz_dir/corpus"
+  fuzz_log=$fuzz_dir/fuzz.log
+  if "$fuzz_dir/tests/fuzz/softnpu_ioctl_fuzzer" \
+       -max_total_time="${FUZZ_SECONDS:-120}" -timeout=10 -rss_limit_mb=2048 \
+       -print_final_stats=1 -artifact_prefix="$fuzz_dir/" \
+       "$fuzz_dir/corpus" "$repo/tests/fuzz/corpus" > "$fuzz_log" 2>&1; then
+    fuzz_ok=1
+  else
+    tail -n 60 "$fuzz_log"
+  fi
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$fuzz_log")
+  echo "fuzz: softnpu_ioctl_fuzzer ran ${runs:-0} executions in" \
+       "${FUZZ_SECONDS:-120} s: $([ $fuzz_ok = 1 ] && echo 'no crash, hang or sanitizer report' || echo "FAILED, see $fuzz_log")"
+fi
+record_case fuzz-softnpu-ioctl "$fuzz_ok"
+
+python3 "$repo/tools/scripts/count_tests.py" "$results_dir"/*.xml || status=1
 exit "$status"
