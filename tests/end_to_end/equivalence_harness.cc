@@ -7,6 +7,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler_artifacts/format/artifact.h"
+#include "compiler_artifacts/gguf/quantize.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu::end_to_end {
 namespace {
@@ -52,6 +55,46 @@ absl::StatusOr<std::string> CompileToTempDir(
     return status;
   }
   return path;
+}
+
+absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>>
+LoadReferenceForArtifact(const std::string& gguf_path,
+                         const std::string& artifact_path) {
+  absl::StatusOr<std::unique_ptr<artifact::Artifact>> opened =
+      artifact::Artifact::Open(artifact_path);
+  if (!opened.ok()) return opened.status();
+  std::shared_ptr<const artifact::Artifact> art = *std::move(opened);
+  reference::ReferenceOptions options;
+  options.round_kv_to_f16 = art->model().kv_cache()->dtype() == LNPU_DTYPE_F16;
+  options.weight_values =
+      [art](const std::string& name) -> absl::StatusOr<std::vector<float>> {
+    for (const artifact::fb::Weight* w : *art->model().weights()) {
+      if (w->name()->str() != name) continue;
+      gguf::GgmlType type;
+      switch (w->dtype()) {
+        case LNPU_DTYPE_F32: type = gguf::GgmlType::kF32; break;
+        case LNPU_DTYPE_F16: type = gguf::GgmlType::kF16; break;
+        case LNPU_DTYPE_Q8_0: type = gguf::GgmlType::kQ8_0; break;
+        case LNPU_DTYPE_Q4_0: type = gguf::GgmlType::kQ4_0; break;
+        default:
+          return absl::InvalidArgumentError(
+              absl::StrCat("weight ", name, " has dtype ", w->dtype()));
+      }
+      uint64_t elements = 1;
+      for (uint64_t d : *w->shape()) elements *= d;
+      std::vector<float> values(elements);
+      if (absl::Status s = gguf::DequantizeRow(
+              type, art->data().subspan(w->offset(), w->size()),
+              absl::MakeSpan(values));
+          !s.ok()) {
+        return s;
+      }
+      return values;
+    }
+    return absl::NotFoundError(
+        absl::StrCat("the artifact has no weight named ", name));
+  };
+  return reference::ReferenceLlama::Load(gguf_path, std::move(options));
 }
 
 framework::GenerationConfig GreedyConfig(int max_new_tokens) {

@@ -10,6 +10,7 @@
 #define LNPU_TESTS_END_TO_END_EQUIVALENCE_HARNESS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,14 @@ absl::StatusOr<std::string> WriteRandomLlamaToTempDir(
 absl::StatusOr<std::string> CompileToTempDir(
     const std::string& gguf_path, const std::string& name,
     const compiler::CompileOptions& options);
+
+// The reference for `artifact_path` compiled from `gguf_path`: its weights
+// are the artifact's own bytes (F32, F16, Q8_0 or Q4_0) widened with
+// gguf::DequantizeRow, exactly the values the NPU multiplies with, and its
+// KV rows are rounded to f16 when the artifact's KV cache is F16.
+absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>>
+LoadReferenceForArtifact(const std::string& gguf_path,
+                         const std::string& artifact_path);
 
 // Greedy decoding of exactly the given prompt tokens (no BOS added), not
 // stopping at end-of-generation tokens.

@@ -57,7 +57,7 @@ class GenerationLimitsTest : public ::testing::Test {
         framework::Llm::Load(*artifact);
     ASSERT_TRUE(llm.ok()) << llm.status();
     absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
-        reference::ReferenceLlama::Load(*gguf_path);
+        LoadReferenceForArtifact(*gguf_path, *artifact);
     ASSERT_TRUE(reference.ok()) << reference.status();
     llm_ = llm->release();
     reference_ = reference->release();

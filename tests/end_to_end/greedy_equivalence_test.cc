@@ -22,17 +22,18 @@ namespace {
 
 using ::testing::StartsWith;
 
-// stories260K compiled with the default options (capacity 1024 + 128 slots,
-// prefill chunks {16, 64, 256}), shared by the suite.
+// stories260K compiled with the default options (q8 weights, F16 KV cache,
+// capacity 1024 + 128 slots, prefill chunks {16, 64, 256}), shared by the
+// suite; the reference runs on the artifact's quantized weights.
 class StoriesEquivalenceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
-        reference::ReferenceLlama::Load(StoriesGgufPath());
-    ASSERT_TRUE(reference.ok()) << reference.status();
     absl::StatusOr<std::string> artifact =
         CompileToTempDir(StoriesGgufPath(), "stories260K_default", {});
     ASSERT_TRUE(artifact.ok()) << artifact.status();
+    absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
+        LoadReferenceForArtifact(StoriesGgufPath(), *artifact);
+    ASSERT_TRUE(reference.ok()) << reference.status();
     absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
         framework::Llm::Load(*artifact);
     ASSERT_TRUE(llm.ok()) << llm.status();
@@ -140,6 +141,10 @@ struct RandomCase {
   bool tied_embeddings;
   gguf::GgmlType weight_type;
   int prompt_len;
+  std::string architecture = "llama";
+  compiler::CompileOptions::WeightType weights =
+      compiler::CompileOptions::WeightType::kQ8;
+  float llama3_rope_factor = 0.0f;
 };
 
 void PrintTo(const RandomCase& c, std::ostream* os) { *os << c.name; }
@@ -168,6 +173,8 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   spec.context_length = kCapacity;
   spec.tied_embeddings = c.tied_embeddings;
   spec.weight_type = c.weight_type;
+  spec.architecture = c.architecture;
+  spec.llama3_rope_factor = c.llama3_rope_factor;
   spec.seed = 1000 + c.prompt_len;
   absl::StatusOr<std::string> gguf_path = WriteRandomLlamaToTempDir(spec, c.name);
   ASSERT_TRUE(gguf_path.ok()) << gguf_path.status();
@@ -176,12 +183,13 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   options.max_prompt_len = kMaxPromptLen;
   options.min_response_len = kMinResponseLen;
   options.prefill_chunks = {8, 32};
+  options.weights = c.weights;
   absl::StatusOr<std::string> artifact = CompileToTempDir(*gguf_path, c.name, options);
   ASSERT_TRUE(artifact.ok()) << artifact.status();
   absl::StatusOr<std::unique_ptr<framework::Llm>> llm = framework::Llm::Load(*artifact);
   ASSERT_TRUE(llm.ok()) << llm.status();
   absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
-      reference::ReferenceLlama::Load(*gguf_path);
+      LoadReferenceForArtifact(*gguf_path, *artifact);
   ASSERT_TRUE(reference.ok()) << reference.status();
 
   const std::vector<int32_t> prompt =
@@ -208,7 +216,27 @@ INSTANTIATE_TEST_SUITE_P(
         RandomCase{"gqa8x2_tied_f16", 64, 8, 2, 96, 0, true,
                    gguf::GgmlType::kF16, 13},
         RandomCase{"mha4x4_partial_rope", 64, 4, 4, 100, 8, false,
-                   gguf::GgmlType::kF32, 9}),
+                   gguf::GgmlType::kF32, 9},
+        // Each architecture and GGUF tensor type, compiled to q8 / q4 / f32.
+        RandomCase{"qwen2_tied_bias_neox_q8", 64, 8, 2, 160, 0, true,
+                   gguf::GgmlType::kF16, 17, "qwen2"},
+        RandomCase{"qwen2_untied_q4", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 19, "qwen2",
+                   compiler::CompileOptions::WeightType::kQ4},
+        RandomCase{"llama3_scaling_bf16_f32", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kBF16, 23, "llama",
+                   compiler::CompileOptions::WeightType::kF32, 32.0f},
+        RandomCase{"llama_q8_0_keep", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kQ8_0, 11, "llama",
+                   compiler::CompileOptions::WeightType::kKeep},
+        RandomCase{"llama_q4_0_keep", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kQ4_0, 12, "llama",
+                   compiler::CompileOptions::WeightType::kKeep},
+        RandomCase{"llama_q4_k_to_q8", 256, 8, 2, 256, 0, false,
+                   gguf::GgmlType::kQ4_K, 14, "llama"},
+        RandomCase{"llama_q6_k_to_q4", 256, 8, 2, 256, 0, false,
+                   gguf::GgmlType::kQ6_K, 15, "llama",
+                   compiler::CompileOptions::WeightType::kQ4}),
     [](const ::testing::TestParamInfo<RandomCase>& info) { return info.param.name; });
 
 }  // namespace

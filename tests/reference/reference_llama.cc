@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <numbers>
 #include <optional>
 #include <utility>
 
@@ -66,30 +67,60 @@ std::vector<float> RmsNorm(const std::vector<float>& x,
   return y;
 }
 
-// Rotates adjacent pairs (2i, 2i+1), i < rope_dim / 2, of every head in place
-// by pos * theta^(-2i / rope_dim).
-void ApplyRope(std::vector<float>& x, int n_heads, int head_dim, int rope_dim,
-               float theta, int pos) {
+// Rotates pair i < rope_dim / 2 of every head in place by
+// pos * theta^(-2i / rope_dim) / factors[i] (factor 1 without factors). The
+// pair is (2i, 2i+1), or (i, i + rope_dim / 2) with `neox`.
+void ApplyRope(std::vector<float>& x, const ReferenceLlamaConfig& c,
+               int n_heads, int pos) {
+  const int rope_dim = c.rope_dim;
   for (int h = 0; h < n_heads; ++h) {
-    float* head = x.data() + static_cast<size_t>(h) * head_dim;
+    float* head = x.data() + static_cast<size_t>(h) * c.head_dim;
     for (int i = 0; i < rope_dim / 2; ++i) {
-      const double freq =
-          std::pow(static_cast<double>(theta), -2.0 * i / rope_dim);
+      double freq =
+          std::pow(static_cast<double>(c.rope_theta), -2.0 * i / rope_dim);
+      if (!c.rope_freq_factors.empty()) freq /= c.rope_freq_factors[i];
       const double angle = pos * freq;
-      const double c = std::cos(angle);
-      const double s = std::sin(angle);
-      const double x0 = head[2 * i];
-      const double x1 = head[2 * i + 1];
-      head[2 * i] = static_cast<float>(x0 * c - x1 * s);
-      head[2 * i + 1] = static_cast<float>(x0 * s + x1 * c);
+      const double cos = std::cos(angle);
+      const double sin = std::sin(angle);
+      const int a = c.rope_neox ? i : 2 * i;
+      const int b = c.rope_neox ? i + rope_dim / 2 : 2 * i + 1;
+      const double x0 = head[a];
+      const double x1 = head[b];
+      head[a] = static_cast<float>(x0 * cos - x1 * sin);
+      head[b] = static_cast<float>(x0 * sin + x1 * cos);
     }
   }
+}
+
+// Llama 3 frequency factors from the model card's formula: wavelengths
+// 2 pi / freq_i shorter than original_context / high_freq_factor keep their
+// frequency, longer than original_context / low_freq_factor divide it by
+// `factor`, and between the two the divisor is interpolated.
+std::vector<float> Llama3Factors(double theta, int rope_dim, double factor,
+                                 double low, double high, double original) {
+  std::vector<float> factors(rope_dim / 2);
+  for (int i = 0; i < rope_dim / 2; ++i) {
+    const double wavelength = 2 * std::numbers::pi *
+                              std::pow(theta, 2.0 * i / rope_dim);
+    double divisor;
+    if (wavelength < original / high) {
+      divisor = 1.0;
+    } else if (wavelength > original / low) {
+      divisor = factor;
+    } else {
+      const double smooth = (original / wavelength - low) / (high - low);
+      divisor = 1.0 / ((1 - smooth) / factor + smooth);
+    }
+    factors[i] = static_cast<float>(divisor);
+  }
+  return factors;
 }
 
 // Reads GGUF weights, checking every shape against the metadata.
 class WeightReader {
  public:
-  explicit WeightReader(const gguf::GgufFile& file) : file_(file) {}
+  WeightReader(const gguf::GgufFile& file, const ReferenceOptions& options)
+      : file_(file), options_(options) {}
 
   bool Has(const std::string& name) const {
     return file_.FindTensor(name) != nullptr;
@@ -112,6 +143,7 @@ class WeightReader {
           "] but the model metadata implies [",
           absl::StrJoin(expected_dims, ", "), "]"));
     }
+    if (options_.weight_values) return options_.weight_values(name);
     return file_.TensorToF32(*info);
   }
 
@@ -130,6 +162,7 @@ class WeightReader {
 
  private:
   const gguf::GgufFile& file_;
+  const ReferenceOptions& options_;
 };
 
 // Reads the unsigned metadata value `key` as an int in [1, kMaxDimension];
@@ -154,12 +187,15 @@ absl::StatusOr<int> GetPositiveInt(const gguf::GgufFile& file,
 
 absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
   const absl::StatusOr<std::string> arch = file.GetString("general.architecture");
-  if (!arch.ok() || *arch != "llama") {
+  if (!arch.ok() || (*arch != "llama" && *arch != "qwen2")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "general.architecture is '", arch.ok() ? *arch : "(missing)",
-        "'; the reference implements only the 'llama' architecture"));
+        "'; the reference implements the 'llama' and 'qwen2' architectures"));
   }
+  const std::string p = *arch + ".";
   ReferenceLlamaConfig c;
+  c.architecture = *arch;
+  c.rope_neox = *arch == "qwen2";
   absl::Status status;
   // Assigns the value of `key` to `field`, remembering the first failure.
   const auto read = [&](int& field, const std::string& key,
@@ -168,11 +204,11 @@ absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
     const absl::StatusOr<int> value = GetPositiveInt(file, key, fallback);
     if (value.ok()) field = *value; else status = value.status();
   };
-  read(c.dim, "llama.embedding_length");
-  read(c.n_layers, "llama.block_count");
-  read(c.n_heads, "llama.attention.head_count");
-  read(c.n_kv_heads, "llama.attention.head_count_kv", c.n_heads);
-  read(c.ffn_dim, "llama.feed_forward_length");
+  read(c.dim, p + "embedding_length");
+  read(c.n_layers, p + "block_count");
+  read(c.n_heads, p + "attention.head_count");
+  read(c.n_kv_heads, p + "attention.head_count_kv", c.n_heads);
+  read(c.ffn_dim, p + "feed_forward_length");
   if (!status.ok()) return status;
   if (c.dim % c.n_heads != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -180,7 +216,7 @@ absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
         c.n_heads));
   }
   c.head_dim = c.dim / c.n_heads;
-  read(c.rope_dim, "llama.rope.dimension_count", c.head_dim);
+  read(c.rope_dim, p + "rope.dimension_count", c.head_dim);
   if (!status.ok()) return status;
   if (c.n_heads % c.n_kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -193,24 +229,42 @@ absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
         "rope.dimension_count %d must be even and at most the head size %d",
         c.rope_dim, c.head_dim));
   }
-  if (file.HasKey("llama.rope.freq_base")) {
-    const absl::StatusOr<float> theta = file.GetFloat("llama.rope.freq_base");
+  if (file.HasKey(p + "rope.freq_base")) {
+    const absl::StatusOr<float> theta = file.GetFloat(p + "rope.freq_base");
     if (!theta.ok()) return theta.status();
     if (!(*theta > 0.0f) || !std::isfinite(*theta)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "llama.rope.freq_base = ", *theta, " must be a finite positive number"));
+          p, "rope.freq_base = ", *theta, " must be a finite positive number"));
     }
     c.rope_theta = *theta;
   }
-  const absl::StatusOr<float> eps = file.GetFloat("llama.attention.layer_norm_rms_epsilon");
+  const absl::StatusOr<std::string> scaling = file.GetString(p + "rope.scaling.type");
+  if (scaling.ok() && *scaling == "llama3") {
+    const auto number = [&](const std::string& key, double fallback) {
+      const absl::StatusOr<float> f = file.GetFloat(key);
+      if (f.ok()) return static_cast<double>(*f);
+      const absl::StatusOr<uint64_t> u = file.GetUint(key);
+      return u.ok() ? static_cast<double>(*u) : fallback;
+    };
+    c.rope_freq_factors = Llama3Factors(
+        c.rope_theta, c.rope_dim, number(p + "rope.scaling.factor", 8),
+        number(p + "rope.scaling.low_freq_factor", 1),
+        number(p + "rope.scaling.high_freq_factor", 4),
+        number(p + "rope.scaling.original_context_length", 8192));
+  } else if (scaling.ok() && *scaling != "none") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        p, "rope.scaling.type '", *scaling,
+        "' is not implemented by the reference (none, llama3)"));
+  }
+  const absl::StatusOr<float> eps = file.GetFloat(p + "attention.layer_norm_rms_epsilon");
   if (!eps.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "llama.attention.layer_norm_rms_epsilon is missing or not a float (",
+        p, "attention.layer_norm_rms_epsilon is missing or not a float (",
         eps.status().message(), ")"));
   }
   if (!(*eps >= 0.0f) || !std::isfinite(*eps)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "llama.attention.layer_norm_rms_epsilon = ", *eps,
+        p, "attention.layer_norm_rms_epsilon = ", *eps,
         " must be a finite non-negative number"));
   }
   c.norm_eps = *eps;
@@ -236,6 +290,7 @@ struct ReferenceLlama::Weights {
   struct Layer {
     std::vector<float> attn_norm;
     Matrix wq, wk, wv, wo;
+    std::vector<float> bq, bk, bv;  // empty without QKV biases
     std::vector<float> ffn_norm;
     Matrix w_gate, w_up, w_down;
   };
@@ -246,8 +301,10 @@ struct ReferenceLlama::Weights {
 };
 
 ReferenceLlama::ReferenceLlama(ReferenceLlamaConfig config,
-                               std::unique_ptr<Weights> weights)
+                               std::unique_ptr<Weights> weights,
+                               bool round_kv_to_f16)
     : config_(std::move(config)),
+      round_kv_to_f16_(round_kv_to_f16),
       weights_(std::move(weights)),
       k_cache_(config_.n_layers),
       v_cache_(config_.n_layers) {}
@@ -255,7 +312,7 @@ ReferenceLlama::ReferenceLlama(ReferenceLlamaConfig config,
 ReferenceLlama::~ReferenceLlama() = default;
 
 absl::StatusOr<std::unique_ptr<ReferenceLlama>> ReferenceLlama::Load(
-    const std::string& gguf_path) {
+    const std::string& gguf_path, ReferenceOptions options) {
   absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file =
       gguf::GgufFile::Open(gguf_path);
   if (!file.ok()) return file.status();
@@ -264,8 +321,8 @@ absl::StatusOr<std::unique_ptr<ReferenceLlama>> ReferenceLlama::Load(
     return absl::Status(config.status().code(),
                         absl::StrCat(gguf_path, ": ", config.status().message()));
   }
-  const ReferenceLlamaConfig& c = *config;
-  const WeightReader reader(**file);
+  ReferenceLlamaConfig& c = *config;
+  const WeightReader reader(**file, options);
   const int q_dim = c.n_heads * c.head_dim;
   const int kv_dim = c.n_kv_heads * c.head_dim;
 
@@ -294,6 +351,11 @@ absl::StatusOr<std::unique_ptr<ReferenceLlama>> ReferenceLlama::Load(
     load_matrix(layer.wq, p + "attn_q.weight", q_dim, c.dim);
     load_matrix(layer.wk, p + "attn_k.weight", kv_dim, c.dim);
     load_matrix(layer.wv, p + "attn_v.weight", kv_dim, c.dim);
+    if (c.architecture == "qwen2" || reader.Has(p + "attn_q.bias")) {
+      load_vector(layer.bq, p + "attn_q.bias", q_dim);
+      load_vector(layer.bk, p + "attn_k.bias", kv_dim);
+      load_vector(layer.bv, p + "attn_v.bias", kv_dim);
+    }
     load_matrix(layer.wo, p + "attn_output.weight", c.dim, q_dim);
     load_vector(layer.ffn_norm, p + "ffn_norm.weight", c.dim);
     load_matrix(layer.w_gate, p + "ffn_gate.weight", c.ffn_dim, c.dim);
@@ -301,6 +363,9 @@ absl::StatusOr<std::unique_ptr<ReferenceLlama>> ReferenceLlama::Load(
     load_matrix(layer.w_down, p + "ffn_down.weight", c.dim, c.ffn_dim);
   }
   load_vector(weights->output_norm, "output_norm.weight", c.dim);
+  if (reader.Has("rope_freqs.weight")) {
+    load_vector(c.rope_freq_factors, "rope_freqs.weight", c.rope_dim / 2);
+  }
   if (!c.tied_embeddings) {
     load_matrix(weights->output, "output.weight", c.vocab_size, c.dim);
   }
@@ -309,7 +374,8 @@ absl::StatusOr<std::unique_ptr<ReferenceLlama>> ReferenceLlama::Load(
                         absl::StrCat(gguf_path, ": ", status.message()));
   }
   return std::unique_ptr<ReferenceLlama>(
-      new ReferenceLlama(*std::move(config), std::move(weights)));
+      new ReferenceLlama(*std::move(config), std::move(weights),
+                         options.round_kv_to_f16));
 }
 
 const ReferenceLlamaConfig& ReferenceLlama::config() const { return config_; }
@@ -343,13 +409,28 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
     const std::vector<float> xn = RmsNorm(x, layer.attn_norm, c.norm_eps);
     std::vector<float> q = MatVec(layer.wq, xn);
     std::vector<float> k = MatVec(layer.wk, xn);
-    const std::vector<float> v = MatVec(layer.wv, xn);
-    ApplyRope(q, c.n_heads, c.head_dim, c.rope_dim, c.rope_theta, pos);
-    ApplyRope(k, c.n_kv_heads, c.head_dim, c.rope_dim, c.rope_theta, pos);
+    std::vector<float> v = MatVec(layer.wv, xn);
+    if (!layer.bq.empty()) {
+      for (size_t i = 0; i < q.size(); ++i) q[i] += layer.bq[i];
+      for (size_t i = 0; i < k.size(); ++i) k[i] += layer.bk[i];
+      for (size_t i = 0; i < v.size(); ++i) v[i] += layer.bv[i];
+    }
+    ApplyRope(q, c, c.n_heads, pos);
+    ApplyRope(k, c, c.n_kv_heads, pos);
+    // The cache keeps each row as stored (f16-rounded with that option);
+    // the current token attends to its own row unrounded, as the NPU reads
+    // the new row from its F32 staging area.
     std::vector<float>& k_cache = k_cache_[l];
     std::vector<float>& v_cache = v_cache_[l];
     k_cache.insert(k_cache.end(), k.begin(), k.end());
     v_cache.insert(v_cache.end(), v.begin(), v.end());
+    if (round_kv_to_f16_ && pos > 0) {
+      for (size_t i = static_cast<size_t>(pos - 1) * kv_dim;
+           i < static_cast<size_t>(pos) * kv_dim; ++i) {
+        k_cache[i] = static_cast<float>(static_cast<_Float16>(k_cache[i]));
+        v_cache[i] = static_cast<float>(static_cast<_Float16>(v_cache[i]));
+      }
+    }
 
     const int n_positions = pos + 1;
     std::vector<float> attn(static_cast<size_t>(c.n_heads) * c.head_dim);

@@ -13,9 +13,14 @@
 //   per layer:  h = x + Wo * Attention(RoPE(Wq * RMSNorm(x)), RoPE(Wk * ...), Wv * ...)
 //               x = h + Wdown * (SiLU(Wgate * RMSNorm(h)) * (Wup * RMSNorm(h)))
 //   logits = Woutput * RMSNorm(x)          (Woutput = token_embd when tied)
-// RoPE uses the "normal" pairing of adjacent dimensions (2i, 2i+1) over the
-// first llama.rope.dimension_count dimensions of every head; attention is
-// grouped-query (query head h reads KV head h / (n_heads / n_kv_heads)).
+// RoPE rotates the first <arch>.rope.dimension_count dimensions of every
+// head: llama pairs adjacent dimensions (2i, 2i+1), qwen2 pairs (i, i + d/2)
+// ("NEOX"); Llama 3 frequency scaling divides frequency i by factor i (the
+// rope_freqs.weight tensor, or computed from rope.scaling.type "llama3").
+// qwen2 adds biases to the Q, K and V projections (llama when present).
+// Attention is grouped-query (query head h reads KV head h / (n_heads /
+// n_kv_heads)). Optionally the cached K/V rows are rounded to f16, as an
+// F16 KV cache stores them.
 //
 // Thread-safety: a ReferenceLlama is a mutable state machine (its KV cache);
 // use one instance per thread. Distinct instances are independent.
@@ -24,6 +29,7 @@
 #define LNPU_TESTS_REFERENCE_REFERENCE_LLAMA_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +42,7 @@ namespace lnpu::reference {
 // Hyper-parameters of a loaded model, as read from GGUF metadata and
 // cross-checked against the tensor shapes.
 struct ReferenceLlamaConfig {
+  std::string architecture;  // "llama" or "qwen2"
   int vocab_size = 0;
   int dim = 0;         // llama.embedding_length
   int n_layers = 0;    // llama.block_count
@@ -44,20 +51,39 @@ struct ReferenceLlamaConfig {
   int head_dim = 0;    // dim / n_heads
   int ffn_dim = 0;     // llama.feed_forward_length
   int rope_dim = 0;    // llama.rope.dimension_count (defaults to head_dim)
-  float rope_theta = 10000.0f;  // llama.rope.freq_base
+  float rope_theta = 10000.0f;  // <arch>.rope.freq_base
+  bool rope_neox = false;       // pairs (i, i + rope_dim / 2): qwen2
+  // Divisors of the RoPE frequencies (Llama 3 scaling); empty = none.
+  std::vector<float> rope_freq_factors;
   float norm_eps = 0.0f;        // llama.attention.layer_norm_rms_epsilon
   bool tied_embeddings = false;  // output.weight absent: logits use token_embd
 };
 
+struct ReferenceOptions {
+  // Round every K and V row to f16 (and back) once later tokens read it
+  // from the cache, as an F16 KV cache stores it; a token attends to its
+  // own row unrounded, as the NPU reads it from the F32 staging area. (In
+  // a prefill chunk the NPU also reads earlier rows of the same chunk
+  // unrounded: a difference of f16 rounding error, below greedy margins
+  // in the tests.)
+  bool round_kv_to_f16 = false;
+  // When set, the values of each tensor (by GGUF name) come from here
+  // instead of the GGUF file, e.g. the weights an artifact holds after
+  // quantization; shapes are still checked against the GGUF's tensors.
+  std::function<absl::StatusOr<std::vector<float>>(const std::string& name)>
+      weight_values;
+};
+
 class ReferenceLlama {
  public:
-  // Loads a llama-architecture GGUF file with F32, F16 or BF16 weights
-  // (whatever GgufFile::TensorToF32 can widen). Fails with InvalidArgument
-  // when the architecture is not llama, a required key or tensor is missing,
-  // or a tensor's shape disagrees with the metadata; NotFound / other errors
-  // from the GGUF reader are passed through.
+  // Loads a "llama" or "qwen2" GGUF file with weights of any type
+  // GgufFile::TensorToF32 can widen (F32, F16, BF16, Q8_0, Q4_0, Q4_K,
+  // Q6_K). Fails with InvalidArgument when the architecture is another, a
+  // required key or tensor is missing, or a tensor's shape disagrees with
+  // the metadata; NotFound / other errors from the GGUF reader (or
+  // options.weight_values) are passed through.
   static absl::StatusOr<std::unique_ptr<ReferenceLlama>> Load(
-      const std::string& gguf_path);
+      const std::string& gguf_path, ReferenceOptions options = {});
 
   ReferenceLlama(const ReferenceLlama&) = delete;
   ReferenceLlama& operator=(const ReferenceLlama&) = delete;
@@ -88,9 +114,11 @@ class ReferenceLlama {
 
  private:
   struct Weights;
-  ReferenceLlama(ReferenceLlamaConfig config, std::unique_ptr<Weights> weights);
+  ReferenceLlama(ReferenceLlamaConfig config, std::unique_ptr<Weights> weights,
+                 bool round_kv_to_f16);
 
   ReferenceLlamaConfig config_;
+  bool round_kv_to_f16_;
   std::unique_ptr<Weights> weights_;
   // Per layer, position-major K and V rows of n_kv_heads * head_dim floats.
   std::vector<std::vector<float>> k_cache_;
