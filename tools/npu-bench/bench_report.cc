@@ -12,6 +12,13 @@ namespace {
 constexpr double kMB = 1e6;
 constexpr double kGB = 1e9;
 
+// `bytes` in kB, MB or GB (decimal), three significant digits or more.
+std::string HumanBytes(double bytes) {
+  if (bytes >= kGB) return absl::StrFormat("%.2f GB", bytes / kGB);
+  if (bytes >= kMB) return absl::StrFormat("%.1f MB", bytes / kMB);
+  return absl::StrFormat("%.1f kB", bytes / 1e3);
+}
+
 // `text` as a JSON string literal.
 std::string JsonString(const std::string& text) {
   std::string out = "\"";
@@ -96,17 +103,16 @@ std::string FormatText(const BenchReport& r) {
       "device: %s, %d compute units\n"
       "model: %s \"%s\", vocab %d, dim %d, %d layers, %d heads (%d kv), ffn %d, "
       "KV cache %d slots\n"
-      "weights: %.1f MB; a decode step streams %.1f MB of them%s + %.1f KB per visible "
-      "KV slot\n"
+      "weights: %s; a decode step streams %s of them%s + %s per visible KV slot\n"
       "each figure: median of %d timed repetitions after %d warm-up\n",
       r.model, r.device, r.compute_units, m.architecture, m.name, m.vocab_size, m.dim,
-      m.n_layers, m.n_heads, m.n_kv_heads, m.ffn_dim, m.kv_capacity, m.weight_bytes / kMB,
-      r.traffic.weight_bytes / kMB,
+      m.n_layers, m.n_heads, m.n_kv_heads, m.ffn_dim, m.kv_capacity, HumanBytes(m.weight_bytes),
+      HumanBytes(r.traffic.weight_bytes),
       r.traffic.gathered_embedding_bytes > 0
-          ? absl::StrFormat(" (the %.1f MB embedding is only gathered)",
-                            r.traffic.gathered_embedding_bytes / kMB)
+          ? absl::StrFormat(" (the %s embedding is only gathered)",
+                            HumanBytes(r.traffic.gathered_embedding_bytes))
           : std::string(" (embedding tied to the output: streamed)"),
-      r.traffic.kv_bytes_per_slot / 1e3, r.reps, r.warmups);
+      HumanBytes(r.traffic.kv_bytes_per_slot), r.reps, r.warmups);
 
   absl::StrAppend(&out, "\nprefill\n",
                   absl::StrFormat("%8s %7s %11s %10s %12s %12s %12s\n", "tokens", "graphs",

@@ -32,8 +32,9 @@ struct ModelBenchmarkOptions {
   uint64_t seed = 1;           // of the random token ids
 };
 
-// Where one phase's time went, per token, summed from the session's
-// SessionStats over the timed repetitions (microseconds).
+// Where one phase's time went, per token: the session's SessionStats summed
+// over the timed repetitions and divided by their tokens (a mean, so one
+// disturbed repetition shows here but not in the medians), microseconds.
 struct StepBreakdown {
   double host_us = 0;    // runtime bookkeeping in Forward()
   double submit_us = 0;  // Device::Submit (ioctl, validation)
