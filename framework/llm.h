@@ -1,9 +1,16 @@
-// The app-facing LLM: a compiled model on a device, its tokenizer, and text
-// generation over the fixed-capacity KV cache (the cache never grows; each
-// step makes one more slot visible through the attention mask).
+// The app-facing LLM: a compiled model on a device (weights in device
+// memory once), its tokenizer, and text generation over the fixed-capacity
+// KV cache (the cache never grows; each step makes one more slot visible
+// through the attention mask).
 //
-// Thread-safety: one Llm serves one request at a time; use one Llm per
-// thread for concurrent requests.
+// Generate/GenerateFromTokens are one-shot requests on a built-in session.
+// CreateSession() makes independent conversations (framework/session.h),
+// each with its own KV cache, that share the weights.
+//
+// Thread-safety: CreateSession() and the accessors may be called from
+// several threads at once, and sessions may run on different threads
+// concurrently. Generate/GenerateFromTokens use the built-in session: one
+// such request at a time.
 #ifndef FRAMEWORK_LLM_H_
 #define FRAMEWORK_LLM_H_
 
@@ -14,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "framework/generation.h"
+#include "framework/session.h"
 #include "framework/tokenizer/tokenizer.h"
 #include "kernel_iface/driver/device.h"
 #include "runtime/model.h"
@@ -38,28 +46,39 @@ class Llm {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const runtime::ModelInfo& info() const { return model_->info(); }
   const Device& device() const { return *device_; }
+  // Device memory of the shared weights.
+  uint64_t weights_device_memory_bytes() const { return model_->device_memory_bytes(); }
+
+  // A new conversation with an empty cache (allocates its device buffers;
+  // Session::device_memory_bytes() says how much). The session must be
+  // destroyed before this Llm.
+  absl::StatusOr<std::unique_ptr<Session>> CreateSession() const;
 
   // Tokenizes `prompt` and generates from it (see GenerateFromTokens).
   absl::StatusOr<GenerationResult> Generate(
       std::string_view prompt, const GenerationConfig& config,
       const StreamCallback& on_token = nullptr);
 
-  // Generates a continuation of `prompt_tokens` (BOS is not added here).
-  // The cache is emptied first. Errors: InvalidArgument for an empty
-  // prompt, one longer than the compiled max_prompt_len, a token outside
-  // the vocabulary or a bad config. When prompt plus generated tokens fill
-  // the cache, generation ends with FinishReason::kLength.
+  // Generates a continuation of `prompt_tokens` (BOS is not added here) on
+  // the built-in session, emptied first (Session::GenerateFromTokens).
+  // Errors: InvalidArgument for an empty prompt, one longer than the
+  // compiled max_prompt_len, a token outside the vocabulary or a bad
+  // config. When prompt plus generated tokens fill the cache, generation
+  // ends with FinishReason::kLength.
   absl::StatusOr<GenerationResult> GenerateFromTokens(
       absl::Span<const int32_t> prompt_tokens, const GenerationConfig& config,
       const StreamCallback& on_token = nullptr);
 
  private:
+  friend class Session;
   Llm() = default;
+
+  runtime::Model& model() const { return *model_; }
 
   std::unique_ptr<Device> device_;
   std::unique_ptr<runtime::Model> model_;
-  std::unique_ptr<runtime::Session> session_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Session> session_;  // of Generate/GenerateFromTokens
 };
 
 }  // namespace lnpu::framework

@@ -1,10 +1,22 @@
 // Slot and mask bookkeeping of a session's fixed-capacity KV cache.
 //
-// The cache has `capacity` slots. Tokens take slots in order: the i-th
-// token of a session (position i) lives in slot i, so the used slots are
-// always [0, used()). A slot becomes visible to attention when its mask
-// byte is 1; Commit() sets it after the step that wrote the slot's K/V has
-// completed. This is pure host logic; the device only reads the mask.
+// The cache has `capacity` slots. The token at RoPE position p lives in
+// slot SlotOf(p). Until the cache is full that is slot p, so the used slots
+// are [0, used()). What happens when tokens no longer fit is the cache's
+// CacheFullPolicy:
+//   - refuse (the default): Reserve() returns ResourceExhausted;
+//   - ring: the first `sink_slots` slots keep the first tokens for good
+//     ("attention sinks"); the other slots form a ring in which each new
+//     token overwrites the oldest non-sink token. Positions keep
+//     increasing, so RoPE distances between the kept tokens stay right:
+//     position p >= sink_slots goes to slot
+//     sink_slots + (p - sink_slots) % (capacity - sink_slots).
+//
+// A slot is visible to attention when its mask byte is 1. A step that
+// writes slots runs as: Reserve() -> Evict() (before the step runs: the
+// slots about to be overwritten stop being attended) -> the device step ->
+// Commit() (after it completed: the new slots become visible). This is pure
+// host logic; the device only reads the mask.
 //
 // Thread-safety: none; owned by one Session (or test) at a time.
 #ifndef RUNTIME_KV_CACHE_STATE_H_
@@ -13,21 +25,41 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
 namespace lnpu::runtime {
 
-// Where `count` new tokens go: token i takes slot first_slot + i at RoPE
-// position first_position + i.
+// What Reserve() does when new tokens do not fit in the free slots.
+struct CacheFullPolicy {
+  // false: refuse (ResourceExhausted). true: evict the oldest non-sink
+  // tokens, ring-wise.
+  bool ring = false;
+  // Ring only: slots [0, sink_slots) are never evicted. < capacity.
+  uint32_t sink_slots = 0;
+
+  bool operator==(const CacheFullPolicy&) const = default;
+};
+
+// Where `count` new tokens go: token i takes slot slot(i) at RoPE position
+// first_position + i. The slots are consecutive until they wrap around the
+// ring.
 struct SlotPlacement {
-  uint32_t first_slot = 0;
   int32_t first_position = 0;
   uint32_t count = 0;
+  // The cache geometry the placement was made for.
+  uint32_t capacity = 0;
+  CacheFullPolicy policy;
 
-  int32_t slot(uint32_t i) const { return static_cast<int32_t>(first_slot + i); }
   int32_t position(uint32_t i) const { return first_position + static_cast<int32_t>(i); }
+  int32_t slot(uint32_t i) const;
 };
+
+// The slot of the token at `position` (>= 0) in a cache of `capacity`
+// slots under `policy` (without ring, positions beyond the capacity have
+// no slot: returns -1).
+int32_t SlotOf(int32_t position, uint32_t capacity, const CacheFullPolicy& policy);
 
 class KvCacheState {
  public:
@@ -43,30 +75,81 @@ class KvCacheState {
   KvCacheState& operator=(const KvCacheState&) = delete;
 
   uint32_t capacity() const { return static_cast<uint32_t>(mask_.size()); }
+  // Visible slots.
   uint32_t used() const { return used_; }
-  uint32_t free_slots() const { return capacity() - used_; }
-  // RoPE position of the next token (equals used()).
-  int32_t next_position() const { return static_cast<int32_t>(used_); }
+  // Slots no token was ever placed in (0 once a ring cache has wrapped).
+  uint32_t free_slots() const;
+  // RoPE position of the next token: the number of tokens committed since
+  // the last Clear() (or the restored count), including evicted ones.
+  int32_t next_position() const { return next_position_; }
+  // True once a ring cache has evicted a token.
+  bool wrapped() const { return static_cast<uint64_t>(next_position_) > capacity(); }
+
+  const CacheFullPolicy& policy() const { return policy_; }
+  // Sets what happens when the cache is full. InvalidArgument for a ring
+  // whose sink_slots is not below the capacity; FailedPrecondition when the
+  // cache has wrapped under another policy (its slot layout depends on it):
+  // Clear() first.
+  absl::Status SetPolicy(const CacheFullPolicy& policy);
+
+  // Whether `n` more tokens can be run through the cache, in steps of at
+  // most the ring size: ResourceExhausted when they do not fit without a
+  // ring, or the positions would exceed INT32_MAX. Changes nothing.
+  absl::Status CheckRoomFor(uint64_t n) const;
 
   // Slots and positions for `n` new tokens; changes nothing. InvalidArgument
-  // for n == 0; ResourceExhausted when they do not fit in the free slots.
+  // for n == 0 or, with a ring, n larger than the ring (the tokens of one
+  // step would overwrite each other); ResourceExhausted when they do not
+  // fit without a ring, or the positions would exceed INT32_MAX.
   absl::StatusOr<SlotPlacement> Reserve(uint32_t n) const;
 
-  // Marks the slots of `placement` visible and counts them as used.
+  // Hides the slots of `placement` that hold older tokens; call before the
+  // step that overwrites them runs. Returns how many were evicted.
   // Precondition: `placement` was returned by Reserve() on the current
-  // state (no Commit or Clear in between); violations abort.
-  void Commit(const SlotPlacement& placement);
+  // state; violations abort.
+  uint32_t Evict(const SlotPlacement& placement);
+
+  // Marks the slots of `placement` visible, holding `tokens` (count ids),
+  // and advances next_position(). Call after the step completed.
+  // Precondition: `placement` was returned by Reserve() on the current
+  // state (Evict() in between is allowed) and tokens.size() ==
+  // placement.count; violations abort.
+  void Commit(const SlotPlacement& placement, absl::Span<const int32_t> tokens);
 
   // One byte per slot, 1 = visible to attention.
   absl::Span<const uint8_t> mask() const { return mask_; }
+  // Token id held by each slot (-1 for a slot never written).
+  absl::Span<const int32_t> slot_tokens() const { return slot_tokens_; }
+  // Number of slots that hold (or held) a token: min(next_position(),
+  // capacity()). Slots at and beyond it were never written.
+  uint32_t written_slots() const;
+  // The visible tokens in position order (sinks first, then the ring from
+  // the oldest kept token).
+  std::vector<int32_t> TokensInContext() const;
 
-  // Frees every slot (mask all 0).
+  // Frees every slot (mask all 0) and resets the positions; the policy
+  // stays.
   void Clear();
 
+  // Replaces the whole state, e.g. from a saved session: `mask` and
+  // `slot_tokens` hold written_slots() = min(next_position, capacity)
+  // entries. InvalidArgument when the sizes do not match, a mask byte is
+  // not 0/1, a visible slot has a token id < 0, or the policy is invalid;
+  // the state is unchanged then.
+  absl::Status Restore(const CacheFullPolicy& policy, int32_t next_position,
+                       absl::Span<const uint8_t> mask, absl::Span<const int32_t> slot_tokens);
+
  private:
+  // Aborts unless `placement` continues the current state.
+  void CheckPlacement(const SlotPlacement& placement, const char* caller) const;
+  static absl::Status ValidatePolicy(const CacheFullPolicy& policy, uint32_t capacity);
+
   std::vector<uint8_t> owned_mask_;  // storage when the mask is not external
   absl::Span<uint8_t> mask_;
+  std::vector<int32_t> slot_tokens_;
+  CacheFullPolicy policy_;
   uint32_t used_ = 0;
+  int32_t next_position_ = 0;
 };
 
 }  // namespace lnpu::runtime

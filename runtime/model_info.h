@@ -10,6 +10,21 @@
 
 namespace lnpu::runtime {
 
+// What a saved KV cache depends on: a state saved by one model can only be
+// restored into a model with the same identity.
+struct ModelIdentity {
+  uint32_t metadata_crc32 = 0;  // of the artifact metadata: hyperparameters,
+                                // tokenizer, weight table, buffers, graphs
+  uint32_t weights_crc32 = 0;   // of 64 evenly spread 4 KiB samples of the
+                                // weights (a fingerprint, not a full checksum)
+  uint32_t kv_capacity = 0;     // slots
+  uint32_t kv_dtype = 0;        // LNPU_DTYPE_*
+  uint32_t kv_blocks = 0;       // 2 * n_layers: each layer's K and V
+  uint32_t kv_row_bytes = 0;    // one slot's K (or V) row of one layer
+
+  bool operator==(const ModelIdentity&) const = default;
+};
+
 struct ModelInfo {
   std::string architecture;  // GGUF general.architecture, e.g. "llama"
   std::string name;          // GGUF general.name
@@ -45,6 +60,7 @@ struct ModelInfo {
   std::string chat_template;
 
   uint64_t weight_bytes = 0;  // size of the artifact's data section
+  ModelIdentity identity;
 };
 
 }  // namespace lnpu::runtime

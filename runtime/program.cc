@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "compiler_artifacts/format/artifact.h"
+#include "compiler_artifacts/format/crc32.h"
 #include "compiler_artifacts/format/model_generated.h"
 
 namespace lnpu::runtime {
@@ -83,6 +84,20 @@ ModelInfo InfoOf(const fb::Model& model, uint64_t data_bytes) {
 
 BufferLocation LocationOf(const fb::Operand& op) { return {op.buffer(), op.offset()}; }
 
+// CRC-32 of up to 64 evenly spread 4 KiB samples of `data`: touches at most
+// 64 pages, yet differs between models whose weights differ anywhere near a
+// sample (e.g. two random or two fine-tuned models of one architecture).
+uint32_t WeightsFingerprint(absl::Span<const uint8_t> data) {
+  constexpr uint64_t kSamples = 64, kSampleBytes = 4096;
+  if (data.size() <= kSamples * kSampleBytes) return artifact::Crc32(data);
+  const uint64_t stride = (data.size() - kSampleBytes) / (kSamples - 1);
+  uint32_t crc = 0;
+  for (uint64_t i = 0; i < kSamples; ++i) {
+    crc = artifact::Crc32(data.subspan(i * stride, kSampleBytes), crc);
+  }
+  return crc;
+}
+
 }  // namespace
 
 absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact,
@@ -96,6 +111,24 @@ absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact
   }
   program.kv_cache_buffer_ = model.kv_cache()->buffer();
   program.kv_mask_ = LocationOf(*model.kv_cache()->mask());
+
+  // The cache is [2 * n_layers blocks][capacity slots][row bytes]; saving
+  // and restoring sessions copies rows of that layout.
+  ModelIdentity& identity = program.info_.identity;
+  identity.metadata_crc32 = artifact.header().metadata_crc32;
+  identity.weights_crc32 = WeightsFingerprint(artifact.data());
+  identity.kv_capacity = program.info_.kv_capacity;
+  identity.kv_dtype = model.kv_cache()->dtype();
+  identity.kv_blocks = 2 * program.info_.n_layers;
+  const uint64_t kv_bytes = program.buffers_[program.kv_cache_buffer_].size;
+  const uint64_t kv_rows = uint64_t{identity.kv_blocks} * identity.kv_capacity;
+  if (kv_rows == 0 || kv_bytes % kv_rows != 0 ||
+      kv_bytes / kv_rows > std::numeric_limits<uint32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the KV cache buffer of ", kv_bytes, " bytes is not ", identity.kv_blocks,
+        " blocks of ", identity.kv_capacity, " equal rows; recompile the model"));
+  }
+  identity.kv_row_bytes = static_cast<uint32_t>(kv_bytes / kv_rows);
 
   for (const fb::Graph* g : *model.graphs()) {
     GraphSpec graph;

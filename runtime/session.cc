@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/prefill_plan.h"
@@ -121,18 +122,15 @@ absl::StatusOr<absl::Span<const float>> Session::Forward(absl::Span<const int32_
                        " is outside the vocabulary [0, ", info.vocab_size, ")"));
     }
   }
-  // A request beyond 2^32 - 1 tokens cannot fit either; clamping keeps the
-  // error ResourceExhausted.
-  const uint32_t n = static_cast<uint32_t>(
-      std::min<size_t>(tokens.size(), std::numeric_limits<uint32_t>::max()));
-  const absl::StatusOr<SlotPlacement> placement = cache_.Reserve(n);
-  if (!placement.ok()) return placement.status();
+  // Also bounds n by INT32_MAX (positions are 32-bit).
+  if (absl::Status room = cache_.CheckRoomFor(tokens.size()); !room.ok()) return room;
+  const uint32_t n = static_cast<uint32_t>(tokens.size());
 
   const absl::Duration device_time_before = stats_.submit_time + stats_.wait_time;
   size_t last_graph;
   if (n == 1) {
     last_graph = program_->decode_graph();
-    absl::Status status = RunGraph(last_graph, tokens, *placement);
+    absl::Status status = RunGraph(last_graph, tokens);
     if (!status.ok()) return status;
   } else {
     absl::StatusOr<std::vector<PrefillRun>> runs = PlanPrefill(n, program_->run_chunks());
@@ -144,11 +142,7 @@ absl::StatusOr<absl::Span<const float>> Session::Forward(absl::Span<const int32_
       const size_t chunk_index =
           std::lower_bound(chunks.begin(), chunks.end(), run.chunk) - chunks.begin();
       last_graph = program_->run_chunk_graph(chunk_index);
-      SlotPlacement part = *placement;
-      part.first_slot += done;
-      part.first_position += static_cast<int32_t>(done);
-      part.count = run.tokens;
-      absl::Status status = RunGraph(last_graph, tokens.subspan(done, run.tokens), part);
+      absl::Status status = RunGraph(last_graph, tokens.subspan(done, run.tokens));
       if (!status.ok()) return status;
       done += run.tokens;
     }
@@ -161,19 +155,25 @@ absl::StatusOr<absl::Span<const float>> Session::Forward(absl::Span<const int32_
   return absl::Span<const float>(graphs_[last_graph].logits, program_->info().vocab_size);
 }
 
-absl::Status Session::RunGraph(size_t graph_index, absl::Span<const int32_t> tokens,
-                               const SlotPlacement& placement) {
+absl::Status Session::RunGraph(size_t graph_index, absl::Span<const int32_t> tokens) {
   const RecordedGraph& graph = graphs_[graph_index];
   const uint32_t rows = program_->graphs()[graph_index].rows;
   const uint32_t count = static_cast<uint32_t>(tokens.size());
+  // Cannot fail: Forward() checked the room and the ring holds every chunk.
+  const absl::StatusOr<SlotPlacement> placement = cache_.Reserve(count);
+  if (!placement.ok()) return placement.status();
+  // The compute job reads the mask: the slots this run overwrites must be
+  // hidden before it is submitted.
+  stats_.evicted_tokens += cache_.Evict(*placement);
+
   // Padding rows come after the real ones, so causal attention keeps them
   // out of the real rows; slot -1 keeps them out of the cache. Token 0 and
   // continued positions are valid inputs whose results are discarded.
   for (uint32_t i = 0; i < rows; ++i) {
     const bool real = i < count;
     StoreI32(graph.tokens, i, real ? tokens[i] : 0);
-    StoreI32(graph.positions, i, placement.position(i));
-    StoreI32(graph.slots, i, real ? placement.slot(i) : -1);
+    StoreI32(graph.positions, i, placement->position(i));
+    StoreI32(graph.slots, i, real ? placement->slot(i) : -1);
   }
   StoreI32(graph.last_row, 0, static_cast<int32_t>(count - 1));
 
@@ -206,10 +206,137 @@ absl::Status Session::RunGraph(size_t graph_index, absl::Span<const int32_t> tok
   if (!waited.ok()) return waited;
 
   // The compute job has read the mask: the new slots become visible now.
-  cache_.Commit(placement);
+  cache_.Commit(*placement, tokens);
   ++stats_.steps;
   ++stats_.graphs[graph_index].runs;
   stats_.padded_rows += rows - count;
+  return absl::OkStatus();
+}
+
+absl::Status Session::SetCacheFullPolicy(const CacheFullPolicy& policy) {
+  if (absl::Status fits = CheckCompatible(program_->info().identity, policy); !fits.ok()) {
+    return fits;
+  }
+  return cache_.SetPolicy(policy);
+}
+
+absl::Span<uint8_t> Session::kv_memory() const {
+  return buffers_[program_->kv_cache_buffer()].mapped();
+}
+
+absl::Status Session::CheckCompatible(const ModelIdentity& model,
+                                      const CacheFullPolicy& policy) const {
+  const ModelIdentity& own = program_->info().identity;
+  if (model.kv_capacity != own.kv_capacity) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the saved cache has ", model.kv_capacity, " slots but this model was compiled for ",
+        own.kv_capacity, ": use the model compiled with the same --max-prompt-len and "
+        "--min-response-len"));
+  }
+  if (model.kv_dtype != own.kv_dtype || model.kv_blocks != own.kv_blocks ||
+      model.kv_row_bytes != own.kv_row_bytes) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the saved cache has another layout (KV dtype ", model.kv_dtype, ", ", model.kv_blocks,
+        " blocks of ", model.kv_row_bytes, "-byte rows) than this model's (KV dtype ",
+        own.kv_dtype, ", ", own.kv_blocks, " blocks of ", own.kv_row_bytes,
+        "-byte rows): it was saved from another model"));
+  }
+  if (model.metadata_crc32 != own.metadata_crc32 || model.weights_crc32 != own.weights_crc32) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the saved cache belongs to another model (metadata CRC %08x, weights fingerprint "
+        "%08x; this model: %08x, %08x): restore it with the model it was saved from",
+        model.metadata_crc32, model.weights_crc32, own.metadata_crc32, own.weights_crc32));
+  }
+  const uint32_t largest_chunk = program_->run_chunks().back();
+  if (policy.ring && policy.sink_slots < own.kv_capacity &&
+      own.kv_capacity - policy.sink_slots < largest_chunk) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ring of ", own.kv_capacity - policy.sink_slots, " slots (capacity ",
+        own.kv_capacity, " minus ", policy.sink_slots,
+        " sink slots) cannot hold the largest compiled prefill chunk of ", largest_chunk,
+        " tokens: use at most ", own.kv_capacity - largest_chunk, " sink slots"));
+  }
+  return absl::OkStatus();
+}
+
+void Session::WriteKvRows(const uint8_t* src, uint32_t src_slots, uint32_t slots) {
+  const ModelIdentity& id = program_->info().identity;
+  const uint64_t row = id.kv_row_bytes;
+  uint8_t* dst = kv_memory().data();
+  for (uint64_t b = 0; b < id.kv_blocks; ++b) {
+    std::memcpy(dst + b * id.kv_capacity * row, src + b * src_slots * row, slots * row);
+  }
+}
+
+absl::StatusOr<SessionState> Session::SaveState(uint32_t max_tokens) const {
+  const uint32_t next = static_cast<uint32_t>(cache_.next_position());
+  const uint32_t tokens = std::min(max_tokens, next);
+  if (tokens < next && cache_.wrapped()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot save the first ", tokens, " of ", next,
+        " positions: the ring has overwritten them; save the whole session instead"));
+  }
+  const ModelIdentity& id = program_->info().identity;
+  const uint32_t written = std::min(tokens, id.kv_capacity);
+  SessionState state;
+  state.model = id;
+  state.policy = cache_.policy();
+  state.next_position = static_cast<int32_t>(tokens);
+  state.mask.assign(cache_.mask().begin(), cache_.mask().begin() + written);
+  state.slot_tokens.assign(cache_.slot_tokens().begin(),
+                           cache_.slot_tokens().begin() + written);
+  const uint64_t row = id.kv_row_bytes;
+  state.kv_rows.resize(uint64_t{id.kv_blocks} * written * row);
+  const uint8_t* src = kv_memory().data();
+  for (uint64_t b = 0; b < id.kv_blocks; ++b) {
+    std::memcpy(state.kv_rows.data() + b * written * row, src + b * id.kv_capacity * row,
+                written * row);
+  }
+  return state;
+}
+
+absl::Status Session::RestoreState(const SessionState& state) {
+  if (absl::Status fits = CheckCompatible(state.model, state.policy); !fits.ok()) return fits;
+  const ModelIdentity& id = program_->info().identity;
+  const uint64_t written = state.written_slots();
+  if (state.kv_rows.size() != uint64_t{id.kv_blocks} * written * id.kv_row_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the saved state has ", state.kv_rows.size(), " bytes of K/V rows; ", written,
+        " slots need ", uint64_t{id.kv_blocks} * written * id.kv_row_bytes));
+  }
+  // Validates everything else before changing anything.
+  absl::Status restored =
+      cache_.Restore(state.policy, state.next_position, state.mask, state.slot_tokens);
+  if (!restored.ok()) return restored;
+  WriteKvRows(state.kv_rows.data(), static_cast<uint32_t>(written),
+              static_cast<uint32_t>(written));
+  return absl::OkStatus();
+}
+
+absl::Status Session::CopyPrefixFrom(const Session& source, uint32_t tokens) {
+  if (&source == this) {
+    return absl::InvalidArgumentError("CopyPrefixFrom() needs another session as the source");
+  }
+  if (absl::Status fits = CheckCompatible(source.program_->info().identity, cache_.policy());
+      !fits.ok()) {
+    return fits;
+  }
+  const KvCacheState& from = source.cache_;
+  if (tokens > static_cast<uint32_t>(from.next_position())) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot copy a prefix of ", tokens,
+                                                   " tokens from a session that holds ",
+                                                   from.next_position()));
+  }
+  if (from.wrapped()) {
+    return absl::FailedPreconditionError(
+        "cannot copy a prefix out of a session whose ring has wrapped: its first positions "
+        "were overwritten; save and restore the whole session instead");
+  }
+  absl::Status restored = cache_.Restore(cache_.policy(), static_cast<int32_t>(tokens),
+                                         from.mask().subspan(0, tokens),
+                                         from.slot_tokens().subspan(0, tokens));
+  if (!restored.ok()) return restored;
+  WriteKvRows(source.kv_memory().data(), program_->info().identity.kv_capacity, tokens);
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #define RUNTIME_SESSION_H_
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "kernel_iface/driver/device.h"
 #include "runtime/kv_cache_state.h"
 #include "runtime/program.h"
+#include "runtime/session_state.h"
 
 namespace lnpu::runtime {
 
@@ -36,6 +38,7 @@ struct SessionStats {
   uint64_t steps = 0;        // graph runs
   uint64_t tokens = 0;       // tokens run through the model
   uint64_t padded_rows = 0;  // padding rows of partially filled prefill runs
+  uint64_t evicted_tokens = 0;  // tokens overwritten by the ring policy
   absl::Duration host_time;    // in Forward() outside submit and wait
   absl::Duration submit_time;  // in Device::Submit
   absl::Duration wait_time;    // in Device::Wait
@@ -47,23 +50,57 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Runs `tokens` through the model at the next free cache slots: a single
+  // Runs `tokens` through the model at the next cache slots: a single
   // token with the decode graph, more in runs of the compiled prefill
   // graphs (see prefill_plan.h). Returns the logits (vocab_size floats) of
-  // the last token, valid until the next call of Forward() or Reset().
+  // the last token, valid until the next call of Forward(), Reset() or
+  // RestoreState().
+  //
+  // Under the ring policy each run first masks out the slots it is about
+  // to overwrite (so the evicted tokens are never attended, not even by
+  // the run that overwrites them), and the tokens of one run attend to the
+  // kept slots plus each other.
   //
   // Errors: InvalidArgument for an empty span or a token id outside
   // [0, vocab_size), ResourceExhausted when the tokens do not fit in the
-  // free cache slots; in both cases nothing was submitted or changed.
-  // Device errors as returned by the driver (DeadlineExceeded after 60 s
-  // per step); the tokens of prefill runs completed before the error stay
-  // in the cache.
+  // free cache slots (no ring policy); in both cases nothing was submitted
+  // or changed. Device errors as returned by the driver (DeadlineExceeded
+  // after 60 s per step); the tokens of prefill runs completed before the
+  // error stay in the cache, slots evicted for the failed run stay masked.
   absl::StatusOr<absl::Span<const float>> Forward(absl::Span<const int32_t> tokens);
 
   const KvCacheState& cache() const { return cache_; }
 
-  // Empties the cache (mask cleared); buffers and recordings stay.
+  // What happens when the cache is full (kv_cache_state.h). InvalidArgument
+  // when the ring (capacity - sink_slots) is smaller than the largest
+  // compiled prefill chunk, since one run must not overwrite its own slots;
+  // FailedPrecondition as KvCacheState::SetPolicy. Reset() keeps it.
+  absl::Status SetCacheFullPolicy(const CacheFullPolicy& policy);
+
+  // Empties the cache (mask cleared, positions from 0); buffers,
+  // recordings and the policy stay.
   void Reset() { cache_.Clear(); }
+
+  // The first `max_tokens` positions of the cache (all of it by default)
+  // copied to host memory. FailedPrecondition for a prefix shorter than the
+  // cache once the ring has wrapped (the prefix's slots were overwritten).
+  absl::StatusOr<SessionState> SaveState(
+      uint32_t max_tokens = std::numeric_limits<uint32_t>::max()) const;
+
+  // Replaces this session's cache with `state`. FailedPrecondition, naming
+  // both values, when the state was saved from another model or cache
+  // geometry (ModelIdentity: metadata, weights fingerprint, capacity, KV
+  // dtype, layers, row size) or under a ring the compiled chunks do not
+  // fit; InvalidArgument for an inconsistent state. Nothing changes on
+  // error.
+  absl::Status RestoreState(const SessionState& state);
+
+  // Makes this session's cache the first `tokens` positions of `source`'s
+  // (e.g. a shared system prompt), copying the K/V rows device buffer to
+  // device buffer without recomputing them. The policy stays this
+  // session's. Same errors as SaveState() and RestoreState(); `source`
+  // may not be this session.
+  absl::Status CopyPrefixFrom(const Session& source, uint32_t tokens);
 
   const SessionStats& stats() const { return stats_; }
 
@@ -99,10 +136,17 @@ class Session {
           std::shared_ptr<const Buffer> weights, std::vector<Buffer> buffers, Buffer commands,
           std::vector<RecordedGraph> graphs, absl::Span<uint8_t> mask, bool chain_with_fences);
 
-  // Runs graph `graph` on `tokens` (at most its rows) placed at `placement`
-  // and commits the slots once the graph completed.
-  absl::Status RunGraph(size_t graph, absl::Span<const int32_t> tokens,
-                        const SlotPlacement& placement);
+  // Runs graph `graph` on `tokens` (at most its rows) at the next
+  // positions: evicts the slots it overwrites, submits, waits and commits.
+  absl::Status RunGraph(size_t graph, absl::Span<const int32_t> tokens);
+
+  // The mapped KV cache: [kv_blocks][capacity][kv_row_bytes].
+  absl::Span<uint8_t> kv_memory() const;
+  // Checks that `state` fits this session's model and compiled chunks.
+  absl::Status CheckCompatible(const ModelIdentity& model, const CacheFullPolicy& policy) const;
+  // Copies rows of slots [0, slots) from `src` (a kv_memory()-shaped block
+  // list with `src_slots` rows per block) into this session's cache.
+  void WriteKvRows(const uint8_t* src, uint32_t src_slots, uint32_t slots);
 
   Device& device_;
   const std::shared_ptr<const Program> program_;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -23,6 +24,7 @@
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
+#include "runtime/session_state.h"
 
 namespace lnpu::runtime {
 namespace {
@@ -473,6 +475,208 @@ TEST_F(RuntimeTest, OutOfDeviceMemoryFailsCleanly) {
 
 // Random llama models of other shapes and chunkings: the static pipeline
 // gives the same logits however the tokens are split into Forward() calls.
+// Greedy continuation of kPrompt until the session holds `length` tokens.
+std::vector<int32_t> FillGreedy(Session& session, size_t length) {
+  std::vector<int32_t> tokens = kPrompt;
+  absl::StatusOr<absl::Span<const float>> logits = session.Forward(tokens);
+  while (logits.ok() && tokens.size() < length) {
+    tokens.push_back(Argmax(*logits));
+    logits = session.Forward(absl::MakeConstSpan(&tokens.back(), 1));
+  }
+  EXPECT_TRUE(logits.ok()) << logits.status();
+  return tokens;
+}
+
+// Logits after feeding `token` (empty on error).
+std::vector<float> LogitsAfter(Session& session, int32_t token) {
+  absl::StatusOr<absl::Span<const float>> logits = session.Forward(absl::MakeConstSpan(&token, 1));
+  EXPECT_TRUE(logits.ok()) << logits.status();
+  return logits.ok() ? Copy(*logits) : std::vector<float>();
+}
+
+// Overwrites every byte of `slot`'s K and V rows in `state` with 0xFF
+// (NaN in F32 and in F16).
+void PoisonSlot(SessionState& state, uint32_t slot) {
+  const uint64_t row = state.model.kv_row_bytes, written = state.written_slots();
+  for (uint64_t b = 0; b < state.model.kv_blocks; ++b) {
+    std::memset(state.kv_rows.data() + (b * written + slot) * row, 0xFF, row);
+  }
+}
+
+bool AllFinite(const std::vector<float>& logits) {
+  return !logits.empty() &&
+         std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); });
+}
+
+TEST_F(RuntimeTest, SavedStateContinuesIdentically) {
+  std::unique_ptr<Session> original = NewSession();
+  const std::vector<int32_t> tokens = FillGreedy(*original, 20);
+  absl::StatusOr<SessionState> state = original->SaveState();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->next_position, 20);
+  EXPECT_EQ(state->written_slots(), 20u);
+  EXPECT_EQ(state->slot_tokens, tokens);
+  EXPECT_EQ(state->model, model_->info().identity);
+
+  const std::string path = *dir_ + "/saved.session";
+  ASSERT_TRUE(WriteSessionStateFile(*state, path).ok());
+  absl::StatusOr<SessionState> read = ReadSessionStateFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  std::remove(path.c_str());
+
+  std::unique_ptr<Session> restored = NewSession();
+  FillGreedy(*restored, 9);  // replaced entirely by the restore
+  ASSERT_TRUE(restored->RestoreState(*read).ok());
+  EXPECT_EQ(restored->cache().next_position(), 20);
+  EXPECT_EQ(restored->cache().TokensInContext(), tokens);
+  // Same K/V, same kernels: bit-identical logits, step after step.
+  for (int32_t token : {300, 17, 42}) {
+    EXPECT_EQ(LogitsAfter(*restored, token), LogitsAfter(*original, token));
+  }
+}
+
+TEST_F(RuntimeTest, CopiedPrefixEqualsRecomputingIt) {
+  std::unique_ptr<Session> source = NewSession();
+  const std::vector<int32_t> tokens = FillGreedy(*source, 24);
+  std::unique_ptr<Session> copy = NewSession();
+  ASSERT_TRUE(copy->CopyPrefixFrom(*source, 5).ok());
+  EXPECT_EQ(copy->cache().TokensInContext(), kPrompt);
+
+  std::unique_ptr<Session> recomputed = NewSession();
+  ASSERT_TRUE(recomputed->Forward(kPrompt).ok());
+  EXPECT_EQ(LogitsAfter(*copy, 300), LogitsAfter(*recomputed, 300));
+
+  EXPECT_EQ(copy->CopyPrefixFrom(*source, 25).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(copy->CopyPrefixFrom(*copy, 1).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(RuntimeTest, StatesOfOtherModelsAndCapacitiesAreRefused) {
+  std::unique_ptr<Session> session = NewSession();
+  FillGreedy(*session, 8);
+  const SessionState good = *session->SaveState();
+
+  // Another capacity: the same model compiled for a smaller cache.
+  const std::string small = *dir_ + "/stories_small.lnpu";
+  compiler::CompileOptions options;
+  options.max_prompt_len = 32;
+  options.min_response_len = 16;
+  options.prefill_chunks = {4, 16};
+  ASSERT_TRUE(compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", small, options).ok());
+  absl::StatusOr<std::unique_ptr<Model>> small_model = Model::Load(*device_, small);
+  ASSERT_TRUE(small_model.ok()) << small_model.status();
+  std::unique_ptr<Session> small_session = *(*small_model)->CreateSession();
+  absl::Status refused = small_session->RestoreState(good);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("has 64 slots but this model was compiled for 48"));
+  EXPECT_EQ(small_session->cache().next_position(), 0);
+  std::remove(small.c_str());
+
+  // Another model of the same shape (identity differs in the metadata).
+  SessionState other = good;
+  other.model.metadata_crc32 ^= 1;
+  refused = session->RestoreState(other);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("belongs to another model"));
+
+  // Inconsistent sizes.
+  SessionState short_rows = good;
+  short_rows.kv_rows.pop_back();
+  EXPECT_EQ(session->RestoreState(short_rows).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session->cache().next_position(), 8);  // unchanged
+}
+
+TEST_F(RuntimeTest, CorruptAndTruncatedStateFilesAreRefused) {
+  std::unique_ptr<Session> session = NewSession();
+  FillGreedy(*session, 8);
+  const std::string path = *dir_ + "/corrupt.session";
+  ASSERT_TRUE(WriteSessionStateFile(*session->SaveState(), path).ok());
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto error_of = [&](const std::string& content) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+    return ReadSessionStateFile(path).status();
+  };
+  std::string flipped = bytes;
+  flipped[bytes.size() - 3] ^= 0x10;
+  EXPECT_THAT(std::string(error_of(flipped).message()), HasSubstr("payload checksum mismatch"));
+  EXPECT_THAT(std::string(error_of(bytes.substr(0, bytes.size() - 7)).message()),
+              HasSubstr("truncated"));
+  EXPECT_THAT(std::string(error_of(bytes.substr(0, 40)).message()), HasSubstr("header"));
+  std::string header = bytes;
+  header[50] ^= 1;
+  EXPECT_THAT(std::string(error_of(header).message()), HasSubstr("header checksum"));
+  EXPECT_THAT(std::string(error_of("LNPUART1" + bytes.substr(8)).message()),
+              HasSubstr("not a session file"));
+  EXPECT_EQ(error_of(flipped).code(), absl::StatusCode::kInvalidArgument);
+  std::remove(path.c_str());
+  EXPECT_EQ(ReadSessionStateFile(path).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(RuntimeTest, RingMustHoldTheLargestChunk) {
+  std::unique_ptr<Session> session = NewSession();
+  // Capacity 64, largest chunk 16: at most 48 sinks.
+  absl::Status refused = session->SetCacheFullPolicy({.ring = true, .sink_slots = 49});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("use at most 48 sink slots"));
+  EXPECT_TRUE(session->SetCacheFullPolicy({.ring = true, .sink_slots = 48}).ok());
+}
+
+TEST_F(RuntimeTest, RingRunsFourTimesTheCapacity) {
+  std::unique_ptr<Session> session = NewSession();
+  ASSERT_TRUE(session->SetCacheFullPolicy({.ring = true, .sink_slots = 4}).ok());
+  const uint32_t capacity = session->cache().capacity();
+  // A prompt longer than the cache wraps inside one Forward (runs of 16).
+  std::vector<int32_t> prompt(capacity + 37, 300);
+  prompt[0] = 1;
+  absl::StatusOr<absl::Span<const float>> logits = session->Forward(prompt);
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  while (session->cache().next_position() < static_cast<int32_t>(4 * capacity)) {
+    const int32_t next = Argmax(*logits);
+    logits = session->Forward(absl::MakeConstSpan(&next, 1));
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    ASSERT_TRUE(AllFinite(Copy(*logits)));
+    ASSERT_EQ(session->cache().used(), capacity);
+  }
+  EXPECT_EQ(session->stats().evicted_tokens, 3 * capacity);
+  EXPECT_THAT(session->cache().mask(), Each(1));
+  // The sinks still hold the first tokens.
+  EXPECT_EQ(session->cache().TokensInContext()[0], 1);
+  EXPECT_EQ(session->cache().TokensInContext().size(), capacity);
+}
+
+TEST_F(RuntimeTest, EvictedSlotsAreNeverAttended) {
+  // A full ring cache: the next token overwrites slot 4 (the oldest
+  // non-sink slot).
+  std::unique_ptr<Session> session = NewSession();
+  ASSERT_TRUE(session->SetCacheFullPolicy({.ring = true, .sink_slots = 4}).ok());
+  FillGreedy(*session, session->cache().capacity());
+  const SessionState clean = *session->SaveState();
+  ASSERT_EQ(SlotOf(clean.next_position, clean.model.kv_capacity, clean.policy), 4);
+
+  // Control: NaN K/V in a slot that is attended poison the logits.
+  SessionState poisoned_visible = clean;
+  PoisonSlot(poisoned_visible, 5);
+  std::unique_ptr<Session> control = NewSession();
+  ASSERT_TRUE(control->RestoreState(poisoned_visible).ok());
+  EXPECT_FALSE(AllFinite(LogitsAfter(*control, 300)));
+
+  // NaN K/V in the slot being evicted change nothing: the step that
+  // overwrites it does not attend it, and neither does any later one.
+  SessionState poisoned_evicted = clean;
+  PoisonSlot(poisoned_evicted, 4);
+  std::unique_ptr<Session> poisoned = NewSession();
+  ASSERT_TRUE(poisoned->RestoreState(poisoned_evicted).ok());
+  for (int32_t token : {300, 301, 302}) {
+    const std::vector<float> expected = LogitsAfter(*session, token);
+    EXPECT_TRUE(AllFinite(expected));
+    EXPECT_EQ(LogitsAfter(*poisoned, token), expected);
+  }
+}
+
 struct RandomCase {
   std::string name;
   gguf::RandomLlamaSpec spec;

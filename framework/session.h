@@ -1,0 +1,140 @@
+// One conversation with a loaded model: its own KV cache and mask on the
+// device (the model's weights are shared), the conversation's tokens, and
+// generation that continues it.
+//
+// Multi-turn without re-prefill: each Generate* call runs only its new
+// tokens after the ones already in the cache; the history's K/V stay where
+// they are. A conversation's tokens are those run through the model plus
+// "pending" ones not run yet: the last token of a reply (its K/V would only
+// be needed by a following turn), and input the cache refused. The next
+// call runs the pending tokens first, so a conversation continued over
+// several calls equals one prefill of all of its tokens.
+//
+// Saved prefixes: SaveToFile/LoadFromFile keep the cache (K/V rows, mask,
+// token ids, positions, pending tokens, the model's identity) in a file;
+// CopyPrefixFrom shares e.g. a system prompt between live sessions without
+// recomputing it.
+//
+// Lifetime: created by Llm::CreateSession; must be destroyed before that
+// Llm. Thread-safety: a Session is used by one thread at a time; different
+// sessions of one Llm may run on different threads at once.
+#ifndef FRAMEWORK_SESSION_H_
+#define FRAMEWORK_SESSION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "framework/context_policy.h"
+#include "framework/generation.h"
+#include "runtime/session.h"
+
+namespace lnpu::framework {
+
+class Llm;
+
+class Session {
+ public:
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session();
+
+  // Tokenizes `text` (with BOS first when the conversation is empty and
+  // config.add_bos and the vocabulary ask for it) and continues the
+  // conversation with it: see GenerateFromTokens.
+  absl::StatusOr<GenerationResult> Generate(std::string_view text,
+                                            const GenerationConfig& config,
+                                            const StreamCallback& on_token = nullptr);
+
+  // Runs the pending tokens and `tokens` (may be empty when tokens are
+  // pending) through the model and generates a reply, streaming each
+  // token's text to `on_token`. Generation ends at an end-of-generation
+  // token (config.stop_at_eos) or one of config.stop_token_ids (kStop, the
+  // token is not returned), a stop string (kStop, neither it nor text after
+  // it is returned or streamed), max_new_tokens or a full cache without
+  // ring policy (kLength), the callback returning false (kCancelled), or a
+  // device error after the input was run (kError, with the tokens so far
+  // and GenerationResult::error; the session stays usable).
+  //
+  // Errors (nothing generated): InvalidArgument for a bad config, no input,
+  // a token outside the vocabulary, or a first input longer than the
+  // compiled max_prompt_len; ResourceExhausted when the input does not fit
+  // in the free slots without ring policy; device errors while running the
+  // input (its tokens that were not run stay pending).
+  absl::StatusOr<GenerationResult> GenerateFromTokens(absl::Span<const int32_t> tokens,
+                                                      const GenerationConfig& config,
+                                                      const StreamCallback& on_token = nullptr);
+
+  // Runs `text` / `tokens` (after the pending ones) through the model
+  // without generating, e.g. a system prompt to share or save. BOS as in
+  // Generate when `add_bos`. Errors as GenerateFromTokens' input errors.
+  absl::Status Append(std::string_view text, bool add_bos = true);
+  absl::Status AppendTokens(absl::Span<const int32_t> tokens);
+
+  // InvalidArgument when the ring cannot hold the largest compiled prefill
+  // chunk; FailedPrecondition after the ring wrapped under another policy
+  // (Reset first).
+  absl::Status SetContextPolicy(const ContextPolicy& policy);
+  const ContextPolicy& context_policy() const { return policy_; }
+
+  // Forgets the conversation (the policy stays).
+  void Reset();
+
+  // The conversation's tokens still visible to the model (with a ring: the
+  // sinks and the kept window), then the pending ones.
+  std::vector<int32_t> Tokens() const;
+  // Tokens run through the model since the last Reset (including evicted
+  // ones): the RoPE position of the next one.
+  int64_t processed_tokens() const;
+  // Free cache slots (0 once the ring wrapped: it reuses slots).
+  uint32_t free_slots() const;
+
+  // Writes the conversation to `path` (runtime/session_state.h format).
+  absl::Status SaveToFile(const std::string& path) const;
+  // Replaces the conversation by the one saved at `path`. The file
+  // reader's errors (NotFound, InvalidArgument for a corrupt or truncated
+  // file, ...); FailedPrecondition naming both values when it was saved
+  // from another model or cache capacity. The session is unchanged on
+  // error.
+  absl::Status LoadFromFile(const std::string& path);
+  // The same in memory.
+  absl::StatusOr<runtime::SessionState> SaveState() const;
+  absl::Status RestoreState(const runtime::SessionState& state);
+
+  // Makes this conversation the first `tokens` tokens of `source`'s (which
+  // must have run them through the model and not wrapped), copying their
+  // K/V instead of recomputing them. `source` must not be used by another
+  // thread meanwhile. Errors as runtime::Session::CopyPrefixFrom.
+  absl::Status CopyPrefixFrom(const Session& source, uint32_t tokens);
+
+  // Device memory of this session's own buffers (KV cache, activations,
+  // IO, commands), excluding the shared weights.
+  uint64_t device_memory_bytes() const { return runtime_->device_memory_bytes(); }
+  const runtime::SessionStats& runtime_stats() const { return runtime_->stats(); }
+
+ private:
+  friend class Llm;
+  Session(const Llm& llm, std::unique_ptr<runtime::Session> runtime);
+
+  // Checks and runs pending_ + `tokens`; on success pending_ is empty and
+  // the last token's logits are returned. On a device error, the tokens
+  // not run become pending_.
+  absl::StatusOr<absl::Span<const float>> RunInput(absl::Span<const int32_t> tokens);
+  // Tokenizes `text` with BOS first when the conversation is empty and
+  // `add_bos` and the vocabulary ask for it.
+  absl::StatusOr<std::vector<int32_t>> Tokenize(std::string_view text, bool add_bos) const;
+
+  const Llm& llm_;
+  std::unique_ptr<runtime::Session> runtime_;
+  ContextPolicy policy_;
+  std::vector<int32_t> pending_;
+};
+
+}  // namespace lnpu::framework
+
+#endif  // FRAMEWORK_SESSION_H_
