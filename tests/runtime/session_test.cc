@@ -105,6 +105,10 @@ class RuntimeTest : public ::testing::Test {
     options.max_prompt_len = kMaxPromptLen;
     options.min_response_len = kMinResponseLen;
     options.prefill_chunks = {4, 16};
+    // An F32 cache: rows of one chunk attend to each other in F32 staging,
+    // so with an F16 cache chunking would shift logits by ~1e-2 and hide
+    // the 1e-4 equivalence checked below.
+    options.kv_dtype = compiler::CompileOptions::KvType::kF32;
     const absl::Status compiled =
         compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", *stories_, options);
     ASSERT_TRUE(compiled.ok()) << compiled;
@@ -561,6 +565,7 @@ TEST_F(RuntimeTest, StatesOfOtherModelsAndCapacitiesAreRefused) {
   options.max_prompt_len = 32;
   options.min_response_len = 16;
   options.prefill_chunks = {4, 16};
+  options.kv_dtype = compiler::CompileOptions::KvType::kF32;
   ASSERT_TRUE(compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", small, options).ok());
   absl::StatusOr<std::unique_ptr<Model>> small_model = Model::Load(*device_, small);
   ASSERT_TRUE(small_model.ok()) << small_model.status();
@@ -729,6 +734,7 @@ TEST_P(RandomModelTest, ChunkingDoesNotChangeTheLogits) {
   options.max_prompt_len = 40;
   options.min_response_len = 8;
   options.prefill_chunks = param.prefill_chunks;
+  options.kv_dtype = compiler::CompileOptions::KvType::kF32;  // see RuntimeTest
   const absl::Status compiled = compiler::CompileGguf(gguf_path, artifact_path, options);
   ASSERT_TRUE(compiled.ok()) << compiled;
 
