@@ -304,7 +304,7 @@ TEST_F(ArtifactOpenTest, RejectsWeightSizeNotMatchingItsShape) {
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
                 m.weights[0]->shape[0] += 1;
               }),
-              HasSubstr("size 131072 != product(shape)"));
+              HasSubstr("size 34816 != 34884 bytes of its shape and dtype"));
 }
 
 TEST_F(ArtifactOpenTest, RejectsWeightsBufferNotMatchingTheDataSection) {

@@ -3,6 +3,7 @@
 // graphs, command streams, relocations), and its rejections.
 #include "compiler_artifacts/compiler/compiler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "compiler_artifacts/gguf/half.h"
@@ -128,21 +130,23 @@ TEST(CompilerTest, Stories260KHParamsTokenizerAndBuffers) {
   EXPECT_EQ(kv.capacity(), 1152u);
   EXPECT_EQ(kv.max_prompt_len(), 1024u);
   EXPECT_EQ(kv.min_response_len(), 128u);
-  EXPECT_EQ(kv.dtype(), static_cast<uint32_t>(LNPU_DTYPE_F32));
+  EXPECT_EQ(kv.dtype(), static_cast<uint32_t>(LNPU_DTYPE_F16));  // default
 
   ASSERT_EQ(m.buffers()->size(), 4u);
   EXPECT_EQ(m.buffers()->Get(0)->kind(), fb::BufferKind::Weights);
   EXPECT_EQ(m.buffers()->Get(1)->kind(), fb::BufferKind::Activations);
   EXPECT_EQ(m.buffers()->Get(2)->kind(), fb::BufferKind::KvCache);
   EXPECT_EQ(m.buffers()->Get(3)->kind(), fb::BufferKind::Io);
-  EXPECT_EQ(m.buffers()->Get(2)->size(), 2u * 5 * 1152 * 32 * 4);
+  EXPECT_EQ(m.buffers()->Get(2)->size(), 2u * 5 * 1152 * 32 * 2);
   EXPECT_EQ(kv.buffer(), 2u);
   EXPECT_EQ(kv.mask()->buffer(), 3u);
   EXPECT_EQ(m.source()->str(), "stories260K.gguf");
 }
 
 TEST(CompilerTest, Stories260KWeightsAreTheGgufBytes) {
-  std::unique_ptr<Artifact> artifact = CompileAndOpen(Stories260KPath(), {});
+  CompileOptions keep;
+  keep.weights = CompileOptions::WeightType::kKeep;
+  std::unique_ptr<Artifact> artifact = CompileAndOpen(Stories260KPath(), keep);
   ASSERT_NE(artifact, nullptr);
   absl::StatusOr<std::unique_ptr<gguf::GgufFile>> gguf =
       gguf::GgufFile::Open(Stories260KPath());
@@ -229,7 +233,8 @@ TEST(CompilerTest, Stories260KGraphsAndCommandStreams) {
                                          offsetof(lnpu_cmd_attention, mask)),
             3);
   EXPECT_EQ(attention.k_cache, 0u);
-  EXPECT_EQ(attention.v_cache, 1152u * 32 * 4);
+  EXPECT_EQ(attention.v_cache, 1152u * 32 * 2);  // F16 cache (default)
+  EXPECT_EQ(attention.kv_dtype, static_cast<uint32_t>(LNPU_DTYPE_F16));
   EXPECT_EQ(RelocatedBuffer(compute, attention_command.offset +
                                          offsetof(lnpu_cmd_attention, k_cache)),
             2);
@@ -257,7 +262,8 @@ TEST(CompilerTest, Stories260KGraphsAndCommandStreams) {
   EXPECT_EQ(scatter.row_bytes, 32u * 4);
   EXPECT_EQ(scatter.dst_rows, 1152u);
   EXPECT_EQ(scatter.src_block_stride, 32u * 4);
-  EXPECT_EQ(scatter.dst_block_stride, 1152u * 32 * 4);
+  EXPECT_EQ(scatter.dst_block_stride, 1152u * 32 * 2);
+  EXPECT_EQ(scatter.hdr.flags, LNPU_SCATTER_F32_TO_F16);
   EXPECT_EQ(scatter.dst, 0u);
   EXPECT_EQ(scatter.indices, decode->io()->slots()->offset());
   EXPECT_EQ(RelocatedBuffer(dma, offsetof(lnpu_cmd_scatter_rows, dst)), 2);
@@ -451,13 +457,93 @@ TEST(CompilerTest, RejectsMissingTensors) {
                      {}, "tensor 'blk.1.ffn_up.weight' is missing");
 }
 
+// A random model whose bytes `patch` edits in place.
+std::string PatchedRandomModel(const std::string& name,
+                               void (*patch)(std::vector<uint8_t>&)) {
+  const std::string gguf_path = TempPath(name);
+  EXPECT_TRUE(gguf::WriteRandomLlamaGguf({}, gguf_path).ok());
+  std::vector<uint8_t> bytes = ReadFileBytes(gguf_path);
+  patch(bytes);
+  WriteFileBytes(gguf_path, bytes);
+  return gguf_path;
+}
+
+// Index just past `text` in `bytes` (which must contain it).
+size_t After(const std::vector<uint8_t>& bytes, const std::string& text) {
+  const auto it = std::search(bytes.begin(), bytes.end(), text.begin(), text.end());
+  EXPECT_NE(it, bytes.end()) << text;
+  return static_cast<size_t>(it - bytes.begin()) + text.size();
+}
+
 TEST(CompilerTest, RejectsUnsupportedTensorTypes) {
-  gguf::RandomLlamaSpec spec;
-  spec.weight_type = gguf::GgmlType::kBF16;
-  const std::string gguf_path = TempPath("bf16.gguf");
-  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  // output_norm.weight's tensor info: name, n_dims = 1, dims[0], then the
+  // type, rewritten from F32 to Q5_0 (2 blocks of 22 bytes fit its data).
+  const std::string gguf_path = PatchedRandomModel("q5_0.gguf", [](std::vector<uint8_t>& b) {
+    const size_t type_at = After(b, "output_norm.weight") + 4 + 8;
+    b[type_at] = static_cast<uint8_t>(gguf::GgmlType::kQ5_0);
+  });
   ExpectCompileFails(gguf_path, {},
-                     "has type BF16; supported tensor types are F32 and F16");
+                     "'output_norm.weight' has type Q5_0; supported tensor types are F32, "
+                     "F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K");
+}
+
+TEST(CompilerTest, RejectsATruncatedModelWithoutOutput) {
+  const std::string gguf_path = PatchedRandomModel("truncated.gguf", [](std::vector<uint8_t>& b) {
+    b.resize(b.size() - 1000);
+  });
+  ExpectCompileFails(gguf_path, {}, "truncated.gguf");
+}
+
+TEST(CompilerTest, RejectsUnsupportedArchitectures) {
+  const std::string gguf_path = PatchedRandomModel("gemma.gguf", [](std::vector<uint8_t>& b) {
+    const size_t value_at = After(b, "general.architecture") + 4 + 8;
+    std::memcpy(&b[value_at], "gemma", 5);
+  });
+  ExpectCompileFails(gguf_path, {},
+                     "architecture \"gemma\" is not supported; this compiler supports "
+                     "\"llama\", \"qwen2\"");
+}
+
+// Every GGUF tensor type compiles to each weight format; a source already
+// in the target type is copied bit-exactly, rows of 160 (ffn_down) are not
+// whole Q4_K blocks so the model keeps F16 there.
+TEST(CompilerTest, ConvertsEveryTensorTypeToEveryWeightFormat) {
+  using WeightType = CompileOptions::WeightType;
+  for (gguf::GgmlType type : {gguf::GgmlType::kF32, gguf::GgmlType::kF16, gguf::GgmlType::kBF16,
+                              gguf::GgmlType::kQ8_0, gguf::GgmlType::kQ4_0, gguf::GgmlType::kQ4_K,
+                              gguf::GgmlType::kQ6_K}) {
+    gguf::RandomLlamaSpec spec;
+    spec.dim = 256;
+    spec.n_layers = 1;
+    spec.weight_type = type;
+    const std::string gguf_path = TempPath("typed.gguf");
+    ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+    absl::StatusOr<std::unique_ptr<gguf::GgufFile>> gguf = gguf::GgufFile::Open(gguf_path);
+    ASSERT_TRUE(gguf.ok()) << gguf.status();
+    for (auto [weights, dtype] : {std::pair{WeightType::kQ8, LNPU_DTYPE_Q8_0},
+                                  {WeightType::kQ4, LNPU_DTYPE_Q4_0},
+                                  {WeightType::kF16, LNPU_DTYPE_F16},
+                                  {WeightType::kF32, LNPU_DTYPE_F32}}) {
+      SCOPED_TRACE(absl::StrCat(std::string(gguf::GgmlTypeName(type)), " -> ", dtype));
+      CompileOptions options;
+      options.weights = weights;
+      std::unique_ptr<Artifact> artifact = CompileAndOpen(gguf_path, options);
+      ASSERT_NE(artifact, nullptr);
+      const fb::Weight* q = FindWeight(artifact->model(), "blk.0.attn_q.weight");
+      EXPECT_EQ(q->dtype(), static_cast<uint32_t>(dtype));
+      const fb::Weight* norm = FindWeight(artifact->model(), "blk.0.attn_norm.weight");
+      EXPECT_EQ(norm->dtype(), static_cast<uint32_t>(LNPU_DTYPE_F32));
+      const bool same = (type == gguf::GgmlType::kQ8_0 && dtype == LNPU_DTYPE_Q8_0) ||
+                        (type == gguf::GgmlType::kQ4_0 && dtype == LNPU_DTYPE_Q4_0) ||
+                        (type == gguf::GgmlType::kF16 && dtype == LNPU_DTYPE_F16) ||
+                        (type == gguf::GgmlType::kF32 && dtype == LNPU_DTYPE_F32);
+      if (same) {
+        const auto src = (*gguf)->TensorData(*(*gguf)->FindTensor("blk.0.attn_q.weight"));
+        ASSERT_EQ(q->size(), src.size());
+        EXPECT_EQ(std::memcmp(artifact->data().data() + q->offset(), src.data(), src.size()), 0);
+      }
+    }
+  }
 }
 
 }  // namespace
