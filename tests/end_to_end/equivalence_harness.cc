@@ -94,6 +94,14 @@ LoadReferenceForArtifact(const std::string& gguf_path,
     return absl::NotFoundError(
         absl::StrCat("the artifact has no weight named ", name));
   };
+  options.int8_matmul_inputs = [art](const std::string& name) {
+    for (const artifact::fb::Weight* w : *art->model().weights()) {
+      if (w->name()->str() == name) {
+        return w->dtype() == LNPU_DTYPE_Q8_0 || w->dtype() == LNPU_DTYPE_Q4_0;
+      }
+    }
+    return false;
+  };
   return reference::ReferenceLlama::Load(gguf_path, std::move(options));
 }
 

@@ -47,8 +47,9 @@ absl::StatusOr<std::string> CompileToTempDir(
 
 // The reference for `artifact_path` compiled from `gguf_path`: its weights
 // are the artifact's own bytes (F32, F16, Q8_0 or Q4_0) widened with
-// gguf::DequantizeRow, exactly the values the NPU multiplies with, and its
-// KV rows are rounded to f16 when the artifact's KV cache is F16.
+// gguf::DequantizeRow, exactly the values the NPU multiplies with; inputs of
+// Q8_0 / Q4_0 matrices are rounded to int8 blocks as the NPU does; KV rows
+// are rounded to f16 when the artifact's KV cache is F16.
 absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>>
 LoadReferenceForArtifact(const std::string& gguf_path,
                          const std::string& artifact_path);

@@ -28,6 +28,7 @@ struct Matrix {
   int rows = 0;
   int cols = 0;
   std::vector<float> data;
+  bool int8_inputs = false;  // inputs rounded to int8 blocks first
 
   const float* Row(int r) const {
     return data.data() + static_cast<size_t>(r) * cols;
@@ -47,9 +48,22 @@ double Dot(const float* a, const float* b, int n) {
 
 // y[r] = sum_c W[r][c] * x[c]; x has w.cols entries, the result w.rows.
 std::vector<float> MatVec(const Matrix& w, const std::vector<float>& x) {
+  std::vector<float> input = x;
+  if (w.int8_inputs) {
+    for (size_t start = 0; start < input.size(); start += 32) {
+      const size_t end = std::min(input.size(), start + 32);
+      float amax = 0.0f;
+      for (size_t i = start; i < end; ++i) amax = std::max(amax, std::fabs(input[i]));
+      const float d = amax / 127.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      for (size_t i = start; i < end; ++i) {
+        input[i] = d * std::nearbyint(input[i] * id);
+      }
+    }
+  }
   std::vector<float> y(w.rows);
   for (int r = 0; r < w.rows; ++r) {
-    y[r] = static_cast<float>(Dot(w.Row(r), x.data(), w.cols));
+    y[r] = static_cast<float>(Dot(w.Row(r), input.data(), w.cols));
   }
   return y;
 }
@@ -333,7 +347,12 @@ absl::StatusOr<std::unique_ptr<ReferenceLlama>> ReferenceLlama::Load(
                                int n_in) {
     if (!status.ok()) return;
     absl::StatusOr<Matrix> m = reader.LoadMatrix(name, n_out, n_in);
-    if (m.ok()) out = *std::move(m); else status = m.status();
+    if (!m.ok()) {
+      status = m.status();
+      return;
+    }
+    out = *std::move(m);
+    out.int8_inputs = options.int8_matmul_inputs && options.int8_matmul_inputs(name);
   };
   const auto load_vector = [&](std::vector<float>& out, const std::string& name,
                                int n) {

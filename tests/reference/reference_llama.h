@@ -72,6 +72,11 @@ struct ReferenceOptions {
   // quantization; shapes are still checked against the GGUF's tensors.
   std::function<absl::StatusOr<std::vector<float>>(const std::string& name)>
       weight_values;
+  // When set and true for a matrix (by GGUF name), every input vector of
+  // that matrix is first rounded to int8 per block of 32 (d = max|x| / 127
+  // in f32, q = round-half-even(x / d)), as an NPU multiplying Q8_0 / Q4_0
+  // weights quantizes its activations.
+  std::function<bool(const std::string& name)> int8_matmul_inputs;
 };
 
 class ReferenceLlama {
