@@ -48,6 +48,9 @@ class Llm {
   const Device& device() const { return *device_; }
   // Device memory of the shared weights.
   uint64_t weights_device_memory_bytes() const { return model_->device_memory_bytes(); }
+  // True when the weights are the artifact's file mapping imported into the
+  // device (DRM_LNPU_CAP_USERPTR), not a copy.
+  bool weights_imported() const { return model_->weights_imported(); }
 
   // A new conversation with an empty cache (allocates its device buffers;
   // Session::device_memory_bytes() says how much). The session must be

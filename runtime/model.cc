@@ -1,6 +1,10 @@
 #include "runtime/model.h"
 
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -14,6 +18,42 @@ namespace {
 absl::Status WithPath(const absl::Status& status, const std::string& path) {
   return absl::Status(status.code(),
                       absl::StrCat("loading model '", path, "': ", status.message()));
+}
+
+// A weights buffer that maps the artifact's data section: the artifact
+// (and with it the file mapping) lives as long as the buffer. Members are
+// destroyed in reverse order, the buffer first.
+struct ImportedWeights {
+  std::unique_ptr<artifact::Artifact> artifact;
+  Buffer buffer;
+};
+
+// The data section imported without a copy (DRM_LNPU_BO_USERPTR, read
+// only), or nullptr when the device cannot import it: no USERPTR
+// capability, or a section whose start or rounded size does not suit the
+// device's buffer alignment. Device errors of the import itself are
+// returned.
+absl::StatusOr<std::shared_ptr<const Buffer>> ImportWeights(
+    Device& device, uint64_t capabilities, std::unique_ptr<artifact::Artifact>& artifact) {
+  if ((capabilities & DRM_LNPU_CAP_USERPTR) == 0) return nullptr;
+  absl::StatusOr<uint64_t> alignment = device.GetParam(DRM_LNPU_PARAM_BO_ALIGNMENT);
+  if (!alignment.ok()) return alignment.status();
+  const absl::Span<const uint8_t> data = artifact->data();
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t address = reinterpret_cast<uintptr_t>(data.data());
+  // The section ends the file; rounding its size up stays inside its last
+  // mapped page only when the alignment is at most a page.
+  if (*alignment == 0 || *alignment > page || address % *alignment != 0 || data.empty()) {
+    return nullptr;
+  }
+  const uint64_t size = (data.size() + *alignment - 1) / *alignment * *alignment;
+  absl::StatusOr<Buffer> buffer = device.ImportUserMemory(
+      const_cast<uint8_t*>(data.data()), size, DRM_LNPU_BO_READ_ONLY);
+  if (!buffer.ok()) return buffer.status();
+  auto holder = std::make_shared<ImportedWeights>();
+  holder->artifact = std::move(artifact);
+  holder->buffer = *std::move(buffer);
+  return std::shared_ptr<const Buffer>(holder, &holder->buffer);
 }
 
 }  // namespace
@@ -45,18 +85,26 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(Device& device,
   absl::StatusOr<Program> program = Program::FromArtifact(**artifact, limits);
   if (!program.ok()) return WithPath(program.status(), artifact_path);
 
-  const absl::Span<const uint8_t> data = (*artifact)->data();
-  absl::StatusOr<Buffer> weights = device.CreateBuffer(data.size());
+  // Weights: the mapped file itself when the device can import it, else a
+  // device copy.
+  absl::StatusOr<std::shared_ptr<const Buffer>> weights =
+      ImportWeights(device, capabilities, *artifact);
   if (!weights.ok()) return WithPath(weights.status(), artifact_path);
-  absl::StatusOr<absl::Span<uint8_t>> mapped = weights->Map();
-  if (!mapped.ok()) return WithPath(mapped.status(), artifact_path);
-  std::memcpy(mapped->data(), data.data(), data.size());
+  if (*weights == nullptr) {
+    const absl::Span<const uint8_t> data = (*artifact)->data();
+    absl::StatusOr<Buffer> copy = device.CreateBuffer(data.size());
+    if (!copy.ok()) return WithPath(copy.status(), artifact_path);
+    absl::StatusOr<absl::Span<uint8_t>> mapped = copy->Map();
+    if (!mapped.ok()) return WithPath(mapped.status(), artifact_path);
+    std::memcpy(mapped->data(), data.data(), data.size());
+    *weights = std::make_shared<const Buffer>(*std::move(copy));
+  }
 
   const bool chain_with_fences =
       (capabilities & DRM_LNPU_CAP_IN_FENCES) != 0 && max_in_fences >= 1;
   return std::unique_ptr<Model>(
       new Model(device, std::make_shared<const Program>(*std::move(program)),
-                std::make_shared<const Buffer>(*std::move(weights)), chain_with_fences));
+                *std::move(weights), chain_with_fences));
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Model::CreateSession() {

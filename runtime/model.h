@@ -1,7 +1,10 @@
 // A compiled model loaded onto a device.
 //
-// Load() reads and validates an artifact and copies its weights into one
-// device buffer, which every session of the model shares. Sessions hold
+// Load() reads and validates an artifact and places its weights in one
+// device buffer, which every session of the model shares: on a device with
+// DRM_LNPU_CAP_USERPTR the artifact's mapped data section is imported
+// read-only without a copy (the mapping then lives as long as the buffer),
+// otherwise the weights are copied into device memory. Sessions hold
 // their own activations, KV cache, IO buffers and recorded command streams.
 //
 // Lifetime: the Device must outlive the Model and all of its sessions. A
@@ -16,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "kernel_iface/driver/device.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/model_info.h"
 #include "runtime/program.h"
 #include "runtime/session.h"
@@ -40,8 +44,10 @@ class Model {
   // and records its command streams.
   absl::StatusOr<std::unique_ptr<Session>> CreateSession();
 
-  // Device memory of the shared weights.
+  // Device memory of the shared weights (imported or copied).
   uint64_t device_memory_bytes() const { return weights_->size(); }
+  // True when the weights are the imported file mapping, not a copy.
+  bool weights_imported() const { return (weights_->flags() & DRM_LNPU_BO_USERPTR) != 0; }
 
  private:
   Model(Device& device, std::shared_ptr<const Program> program,

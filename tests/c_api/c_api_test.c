@@ -1,0 +1,197 @@
+/* The C API from C11, built with AddressSanitizer: every entry point, its
+ * error codes and messages, ownership (results, handles), streaming with a
+ * user pointer, cancellation, stop strings, multi-turn, save/load and
+ * copy-prefix, context policy. Prints TAP; argv[1] is a stories260K
+ * artifact compiled for 48 + 16 slots, argv[2] one for another capacity,
+ * argv[3] a scratch directory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "framework/c_api/npu_llm.h"
+
+static int test_number = 0;
+static int failures = 0;
+
+static void check(int ok, const char* what) {
+  ++test_number;
+  printf("%s %d - %s\n", ok ? "ok" : "not ok", test_number, what);
+  if (!ok) {
+    ++failures;
+    printf("# last error: %s\n", npu_llm_last_error());
+  }
+}
+
+typedef struct stream_state {
+  char text[4096];
+  size_t len;
+  int calls;
+  int cancel_after; /* 0 = never */
+} stream_state;
+
+static int collect(void* user_data, int32_t token, const char* text, size_t text_len) {
+  stream_state* state = (stream_state*)user_data;
+  (void)token;
+  if (state->len + text_len < sizeof(state->text)) {
+    memcpy(state->text + state->len, text, text_len);
+    state->len += text_len;
+    state->text[state->len] = '\0';
+  }
+  ++state->calls;
+  return state->cancel_after == 0 || state->calls < state->cancel_after;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s STORIES.lnpu OTHER_CAPACITY.lnpu SCRATCH_DIR\n", argv[0]);
+    return 2;
+  }
+  npu_llm* llm = NULL;
+  npu_llm_status status = npu_llm_open("/does/not/exist.lnpu", "soft", &llm);
+  check(status == NPU_LLM_NOT_FOUND && llm == NULL, "open of a missing file is NOT_FOUND");
+  check(strstr(npu_llm_last_error(), "/does/not/exist.lnpu") != NULL,
+        "its message names the path");
+  check(npu_llm_open(NULL, NULL, &llm) == NPU_LLM_INVALID_ARGUMENT, "NULL path is refused");
+
+  check(npu_llm_open(argv[1], "soft", &llm) == NPU_LLM_OK && llm != NULL, "open");
+  if (llm == NULL) return 1;
+  npu_llm_model_info info;
+  npu_llm_model_info_get(llm, &info);
+  check(info.vocab_size == 512 && info.kv_capacity == 64 && info.max_prompt_len == 48 &&
+            info.bos_id == 1 && info.weights_bytes > 0,
+        "model info");
+
+  npu_llm_session* session = NULL;
+  check(npu_llm_session_create(llm, &session) == NPU_LLM_OK, "session create");
+  check(npu_llm_session_memory_bytes(session) > 0, "session memory is reported");
+
+  npu_llm_config config;
+  npu_llm_config_init(&config);
+  config.max_new_tokens = 12;
+  config.stop_at_eos = 0;
+  stream_state stream = {{0}, 0, 0, 0};
+  npu_llm_result result;
+  check(npu_llm_session_generate(session, "Once upon a time", &config, collect, &stream,
+                                 &result) == NPU_LLM_OK,
+        "generate");
+  check(result.finish_reason == NPU_LLM_FINISH_LENGTH && result.generated_tokens == 12,
+        "12 tokens, finish length");
+  check(result.text != NULL && strncmp(result.text, ", there was a little girl", 25) == 0,
+        "the greedy story");
+  check(strcmp(stream.text, result.text) == 0 && result.text_len == strlen(result.text),
+        "streamed text equals the result text");
+  check(result.prompt_tokens == 5 && result.time_to_first_token_ms > 0, "statistics");
+  npu_llm_result_clear(&result);
+  check(result.text == NULL, "result_clear frees and zeroes");
+  npu_llm_result_clear(&result); /* twice is fine */
+
+  /* Second turn: only the new text (and the pending last token) runs. */
+  const uint64_t tokens_before = npu_llm_session_token_count(session);
+  check(npu_llm_session_generate(session, " One day", &config, NULL, NULL, &result) ==
+            NPU_LLM_OK,
+        "second turn");
+  check(result.prompt_tokens < 5 && npu_llm_session_token_count(session) ==
+                                         tokens_before + (uint64_t)result.prompt_tokens - 1 +
+                                             (uint64_t)result.generated_tokens,
+        "second turn prefills only its own tokens");
+  char* second_turn = result.text;
+  result.text = NULL;
+  npu_llm_result_clear(&result);
+
+  /* Save, load into another session, continue both identically. */
+  char path[1024];
+  snprintf(path, sizeof path, "%s/c_api_test.session", argv[3]);
+  npu_llm_session* restored = NULL;
+  check(npu_llm_session_create(llm, &restored) == NPU_LLM_OK, "second session");
+  check(npu_llm_session_save(session, path) == NPU_LLM_OK, "save");
+  check(npu_llm_session_load(restored, path) == NPU_LLM_OK, "load");
+  npu_llm_result a, b;
+  check(npu_llm_session_generate(session, " Then", &config, NULL, NULL, &a) == NPU_LLM_OK &&
+            npu_llm_session_generate(restored, " Then", &config, NULL, NULL, &b) ==
+                NPU_LLM_OK &&
+            strcmp(a.text, b.text) == 0,
+        "a loaded session continues identically");
+  npu_llm_result_clear(&a);
+  npu_llm_result_clear(&b);
+
+  /* Another capacity refuses the file with a message. */
+  npu_llm* other = NULL;
+  npu_llm_session* other_session = NULL;
+  check(npu_llm_open(argv[2], "soft", &other) == NPU_LLM_OK &&
+            npu_llm_session_create(other, &other_session) == NPU_LLM_OK,
+        "open the other-capacity model");
+  check(npu_llm_session_load(other_session, path) == NPU_LLM_FAILED_PRECONDITION &&
+            strstr(npu_llm_last_error(), "slots") != NULL,
+        "a file of another capacity is FAILED_PRECONDITION");
+  npu_llm_session_destroy(other_session);
+  npu_llm_close(other);
+  remove(path);
+  check(npu_llm_session_load(restored, path) == NPU_LLM_NOT_FOUND, "missing file");
+
+  /* Stop strings, cancellation. */
+  const char* stops[] = {"girl na"};
+  config.stop_strings = stops;
+  config.n_stop_strings = 1;
+  config.max_new_tokens = 30;
+  npu_llm_session_reset(session);
+  check(npu_llm_session_generate(session, "Once upon a time", &config, NULL, NULL, &result) ==
+                NPU_LLM_OK &&
+            result.finish_reason == NPU_LLM_FINISH_STOP &&
+            strcmp(result.text, ", there was a little ") == 0,
+        "a stop string split across tokens stops and is not returned");
+  npu_llm_result_clear(&result);
+  config.n_stop_strings = 0;
+  config.stop_strings = NULL;
+  npu_llm_session_reset(session);
+  stream_state cancel = {{0}, 0, 0, 3};
+  check(npu_llm_session_generate(session, "Once upon a time", &config, collect, &cancel,
+                                 &result) == NPU_LLM_OK &&
+            result.finish_reason == NPU_LLM_FINISH_CANCELLED && result.generated_tokens == 3,
+        "the callback cancels");
+  npu_llm_result_clear(&result);
+
+  /* Copy a prefix. */
+  npu_llm_session_reset(restored);
+  check(npu_llm_session_append(restored, "Once upon a time") == NPU_LLM_OK, "append");
+  check(npu_llm_session_copy_prefix(session, restored, 5) == NPU_LLM_OK &&
+            npu_llm_session_token_count(session) == 5,
+        "copy prefix");
+  check(npu_llm_session_copy_prefix(session, restored, 99) == NPU_LLM_INVALID_ARGUMENT,
+        "copying more tokens than the source holds is refused");
+
+  /* Context policy: endless generation with a ring. */
+  config.max_new_tokens = 200;
+  npu_llm_session_reset(session);
+  check(npu_llm_session_set_context_policy(session, 1, 60) == NPU_LLM_INVALID_ARGUMENT,
+        "a ring smaller than a prefill chunk is refused");
+  check(npu_llm_session_set_context_policy(session, 1, 4) == NPU_LLM_OK, "ring policy");
+  check(npu_llm_session_generate(session, "Once upon a time", &config, NULL, NULL, &result) ==
+                NPU_LLM_OK &&
+            result.generated_tokens == 200 && result.finish_reason == NPU_LLM_FINISH_LENGTH,
+        "the ring generates past the capacity");
+  npu_llm_result_clear(&result);
+
+  /* Bad arguments. */
+  config.top_p = 3.0f;
+  check(npu_llm_session_generate(session, "x", &config, NULL, NULL, &result) ==
+                NPU_LLM_INVALID_ARGUMENT &&
+            strstr(npu_llm_last_error(), "top_p") != NULL && result.text == NULL,
+        "a bad config is INVALID_ARGUMENT naming the field");
+  config.top_p = 1.0f;
+  config.n_stop_strings = 2;
+  check(npu_llm_session_generate(session, "x", &config, NULL, NULL, &result) ==
+            NPU_LLM_INVALID_ARGUMENT,
+        "a NULL array with a count is refused");
+  check(npu_llm_session_generate(NULL, "x", NULL, NULL, NULL, &result) ==
+            NPU_LLM_INVALID_ARGUMENT,
+        "NULL session is refused");
+
+  free(second_turn);
+  npu_llm_session_destroy(restored);
+  npu_llm_session_destroy(session);
+  npu_llm_session_destroy(NULL);
+  npu_llm_close(llm);
+  npu_llm_close(NULL);
+  printf("1..%d\n", test_number);
+  return failures == 0 ? 0 : 1;
+}
