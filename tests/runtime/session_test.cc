@@ -68,6 +68,12 @@ int32_t Argmax(absl::Span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
+uint64_t Param(const Device& device, uint32_t param) {
+  absl::StatusOr<uint64_t> value = device.GetParam(param);
+  EXPECT_TRUE(value.ok()) << value.status();
+  return value.value_or(0);
+}
+
 uint64_t MemoryUsed(const Device& device) {
   absl::StatusOr<uint64_t> used = device.GetParam(DRM_LNPU_PARAM_MEMORY_USED);
   EXPECT_TRUE(used.ok()) << used.status();
@@ -382,28 +388,36 @@ TEST_F(RuntimeTest, ResetEmptiesTheCache) {
 TEST_F(RuntimeTest, DeviceMemoryReturnsWhenSessionsAndModelsAreDestroyed) {
   model_.reset();
   const uint64_t initial = MemoryUsed(*device_);
+  const uint64_t initial_imported = Param(*device_, DRM_LNPU_PARAM_MEMORY_IMPORTED);
   {
     absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(*device_, *stories_);
     ASSERT_TRUE(model.ok()) << model.status();
-    EXPECT_EQ(MemoryUsed(*device_), initial + (*model)->device_memory_bytes());
+    // The software NPU imports the weights from the artifact mapping: they
+    // count as imported memory, not device memory.
+    ASSERT_TRUE((*model)->weights_imported());
+    const uint64_t weights = (*model)->device_memory_bytes();
+    EXPECT_GE(weights, (*model)->info().weight_bytes);
+    EXPECT_EQ(Param(*device_, DRM_LNPU_PARAM_MEMORY_IMPORTED), initial_imported + weights);
+    EXPECT_EQ(MemoryUsed(*device_), initial);
     absl::StatusOr<std::unique_ptr<Session>> a = (*model)->CreateSession();
     absl::StatusOr<std::unique_ptr<Session>> b = (*model)->CreateSession();
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_GT((*a)->device_memory_bytes(), 0u);
-    EXPECT_EQ(MemoryUsed(*device_), initial + (*model)->device_memory_bytes() +
-                                        (*a)->device_memory_bytes() +
-                                        (*b)->device_memory_bytes());
+    EXPECT_EQ(MemoryUsed(*device_),
+              initial + (*a)->device_memory_bytes() + (*b)->device_memory_bytes());
     ASSERT_TRUE((*a)->Forward(kPrompt).ok());
     a->reset();
-    EXPECT_EQ(MemoryUsed(*device_),
-              initial + (*model)->device_memory_bytes() + (*b)->device_memory_bytes());
-    // A session keeps working after its model is gone (it shares the weights).
+    EXPECT_EQ(MemoryUsed(*device_), initial + (*b)->device_memory_bytes());
+    // A session keeps working after its model is gone: it shares the
+    // weights, and with them the artifact mapping they were imported from.
     std::unique_ptr<Session> survivor = *std::move(b);
     model->reset();
     ASSERT_TRUE(survivor->Forward(kPrompt).ok());
     EXPECT_GT(MemoryUsed(*device_), initial);
+    EXPECT_EQ(Param(*device_, DRM_LNPU_PARAM_MEMORY_IMPORTED), initial_imported + weights);
   }
   EXPECT_EQ(MemoryUsed(*device_), initial);
+  EXPECT_EQ(Param(*device_, DRM_LNPU_PARAM_MEMORY_IMPORTED), initial_imported);
 }
 
 // A software-NPU file that reports other values for some device params.
@@ -464,9 +478,10 @@ TEST_F(RuntimeTest, DevicesWithoutInFencesRunStreamsOneAfterTheOther) {
 }
 
 TEST_F(RuntimeTest, OutOfDeviceMemoryFailsCleanly) {
-  // Room for the weights and little more.
+  // Room for each of a session's buffers but not for all of them (the
+  // weights are imported and take no device memory).
   softnpu::SoftNpuOptions options;
-  options.memory_bytes = (model_->device_memory_bytes() + 4096 * 4 + 4095) / 4096 * 4096;
+  options.memory_bytes = (NewSession()->device_memory_bytes() - 8192) / 4096 * 4096;
   std::shared_ptr<softnpu::SoftNpu> npu = softnpu::SoftNpu::Create(options);
   Device device(npu->Open());
   absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, *stories_);
@@ -477,8 +492,22 @@ TEST_F(RuntimeTest, OutOfDeviceMemoryFailsCleanly) {
   EXPECT_EQ(npu->memory_used(), loaded);  // nothing of the failed session is left
 }
 
-// Random llama models of other shapes and chunkings: the static pipeline
-// gives the same logits however the tokens are split into Forward() calls.
+TEST_F(RuntimeTest, WeightsAreCopiedOnDevicesWithoutUserptr) {
+  auto file = std::make_unique<ParamOverridingFile>(
+      softnpu::SoftNpu::Default()->Open(), DRM_LNPU_PARAM_CAPABILITIES,
+      Param(*device_, DRM_LNPU_PARAM_CAPABILITIES) & ~DRM_LNPU_CAP_USERPTR);
+  Device device(std::move(file));
+  const uint64_t initial = MemoryUsed(device);
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, *stories_);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_FALSE((*model)->weights_imported());
+  EXPECT_EQ(MemoryUsed(device), initial + (*model)->device_memory_bytes());
+  std::unique_ptr<Session> session = *(*model)->CreateSession();
+  absl::StatusOr<absl::Span<const float>> copied = session->Forward(kPrompt);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_EQ(Argmax(*copied), 432);  // ", there ...": the same model
+}
+
 // Greedy continuation of kPrompt until the session holds `length` tokens.
 std::vector<int32_t> FillGreedy(Session& session, size_t length) {
   std::vector<int32_t> tokens = kPrompt;
@@ -682,6 +711,8 @@ TEST_F(RuntimeTest, EvictedSlotsAreNeverAttended) {
   }
 }
 
+// Random llama models of other shapes and chunkings: the static pipeline
+// gives the same logits however the tokens are split into Forward() calls.
 struct RandomCase {
   std::string name;
   gguf::RandomLlamaSpec spec;
