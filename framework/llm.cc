@@ -49,7 +49,8 @@ absl::StatusOr<std::unique_ptr<Llm>> Llm::Load(const std::string& artifact_path,
   auto device = Device::Open(options.device);
   if (!device.ok()) return device.status();
   llm->device_ = *std::move(device);
-  auto model = runtime::Model::Load(*llm->device_, artifact_path);
+  auto model = runtime::Model::Load(*llm->device_, artifact_path,
+                                    {.import_weights = options.import_weights});
   if (!model.ok()) return model.status();
   llm->model_ = *std::move(model);
   auto tokenizer = Tokenizer::Create(VocabularyOf(llm->model_->info()));

@@ -66,7 +66,8 @@ Model::Model(Device& device, std::shared_ptr<const Program> program,
       chain_with_fences_(chain_with_fences) {}
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(Device& device,
-                                                   const std::string& artifact_path) {
+                                                   const std::string& artifact_path,
+                                                   const LoadOptions& options) {
   absl::StatusOr<std::unique_ptr<artifact::Artifact>> artifact =
       artifact::Artifact::Open(artifact_path);
   if (!artifact.ok()) return artifact.status();  // its message names the path
@@ -88,7 +89,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(Device& device,
   // Weights: the mapped file itself when the device can import it, else a
   // device copy.
   absl::StatusOr<std::shared_ptr<const Buffer>> weights =
-      ImportWeights(device, capabilities, *artifact);
+      ImportWeights(device, options.import_weights ? capabilities : 0, *artifact);
   if (!weights.ok()) return WithPath(weights.status(), artifact_path);
   if (*weights == nullptr) {
     const absl::Span<const uint8_t> data = (*artifact)->data();

@@ -26,6 +26,12 @@
 
 namespace lnpu::runtime {
 
+struct LoadOptions {
+  // Import the weights from the artifact mapping when the device can
+  // (DRM_LNPU_CAP_USERPTR); false always copies them into device memory.
+  bool import_weights = true;
+};
+
 class Model {
  public:
   // Opens the artifact at `artifact_path` and loads it onto `device`.
@@ -33,7 +39,8 @@ class Model {
   // file, ...); InvalidArgument when its streams exceed the device's
   // limits; device errors as returned by the driver.
   static absl::StatusOr<std::unique_ptr<Model>> Load(Device& device,
-                                                     const std::string& artifact_path);
+                                                     const std::string& artifact_path,
+                                                     const LoadOptions& options = {});
 
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -52,6 +53,9 @@ ABSL_FLAG(std::string, context, "finish",
 ABSL_FLAG(uint32_t, sink_tokens, 4, "tokens the ring context policy never evicts");
 ABSL_FLAG(std::string, load_session, "", "continue the conversation saved in this file");
 ABSL_FLAG(std::string, save_session, "", "save the conversation to this file at the end");
+ABSL_FLAG(bool, copy_weights, false,
+          "copy the weights into device memory even when the device can map them from "
+          "the model file");
 ABSL_FLAG(std::string, device, "auto",
           "\"auto\" (lnpu /dev/accel node, else the software NPU), \"soft\", "
           "or a device node path");
@@ -176,6 +180,19 @@ absl::StatusOr<GenerationResult> Reply(lnpu::framework::Session& session,
   return result;
 }
 
+// absl flags are spelled with underscores; accept --save-session as well
+// as --save_session by rewriting the name part of each "--flag[=value]".
+void AcceptDashedFlagNames(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    char* arg = argv[i];
+    if (std::strncmp(arg, "--", 2) != 0) continue;
+    if (arg[2] == '\0') break;  // "--": the rest are not flags
+    for (char* c = arg + 2; *c != '\0' && *c != '='; ++c) {
+      if (*c == '-') *c = '_';
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -184,6 +201,7 @@ int main(int argc, char** argv) {
       "usage: npu-llm -m MODEL.lnpu -p PROMPT [-n N] [--temp T] [--seed S] [--stop S]\n"
       "       npu-llm -m MODEL.lnpu --chat [--system TEXT] [--save-session F] "
       "[--load-session F] [--context ring]");
+  AcceptDashedFlagNames(argc, argv);
   absl::ParseCommandLine(argc, argv);
   const std::string model_path = absl::GetFlag(FLAGS_m);
   if (model_path.empty()) {
@@ -204,6 +222,7 @@ int main(int argc, char** argv) {
 
   lnpu::framework::LlmOptions options;
   options.device = absl::GetFlag(FLAGS_device);
+  options.import_weights = !absl::GetFlag(FLAGS_copy_weights);
   absl::StatusOr<std::unique_ptr<lnpu::framework::Llm>> llm =
       lnpu::framework::Llm::Load(model_path, options);
   if (!llm.ok()) return Fail(std::string(llm.status().message()));
