@@ -14,9 +14,10 @@ WorkerPool::WorkerPool(int threads) {
 
 WorkerPool::~WorkerPool() {
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
+  loop_started_.notify_all();
   for (std::thread& worker : workers_) worker.join();
 }
 
@@ -27,17 +28,17 @@ void WorkerPool::ParallelFor(size_t tasks, TaskFn fn) {
     return;
   }
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     current_fn_ = &fn;
     current_tasks_ = tasks;
     next_task_.store(0, std::memory_order_relaxed);
     busy_workers_ = static_cast<int>(workers_.size());
     ++generation_;
   }
+  loop_started_.notify_all();
   RunTasks(0, fn);
-  absl::MutexLock lock(&mutex_);
-  mutex_.Await(absl::Condition(
-      +[](int* busy) { return *busy == 0; }, &busy_workers_));
+  std::unique_lock<std::mutex> lock(mutex_);
+  loop_finished_.wait(lock, [this] { return busy_workers_ == 0; });
   current_fn_ = nullptr;
 }
 
@@ -54,23 +55,17 @@ void WorkerPool::WorkerLoop(int worker) {
   for (;;) {
     const TaskFn* fn = nullptr;
     {
-      absl::MutexLock lock(&mutex_);
-      struct Wake {
-        WorkerPool* pool;
-        uint64_t seen;
-      } wake{this, seen_generation};
-      mutex_.Await(absl::Condition(
-          +[](Wake* w) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return w->pool->stopping_ || w->pool->generation_ != w->seen;
-          },
-          &wake));
+      std::unique_lock<std::mutex> lock(mutex_);
+      loop_started_.wait(lock, [&] {
+        return stopping_ || generation_ != seen_generation;
+      });
       if (stopping_) return;
       seen_generation = generation_;
       fn = current_fn_;
     }
     RunTasks(worker, *fn);
-    absl::MutexLock lock(&mutex_);
-    --busy_workers_;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--busy_workers_ == 0) loop_finished_.notify_one();
   }
 }
 

@@ -4,14 +4,14 @@
 #define KERNEL_IFACE_SOFTNPU_COMPUTE_WORKER_POOL_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
-#include "absl/synchronization/mutex.h"
 
 namespace lnpu::softnpu::compute {
 
@@ -47,14 +47,18 @@ class WorkerPool {
   // Claims and runs tasks of the current loop until none are left.
   void RunTasks(int worker, TaskFn fn);
 
-  absl::Mutex mutex_;
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
+  // ThreadSanitizer, which then cannot see its synchronisation.
+  std::mutex mutex_;
+  std::condition_variable loop_started_;   // generation_ or stopping_ changed
+  std::condition_variable loop_finished_;  // busy_workers_ reached 0
   // Incremented per loop; a worker joins a loop when it sees a new value.
-  uint64_t generation_ ABSL_GUARDED_BY(mutex_) = 0;
+  uint64_t generation_ = 0;        // guarded by mutex_
   // Workers that have not yet finished the current loop.
-  int busy_workers_ ABSL_GUARDED_BY(mutex_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  int busy_workers_ = 0;           // guarded by mutex_
+  bool stopping_ = false;          // guarded by mutex_
   // The current loop's body; valid while busy_workers_ > 0.
-  const TaskFn* current_fn_ ABSL_GUARDED_BY(mutex_) = nullptr;
+  const TaskFn* current_fn_ = nullptr;  // guarded by mutex_
   size_t current_tasks_ = 0;
   std::atomic<size_t> next_task_{0};
   std::vector<std::thread> workers_;
