@@ -5,9 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/common/json.h"
 
 namespace lnpu::bench {
 namespace {
+
+using tools::JsonNumber;
+using tools::JsonQuote;
 
 constexpr double kMB = 1e6;
 constexpr double kGB = 1e9;
@@ -17,31 +21,6 @@ std::string HumanBytes(double bytes) {
   if (bytes >= kGB) return absl::StrFormat("%.2f GB", bytes / kGB);
   if (bytes >= kMB) return absl::StrFormat("%.1f MB", bytes / kMB);
   return absl::StrFormat("%.1f kB", bytes / 1e3);
-}
-
-// `text` as a JSON string literal.
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-// A finite number for JSON (which has no inf or nan).
-std::string JsonNumber(double value) {
-  return std::isfinite(value) ? absl::StrFormat("%.6g", value) : "null";
 }
 
 // Decode tokens/s at the largest fill over the one at the smallest fill.
@@ -166,8 +145,8 @@ std::string FormatJson(const BenchReport& r) {
       "  \"decode_traffic\": {\"weight_bytes\": %d, \"gathered_embedding_bytes\": %d, "
       "\"kv_bytes_per_slot\": %d},\n"
       "  \"reps\": %d,\n  \"warmups\": %d,\n",
-      JsonString(r.model), JsonString(r.device), r.compute_units, JsonString(m.architecture),
-      JsonString(m.name), m.vocab_size, m.dim, m.n_layers, m.n_heads, m.n_kv_heads, m.ffn_dim,
+      JsonQuote(r.model), JsonQuote(r.device), r.compute_units, JsonQuote(m.architecture),
+      JsonQuote(m.name), m.vocab_size, m.dim, m.n_layers, m.n_heads, m.n_kv_heads, m.ffn_dim,
       m.kv_capacity, m.weight_bytes, r.traffic.weight_bytes, r.traffic.gathered_embedding_bytes,
       r.traffic.kv_bytes_per_slot, r.reps, r.warmups);
 

@@ -4,7 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
-#include "tools/npu-info/json_writer.h"
+#include "tools/common/json.h"
 
 namespace lnpu::info {
 namespace {
@@ -147,7 +147,7 @@ std::string FormatText(const DeviceReport& report) {
 }
 
 std::string FormatJson(const DeviceReport& report) {
-  JsonWriter json;
+  tools::JsonWriter json;
   json.BeginObject().Key("device").String(report.device);
   json.Key("params").BeginObject();
   for (const ParamReading& p : report.params) {

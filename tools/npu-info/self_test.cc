@@ -14,7 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
-#include "tools/npu-info/json_writer.h"
+#include "tools/common/json.h"
 
 namespace lnpu::info {
 namespace {
@@ -359,7 +359,7 @@ std::string FormatText(const SelfTestReport& report) {
 }
 
 std::string FormatJson(const SelfTestReport& report) {
-  JsonWriter json;
+  tools::JsonWriter json;
   json.BeginObject().Key("device").String(report.device);
   json.Key("checks").BeginArray();
   for (const CheckResult& c : report.checks) {

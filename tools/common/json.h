@@ -1,6 +1,7 @@
-// JsonWriter: builds one JSON document (objects, arrays, strings, numbers,
-// booleans) in order, with commas and string escaping handled, for the
-// --json output of npu-info.
+// JSON output of the tools (npu-info, npu-bench): string and number
+// literals, and JsonWriter, which builds one JSON document (objects,
+// arrays, strings, numbers, booleans) in order, with commas and string
+// escaping handled.
 //
 //   JsonWriter json;
 //   json.BeginObject().Key("device").String(name).Key("pass").Bool(true)
@@ -10,8 +11,8 @@
 // The caller nests Begin/End calls correctly and gives every object member
 // a Key() first; numbers that are not finite are written as null.
 // Thread-safety: none.
-#ifndef TOOLS_NPU_INFO_JSON_WRITER_H_
-#define TOOLS_NPU_INFO_JSON_WRITER_H_
+#ifndef TOOLS_COMMON_JSON_H_
+#define TOOLS_COMMON_JSON_H_
 
 #include <cmath>
 #include <cstdint>
@@ -22,7 +23,33 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 
-namespace lnpu::info {
+namespace lnpu::tools {
+
+// `text` as a JSON string literal (quotes added, control characters
+// escaped; bytes >= 0x80 pass through, so UTF-8 stays UTF-8).
+inline std::string JsonQuote(absl::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppendFormat(&out, "\\u%04x", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// `value` as a JSON number; JSON has no inf or nan, so those become null.
+inline std::string JsonNumber(double value) {
+  return std::isfinite(value) ? absl::StrFormat("%.6g", value) : "null";
+}
 
 class JsonWriter {
  public:
@@ -50,11 +77,7 @@ class JsonWriter {
   }
   JsonWriter& Double(double value) {
     Separate();
-    if (std::isfinite(value)) {
-      absl::StrAppendFormat(&text_, "%.6g", value);
-    } else {
-      text_ += "null";
-    }
+    text_ += JsonNumber(value);
     return *this;
   }
   JsonWriter& Bool(bool value) {
@@ -89,30 +112,13 @@ class JsonWriter {
     if (!depth_.back()) text_ += ',';
     depth_.back() = false;
   }
-  void AppendString(absl::string_view s) {
-    text_ += '"';
-    for (char c : s) {
-      switch (c) {
-        case '"': text_ += "\\\""; break;
-        case '\\': text_ += "\\\\"; break;
-        case '\n': text_ += "\\n"; break;
-        case '\t': text_ += "\\t"; break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            absl::StrAppendFormat(&text_, "\\u%04x", c);
-          } else {
-            text_ += c;
-          }
-      }
-    }
-    text_ += '"';
-  }
+  void AppendString(absl::string_view s) { text_ += JsonQuote(s); }
 
   std::string text_;
   std::vector<bool> depth_;  // per open container: no element written yet
   bool after_key_ = false;
 };
 
-}  // namespace lnpu::info
+}  // namespace lnpu::tools
 
-#endif  // TOOLS_NPU_INFO_JSON_WRITER_H_
+#endif  // TOOLS_COMMON_JSON_H_
