@@ -14,6 +14,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernel_iface/softnpu/compute/kernels.h"
+#include "kernel_iface/softnpu/compute/quant_matmul.h"
 
 // Target-independent constants, defined on the first inclusion only.
 #ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_KERNELS_CONSTANTS_
@@ -22,18 +23,6 @@ namespace lnpu::softnpu::compute {
 // Keys scored per online-softmax step of attention: the running output is
 // rescaled at most once per block.
 inline constexpr size_t kAttentionBlock = 64;
-// Elements per block of the Q8_0 / Q4_0 weight formats and of the int8
-// activation blocks they are multiplied with.
-inline constexpr size_t kQuantBlock = 32;
-inline constexpr size_t kQ8_0BlockBytes = 2 + kQuantBlock;
-inline constexpr size_t kQ4_0BlockBytes = 2 + kQuantBlock / 2;
-
-// Matmul src rows quantized to int8 per block of 32: q[r][k] (widened to
-// int16) and scales[r][k / 32], x = scale * q.
-struct QuantizedSrc {
-  const int16_t* q = nullptr;
-  const float* scales = nullptr;
-};
 }  // namespace lnpu::softnpu::compute
 #endif
 
@@ -161,12 +150,6 @@ HWY_INLINE size_t VectorPart(size_t len) {
   return len - len % hn::Lanes(df);
 }
 
-// Initial value of dst[r][c] before the dot product is added.
-HWY_INLINE float OutputBase(const MatmulArgs& a, size_t r, size_t c) {
-  float base = a.accumulate ? a.dst[r * a.n + c] : 0.0f;
-  if (a.bias != nullptr) base += a.bias[c];
-  return base;
-}
 
 // Four weight rows starting at column c of [.., col_end); rows past the end
 // repeat the last one (their results are discarded).
@@ -190,7 +173,7 @@ void GemvColumnsT(const MatmulArgs& a, size_t col_begin, size_t col_end) {
     Dot1x4(D1(), a.src, w, vector_part, a.k, sums);
     const size_t valid = std::min<size_t>(4, col_end - c);
     for (size_t j = 0; j < valid; ++j) {
-      a.dst[c + j] = OutputBase(a, 0, c + j) + sums[j];
+      a.dst[c + j] = MatmulOutputBase(a, 0, c + j) + sums[j];
     }
   }
 }
@@ -214,7 +197,7 @@ void GemmTileT(const MatmulArgs& a, size_t row_begin, size_t row_end,
   const WT* weight = static_cast<const WT*>(a.weight);
   for (size_t r = row_begin; r < row_end; ++r) {
     for (size_t c = col_begin; c < col_end; ++c) {
-      a.dst[r * a.n + c] = OutputBase(a, r, c);
+      a.dst[r * a.n + c] = MatmulOutputBase(a, r, c);
     }
   }
   for (size_t k0 = 0; k0 < a.k; k0 += kGemmKBlock) {
@@ -255,12 +238,11 @@ void GemmTile(const MatmulArgs& a, size_t row_begin, size_t row_end,
 // ---------------------------------------------------------------------------
 // Block-quantized weights (Q8_0, Q4_0) times int8-quantized activations.
 //
-// Activations are quantized per block of 32 (d = max|x| / 127) and stored
-// widened to int16, so that the inner loop widens only the weights: one
+// The portable path ("highway"): both operands are widened to int16 and one
 // block's dot product is a sequence of int16 pair multiply-adds into int32
-// lanes (vpmaddwd on x86, smlal/sdot-free widening on Arm), exact because
-// |w| <= 128 and |x| <= 127. Each block's int32 sums are converted once and
-// scaled by d_w * d_x into f32 accumulators.
+// lanes (vpmaddwd on x86, smlal pairs on Arm), exact because |w| <= 128 and
+// |x| <= 127. Each block's int32 sums are converted once and scaled by
+// d_w * d_x into f32 accumulators.
 
 // Vectors of at most 16 int16 lanes, so that a vector never straddles the
 // two nibble halves of a Q4_0 block (bytes 0..15 low, then high nibbles).
@@ -296,26 +278,28 @@ struct Q4_0Weights {
   }
 };
 
-// Exact int32 lane sums of one block's products: x (int16) times weights.
+// Exact int32 lane sums of one block's products: x (int8) times weights.
 template <class W>
-HWY_INLINE hn::Vec<D32> BlockDot(const uint8_t* block, const int16_t* x) {
+HWY_INLINE hn::Vec<D32> BlockDot(const uint8_t* block, const int8_t* x) {
   const D16 d16;
   const D32 d32;
+  const hn::Rebind<int8_t, D16> d8;
   auto sum0 = hn::Zero(d32);
   auto sum1 = hn::Zero(d32);
   for (size_t j = 0; j < kQuantBlock; j += hn::Lanes(d16)) {
-    sum0 = hn::ReorderWidenMulAccumulate(d32, W::Load(d16, block, j),
-                                         hn::LoadU(d16, x + j), sum0, sum1);
+    sum0 = hn::ReorderWidenMulAccumulate(
+        d32, W::Load(d16, block, j), hn::PromoteTo(d16, hn::LoadU(d8, x + j)),
+        sum0, sum1);
   }
   return hn::Add(sum0, sum1);
 }
 
 // Quantizes rows [row_begin, row_end) of src (k a multiple of 32) into
-// int16-widened int8 values q[r][k] and per-block scales[r][k / 32].
+// int8 values q[r][k] and per-block scales[r][k / 32] (QuantizedActivations).
 void QuantizeActivationRows(const float* src, size_t k, size_t row_begin,
-                            size_t row_end, int16_t* q, float* scales) {
+                            size_t row_end, int8_t* q, float* scales) {
   const hn::CappedTag<float, kQuantBlock> df;
-  const hn::Rebind<int16_t, decltype(df)> di16;
+  const hn::Rebind<int8_t, decltype(df)> di8;
   const size_t lanes = hn::Lanes(df);
   const size_t blocks = k / kQuantBlock;
   for (size_t r = row_begin; r < row_end; ++r) {
@@ -332,7 +316,7 @@ void QuantizeActivationRows(const float* src, size_t k, size_t row_begin,
       const auto vid = hn::Set(df, id);
       for (size_t j = 0; j < kQuantBlock; j += lanes) {
         const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, x + j), vid));
-        hn::StoreU(hn::DemoteTo(di16, qi), di16, q + offset + j);
+        hn::StoreU(hn::DemoteTo(di8, qi), di8, q + offset + j);
       }
       scales[r * blocks + b] = d;
     }
@@ -340,7 +324,7 @@ void QuantizeActivationRows(const float* src, size_t k, size_t row_begin,
 }
 
 template <class W>
-void QuantGemvColumnsT(const MatmulArgs& a, const QuantizedSrc& x,
+void QuantGemvColumnsT(const MatmulArgs& a, const QuantizedActivations& x,
                        size_t col_begin, size_t col_end) {
   const DF32 df;
   const size_t blocks = a.k / kQuantBlock;
@@ -367,7 +351,7 @@ void QuantGemvColumnsT(const MatmulArgs& a, const QuantizedSrc& x,
       const auto s0 = hn::ConvertTo(df, BlockDot<W>(w0, x.q + b * kQuantBlock));
       acc0 = hn::MulAdd(s0, hn::Set(df, LoadF16Scale(w0) * x.scales[b]), acc0);
     }
-    a.dst[c] = OutputBase(a, 0, c) + ReduceSum(df, hn::Add(acc0, acc1));
+    a.dst[c] = MatmulOutputBase(a, 0, c) + ReduceSum(df, hn::Add(acc0, acc1));
   }
 }
 
@@ -376,7 +360,7 @@ void QuantGemvColumnsT(const MatmulArgs& a, const QuantizedSrc& x,
 constexpr size_t kQuantGemmKBlocks = 16;
 
 template <class W>
-void QuantGemmTileT(const MatmulArgs& a, const QuantizedSrc& x,
+void QuantGemmTileT(const MatmulArgs& a, const QuantizedActivations& x,
                     size_t row_begin, size_t row_end, size_t col_begin,
                     size_t col_end) {
   const DF32 df;
@@ -385,14 +369,14 @@ void QuantGemmTileT(const MatmulArgs& a, const QuantizedSrc& x,
   const auto* weight = static_cast<const uint8_t*>(a.weight);
   for (size_t r = row_begin; r < row_end; ++r) {
     for (size_t c = col_begin; c < col_end; ++c) {
-      a.dst[r * a.n + c] = OutputBase(a, r, c);
+      a.dst[r * a.n + c] = MatmulOutputBase(a, r, c);
     }
   }
   for (size_t b0 = 0; b0 < blocks; b0 += kQuantGemmKBlocks) {
     const size_t b1 = std::min(blocks, b0 + kQuantGemmKBlocks);
     for (size_t r = row_begin; r < row_end; r += 4) {
       // Rows past the end repeat the last one; their sums are discarded.
-      const int16_t* q[4];
+      const int8_t* q[4];
       const float* sc[4];
       for (size_t i = 0; i < 4; ++i) {
         const size_t row = std::min(r + i, row_end - 1);
@@ -427,7 +411,7 @@ void QuantGemmTileT(const MatmulArgs& a, const QuantizedSrc& x,
   }
 }
 
-void QuantGemvColumns(const MatmulArgs& a, const QuantizedSrc& x,
+void QuantGemvColumns(const MatmulArgs& a, const QuantizedActivations& x,
                       size_t col_begin, size_t col_end) {
   if (a.weight_type == WeightType::kQ8_0) {
     QuantGemvColumnsT<Q8_0Weights>(a, x, col_begin, col_end);
@@ -436,7 +420,7 @@ void QuantGemvColumns(const MatmulArgs& a, const QuantizedSrc& x,
   }
 }
 
-void QuantGemmTile(const MatmulArgs& a, const QuantizedSrc& x,
+void QuantGemmTile(const MatmulArgs& a, const QuantizedActivations& x,
                    size_t row_begin, size_t row_end, size_t col_begin,
                    size_t col_end) {
   if (a.weight_type == WeightType::kQ8_0) {
@@ -804,11 +788,39 @@ size_t WeightBytes(WeightType type, size_t elements) {
   return 0;
 }
 
+namespace {
+
+void HighwayQuantGemv(const MatmulArgs& a, const QuantizedActivations& x,
+                      size_t col_begin, size_t col_end) {
+  HWY_DYNAMIC_DISPATCH(QuantGemvColumns)(a, x, col_begin, col_end);
+}
+
+void HighwayQuantGemm(const MatmulArgs& a, const QuantizedActivations& x,
+                      size_t row_begin, size_t row_end, size_t col_begin,
+                      size_t col_end) {
+  HWY_DYNAMIC_DISPATCH(QuantGemmTile)
+  (a, x, row_begin, row_end, col_begin, col_end);
+}
+
+bool Always() { return true; }
+
+}  // namespace
+
+const QuantMatmulPath kHighwayQuantMatmulPath = {
+    .name = "highway",
+    .supported = Always,
+    .gemv = HighwayQuantGemv,
+    .gemm = HighwayQuantGemm,
+    .gemm_tile_rows = kGemmTileRows,
+    .gemm_tile_cols = kGemmTileCols,
+};
+
 void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
   const uint64_t work = uint64_t{args.rows} * args.k * args.n;
   const bool quantized = args.weight_type == WeightType::kQ8_0 ||
                          args.weight_type == WeightType::kQ4_0;
-  QuantizedSrc x;
+  const QuantMatmulPath& path = ActiveQuantMatmulPath();
+  QuantizedActivations x;
   if (quantized) {
     const size_t blocks = args.k / kQuantBlock;
     scratch->quantized_src.resize(args.rows * args.k);
@@ -826,24 +838,26 @@ void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
     // Column chunks (multiples of the 4-row micro-kernel) of >= 16 columns.
     ParallelRanges(pool, args.n, work, 16, 4, [&](size_t begin, size_t end) {
       if (quantized) {
-        HWY_DYNAMIC_DISPATCH(QuantGemvColumns)(args, x, begin, end);
+        path.gemv(args, x, begin, end);
       } else {
         HWY_DYNAMIC_DISPATCH(GemvColumns)(args, begin, end);
       }
     });
     return;
   }
-  const size_t row_tiles = CeilDiv(args.rows, kGemmTileRows);
-  const size_t col_tiles = CeilDiv(args.n, kGemmTileCols);
+  const size_t tile_rows = quantized ? path.gemm_tile_rows : kGemmTileRows;
+  const size_t tile_cols = quantized ? path.gemm_tile_cols : kGemmTileCols;
+  const size_t row_tiles = CeilDiv(args.rows, tile_rows);
+  const size_t col_tiles = CeilDiv(args.n, tile_cols);
   RunTasks(pool, row_tiles * col_tiles, work, [&](size_t task, int) {
     // Consecutive tasks share a column tile, so its weights are reused
     // from cache across row tiles.
-    const size_t row0 = (task % row_tiles) * kGemmTileRows;
-    const size_t col0 = (task / row_tiles) * kGemmTileCols;
-    const size_t row1 = std::min(args.rows, row0 + kGemmTileRows);
-    const size_t col1 = std::min(args.n, col0 + kGemmTileCols);
+    const size_t row0 = (task % row_tiles) * tile_rows;
+    const size_t col0 = (task / row_tiles) * tile_cols;
+    const size_t row1 = std::min(args.rows, row0 + tile_rows);
+    const size_t col1 = std::min(args.n, col0 + tile_cols);
     if (quantized) {
-      HWY_DYNAMIC_DISPATCH(QuantGemmTile)(args, x, row0, row1, col0, col1);
+      path.gemm(args, x, row0, row1, col0, col1);
     } else {
       HWY_DYNAMIC_DISPATCH(GemmTile)(args, row0, row1, col0, col1);
     }

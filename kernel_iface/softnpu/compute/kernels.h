@@ -26,8 +26,8 @@ struct KernelScratch {
   std::vector<double> f64;
   std::vector<uint32_t> u32;
   // Matmul with block-quantized weights: src quantized to int8 per block of
-  // 32 (values widened to int16) and the blocks' scales.
-  std::vector<int16_t> quantized_src;
+  // 32 and the blocks' scales (QuantizedActivations in quant_matmul.h).
+  std::vector<int8_t> quantized_src;
   std::vector<float> quantized_src_scales;
 };
 

@@ -1,0 +1,87 @@
+// Quantized matmul paths: the inner loops of MATMUL with Q8_0 / Q4_0
+// weights, one implementation per instruction set (AMX, AVX-512 VNNI,
+// AVX-VNNI, Arm dot product, and the portable Highway path). Matmul in
+// kernels.h quantizes the activations, splits the work across the pool and
+// calls the best path the CPU and OS support; each path file only supplies
+// the per-range loops below.
+//
+// Contract of every path (checked by tests/compute on each path the machine
+// runs): the same result as the Highway path up to f32 summation order. The
+// int8 block dot products are exact in int32, so paths differ only in the
+// order of the f32 scale-and-add steps.
+#ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_QUANT_MATMUL_H_
+#define KERNEL_IFACE_SOFTNPU_COMPUTE_QUANT_MATMUL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "kernel_iface/softnpu/compute/kernels.h"
+
+namespace lnpu::softnpu::compute {
+
+// Elements per block of the Q8_0 / Q4_0 weight formats and of the int8
+// activation blocks they are multiplied with.
+inline constexpr size_t kQuantBlock = 32;
+inline constexpr size_t kQ8_0BlockBytes = 2 + kQuantBlock;
+inline constexpr size_t kQ4_0BlockBytes = 2 + kQuantBlock / 2;
+
+// Matmul src rows quantized per block of 32 like llama.cpp's q8_0
+// activations: d = max|x| / 127, q = round-to-nearest-even(x / d) (q = 0
+// when d = 0), x ~= d * q. q is [rows][k], scales is [rows][k / 32].
+struct QuantizedActivations {
+  const int8_t* q = nullptr;
+  const float* scales = nullptr;
+};
+
+// Initial value of dst[r][c] before the dot product is added: the old dst
+// value with LNPU_MATMUL_ACCUMULATE, plus the bias if any.
+inline float MatmulOutputBase(const MatmulArgs& a, size_t r, size_t c) {
+  float base = a.accumulate ? a.dst[r * a.n + c] : 0.0f;
+  if (a.bias != nullptr) base += a.bias[c];
+  return base;
+}
+
+// One quantized-matmul implementation. Both loops handle Q8_0 and Q4_0
+// weights (a.weight_type), any n, any k that is a multiple of 32, and write
+// dst = MatmulOutputBase + dot for exactly the given range. They may be
+// called concurrently on disjoint ranges; per-thread state, if any, is
+// thread_local.
+struct QuantMatmulPath {
+  std::string_view name;  // "amx", "avx512vnni", "avxvnni", "neon-dotprod", "highway"
+  // True if this CPU and OS can run the path (CPUID / hwcaps, and for AMX the
+  // kernel's permission to use the tile registers). Cheap after first call.
+  bool (*supported)();
+  // rows == 1: dst columns [col_begin, col_end).
+  void (*gemv)(const MatmulArgs& a, const QuantizedActivations& x,
+               size_t col_begin, size_t col_end);
+  // rows > 1: dst rows [row_begin, row_end) x columns [col_begin, col_end).
+  void (*gemm)(const MatmulArgs& a, const QuantizedActivations& x,
+               size_t row_begin, size_t row_end, size_t col_begin,
+               size_t col_end);
+  // Preferred GEMM task tile (rows x columns of dst per task).
+  size_t gemm_tile_rows;
+  size_t gemm_tile_cols;
+};
+
+// Paths this process can run, best first; the last one is always the
+// portable "highway" path. Computed once; thread-safe.
+std::span<const QuantMatmulPath* const> SupportedQuantMatmulPaths();
+
+// The path Matmul uses: the first supported one, or the one set by
+// SetQuantMatmulPathForTest.
+const QuantMatmulPath& ActiveQuantMatmulPath();
+
+// Testing and benchmarking: makes Matmul use `path` (one of
+// SupportedQuantMatmulPaths()), or the default again for nullptr. Not
+// thread-safe with concurrent Matmul calls.
+void SetQuantMatmulPathForTest(const QuantMatmulPath* path);
+
+// The paths, defined in their own files (quant_matmul_*.cc) and compiled on
+// the architectures that have them.
+extern const QuantMatmulPath kHighwayQuantMatmulPath;
+
+}  // namespace lnpu::softnpu::compute
+
+#endif  // KERNEL_IFACE_SOFTNPU_COMPUTE_QUANT_MATMUL_H_

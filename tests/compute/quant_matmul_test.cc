@@ -1,0 +1,250 @@
+// Every quantized-matmul path this machine can run (quant_matmul.h: AMX,
+// AVX-512 VNNI, AVX-VNNI, Arm dot product, the portable Highway path)
+// against an exact integer reference: the test quantizes the activations
+// with the documented rule and sums d_w * d_x * (int32 block dot) in double.
+// Paths may differ from it only by f32 rounding of the scale-and-add steps:
+// |got - ref| <= 1e-5 * sum_b |d_w d_x| * sum_i |q_w q_x| + 1e-6.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "compiler_artifacts/gguf/half.h"
+#include "compiler_artifacts/gguf/quantize.h"
+#include "gtest/gtest.h"
+#include "kernel_iface/softnpu/compute/kernels.h"
+#include "kernel_iface/softnpu/compute/quant_matmul.h"
+#include "kernel_iface/softnpu/compute/worker_pool.h"
+
+namespace lnpu::softnpu::compute {
+namespace {
+
+struct Shape {
+  size_t rows, k, n;
+};
+
+// Integer view of one quantized weight row: per-block scales and int8
+// values (Q4_0 nibbles minus 8).
+struct QuantRow {
+  std::vector<float> scales;
+  std::vector<int> q;
+};
+
+QuantRow DecodeWeightRow(const uint8_t* row, size_t k, WeightType type) {
+  QuantRow out;
+  const size_t block_bytes =
+      type == WeightType::kQ8_0 ? kQ8_0BlockBytes : kQ4_0BlockBytes;
+  for (size_t b = 0; b < k / kQuantBlock; ++b) {
+    const uint8_t* block = row + b * block_bytes;
+    uint16_t half;
+    std::memcpy(&half, block, 2);
+    out.scales.push_back(gguf::Float16ToFloat(half));
+    for (size_t j = 0; j < kQuantBlock; ++j) {
+      if (type == WeightType::kQ8_0) {
+        out.q.push_back(static_cast<int8_t>(block[2 + j]));
+      } else {
+        const uint8_t byte = block[2 + j % 16];
+        out.q.push_back((j < 16 ? byte & 0xF : byte >> 4) - 8);
+      }
+    }
+  }
+  return out;
+}
+
+// The documented activation quantization (quant_matmul.h).
+QuantRow QuantizeActivationRow(const float* x, size_t k) {
+  QuantRow out;
+  for (size_t b = 0; b < k / kQuantBlock; ++b) {
+    float amax = 0;
+    for (size_t j = 0; j < kQuantBlock; ++j) {
+      amax = std::max(amax, std::abs(x[b * kQuantBlock + j]));
+    }
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    out.scales.push_back(d);
+    for (size_t j = 0; j < kQuantBlock; ++j) {
+      out.q.push_back(static_cast<int>(std::nearbyint(x[b * kQuantBlock + j] * id)));
+    }
+  }
+  return out;
+}
+
+class QuantMatmulPathTest
+    : public ::testing::TestWithParam<const QuantMatmulPath*> {
+ protected:
+  void SetUp() override { SetQuantMatmulPathForTest(GetParam()); }
+  void TearDown() override { SetQuantMatmulPathForTest(nullptr); }
+
+  std::vector<float> RandomFloats(size_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng_);
+    return v;
+  }
+
+  void Check(const Shape& s, WeightType type, bool bias, bool accumulate) {
+    SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(s.rows) +
+                 " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
+                 (type == WeightType::kQ8_0 ? " q8_0" : " q4_0"));
+    // Activations with outliers, as after RMSNorm in real models, and an
+    // all-zero block (scale 0).
+    auto src = RandomFloats(s.rows * s.k, -2, 2);
+    for (size_t i = 0; i < src.size(); i += 37) src[i] *= 20;
+    std::fill(src.begin(), src.begin() + kQuantBlock, 0.0f);
+    const auto weight_f32 = RandomFloats(s.n * s.k, -1, 1);
+    const size_t row_bytes = WeightBytes(type, s.k);
+    std::vector<uint8_t> weight(s.n * row_bytes);
+    ASSERT_TRUE((type == WeightType::kQ8_0 ? gguf::QuantizeRowQ8_0
+                                           : gguf::QuantizeRowQ4_0)(
+                    weight_f32, absl::MakeSpan(weight))
+                    .ok());
+    const auto bias_v = RandomFloats(s.n, -1, 1);
+    const auto old_dst = RandomFloats(s.rows * s.n, -1, 1);
+    std::vector<float> dst = old_dst;
+
+    MatmulArgs args;
+    args.src = src.data();
+    args.weight = weight.data();
+    args.weight_type = type;
+    args.bias = bias ? bias_v.data() : nullptr;
+    args.accumulate = accumulate;
+    args.dst = dst.data();
+    args.rows = s.rows;
+    args.k = s.k;
+    args.n = s.n;
+    Matmul(args, pool_, &scratch_);
+
+    int reported = 0;
+    for (size_t r = 0; r < s.rows; ++r) {
+      const QuantRow x = QuantizeActivationRow(src.data() + r * s.k, s.k);
+      for (size_t c = 0; c < s.n; ++c) {
+        const QuantRow w = DecodeWeightRow(weight.data() + c * row_bytes, s.k, type);
+        double want = 0, magnitude = 0;
+        for (size_t b = 0; b < s.k / kQuantBlock; ++b) {
+          int64_t dot = 0, abs_dot = 0;
+          for (size_t j = b * kQuantBlock; j < (b + 1) * kQuantBlock; ++j) {
+            dot += int64_t{x.q[j]} * w.q[j];
+            abs_dot += std::abs(int64_t{x.q[j]} * w.q[j]);
+          }
+          const double scale = double(x.scales[b]) * w.scales[b];
+          want += scale * double(dot);
+          magnitude += std::abs(scale) * double(abs_dot);
+        }
+        if (bias) {
+          want += bias_v[c];
+          magnitude += std::abs(bias_v[c]);
+        }
+        if (accumulate) {
+          want += old_dst[r * s.n + c];
+          magnitude += std::abs(old_dst[r * s.n + c]);
+        }
+        const double got = dst[r * s.n + c];
+        const double tol = 1e-5 * magnitude + 1e-6;
+        if (!(std::abs(got - want) <= tol) && reported++ < 5) {
+          ADD_FAILURE() << "dst[" << r << "][" << c << "] = " << got
+                        << ", want " << want << " (tolerance " << tol << ")";
+        }
+      }
+    }
+  }
+
+  std::mt19937 rng_{4321};
+  WorkerPool pool_{3};  // more workers than CI cores: tasks interleave
+  KernelScratch scratch_;
+};
+
+TEST_P(QuantMatmulPathTest, MatchesIntegerReferenceOnRaggedShapes) {
+  std::vector<Shape> shapes = {
+      {1, 32, 1},    {1, 64, 5},     {1, 96, 67},   {1, 896, 33},
+      {1, 2048, 70}, {2, 32, 3},     {3, 64, 9},    {4, 128, 4},
+      {5, 544, 130}, {15, 96, 17},   {16, 64, 16},  {17, 96, 19},
+      {31, 160, 47}, {33, 256, 65},  {70, 1024, 70}, {128, 896, 96}};
+  std::uniform_int_distribution<size_t> rows(1, 80), blocks(1, 40), cols(1, 150);
+  for (int i = 0; i < 6; ++i) {
+    shapes.push_back({rows(rng_), 32 * blocks(rng_), cols(rng_)});
+  }
+  int variant = 0;
+  for (const Shape& s : shapes) {
+    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+      Check(s, type, variant & 1, variant & 2);
+      ++variant;
+    }
+  }
+}
+
+// Activations large enough that every int8 value hits +-127 and weights at
+// the ends of their range: the int32 block sums must not saturate.
+TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+    for (size_t rows : {1, 40}) {
+      const size_t k = 4096, n = 20;
+      std::vector<float> src(rows * k);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = (i % 3 == 0) ? -1e3f : 1e3f;
+      std::vector<float> weight_f32(n * k);
+      for (size_t i = 0; i < weight_f32.size(); ++i) {
+        weight_f32[i] = (i % 3 == 0) ? -8.0f : 7.0f;
+      }
+      std::vector<uint8_t> weight(n * WeightBytes(type, k));
+      ASSERT_TRUE((type == WeightType::kQ8_0 ? gguf::QuantizeRowQ8_0
+                                             : gguf::QuantizeRowQ4_0)(
+                      weight_f32, absl::MakeSpan(weight))
+                      .ok());
+      std::vector<float> deq(weight_f32.size());
+      ASSERT_TRUE(gguf::DequantizeRow(type == WeightType::kQ8_0 ? gguf::GgmlType::kQ8_0
+                                                               : gguf::GgmlType::kQ4_0,
+                                      weight, absl::MakeSpan(deq))
+                      .ok());
+      std::vector<float> dst(rows * n, 0.0f);
+      MatmulArgs args;
+      args.src = src.data();
+      args.weight = weight.data();
+      args.weight_type = type;
+      args.dst = dst.data();
+      args.rows = rows;
+      args.k = k;
+      args.n = n;
+      Matmul(args, pool_, &scratch_);
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t c = 0; c < n; ++c) {
+          double want = 0, magnitude = 0;
+          for (size_t i = 0; i < k; ++i) {
+            want += double(src[r * k + i]) * deq[c * k + i];
+            magnitude += std::abs(double(src[r * k + i]) * deq[c * k + i]);
+          }
+          // Activations are exactly on the int8 grid (|x| constant), so
+          // only f32 rounding separates the result from the exact sum.
+          ASSERT_NEAR(dst[r * n + c], want, 1e-5 * magnitude)
+              << GetParam()->name << " rows=" << rows << " [" << r << "][" << c << "]";
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantMatmulPathsTest, PortablePathIsLastAndAlwaysSupported) {
+  const auto paths = SupportedQuantMatmulPaths();
+  ASSERT_FALSE(paths.empty());
+  EXPECT_EQ(paths.back(), &kHighwayQuantMatmulPath);
+  EXPECT_EQ(&ActiveQuantMatmulPath(), paths.front());
+  for (const QuantMatmulPath* path : paths) {
+    EXPECT_TRUE(path->supported()) << path->name;
+    EXPECT_GT(path->gemm_tile_rows, 0u) << path->name;
+    EXPECT_GT(path->gemm_tile_cols, 0u) << path->name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SupportedPaths, QuantMatmulPathTest,
+    ::testing::ValuesIn(SupportedQuantMatmulPaths().begin(),
+                        SupportedQuantMatmulPaths().end()),
+    [](const ::testing::TestParamInfo<const QuantMatmulPath*>& info) {
+      std::string name(info.param->name);
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+}  // namespace
+}  // namespace lnpu::softnpu::compute
