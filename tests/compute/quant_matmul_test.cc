@@ -228,9 +228,11 @@ TEST(QuantMatmulPathsTest, PortablePathIsLastAndAlwaysSupported) {
   const auto paths = SupportedQuantMatmulPaths();
   ASSERT_FALSE(paths.empty());
   EXPECT_EQ(paths.back(), &kHighwayQuantMatmulPath);
+  EXPECT_NE(kHighwayQuantMatmulPath.gemv, nullptr);
   EXPECT_EQ(&ActiveQuantMatmulPath(), paths.front());
   for (const QuantMatmulPath* path : paths) {
     EXPECT_TRUE(path->supported()) << path->name;
+    EXPECT_NE(path->gemm, nullptr) << path->name;
     EXPECT_GT(path->gemm_tile_rows, 0u) << path->name;
     EXPECT_GT(path->gemm_tile_cols, 0u) << path->name;
   }

@@ -835,10 +835,11 @@ void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
                    });
   }
   if (args.rows == 1) {
+    const auto gemv = ActiveQuantGemv();
     // Column chunks (multiples of the 4-row micro-kernel) of >= 16 columns.
     ParallelRanges(pool, args.n, work, 16, 4, [&](size_t begin, size_t end) {
       if (quantized) {
-        path.gemv(args, x, begin, end);
+        gemv(args, x, begin, end);
       } else {
         HWY_DYNAMIC_DISPATCH(GemvColumns)(args, begin, end);
       }

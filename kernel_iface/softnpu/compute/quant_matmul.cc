@@ -31,6 +31,16 @@ const QuantMatmulPath& ActiveQuantMatmulPath() {
   return forced != nullptr ? *forced : *SupportedQuantMatmulPaths().front();
 }
 
+decltype(QuantMatmulPath::gemv) ActiveQuantGemv() {
+  const QuantMatmulPath* active = &ActiveQuantMatmulPath();
+  bool at_or_after_active = false;
+  for (const QuantMatmulPath* path : SupportedQuantMatmulPaths()) {
+    at_or_after_active = at_or_after_active || path == active;
+    if (at_or_after_active && path->gemv != nullptr) return path->gemv;
+  }
+  return kHighwayQuantMatmulPath.gemv;
+}
+
 void SetQuantMatmulPathForTest(const QuantMatmulPath* path) {
   path_for_test.store(path, std::memory_order_relaxed);
 }

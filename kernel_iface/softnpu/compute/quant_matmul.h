@@ -53,7 +53,8 @@ struct QuantMatmulPath {
   // True if this CPU and OS can run the path (CPUID / hwcaps, and for AMX the
   // kernel's permission to use the tile registers). Cheap after first call.
   bool (*supported)();
-  // rows == 1: dst columns [col_begin, col_end).
+  // rows == 1: dst columns [col_begin, col_end). nullptr: the path has no
+  // GEMV of its own (AMX) and Matmul uses the next supported path's.
   void (*gemv)(const MatmulArgs& a, const QuantizedActivations& x,
                size_t col_begin, size_t col_end);
   // rows > 1: dst rows [row_begin, row_end) x columns [col_begin, col_end).
@@ -72,6 +73,10 @@ std::span<const QuantMatmulPath* const> SupportedQuantMatmulPaths();
 // The path Matmul uses: the first supported one, or the one set by
 // SetQuantMatmulPathForTest.
 const QuantMatmulPath& ActiveQuantMatmulPath();
+
+// The GEMV loop Matmul uses: the active path's, or if it has none the next
+// supported path's that has one.
+decltype(QuantMatmulPath::gemv) ActiveQuantGemv();
 
 // Testing and benchmarking: makes Matmul use `path` (one of
 // SupportedQuantMatmulPaths()), or the default again for nullptr. Not
