@@ -8,7 +8,12 @@ namespace {
 
 // Every path compiled into this build, best first.
 std::vector<const QuantMatmulPath*> CompiledPaths() {
-  return {&kHighwayQuantMatmulPath};
+  return {
+#if defined(__x86_64__)
+      &kAmxQuantMatmulPath,
+#endif
+      &kHighwayQuantMatmulPath,
+  };
 }
 
 std::atomic<const QuantMatmulPath*> path_for_test{nullptr};

@@ -86,6 +86,9 @@ void SetQuantMatmulPathForTest(const QuantMatmulPath* path);
 // The paths, defined in their own files (quant_matmul_*.cc) and compiled on
 // the architectures that have them.
 extern const QuantMatmulPath kHighwayQuantMatmulPath;
+#if defined(__x86_64__)
+extern const QuantMatmulPath kAmxQuantMatmulPath;
+#endif
 
 }  // namespace lnpu::softnpu::compute
 

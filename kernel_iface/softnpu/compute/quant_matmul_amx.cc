@@ -1,0 +1,315 @@
+// The "amx" quantized-matmul path: GEMM with Intel AMX (TDPBSSD on int8
+// tiles), one TDPBSSD per 32-element block so that each block's exact int32
+// dot products can be scaled by d_x * d_w into f32 accumulators (AVX-512),
+// as llama.cpp's AMX backend does for Q8_0 / Q4_0. No GEMV of its own: a
+// single row would use one sixteenth of each tile.
+//
+// Tiles: C (int32, 16 rows x 16 columns of dst) += A (16 activation rows x
+// 32 int8 of one block, read in place from QuantizedActivations) times B
+// (the block's 32 k x 16 weight columns in the VNNI layout: 8 rows of 16
+// columns x 4 consecutive k). The weights stay in their GGUF block format;
+// each task repacks its column panel (Q4_0: nibbles minus 8) into a
+// thread_local buffer once and reuses it for all of its row tiles.
+//
+// Only the functions marked LNPU_AMX_TARGET use AMX / AVX-512 instructions,
+// and they run only after Supported() has checked the CPU and obtained the
+// kernel's permission for the tile registers: the binary runs on any x86-64.
+#include <asm/prctl.h>
+#include <cpuid.h>
+// GCC 12 reports the deliberately undefined vectors inside its AVX-512
+// intrinsics as maybe-uninitialized once inlined (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernel_iface/softnpu/compute/quant_matmul.h"
+
+#define LNPU_AMX_TARGET \
+  __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512dq,avx512vl,f16c,fma")))
+
+namespace lnpu::softnpu::compute {
+namespace {
+
+// Linux: the tile data state component, enabled per process on request.
+constexpr int kXfeatureXtileData = 18;
+
+// Rows of the A and C tiles, columns of the B and C tiles.
+constexpr size_t kTile = 16;
+// One B tile: 32 k x 16 columns of int8 (8 rows of 64 bytes).
+constexpr size_t kPackedBlockBytes = kQuantBlock * kTile;
+
+// Task tile (Matmul's unit of parallel work). 256 rows amortize the weight
+// repack over 16 row tiles in prefill chunks of 256; 64 columns give 14
+// tasks at dim 896 for two threads to share.
+constexpr size_t kAmxTileRows = 256;
+constexpr size_t kAmxTileCols = 64;
+
+// The tile registers of the kernel below (literal numbers: the AMX
+// intrinsics paste them into register names).
+#define LNPU_TMM_C0 0
+#define LNPU_TMM_C1 1
+#define LNPU_TMM_A0 2
+#define LNPU_TMM_A1 3
+#define LNPU_TMM_B0 4
+#define LNPU_TMM_B1 5
+
+// LDTILECFG's 64-byte operand (palette 1).
+struct alignas(64) TileConfig {
+  uint8_t palette_id = 0;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};  // bytes per row
+  uint8_t rows[16] = {};
+};
+
+TileConfig MakeTileConfig() {
+  TileConfig config;
+  config.palette_id = 1;
+  for (int c : {LNPU_TMM_C0, LNPU_TMM_C1}) {
+    config.rows[c] = kTile;
+    config.colsb[c] = kTile * sizeof(int32_t);
+  }
+  for (int a : {LNPU_TMM_A0, LNPU_TMM_A1}) {
+    config.rows[a] = kTile;
+    config.colsb[a] = kQuantBlock;
+  }
+  for (int b : {LNPU_TMM_B0, LNPU_TMM_B1}) {
+    config.rows[b] = kQuantBlock / 4;
+    config.colsb[b] = kTile * 4;
+  }
+  return config;
+}
+
+const TileConfig kTileConfig = MakeTileConfig();
+
+bool CpuAndOsSupportAmx() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool amx_tile = (edx >> 24) & 1;
+  const bool amx_int8 = (edx >> 25) & 1;
+  // __builtin_cpu_supports also checks that the OS saves the AVX-512 state.
+  if (!amx_tile || !amx_int8 || !__builtin_cpu_supports("avx512f") ||
+      !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512dq") ||
+      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("f16c") ||
+      !__builtin_cpu_supports("fma")) {
+    return false;
+  }
+  // Fails on kernels older than 5.16 or without AMX support (the tile
+  // registers are then unusable: any tile instruction raises SIGILL).
+  return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, kXfeatureXtileData) == 0;
+}
+
+bool Supported() {
+  static const bool supported = CpuAndOsSupportAmx();
+  return supported;
+}
+
+// Per-thread buffers, grown as needed and reused across calls.
+struct AmxScratch {
+  // The task's weight panel: [column group][block] B tiles and the 16
+  // columns' f32 scales of each block (0 for columns past the end).
+  std::vector<int8_t> packed;
+  std::vector<float> packed_scales;
+  // A ragged row tile (< 16 rows) copied and padded with zero rows.
+  std::vector<int8_t> rows_q;
+  std::vector<float> rows_scales;
+  // The two C tiles, stored for the f32 scaling.
+  alignas(64) int32_t c[2][kTile * kTile];
+};
+
+thread_local AmxScratch scratch;
+
+// Compiler barrier: the AMX intrinsics of GCC 12 are asm statements that
+// do not declare the memory they read.
+inline void MemoryBarrier() { asm volatile("" ::: "memory"); }
+
+// Repacks weight columns [col_begin, col_end) into s.packed /
+// s.packed_scales.
+template <bool kQ4>
+LNPU_AMX_TARGET void PackWeights(const MatmulArgs& a, size_t col_begin,
+                                 size_t col_end, AmxScratch& s) {
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t block_bytes = kQ4 ? kQ4_0BlockBytes : kQ8_0BlockBytes;
+  const size_t row_bytes = blocks * block_bytes;
+  const size_t groups = (col_end - col_begin + kTile - 1) / kTile;
+  s.packed.resize(groups * blocks * kPackedBlockBytes);
+  s.packed_scales.resize(groups * blocks * kTile);
+  const auto* weight = static_cast<const uint8_t*>(a.weight);
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5,
+                                        4, 3, 2, 1, 0);
+  for (size_t g = 0; g < groups; ++g) {
+    const size_t c0 = col_begin + g * kTile;
+    const size_t valid = std::min(kTile, col_end - c0);
+    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+    // Byte offset of each column's row; lanes past the end are masked off.
+    const __m512i offsets = _mm512_mullo_epi32(
+        lane, _mm512_set1_epi32(static_cast<int>(row_bytes)));
+    const uint8_t* panel = weight + c0 * row_bytes;
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* block = panel + b * block_bytes;
+      int8_t* out = s.packed.data() + (g * blocks + b) * kPackedBlockBytes;
+      // The f16 scale is the low half of each column's first dword.
+      const __m512i halves = _mm512_mask_i32gather_epi32(
+          _mm512_setzero_si512(), mask, offsets, block, 1);
+      _mm512_storeu_ps(s.packed_scales.data() + (g * blocks + b) * kTile,
+                       _mm512_cvtph_ps(_mm512_cvtepi32_epi16(halves)));
+      // Row j of the B tile: dword j (k = 4j .. 4j + 3) of every column.
+      if constexpr (kQ4) {
+        // Byte i holds element i (low nibble) and element i + 16 (high).
+        const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+        const __m512i eight = _mm512_set1_epi8(8);
+        for (size_t j = 0; j < 4; ++j) {
+          const __m512i bytes = _mm512_mask_i32gather_epi32(
+              _mm512_setzero_si512(), mask, offsets, block + 2 + 4 * j, 1);
+          const __m512i lo = _mm512_and_si512(bytes, low_nibbles);
+          const __m512i hi =
+              _mm512_and_si512(_mm512_srli_epi32(bytes, 4), low_nibbles);
+          _mm512_storeu_si512(out + j * 64, _mm512_sub_epi8(lo, eight));
+          _mm512_storeu_si512(out + (j + 4) * 64, _mm512_sub_epi8(hi, eight));
+        }
+      } else {
+        for (size_t j = 0; j < kQuantBlock / 4; ++j) {
+          _mm512_storeu_si512(
+              out + j * 64,
+              _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask,
+                                          offsets, block + 2 + 4 * j, 1));
+        }
+      }
+    }
+  }
+}
+
+// acc[r] += float(c[r]) * (d_w * d_x[r]) for the 16 rows of one block's C
+// tile; x_scales[r * x_stride] is row r's scale of the block.
+LNPU_AMX_TARGET __attribute__((always_inline)) inline void ScaleAndAdd(const int32_t* c, const float* w_scales,
+                                        const float* x_scales, size_t x_stride,
+                                        __m512 (&acc)[kTile]) {
+  const __m512 dw = _mm512_loadu_ps(w_scales);
+#pragma GCC unroll 16
+  for (size_t r = 0; r < kTile; ++r) {
+    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x_scales[r * x_stride]));
+    acc[r] = _mm512_fmadd_ps(
+        _mm512_cvtepi32_ps(_mm512_load_si512(c + r * kTile)), scale, acc[r]);
+  }
+}
+
+// dst rows [row, row + valid_rows) x columns [col, col + valid_cols) =
+// MatmulOutputBase + acc.
+LNPU_AMX_TARGET __attribute__((always_inline)) inline void StoreRows(const MatmulArgs& a, size_t row,
+                               size_t valid_rows, size_t col,
+                               size_t valid_cols, const __m512 (&acc)[kTile]) {
+  const __mmask16 mask = static_cast<__mmask16>((1u << valid_cols) - 1);
+  const __m512 bias = a.bias != nullptr ? _mm512_maskz_loadu_ps(mask, a.bias + col)
+                                        : _mm512_setzero_ps();
+  for (size_t r = 0; r < valid_rows; ++r) {
+    float* out = a.dst + (row + r) * a.n + col;
+    const __m512 old =
+        a.accumulate ? _mm512_maskz_loadu_ps(mask, out) : _mm512_setzero_ps();
+    _mm512_mask_storeu_ps(out, mask,
+                          _mm512_add_ps(_mm512_add_ps(old, bias), acc[r]));
+  }
+}
+
+// dst rows [row, row + valid_rows) x columns [col, col + valid_cols), at
+// most one 16 x 16 tile, over all of k. x_q / x_scales point at the tile's
+// first activation row (row strides k and blocks; 16 readable rows),
+// packed / packed_scales at the column group's first block. Blocks
+// alternate between two sets of tiles so that the next TDPBSSD overlaps the
+// current block's scaling. The accumulators stay in registers: their
+// address never escapes (the tile stores clobber memory).
+LNPU_AMX_TARGET void DstTile(const MatmulArgs& a, size_t row, size_t valid_rows,
+                             size_t col, size_t valid_cols, const int8_t* x_q,
+                             const float* x_scales, const int8_t* packed,
+                             const float* packed_scales, AmxScratch& s) {
+  const size_t k = a.k;
+  const size_t blocks = k / kQuantBlock;
+  __m512 acc[kTile];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  size_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    _tile_zero(LNPU_TMM_C0);
+    _tile_loadd(LNPU_TMM_A0, x_q + b * kQuantBlock, k);
+    _tile_loadd(LNPU_TMM_B0, packed + b * kPackedBlockBytes, kTile * 4);
+    _tile_dpbssd(LNPU_TMM_C0, LNPU_TMM_A0, LNPU_TMM_B0);
+    _tile_zero(LNPU_TMM_C1);
+    _tile_loadd(LNPU_TMM_A1, x_q + (b + 1) * kQuantBlock, k);
+    _tile_loadd(LNPU_TMM_B1, packed + (b + 1) * kPackedBlockBytes, kTile * 4);
+    _tile_dpbssd(LNPU_TMM_C1, LNPU_TMM_A1, LNPU_TMM_B1);
+    _tile_stored(LNPU_TMM_C0, s.c[0], kTile * sizeof(int32_t));
+    ScaleAndAdd(s.c[0], packed_scales + b * kTile, x_scales + b, blocks, acc);
+    _tile_stored(LNPU_TMM_C1, s.c[1], kTile * sizeof(int32_t));
+    ScaleAndAdd(s.c[1], packed_scales + (b + 1) * kTile, x_scales + b + 1,
+                blocks, acc);
+  }
+  if (b < blocks) {
+    _tile_zero(LNPU_TMM_C0);
+    _tile_loadd(LNPU_TMM_A0, x_q + b * kQuantBlock, k);
+    _tile_loadd(LNPU_TMM_B0, packed + b * kPackedBlockBytes, kTile * 4);
+    _tile_dpbssd(LNPU_TMM_C0, LNPU_TMM_A0, LNPU_TMM_B0);
+    _tile_stored(LNPU_TMM_C0, s.c[0], kTile * sizeof(int32_t));
+    ScaleAndAdd(s.c[0], packed_scales + b * kTile, x_scales + b, blocks, acc);
+  }
+  StoreRows(a, row, valid_rows, col, valid_cols, acc);
+}
+
+template <bool kQ4>
+LNPU_AMX_TARGET void GemmT(const MatmulArgs& a, const QuantizedActivations& x,
+                           size_t row_begin, size_t row_end, size_t col_begin,
+                           size_t col_end) {
+  AmxScratch& s = scratch;
+  const size_t blocks = a.k / kQuantBlock;
+  PackWeights<kQ4>(a, col_begin, col_end, s);
+  _tile_loadconfig(&kTileConfig);
+  for (size_t r = row_begin; r < row_end; r += kTile) {
+    const size_t valid_rows = std::min(kTile, row_end - r);
+    const int8_t* x_q = x.q + r * a.k;
+    const float* x_scales = x.scales + r * blocks;
+    if (valid_rows < kTile) {
+      // TILELOADD reads all 16 rows: pad with zero rows (scale 0).
+      s.rows_q.assign(kTile * a.k, 0);
+      s.rows_scales.assign(kTile * blocks, 0.0f);
+      std::memcpy(s.rows_q.data(), x_q, valid_rows * a.k);
+      std::memcpy(s.rows_scales.data(), x_scales,
+                  valid_rows * blocks * sizeof(float));
+      x_q = s.rows_q.data();
+      x_scales = s.rows_scales.data();
+    }
+    MemoryBarrier();
+    for (size_t c = col_begin; c < col_end; c += kTile) {
+      const size_t g = (c - col_begin) / kTile;
+      DstTile(a, r, valid_rows, c, std::min(kTile, col_end - c), x_q, x_scales,
+              s.packed.data() + g * blocks * kPackedBlockBytes,
+              s.packed_scales.data() + g * blocks * kTile, s);
+    }
+  }
+}
+
+void Gemm(const MatmulArgs& a, const QuantizedActivations& x,
+          size_t row_begin, size_t row_end, size_t col_begin, size_t col_end) {
+  if (a.weight_type == WeightType::kQ8_0) {
+    GemmT<false>(a, x, row_begin, row_end, col_begin, col_end);
+  } else {
+    GemmT<true>(a, x, row_begin, row_end, col_begin, col_end);
+  }
+}
+
+}  // namespace
+
+const QuantMatmulPath kAmxQuantMatmulPath = {
+    .name = "amx",
+    .supported = Supported,
+    .gemv = nullptr,
+    .gemm = Gemm,
+    .gemm_tile_rows = kAmxTileRows,
+    .gemm_tile_cols = kAmxTileCols,
+};
+
+}  // namespace lnpu::softnpu::compute
