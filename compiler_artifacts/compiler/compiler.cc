@@ -109,6 +109,12 @@ absl::Status CompileGguf(const std::string& gguf_path,
                          const CompileOptions& options) {
   absl::StatusOr<std::vector<uint32_t>> prefill_sizes = PrefillSizes(options);
   if (!prefill_sizes.ok()) return prefill_sizes.status();
+  if (options.max_job_macs == 0) {
+    return absl::InvalidArgumentError(
+        "max_job_macs is 0; give the largest compute job in multiply-adds "
+        "(>= 1; the default is 4 G)");
+  }
+
   if (auto s = CheckDistinctPaths(gguf_path, output_path); !s.ok()) return s;
 
   absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file =
@@ -201,7 +207,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
   for (const GraphSpec& spec : specs) {
     graphs.push_back(BuildLlamaGraph(builder, *hparams, *weights, buffers,
                                      spec.name, spec.kind, spec.tokens,
-                                     spec.io));
+                                     spec.io, options.max_job_macs));
   }
   const auto model = fb::CreateModel(
       builder, hparams_fb, tokenizer_fb, weights_fb,

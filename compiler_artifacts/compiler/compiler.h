@@ -35,6 +35,13 @@ struct CompileOptions {
   // Element type of the KV cache (F16 halves its memory; new K/V rows are
   // computed in F32 and rounded when the DMA scatters them into the cache).
   enum class KvType { kF32, kF16 } kv_dtype = KvType::kF16;
+  // Estimated multiply-adds at most per compute job (>= 1). A graph's
+  // compute commands are cut into consecutive jobs within this budget (a
+  // command above it runs as a job of its own), so that a long prefill stays
+  // well inside the device's job timeout on a slow device: the default,
+  // 4 G multiply-adds, is about 2 s at 2 GMAC/s, a small board's portable
+  // int8 path. Decode graphs of models up to ~4 B parameters stay one job.
+  uint64_t max_job_macs = uint64_t{4} << 30;
   // When set, called from the compiling thread while the weights are
   // written, with (bytes written, total bytes) of the data section.
   std::function<void(uint64_t, uint64_t)> progress;

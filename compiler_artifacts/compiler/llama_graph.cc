@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler_artifacts/compiler/command_stream_builder.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -16,6 +17,39 @@ constexpr uint64_t kF32 = 4;
 fb::Operand At(uint32_t buffer, uint64_t offset) {
   return fb::Operand(buffer, offset);
 }
+
+// A graph's compute commands cut into jobs of bounded estimated work, so
+// that no job of a long prefill runs into the device's job timeout on a
+// slow device. The jobs run in order, chained by fences, so a cut may fall
+// between any two commands.
+class ComputeJobs {
+ public:
+  explicit ComputeJobs(uint64_t max_job_macs) : max_job_macs_(max_job_macs) {
+    jobs_.emplace_back(DRM_LNPU_ENGINE_COMPUTE);
+  }
+
+  // The stream that takes the next command, which costs `macs`.
+  CommandStreamBuilder& For(uint64_t macs) {
+    if (current_macs_ > 0 && current_macs_ + macs > max_job_macs_) {
+      jobs_.emplace_back(DRM_LNPU_ENGINE_COMPUTE);
+      current_macs_ = 0;
+    }
+    current_macs_ += macs;
+    return jobs_.back();
+  }
+
+  void Serialize(flatbuffers::FlatBufferBuilder& builder,
+                 std::vector<flatbuffers::Offset<fb::CommandStream>>* streams) const {
+    for (const CommandStreamBuilder& job : jobs_) {
+      streams->push_back(job.Serialize(builder));
+    }
+  }
+
+ private:
+  const uint64_t max_job_macs_;
+  std::vector<CommandStreamBuilder> jobs_;
+  uint64_t current_macs_ = 0;
+};
 
 }  // namespace
 
@@ -46,7 +80,7 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
     flatbuffers::FlatBufferBuilder& builder, const LlamaHParams& h,
     const WeightPlan& weights, const GraphBuffers& buffers,
     const std::string& name, fb::GraphKind kind, uint32_t tokens,
-    const GraphIoLayout& io) {
+    const GraphIoLayout& io, uint64_t max_job_macs) {
   const uint32_t act = buffers.activations;
   const ActivationLayout& a = buffers.layout;
   const uint32_t t = tokens;
@@ -67,11 +101,13 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
   const fb::Operand normed = At(act, a.normed);
   const fb::Operand q = At(act, a.q);
 
-  CommandStreamBuilder compute(DRM_LNPU_ENGINE_COMPUTE);
+  ComputeJobs jobs(max_job_macs);
+  // Element-wise commands cost one unit per element touched.
+  const uint64_t row_work = uint64_t{t} * h.dim;
   auto matmul = [&](fb::Operand src, uint32_t k, const PlannedWeight& w,
                     fb::Operand dst, uint32_t rows, bool accumulate,
                     const PlannedWeight* bias = nullptr) {
-    compute.Matmul({.src = src,
+    jobs.For(uint64_t{rows} * k * w.shape[0]).Matmul({.src = src,
                     .weight = w.operand(),
                     .dst = dst,
                     .rows = rows,
@@ -84,7 +120,7 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
   };
   const PlannedWeight* freq_factors = weights.Find(kRopeFreqsName);
   auto rope = [&](fb::Operand data, uint32_t heads) {
-    compute.Rope({.data = data,
+    jobs.For(uint64_t{t} * heads * h.head_dim).Rope({.data = data,
                   .positions = io.positions,
                   .rows = t,
                   .heads = heads,
@@ -98,7 +134,7 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                                       : std::nullopt});
   };
   const PlannedWeight& embedding = weights.Get("token_embd.weight");
-  compute.GatherRows({.table = embedding.operand(),
+  jobs.For(row_work).GatherRows({.table = embedding.operand(),
                       .indices = io.tokens,
                       .dst = x,
                       .table_dtype = embedding.dtype,
@@ -106,7 +142,7 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                       .table_rows = h.vocab_size,
                       .count = t});
   for (uint32_t l = 0; l < h.n_layers; ++l) {
-    compute.RmsNorm({.src = x,
+    jobs.For(row_work).RmsNorm({.src = x,
                      .weight = weights.Get(LayerTensorName(l, "attn_norm")).operand(),
                      .dst = normed,
                      .rows = t,
@@ -122,7 +158,10 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
            weights.Find(LayerTensorName(l, "attn_v", "bias")));
     rope(q, h.n_heads);
     rope(staging(l, 0), h.n_kv_heads);
-    compute.Attention({.q = q,
+    // Scores and weighted values over at most every slot and new row.
+    const uint64_t attention_macs = 2ull * t * (buffers.capacity + t) *
+                                    h.n_heads * h.head_dim;
+    jobs.For(attention_macs).Attention({.q = q,
                        .k_new = staging(l, 0),
                        .v_new = staging(l, 1),
                        .k_cache = cache(l, 0),
@@ -138,7 +177,7 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                        .scale = 1.0f / std::sqrt(static_cast<float>(h.head_dim))});
     matmul(At(act, a.attn), h.q_dim(),
            weights.Get(LayerTensorName(l, "attn_output")), x, t, true);
-    compute.RmsNorm({.src = x,
+    jobs.For(row_work).RmsNorm({.src = x,
                      .weight = weights.Get(LayerTensorName(l, "ffn_norm")).operand(),
                      .dst = normed,
                      .rows = t,
@@ -148,7 +187,7 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
            At(act, a.gate), t, false);
     matmul(normed, h.dim, weights.Get(LayerTensorName(l, "ffn_up")),
            At(act, a.up), t, false);
-    compute.Swiglu({.gate = At(act, a.gate),
+    jobs.For(uint64_t{t} * h.ffn_dim).Swiglu({.gate = At(act, a.gate),
                     .up = At(act, a.up),
                     .dst = At(act, a.swiglu),
                     .count = t * h.ffn_dim});
@@ -156,14 +195,14 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
            weights.Get(LayerTensorName(l, "ffn_down")), x, t, true);
   }
   const fb::Operand last = At(act, a.last);
-  compute.GatherRows({.table = x,
+  jobs.For(h.dim).GatherRows({.table = x,
                       .indices = io.last_row,
                       .dst = last,
                       .table_dtype = LNPU_DTYPE_F32,
                       .row_len = h.dim,
                       .table_rows = t,
                       .count = 1});
-  compute.RmsNorm({.src = last,
+  jobs.For(h.dim).RmsNorm({.src = last,
                    .weight = weights.Get("output_norm.weight").operand(),
                    .dst = last,
                    .rows = 1,
@@ -183,8 +222,9 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                    .dst_rows = buffers.capacity,
                    .f32_to_f16 = f16_cache});
 
-  const std::vector<flatbuffers::Offset<fb::CommandStream>> streams = {
-      compute.Serialize(builder), dma.Serialize(builder)};
+  std::vector<flatbuffers::Offset<fb::CommandStream>> streams;
+  jobs.Serialize(builder, &streams);
+  streams.push_back(dma.Serialize(builder));
   const auto io_fb = fb::CreateGraphIo(builder, &io.tokens, &io.positions,
                                        &io.slots, &io.last_row, &io.logits);
   return fb::CreateGraphDirect(builder, name.c_str(), kind, tokens, &streams,

@@ -1,6 +1,6 @@
 // Lowering of the llama-family forward pass (llama, qwen2) into one static
-// graph: a compute
-// stream and the DMA stream that scatters the new K/V rows into the cache.
+// graph: compute streams (one job each, run in order) and the DMA stream
+// that scatters the new K/V rows into the cache.
 #ifndef COMPILER_ARTIFACTS_COMPILER_LLAMA_GRAPH_H_
 #define COMPILER_ARTIFACTS_COMPILER_LLAMA_GRAPH_H_
 
@@ -55,12 +55,14 @@ struct GraphIoLayout {
 };
 
 // Builds the graph `name` of `tokens` rows reading its inputs and writing
-// logits where `io` says.
+// logits where `io` says. The compute commands are cut into consecutive
+// streams of at most `max_job_macs` estimated multiply-adds each (a single
+// command above the budget gets a stream of its own; max_job_macs >= 1).
 flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
     flatbuffers::FlatBufferBuilder& builder, const LlamaHParams& hparams,
     const WeightPlan& weights, const GraphBuffers& buffers,
     const std::string& name, fb::GraphKind kind, uint32_t tokens,
-    const GraphIoLayout& io);
+    const GraphIoLayout& io, uint64_t max_job_macs);
 
 }  // namespace lnpu::compiler
 

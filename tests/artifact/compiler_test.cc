@@ -397,6 +397,52 @@ void ExpectCompileFails(const std::string& gguf, const CompileOptions& options,
   EXPECT_FALSE(FileExists(out + ".tmp"));
 }
 
+// A small job budget cuts the compute commands of every graph into several
+// consecutive compute streams (the DMA stream stays last): the same
+// commands in the same order, each stream within the budget unless a single
+// command exceeds it.
+TEST(CompilerTest, CutsComputeCommandsIntoJobsWithinTheBudget) {
+  std::unique_ptr<Artifact> whole = CompileAndOpen(Stories260KPath(), {});
+  CompileOptions options;
+  options.max_job_macs = 200000;  // a prefill_16 layer is ~0.3 M
+  std::unique_ptr<Artifact> cut = CompileAndOpen(Stories260KPath(), options);
+  ASSERT_NE(whole, nullptr);
+  ASSERT_NE(cut, nullptr);
+  for (const char* name : {"prefill_16", "prefill_256", "decode"}) {
+    SCOPED_TRACE(name);
+    const fb::Graph* one = FindGraph(whole->model(), name);
+    const fb::Graph* many = FindGraph(cut->model(), name);
+    ASSERT_NE(one, nullptr);
+    ASSERT_NE(many, nullptr);
+    ASSERT_EQ(one->streams()->size(), 2u);
+    ASSERT_GT(many->streams()->size(), 3u);
+    const uint32_t jobs = many->streams()->size() - 1;
+    EXPECT_EQ(many->streams()->Get(jobs)->engine(),
+              static_cast<uint32_t>(DRM_LNPU_ENGINE_DMA));
+    std::vector<uint16_t> cut_ops;
+    for (uint32_t j = 0; j < jobs; ++j) {
+      const fb::CommandStream& stream = *many->streams()->Get(j);
+      EXPECT_EQ(stream.engine(), static_cast<uint32_t>(DRM_LNPU_ENGINE_COMPUTE));
+      const std::vector<Command> commands = Commands(stream);
+      ASSERT_FALSE(commands.empty());
+      uint64_t macs = 0;
+      for (const Command& c : commands) {
+        cut_ops.push_back(c.header.opcode);
+        if (c.header.opcode == LNPU_OP_MATMUL) {
+          const auto m = Decode<lnpu_cmd_matmul>(stream, c);
+          macs += uint64_t{m.rows} * m.k * m.n;
+        }
+      }
+      if (commands.size() > 1) EXPECT_LE(macs, options.max_job_macs) << "job " << j;
+    }
+    std::vector<uint16_t> whole_ops;
+    for (const Command& c : Commands(*one->streams()->Get(0))) {
+      whole_ops.push_back(c.header.opcode);
+    }
+    EXPECT_EQ(cut_ops, whole_ops);
+  }
+}
+
 TEST(CompilerTest, RejectsBadOptions) {
   CompileOptions options;
   options.max_prompt_len = 0;
@@ -413,6 +459,9 @@ TEST(CompilerTest, RejectsBadOptions) {
   options = {};
   options.max_prompt_len = 1u << 20;
   ExpectCompileFails(Stories260KPath(), options, "exceeds the limit");
+  options = {};
+  options.max_job_macs = 0;
+  ExpectCompileFails(Stories260KPath(), options, "max_job_macs is 0");
 }
 
 TEST(CompilerTest, RejectsOverwritingTheInput) {

@@ -29,29 +29,38 @@ constexpr uint32_t kMinResponseLen = 16;
 constexpr uint32_t kCapacity = kMaxPromptLen + kMinResponseLen;
 constexpr uint32_t kVocabSize = 300;
 
-// One small grouped-query random model compiled with capacity 48 + 16 and
-// prefill chunks {8, 32}, shared by the suite.
+// One small grouped-query random model ...
+gguf::RandomLlamaSpec LimitsModelSpec() {
+  gguf::RandomLlamaSpec spec;
+  spec.vocab_size = kVocabSize;
+  spec.dim = 48;
+  spec.n_layers = 2;
+  spec.n_heads = 6;
+  spec.n_kv_heads = 2;
+  spec.ffn_dim = 97;
+  spec.context_length = kCapacity;
+  spec.seed = 77;
+  return spec;
+}
+
+// ... compiled with capacity 48 + 16 and prefill chunks {8, 32}.
+compiler::CompileOptions LimitsCompileOptions() {
+  compiler::CompileOptions options;
+  options.max_prompt_len = kMaxPromptLen;
+  options.min_response_len = kMinResponseLen;
+  options.prefill_chunks = {8, 32};
+  return options;
+}
+
+// The model above, shared by the suite.
 class GenerationLimitsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    gguf::RandomLlamaSpec spec;
-    spec.vocab_size = kVocabSize;
-    spec.dim = 48;
-    spec.n_layers = 2;
-    spec.n_heads = 6;
-    spec.n_kv_heads = 2;
-    spec.ffn_dim = 97;
-    spec.context_length = kCapacity;
-    spec.seed = 77;
     absl::StatusOr<std::string> gguf_path =
-        WriteRandomLlamaToTempDir(spec, "generation_limits");
+        WriteRandomLlamaToTempDir(LimitsModelSpec(), "generation_limits");
     ASSERT_TRUE(gguf_path.ok()) << gguf_path.status();
-    compiler::CompileOptions options;
-    options.max_prompt_len = kMaxPromptLen;
-    options.min_response_len = kMinResponseLen;
-    options.prefill_chunks = {8, 32};
     absl::StatusOr<std::string> artifact =
-        CompileToTempDir(*gguf_path, "generation_limits", options);
+        CompileToTempDir(*gguf_path, "generation_limits", LimitsCompileOptions());
     ASSERT_TRUE(artifact.ok()) << artifact.status();
     absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
         framework::Llm::Load(*artifact);
@@ -172,6 +181,32 @@ TEST_F(GenerationLimitsTest, CallbackReturningFalseCancels) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->tokens.size(), 30u);
   EXPECT_TRUE(MatchesReferenceGreedy(*reference_, prompt, again->tokens));
+}
+
+// Graphs whose compute commands are cut into many small jobs (a few
+// commands each, chained by fences) run the same commands in the same
+// order: the tokens still match the reference, through prefill chunks and
+// decode until the cache is full.
+TEST(GenerationJobsTest, GraphsCutIntoManyJobsMatchTheReference) {
+  absl::StatusOr<std::string> gguf_path =
+      WriteRandomLlamaToTempDir(LimitsModelSpec(), "generation_jobs");
+  ASSERT_TRUE(gguf_path.ok()) << gguf_path.status();
+  compiler::CompileOptions options = LimitsCompileOptions();
+  options.max_job_macs = 20000;  // a decode matmul of this model is ~4.6 k
+  absl::StatusOr<std::string> artifact =
+      CompileToTempDir(*gguf_path, "generation_jobs", options);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  absl::StatusOr<std::unique_ptr<framework::Llm>> llm = framework::Llm::Load(*artifact);
+  ASSERT_TRUE(llm.ok()) << llm.status();
+  absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
+      LoadReferenceForArtifact(*gguf_path, *artifact);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const std::vector<int32_t> prompt = SeededPrompt(41, kVocabSize, /*seed=*/5);
+  absl::StatusOr<framework::GenerationResult> result =
+      (*llm)->GenerateFromTokens(prompt, GreedyConfig(10 * kCapacity));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->tokens.size(), kCapacity - prompt.size());
+  EXPECT_TRUE(MatchesReferenceGreedy(**reference, prompt, result->tokens));
 }
 
 }  // namespace

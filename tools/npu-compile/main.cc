@@ -60,6 +60,10 @@ options:
                              weights (matrices with rows not a multiple of 32
                              stay f16); keep: F32/F16/Q8_0/Q4_0 as stored
   --kv-dtype f16|f32         KV-cache element type (default f16)
+  --max-job-mmacs N          estimated million multiply-adds at most per
+                             compute job (default 4096); long prefill graphs
+                             are cut into several jobs so that each stays
+                             inside the device's job timeout on slow devices
   -h, --help                 show this help
 )";
 
@@ -97,7 +101,8 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
                              arg == "--min-response-len" ||
                              arg == "--prefill-chunks" || arg == "--weights" ||
                              arg == "--kv-dtype" || arg == "--synthetic" ||
-                             arg == "--seed" || arg == "--models-dir";
+                             arg == "--seed" || arg == "--models-dir" ||
+                             arg == "--max-job-mmacs";
     if (!takes_value) {
       if (!arg.empty() && arg[0] == '-') {
         return absl::InvalidArgumentError("unknown option " + arg);
@@ -131,6 +136,10 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
         if (!n.ok()) return n.status();
         line.options.prefill_chunks.push_back(*n);
       }
+    } else if (arg == "--max-job-mmacs") {
+      absl::StatusOr<uint32_t> n = ParseCount(arg, value);
+      if (!n.ok()) return n.status();
+      line.options.max_job_macs = uint64_t{*n} * 1000000;
     } else if (arg == "--synthetic") {
       line.synthetic = value;
     } else if (arg == "--models-dir") {
