@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <utility>
 
@@ -206,6 +207,21 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(
       tokenizer->end_of_generation_ids_.push_back(id);
     }
   }
+  for (int32_t id = 0; id < n; ++id) {
+    const TokenType type = static_cast<TokenType>(v.token_types[id]);
+    const std::string& text = v.tokens[id];
+    if ((type != TokenType::kControl && type != TokenType::kUnknown &&
+         type != TokenType::kUserDefined) ||
+        text.empty() || !utf8::Validate(text).ok()) {
+      continue;
+    }
+    tokenizer->special_ids_.insert_or_assign(text, id);
+    tokenizer->special_first_byte_[static_cast<uint8_t>(text[0])] = true;
+    tokenizer->special_lengths_.push_back(text.size());
+  }
+  std::vector<size_t>& lengths = tokenizer->special_lengths_;
+  std::sort(lengths.begin(), lengths.end(), std::greater<>());
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
   if (v.eos_id >= 0) tokenizer->end_of_generation_ids_.push_back(v.eos_id);
   std::vector<int32_t>& eog = tokenizer->end_of_generation_ids_;
   std::sort(eog.begin(), eog.end());
@@ -241,14 +257,38 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(
 
 absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
                                                        bool add_bos) const {
+  const SegmentView segment{text, /*parse_special=*/false};
+  return EncodeViews({&segment, 1}, add_bos);
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeSegments(
+    absl::Span<const TextSegment> segments, bool add_bos) const {
+  std::vector<SegmentView> views;
+  views.reserve(segments.size());
+  for (const TextSegment& segment : segments) {
+    views.push_back({segment.text, segment.parse_special});
+  }
+  return EncodeViews(views, add_bos);
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeViews(
+    absl::Span<const SegmentView> segments, bool add_bos) const {
   // Encoders index bytes with int (SentencePiece escaping triples spaces).
   constexpr size_t kMaxTextBytes = std::numeric_limits<int32_t>::max() / 4;
-  if (text.size() > kMaxTextBytes) {
+  size_t total = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    if (absl::Status status = utf8::Validate(segments[i].text); !status.ok()) {
+      if (segments.size() == 1) return status;
+      return absl::InvalidArgumentError(
+          absl::StrCat("text segment ", i, ": ", status.message()));
+    }
+    total += segments[i].text.size();
+  }
+  if (total > kMaxTextBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the text has ", text.size(), " bytes, more than the ", kMaxTextBytes,
+        "the text has ", total, " bytes, more than the ", kMaxTextBytes,
         " one Encode call takes: encode it in parts"));
   }
-  if (absl::Status status = utf8::Validate(text); !status.ok()) return status;
   std::vector<int32_t> ids;
   if (add_bos) {
     if (vocabulary_.bos_id < 0) {
@@ -258,12 +298,82 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
     }
     ids.push_back(vocabulary_.bos_id);
   }
+  // Text since the last special token; the text before a special token is
+  // encoded on its own, as llama.cpp encodes each fragment.
+  std::string text;
+  bool after_special = true;  // the start counts as after a special token
+  auto flush_text = [&] {
+    if (text.empty()) return;
+    EncodeText(text, after_special, ids);
+    text.clear();
+    after_special = false;
+  };
+  for (const SegmentView& segment : segments) {
+    const std::string_view segment_text = segment.text;
+    size_t offset = 0;
+    for (const SpecialMatch& match :
+         FindSpecials(segment_text, segment.parse_special)) {
+      text.append(segment_text.substr(offset, match.offset - offset));
+      flush_text();
+      ids.push_back(match.id);
+      after_special = true;
+      offset = match.offset + match.length;
+    }
+    text.append(segment_text.substr(offset));
+  }
+  flush_text();
+  return ids;
+}
+
+std::vector<Tokenizer::SpecialMatch> Tokenizer::FindSpecials(
+    std::string_view text, bool parse_special) const {
+  std::vector<SpecialMatch> candidates;
+  for (size_t offset = 0; offset < text.size(); ++offset) {
+    if (!special_first_byte_[static_cast<uint8_t>(text[offset])]) continue;
+    for (const size_t length : special_lengths_) {
+      if (length > text.size() - offset) continue;
+      const auto special = special_ids_.find(text.substr(offset, length));
+      if (special == special_ids_.end()) continue;
+      const int32_t id = special->second;
+      if (parse_special || vocabulary_.token_types[id] ==
+                               static_cast<int32_t>(TokenType::kUserDefined)) {
+        candidates.push_back({offset, length, id});
+      }
+    }
+  }
+  if (candidates.size() < 2) return candidates;
+  // llama.cpp's order: spelling by spelling, longest first, each one's
+  // occurrences left to right, skipping those that overlap a match taken.
+  std::sort(candidates.begin(), candidates.end(),
+            [](const SpecialMatch& a, const SpecialMatch& b) {
+              if (a.length != b.length) return a.length > b.length;
+              if (a.id != b.id) return a.id < b.id;
+              return a.offset < b.offset;
+            });
+  std::vector<bool> taken(text.size(), false);
+  std::vector<SpecialMatch> matches;
+  for (const SpecialMatch& candidate : candidates) {
+    const auto begin = taken.begin() + static_cast<ptrdiff_t>(candidate.offset);
+    const auto end = begin + static_cast<ptrdiff_t>(candidate.length);
+    if (std::find(begin, end, true) != end) continue;
+    std::fill(begin, end, true);
+    matches.push_back(candidate);
+  }
+  std::sort(matches.begin(), matches.end(),
+            [](const SpecialMatch& a, const SpecialMatch& b) {
+              return a.offset < b.offset;
+            });
+  return matches;
+}
+
+void Tokenizer::EncodeText(std::string_view text, bool after_special,
+                           std::vector<int32_t>& ids) const {
   if (sentencepiece_) {
-    sentencepiece_->Encode(text, vocabulary_.add_space_prefix, ids);
+    sentencepiece_->Encode(text, vocabulary_.add_space_prefix && after_special,
+                           ids);
   } else {
     byte_level_bpe_->Encode(text, ids);
   }
-  return ids;
 }
 
 std::string_view Tokenizer::TokenBytesView(int32_t id) const {

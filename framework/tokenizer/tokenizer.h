@@ -7,6 +7,8 @@
 #ifndef FRAMEWORK_TOKENIZER_TOKENIZER_H_
 #define FRAMEWORK_TOKENIZER_TOKENIZER_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -24,6 +26,16 @@
 namespace lnpu::framework {
 
 class StreamingDetokenizer;
+
+// A piece of text to encode. Where `parse_special`, the spellings of the
+// vocabulary's control and unknown tokens in `text` ("<|im_start|>",
+// "</s>") stand for those tokens, as llama.cpp's parse_special does; else
+// they are plain text. A chat template's own text is parsed; message
+// content is not, so that a user cannot inject control tokens.
+struct TextSegment {
+  std::string text;
+  bool parse_special = false;
+};
 
 class Tokenizer {
  public:
@@ -43,13 +55,30 @@ class Tokenizer {
   Tokenizer& operator=(const Tokenizer&) = delete;
 
   // The tokens of `text`, preceded by bos_id when `add_bos`. Text that
-  // spells a special token (e.g. "</s>") is encoded as plain text. Empty
+  // spells a control or unknown token (e.g. "</s>", "<|im_start|>") is
+  // encoded as plain text; user-defined (added) tokens are matched wherever
+  // they are spelled, as llama.cpp and Hugging Face tokenizers do. Empty
   // text gives no tokens besides BOS. InvalidArgument, naming the byte
   // offset, when `text` is not well-formed UTF-8, when `add_bos` is asked
   // of a vocabulary without BOS, or for text over 512 MiB. Never appends
   // EOS (see Vocabulary::add_eos).
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text,
                                               bool add_bos) const;
+
+  // The tokens of the concatenated segments, as llama.cpp's tokenizer with
+  // parse_special would give for the concatenation if only the segments
+  // marked parse_special could spell control and unknown tokens:
+  //  - special spellings (control and unknown tokens in parse_special
+  //    segments, user-defined tokens in every segment; never across a
+  //    segment boundary) become their ids: spelling by spelling, longest
+  //    first (equal lengths: lower id first), each occurrence left to right
+  //    that overlaps none taken before;
+  //  - the text between two of them (joined across segment boundaries) is
+  //    encoded as by Encode; for SentencePiece with add_space_prefix it
+  //    gets a leading space at the start and after every special token.
+  // Errors as Encode (offsets are into the concatenation).
+  absl::StatusOr<std::vector<int32_t>> EncodeSegments(
+      absl::Span<const TextSegment> segments, bool add_bos) const;
 
   // The concatenated TokenBytes of `ids`, except that for SentencePiece
   // with add_space_prefix the first token after an optional leading BOS
@@ -90,6 +119,27 @@ class Tokenizer {
 
   explicit Tokenizer(Vocabulary vocabulary);
 
+  struct SegmentView {
+    std::string_view text;
+    bool parse_special;
+  };
+  // EncodeSegments without copying the text.
+  absl::StatusOr<std::vector<int32_t>> EncodeViews(
+      absl::Span<const SegmentView> segments, bool add_bos) const;
+  // A special spelling found in a segment.
+  struct SpecialMatch {
+    size_t offset;  // into the segment
+    size_t length;
+    int32_t id;
+  };
+  // The special spellings of `text` that become tokens (see
+  // EncodeSegments), ordered by offset.
+  std::vector<SpecialMatch> FindSpecials(std::string_view text,
+                                         bool parse_special) const;
+  // Appends the tokens of text between special tokens.
+  void EncodeText(std::string_view text, bool after_special,
+                  std::vector<int32_t>& ids) const;
+
   // TokenBytes(id), without a copy.
   std::string_view TokenBytesView(int32_t id) const;
   // TokenBytes(id) as the next token of the sequence at `position`, which
@@ -100,6 +150,13 @@ class Tokenizer {
   TokenIds token_ids_;
   std::vector<std::string> token_bytes_;
   std::vector<int32_t> end_of_generation_ids_;  // sorted
+  // Spellings of control, unknown and user-defined tokens (non-empty,
+  // well-formed UTF-8) -> id; the highest id for a repeated spelling.
+  TokenIds special_ids_;
+  // The distinct lengths of those spellings, longest first, and the bytes
+  // they start with: a position whose byte starts none is skipped at once.
+  std::vector<size_t> special_lengths_;
+  std::array<bool, 256> special_first_byte_{};
   // Exactly one is set, by vocabulary_.type.
   std::optional<SentencePieceEncoder> sentencepiece_;
   std::optional<ByteLevelBpeEncoder> byte_level_bpe_;
