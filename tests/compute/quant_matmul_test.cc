@@ -238,6 +238,38 @@ TEST(QuantMatmulPathsTest, PortablePathIsLastAndAlwaysSupported) {
   }
 }
 
+// The parameterized tests above run every supported path; on an x86 CPU
+// with the instruction sets, the x86 paths must be among them, best first.
+TEST(QuantMatmulPathsTest, X86PathsRunWhereTheCpuHasThem) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") &&
+                    __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const struct {
+    const QuantMatmulPath* path;
+    bool cpu_has_it;
+  } expected[] = {
+      {&kAvx512VnniQuantMatmulPath,
+       avx2 && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")},
+      {&kAvxVnniQuantMatmulPath, avx2 && __builtin_cpu_supports("avxvnni")},
+      {&kAvx2QuantMatmulPath, avx2},
+  };
+  const auto paths = SupportedQuantMatmulPaths();
+  auto previous = paths.begin();
+  for (const auto& [path, cpu_has_it] : expected) {
+    const auto it = std::find(paths.begin(), paths.end(), path);
+    EXPECT_EQ(it != paths.end(), cpu_has_it) << path->name;
+    if (it != paths.end()) {
+      EXPECT_GE(it, previous) << path->name << " is listed before a better path";
+      previous = it;
+    }
+  }
+#else
+  GTEST_SKIP() << "not an x86-64 build";
+#endif
+}
+
 INSTANTIATE_TEST_SUITE_P(
     SupportedPaths, QuantMatmulPathTest,
     ::testing::ValuesIn(SupportedQuantMatmulPaths().begin(),

@@ -11,6 +11,9 @@ std::vector<const QuantMatmulPath*> CompiledPaths() {
   return {
 #if defined(__x86_64__)
       &kAmxQuantMatmulPath,
+      &kAvx512VnniQuantMatmulPath,
+      &kAvxVnniQuantMatmulPath,
+      &kAvx2QuantMatmulPath,
 #endif
       &kHighwayQuantMatmulPath,
   };

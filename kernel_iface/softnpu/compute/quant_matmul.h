@@ -88,6 +88,9 @@ void SetQuantMatmulPathForTest(const QuantMatmulPath* path);
 extern const QuantMatmulPath kHighwayQuantMatmulPath;
 #if defined(__x86_64__)
 extern const QuantMatmulPath kAmxQuantMatmulPath;
+extern const QuantMatmulPath kAvx512VnniQuantMatmulPath;
+extern const QuantMatmulPath kAvxVnniQuantMatmulPath;
+extern const QuantMatmulPath kAvx2QuantMatmulPath;
 #endif
 
 }  // namespace lnpu::softnpu::compute

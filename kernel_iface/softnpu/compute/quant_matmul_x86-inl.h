@@ -1,0 +1,376 @@
+// The x86 quantized-matmul kernels, written once against an instruction-set
+// policy. quant_matmul_x86.cc includes this file once per path, inside that
+// path's namespace, after defining
+//   LNPU_QM_TARGET  the __attribute__((target(...))) of the path: every
+//                   function here carries it, so the intrinsics compile
+//                   without global -m flags;
+//   struct Isa      the policy: native-width vector types and operations,
+//                   the int8 block dot product and the Q8_0 weight offset
+//                   (quant_matmul_x86.cc, "Policies").
+// It must not include anything itself; no include guard on purpose.
+//
+// Integer arithmetic (both loops): a block's dot product sum_i w_i x_i is
+// computed with unsigned weight bytes u_i = w_i + c (Q4_0: the nibble, c = 8;
+// Q8_0 on VNNI: w_i + 128, c = 128) as sum_i u_i x_i - c * sum_i x_i, all
+// exact in int32 (|sum| < 2^20); the correction -c * sum_i x_i depends only
+// on the activations, so it is computed once per activation block and
+// serves every weight column. Without VNNI (Isa::kQ8Offset == 0) Q8_0 uses
+// signed weights directly (Isa::Dot256 / DotN). Each block's int32 lanes are
+// converted to f32 and scaled by d_w * d_x into f32 accumulators.
+
+#define LNPU_QM_INLINE inline __attribute__((always_inline)) LNPU_QM_TARGET
+
+// Offset c added to the weights of type W (see above).
+template <class W>
+constexpr int32_t kWeightOffset = W::kNibbles ? 8 : Isa::kQ8Offset;
+
+// The 32 weight values of a block in element order as the dot product's
+// weight operand: Q4_0 nibbles (bytes 0..15 low, then high) as 0..15, Q8_0
+// as int8 shifted by kWeightOffset<Q8_0>.
+template <class W>
+LNPU_QM_INLINE __m256i LoadWeightBlock(const uint8_t* block) {
+  if constexpr (W::kNibbles) {
+    const __m256i bytes = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2)));
+    const __m256i nibbles =
+        _mm256_srlv_epi64(bytes, _mm256_setr_epi64x(0, 0, 4, 4));
+    return _mm256_and_si256(nibbles, _mm256_set1_epi8(0x0F));
+  } else {
+    const __m256i q =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+    if constexpr (Isa::kQ8Offset != 0) {
+      return _mm256_xor_si256(q, _mm256_set1_epi8(static_cast<char>(0x80)));
+    } else {
+      return q;
+    }
+  }
+}
+
+// -c * (sum of 4 consecutive activations) per int32 lane: the correction
+// term of the block dot product, as the initial value of its accumulator.
+template <class W>
+LNPU_QM_INLINE __m256i OffsetCorrection(__m256i x) {
+  if constexpr (kWeightOffset<W> == 0) {
+    return _mm256_setzero_si256();
+  } else {
+    const __m256i sums = Isa::Dot256<Q4_0>(
+        _mm256_setzero_si256(),
+        _mm256_set1_epi8(static_cast<char>(kWeightOffset<W>)), x);
+    return _mm256_sub_epi32(_mm256_setzero_si256(), sums);
+  }
+}
+
+LNPU_QM_INLINE float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+LNPU_QM_INLINE int32_t HorizontalSum(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v),
+                            _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+LNPU_QM_INLINE uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// scales[i] = f32(f16 scale of block i) * x_scales[i] for the `count`
+// (1..8) blocks starting at `block`, converted 8 at a time with F16C.
+template <class W>
+LNPU_QM_INLINE void BlockScales8(const uint8_t* block, const float* x_scales,
+                                 size_t count, float* scales) {
+  constexpr size_t kB = W::kBlockBytes;
+  if (count == 8) {
+    const __m128i half = _mm_setr_epi16(
+        LoadU16(block), LoadU16(block + kB), LoadU16(block + 2 * kB),
+        LoadU16(block + 3 * kB), LoadU16(block + 4 * kB), LoadU16(block + 5 * kB),
+        LoadU16(block + 6 * kB), LoadU16(block + 7 * kB));
+    _mm256_storeu_ps(scales, _mm256_mul_ps(_mm256_cvtph_ps(half),
+                                           _mm256_loadu_ps(x_scales)));
+    return;
+  }
+  alignas(16) uint16_t half[8] = {};
+  alignas(32) float xs[8] = {};
+  for (size_t i = 0; i < count; ++i) {
+    half[i] = LoadU16(block + i * kB);
+    xs[i] = x_scales[i];
+  }
+  _mm256_storeu_ps(
+      scales,
+      _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(
+                        reinterpret_cast<const __m128i*>(half))),
+                    _mm256_load_ps(xs)));
+}
+
+// ---------------------------------------------------------------- GEMV
+
+// Blocks ahead of the current one that the GEMV prefetches, per column.
+constexpr size_t kGemvPrefetchBlocks = 16;
+
+// dst[c] for the kCols columns c0.. : the columns share each activation
+// block's load and its offset correction; block scales are converted 8
+// blocks at a time.
+template <class W, size_t kCols>
+LNPU_QM_TARGET void GemvColumns(const MatmulArgs& a, const QuantizedActivations& x,
+                                size_t c0) {
+  constexpr size_t kB = W::kBlockBytes;
+  const size_t blocks = a.k / kQuantBlock;
+  const auto* weight = static_cast<const uint8_t*>(a.weight);
+  const uint8_t* w[kCols];
+  __m256 acc[kCols];
+#pragma GCC unroll 8
+  for (size_t i = 0; i < kCols; ++i) {
+    w[i] = weight + (c0 + i) * blocks * kB;
+    acc[i] = _mm256_setzero_ps();
+  }
+  alignas(32) float scales[kCols][8];
+  for (size_t b0 = 0; b0 < blocks; b0 += 8) {
+    const size_t count = std::min<size_t>(8, blocks - b0);
+#pragma GCC unroll 8
+    for (size_t i = 0; i < kCols; ++i) {
+      BlockScales8<W>(w[i] + b0 * kB, x.scales + b0, count, scales[i]);
+    }
+    for (size_t t = 0; t < count; ++t) {
+      const size_t b = b0 + t;
+      const __m256i xq = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(x.q + b * kQuantBlock));
+      const __m256i correction = OffsetCorrection<W>(xq);
+#pragma GCC unroll 8
+      for (size_t i = 0; i < kCols; ++i) {
+        const uint8_t* block = w[i] + b * kB;
+        _mm_prefetch(reinterpret_cast<const char*>(block + kGemvPrefetchBlocks * kB),
+                     _MM_HINT_T0);
+        const __m256i dot =
+            Isa::template Dot256<W>(correction, LoadWeightBlock<W>(block), xq);
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                                 _mm256_set1_ps(scales[i][t]), acc[i]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t i = 0; i < kCols; ++i) {
+    a.dst[c0 + i] = MatmulOutputBase(a, 0, c0 + i) + HorizontalSum(acc[i]);
+  }
+}
+
+// Columns per GEMV step: weight rows streamed together.
+constexpr size_t kGemvCols = 4;
+
+template <class W>
+LNPU_QM_TARGET void GemvRange(const MatmulArgs& a, const QuantizedActivations& x,
+                              size_t col_begin, size_t col_end) {
+  size_t c = col_begin;
+  for (; c + kGemvCols <= col_end; c += kGemvCols) {
+    GemvColumns<W, kGemvCols>(a, x, c);
+  }
+  for (; c < col_end; ++c) GemvColumns<W, 1>(a, x, c);
+}
+
+LNPU_QM_TARGET void Gemv(const MatmulArgs& a, const QuantizedActivations& x,
+                         size_t col_begin, size_t col_end) {
+  if (a.weight_type == WeightType::kQ8_0) {
+    GemvRange<Q8_0>(a, x, col_begin, col_end);
+  } else {
+    GemvRange<Q4_0>(a, x, col_begin, col_end);
+  }
+}
+
+// ---------------------------------------------------------------- GEMM
+//
+// A task's columns are processed in panels of kPanel = Isa::kPanelVectors
+// vectors of int32 lanes, k in chunks of kGemmKBlocks blocks. Each chunk of
+// a panel is repacked once (PackPanel) so that one vector load gives the
+// same 4 weight bytes of kPanel columns; the micro-kernel then broadcasts 4
+// activation bytes of each of Isa::kTileRows rows and accumulates
+// kTileRows x kPanelVectors int32 vectors per block.
+
+constexpr size_t kPanel = Isa::kPanelVectors * Isa::kLanes;
+constexpr size_t kTileRows = Isa::kTileRows;
+// Blocks per k chunk: the packed chunk (8 KiB per 16 columns) stays in L1.
+constexpr size_t kGemmKBlocks = 16;
+
+// Repacked weights of one panel chunk: for block t and 4-byte group j,
+// the words of the panel's columns, `packed[(t * 8 + j) * kPanel + column]`;
+// `scales[t * kPanel + column]` = f32 weight scales. Columns past `columns`
+// are zero.
+struct PackedPanel {
+  int32_t* packed;
+  float* scales;
+};
+
+template <class W>
+LNPU_QM_TARGET void PackPanel(const uint8_t* weight, size_t row_bytes,
+                              size_t columns, size_t b0, size_t count,
+                              const PackedPanel& out) {
+  constexpr size_t kB = W::kBlockBytes;
+  constexpr size_t kWords = kQuantBlock / 4;
+  for (size_t col = 0; col < kPanel; ++col) {
+    const uint8_t* row = weight + col * row_bytes + b0 * kB;
+    for (size_t t = 0; t < count; ++t) {
+      alignas(32) int32_t words[kWords];
+      float scale = 0.0f;
+      if (col < columns) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(words),
+                           LoadWeightBlock<W>(row + t * kB));
+        scale = _cvtsh_ss(LoadU16(row + t * kB));
+      } else {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(words),
+                           _mm256_setzero_si256());
+      }
+      for (size_t j = 0; j < kWords; ++j) {
+        out.packed[(t * kWords + j) * kPanel + col] = words[j];
+      }
+      out.scales[t * kPanel + col] = scale;
+    }
+  }
+}
+
+// Activation rows of one micro-kernel call.
+struct TileRows {
+  const int8_t* q[kTileRows];
+  const float* scales[kTileRows];
+  const int32_t* correction[kTileRows];  // nullptr if kWeightOffset == 0
+};
+
+// acc[r][v] += the panel chunk's blocks [b0, b0 + count) for the rows.
+template <class W>
+LNPU_QM_INLINE void GemmMicroKernel(const PackedPanel& panel, const TileRows& rows,
+                                    size_t b0, size_t count,
+                                    typename Isa::VF (&acc)[kTileRows][Isa::kPanelVectors]) {
+  using VI = typename Isa::VI;
+  using VF = typename Isa::VF;
+  constexpr size_t kNV = Isa::kPanelVectors;
+  constexpr size_t kL = Isa::kLanes;
+  for (size_t t = 0; t < count; ++t) {
+    const size_t b = b0 + t;
+    VI dot[kTileRows][kNV];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < kTileRows; ++r) {
+      const VI init = kWeightOffset<W> == 0 ? Isa::ZeroI()
+                                            : Isa::Set1I(rows.correction[r][b]);
+#pragma GCC unroll 4
+      for (size_t v = 0; v < kNV; ++v) dot[r][v] = init;
+    }
+    const int32_t* packed = panel.packed + t * 8 * kPanel;
+#pragma GCC unroll 8
+    for (size_t j = 0; j < 8; ++j) {
+      VI wv[kNV];
+#pragma GCC unroll 4
+      for (size_t v = 0; v < kNV; ++v) wv[v] = Isa::LoadI(packed + j * kPanel + v * kL);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kTileRows; ++r) {
+        int32_t word;
+        __builtin_memcpy(&word, rows.q[r] + b * kQuantBlock + 4 * j, sizeof(word));
+        const VI xv = Isa::Set1I(word);
+#pragma GCC unroll 4
+        for (size_t v = 0; v < kNV; ++v) {
+          dot[r][v] = Isa::template DotN<W>(dot[r][v], wv[v], xv);
+        }
+      }
+    }
+    VF scale[kNV];
+#pragma GCC unroll 4
+    for (size_t v = 0; v < kNV; ++v) scale[v] = Isa::LoadF(panel.scales + t * kPanel + v * kL);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < kTileRows; ++r) {
+      const VF dx = Isa::Set1F(rows.scales[r][b]);
+#pragma GCC unroll 4
+      for (size_t v = 0; v < kNV; ++v) {
+        acc[r][v] = Isa::FmaF(Isa::CvtF(dot[r][v]), Isa::MulF(scale[v], dx), acc[r][v]);
+      }
+    }
+  }
+}
+
+// Per-thread buffers of the GEMM (thread_local: tasks run concurrently).
+struct GemmScratch {
+  std::vector<int32_t> packed;
+  std::vector<float> scales;
+  std::vector<int32_t> correction;
+};
+
+template <class W>
+LNPU_QM_TARGET void GemmRange(const MatmulArgs& a, const QuantizedActivations& x,
+                              size_t row_begin, size_t row_end, size_t col_begin,
+                              size_t col_end) {
+  constexpr size_t kNV = Isa::kPanelVectors;
+  constexpr size_t kL = Isa::kLanes;
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t row_bytes = blocks * W::kBlockBytes;
+  const auto* weight = static_cast<const uint8_t*>(a.weight);
+  for (size_t r = row_begin; r < row_end; ++r) {
+    for (size_t c = col_begin; c < col_end; ++c) {
+      a.dst[r * a.n + c] = MatmulOutputBase(a, r, c);
+    }
+  }
+  thread_local GemmScratch scratch;
+  scratch.packed.resize(kGemmKBlocks * 8 * kPanel);
+  scratch.scales.resize(kGemmKBlocks * kPanel);
+  const PackedPanel panel{scratch.packed.data(), scratch.scales.data()};
+  if constexpr (kWeightOffset<W> != 0) {
+    scratch.correction.resize((row_end - row_begin) * blocks);
+    for (size_t r = row_begin; r < row_end; ++r) {
+      for (size_t b = 0; b < blocks; ++b) {
+        const __m256i xq = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(x.q + r * a.k + b * kQuantBlock));
+        scratch.correction[(r - row_begin) * blocks + b] =
+            HorizontalSum(OffsetCorrection<W>(xq));
+      }
+    }
+  }
+  for (size_t p = col_begin; p < col_end; p += kPanel) {
+    const size_t columns = std::min(kPanel, col_end - p);
+    for (size_t b0 = 0; b0 < blocks; b0 += kGemmKBlocks) {
+      const size_t count = std::min(kGemmKBlocks, blocks - b0);
+      PackPanel<W>(weight + p * row_bytes, row_bytes, columns, b0, count, panel);
+      for (size_t r = row_begin; r < row_end; r += kTileRows) {
+        // Rows past the end repeat the last one; their sums are discarded.
+        TileRows rows;
+#pragma GCC unroll 8
+        for (size_t i = 0; i < kTileRows; ++i) {
+          const size_t row = std::min(r + i, row_end - 1);
+          rows.q[i] = x.q + row * a.k;
+          rows.scales[i] = x.scales + row * blocks;
+          rows.correction[i] = kWeightOffset<W> == 0
+                                   ? nullptr
+                                   : scratch.correction.data() + (row - row_begin) * blocks;
+        }
+        typename Isa::VF acc[kTileRows][kNV];
+#pragma GCC unroll 8
+        for (size_t i = 0; i < kTileRows; ++i) {
+#pragma GCC unroll 4
+          for (size_t v = 0; v < kNV; ++v) acc[i][v] = Isa::ZeroF();
+        }
+        GemmMicroKernel<W>(panel, rows, b0, count, acc);
+        const size_t valid_rows = std::min(kTileRows, row_end - r);
+        for (size_t i = 0; i < valid_rows; ++i) {
+          float* out = a.dst + (r + i) * a.n + p;
+#pragma GCC unroll 4
+          for (size_t v = 0; v < kNV; ++v) {
+            if (v * kL >= columns) break;
+            Isa::AddStoreF(out + v * kL, acc[i][v], std::min(kL, columns - v * kL));
+          }
+        }
+      }
+    }
+  }
+}
+
+LNPU_QM_TARGET void Gemm(const MatmulArgs& a, const QuantizedActivations& x,
+                         size_t row_begin, size_t row_end, size_t col_begin,
+                         size_t col_end) {
+  if (a.weight_type == WeightType::kQ8_0) {
+    GemmRange<Q8_0>(a, x, row_begin, row_end, col_begin, col_end);
+  } else {
+    GemmRange<Q4_0>(a, x, row_begin, row_end, col_begin, col_end);
+  }
+}
+
+#undef LNPU_QM_INLINE

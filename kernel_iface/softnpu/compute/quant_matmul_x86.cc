@@ -1,0 +1,227 @@
+// x86-64 quantized-matmul paths without AMX (quant_matmul.h):
+//   "avx512vnni"  AVX-512 F/BW/VL + VNNI: vpdpbusd on 512-bit (GEMM) and
+//                 256-bit (GEMV) vectors;
+//   "avxvnni"     AVX-VNNI (VEX vpdpbusd, e.g. Alder Lake without AVX-512);
+//   "avx2"        AVX2 + FMA + F16C: vpmaddubsw + vpmaddwd.
+// The kernels are in quant_matmul_x86-inl.h, compiled once per path with
+// that path's instruction sets enabled per function (target attributes), so
+// the library runs on any x86-64 CPU; each path's supported() checks CPUID
+// and the OS's support of the register state.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernel_iface/softnpu/compute/quant_matmul.h"
+
+namespace lnpu::softnpu::compute {
+namespace {
+
+// Weight formats of the kernels.
+struct Q8_0 {
+  static constexpr size_t kBlockBytes = kQ8_0BlockBytes;
+  static constexpr bool kNibbles = false;
+};
+struct Q4_0 {
+  static constexpr size_t kBlockBytes = kQ4_0BlockBytes;
+  static constexpr bool kNibbles = true;
+};
+
+// ---------------------------------------------------------------- Policies
+//
+// Each policy supplies, for its instruction sets:
+//   Dot256<W>(acc, w, x)  acc + per int32 lane the sum of 4 products of
+//                         weight operand bytes w (LoadWeightBlock) and int8
+//                         activations x; DotN<W> the same on VI;
+//   kQ8Offset             the offset of Q8_0 weight operands (0: signed);
+//   VI / VF, kLanes       native int32 / f32 vectors and their lanes, with
+//                         ZeroI, Set1I, LoadI, ZeroF, Set1F, LoadF, CvtF,
+//                         MulF, FmaF and AddStoreF(p, v, count): p[i] += v[i]
+//                         for i < count;
+//   kPanelVectors,        the GEMM register tile: kTileRows activation rows
+//   kTileRows             x kPanelVectors vectors of columns.
+
+#define LNPU_QM_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+#define LNPU_QM_AVX2_INLINE inline __attribute__((always_inline)) LNPU_QM_AVX2_TARGET
+
+// 256-bit native vectors (AVX2 and AVX-VNNI).
+struct Vectors256 {
+  using VI = __m256i;
+  using VF = __m256;
+  static constexpr size_t kLanes = 8;
+  static LNPU_QM_AVX2_INLINE VI ZeroI() { return _mm256_setzero_si256(); }
+  static LNPU_QM_AVX2_INLINE VI Set1I(int32_t v) { return _mm256_set1_epi32(v); }
+  static LNPU_QM_AVX2_INLINE VI LoadI(const int32_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  static LNPU_QM_AVX2_INLINE VF ZeroF() { return _mm256_setzero_ps(); }
+  static LNPU_QM_AVX2_INLINE VF Set1F(float v) { return _mm256_set1_ps(v); }
+  static LNPU_QM_AVX2_INLINE VF LoadF(const float* p) { return _mm256_loadu_ps(p); }
+  static LNPU_QM_AVX2_INLINE VF CvtF(VI v) { return _mm256_cvtepi32_ps(v); }
+  static LNPU_QM_AVX2_INLINE VF MulF(VF a, VF b) { return _mm256_mul_ps(a, b); }
+  static LNPU_QM_AVX2_INLINE VF FmaF(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
+  static LNPU_QM_AVX2_INLINE void AddStoreF(float* p, VF v, size_t count) {
+    if (count == kLanes) {
+      _mm256_storeu_ps(p, _mm256_add_ps(_mm256_loadu_ps(p), v));
+      return;
+    }
+    alignas(32) float lanes[kLanes];
+    _mm256_store_ps(lanes, v);
+    for (size_t i = 0; i < count; ++i) p[i] += lanes[i];
+  }
+};
+
+struct Avx2Policy : Vectors256 {
+  static constexpr int32_t kQ8Offset = 0;
+  static constexpr size_t kPanelVectors = 1;
+  static constexpr size_t kTileRows = 4;
+  // vpmaddubsw saturates int16 pair sums: safe for nibbles (2 * 15 * 127)
+  // and for |w| <= 128 with the sign moved onto x (2 * 128 * 127).
+  template <class W>
+  static LNPU_QM_AVX2_INLINE __m256i Dot256(__m256i acc, __m256i w, __m256i x) {
+    __m256i pairs;
+    if constexpr (W::kNibbles) {
+      pairs = _mm256_maddubs_epi16(w, x);
+    } else {
+      pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+    }
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  }
+  template <class W>
+  static LNPU_QM_AVX2_INLINE VI DotN(VI acc, VI w, VI x) {
+    return Dot256<W>(acc, w, x);
+  }
+};
+
+#define LNPU_QM_AVXVNNI_TARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
+
+struct AvxVnniPolicy : Vectors256 {
+  static constexpr int32_t kQ8Offset = 128;
+  static constexpr size_t kPanelVectors = 1;
+  static constexpr size_t kTileRows = 4;
+  template <class W>
+  static inline __attribute__((always_inline)) LNPU_QM_AVXVNNI_TARGET __m256i
+  Dot256(__m256i acc, __m256i w, __m256i x) {
+    return _mm256_dpbusd_avx_epi32(acc, w, x);
+  }
+  template <class W>
+  static inline __attribute__((always_inline)) LNPU_QM_AVXVNNI_TARGET VI
+  DotN(VI acc, VI w, VI x) {
+    return _mm256_dpbusd_avx_epi32(acc, w, x);
+  }
+};
+
+#define LNPU_QM_AVX512_TARGET \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define LNPU_QM_AVX512_INLINE inline __attribute__((always_inline)) LNPU_QM_AVX512_TARGET
+
+struct Avx512VnniPolicy {
+  using VI = __m512i;
+  using VF = __m512;
+  static constexpr size_t kLanes = 16;
+  static constexpr int32_t kQ8Offset = 128;
+  static constexpr size_t kPanelVectors = 2;
+  static constexpr size_t kTileRows = 4;
+  template <class W>
+  static LNPU_QM_AVX512_INLINE __m256i Dot256(__m256i acc, __m256i w, __m256i x) {
+    return _mm256_dpbusd_epi32(acc, w, x);
+  }
+  template <class W>
+  static LNPU_QM_AVX512_INLINE VI DotN(VI acc, VI w, VI x) {
+    return _mm512_dpbusd_epi32(acc, w, x);
+  }
+  static LNPU_QM_AVX512_INLINE VI ZeroI() { return _mm512_setzero_si512(); }
+  static LNPU_QM_AVX512_INLINE VI Set1I(int32_t v) { return _mm512_set1_epi32(v); }
+  static LNPU_QM_AVX512_INLINE VI LoadI(const int32_t* p) { return _mm512_loadu_si512(p); }
+  static LNPU_QM_AVX512_INLINE VF ZeroF() { return _mm512_setzero_ps(); }
+  static LNPU_QM_AVX512_INLINE VF Set1F(float v) { return _mm512_set1_ps(v); }
+  static LNPU_QM_AVX512_INLINE VF LoadF(const float* p) { return _mm512_loadu_ps(p); }
+  static LNPU_QM_AVX512_INLINE VF CvtF(VI v) { return _mm512_cvtepi32_ps(v); }
+  static LNPU_QM_AVX512_INLINE VF MulF(VF a, VF b) { return _mm512_mul_ps(a, b); }
+  static LNPU_QM_AVX512_INLINE VF FmaF(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
+  static LNPU_QM_AVX512_INLINE void AddStoreF(float* p, VF v, size_t count) {
+    const __mmask16 mask = static_cast<__mmask16>((uint32_t{1} << count) - 1);
+    _mm512_mask_storeu_ps(p, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, p), v));
+  }
+};
+
+// ---------------------------------------------------------------- Kernels
+
+// GCC 12 reports _mm512_undefined_ps()'s deliberate self-initialization
+// inside _mm512_cvtepi32_ps as maybe-uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+namespace avx512vnni {
+using Isa = Avx512VnniPolicy;
+#define LNPU_QM_TARGET LNPU_QM_AVX512_TARGET
+#include "kernel_iface/softnpu/compute/quant_matmul_x86-inl.h"
+#undef LNPU_QM_TARGET
+}  // namespace avx512vnni
+#pragma GCC diagnostic pop
+
+namespace avxvnni {
+using Isa = AvxVnniPolicy;
+#define LNPU_QM_TARGET LNPU_QM_AVXVNNI_TARGET
+#include "kernel_iface/softnpu/compute/quant_matmul_x86-inl.h"
+#undef LNPU_QM_TARGET
+}  // namespace avxvnni
+
+namespace avx2 {
+using Isa = Avx2Policy;
+#define LNPU_QM_TARGET LNPU_QM_AVX2_TARGET
+#include "kernel_iface/softnpu/compute/quant_matmul_x86-inl.h"
+#undef LNPU_QM_TARGET
+}  // namespace avx2
+
+// ---------------------------------------------------------------- CPU checks
+//
+// __builtin_cpu_supports reports AVX / AVX-512 features only when the OS
+// saves their register state (XCR0, checked by libgcc with xgetbv).
+
+bool Avx2Supported() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
+
+bool AvxVnniSupported() {
+  return Avx2Supported() && __builtin_cpu_supports("avxvnni");
+}
+
+bool Avx512VnniSupported() {
+  return Avx2Supported() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512vnni");
+}
+
+}  // namespace
+
+const QuantMatmulPath kAvx512VnniQuantMatmulPath = {
+    .name = "avx512vnni",
+    .supported = Avx512VnniSupported,
+    .gemv = avx512vnni::Gemv,
+    .gemm = avx512vnni::Gemm,
+    .gemm_tile_rows = 128,
+    .gemm_tile_cols = 64,
+};
+
+const QuantMatmulPath kAvxVnniQuantMatmulPath = {
+    .name = "avxvnni",
+    .supported = AvxVnniSupported,
+    .gemv = avxvnni::Gemv,
+    .gemm = avxvnni::Gemm,
+    .gemm_tile_rows = 64,
+    .gemm_tile_cols = 32,
+};
+
+const QuantMatmulPath kAvx2QuantMatmulPath = {
+    .name = "avx2",
+    .supported = Avx2Supported,
+    .gemv = avx2::Gemv,
+    .gemm = avx2::Gemm,
+    .gemm_tile_rows = 64,
+    .gemm_tile_cols = 32,
+};
+
+}  // namespace lnpu::softnpu::compute
