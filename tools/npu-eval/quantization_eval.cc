@@ -1,0 +1,135 @@
+#include "tools/npu-eval/quantization_eval.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler_artifacts/compiler/compiler.h"
+#include "kernel_iface/driver/device.h"
+#include "runtime/session.h"
+#include "tools/npu-eval/temp_directory.h"
+
+namespace lnpu::eval {
+namespace {
+
+using WeightType = compiler::CompileOptions::WeightType;
+using KvType = compiler::CompileOptions::KvType;
+
+absl::StatusOr<WeightType> ParseWeights(const std::string& name) {
+  if (name == "f32") return WeightType::kF32;
+  if (name == "f16") return WeightType::kF16;
+  if (name == "q8") return WeightType::kQ8;
+  if (name == "q4") return WeightType::kQ4;
+  return absl::InvalidArgumentError(absl::StrCat("weight type '", name, "': give ",
+                                                 absl::StrJoin(kVariantWeights, ", ")));
+}
+
+// A model compiled from `gguf_path` with `weights` and `kv`, loaded on
+// `device`; the artifact file is removed once loaded (weights are copied or
+// stay mapped).
+struct LoadedModel {
+  std::unique_ptr<runtime::Model> model;
+  uint64_t artifact_bytes = 0;
+};
+
+absl::StatusOr<LoadedModel> CompileAndLoad(Device& device, const std::string& gguf_path,
+                                           const std::string& directory, uint32_t tokens,
+                                           WeightType weights, KvType kv) {
+  compiler::CompileOptions options;
+  options.max_prompt_len = tokens;
+  options.min_response_len = 1;
+  options.prefill_chunks = {1};
+  options.weights = weights;
+  options.kv_dtype = kv;
+  const std::string path = directory + "/model.lnpu";
+  if (absl::Status s = compiler::CompileGguf(gguf_path, path, options); !s.ok()) return s;
+  LoadedModel loaded;
+  std::error_code size_error;
+  loaded.artifact_bytes = std::filesystem::file_size(path, size_error);
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(device, path);
+  std::filesystem::remove(path, size_error);
+  if (!model.ok()) return model.status();
+  loaded.model = *std::move(model);
+  return loaded;
+}
+
+}  // namespace
+
+absl::Status RunTeacherForced(
+    runtime::Model& model, absl::Span<const int32_t> tokens,
+    const std::function<absl::Status(size_t, absl::Span<const float>)>& visit) {
+  absl::StatusOr<std::unique_ptr<runtime::Session>> session = model.CreateSession();
+  if (!session.ok()) return session.status();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    absl::StatusOr<absl::Span<const float>> logits = (*session)->Forward(tokens.subspan(i, 1));
+    if (!logits.ok()) {
+      return absl::Status(logits.status().code(),
+                          absl::StrCat("token ", i, ": ", logits.status().message()));
+    }
+    if (absl::Status s = visit(i, *logits); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
+                                           absl::Span<const int32_t> tokens,
+                                           const EvalOptions& options) {
+  if (tokens.empty()) {
+    return absl::InvalidArgumentError("no tokens to evaluate; give a text or a token count");
+  }
+  std::vector<WeightType> variants;
+  for (size_t i = 0; i < options.weights.size(); ++i) {
+    absl::StatusOr<WeightType> type = ParseWeights(options.weights[i]);
+    if (!type.ok()) return type.status();
+    if (std::find(options.weights.begin(), options.weights.begin() + i, options.weights[i]) !=
+        options.weights.begin() + i) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("weight type '", options.weights[i], "' is listed twice"));
+    }
+    variants.push_back(*type);
+  }
+  absl::StatusOr<std::unique_ptr<TempDirectory>> directory =
+      TempDirectory::Create(options.temp_parent);
+  if (!directory.ok()) return directory.status();
+  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open(options.device);
+  if (!device.ok()) return device.status();
+  const auto n = static_cast<uint32_t>(tokens.size());
+
+  EvalResult result;
+  result.positions = tokens.size();
+  std::vector<float> baseline;  // [position][vocab]
+  {
+    if (options.on_compile) options.on_compile("f32 baseline");
+    absl::StatusOr<LoadedModel> loaded = CompileAndLoad(
+        **device, gguf_path, (*directory)->path(), n, WeightType::kF32, KvType::kF32);
+    if (!loaded.ok()) return loaded.status();
+    result.vocab_size = loaded->model->info().vocab_size;
+    baseline.reserve(size_t{result.vocab_size} * tokens.size());
+    absl::Status run = RunTeacherForced(
+        *loaded->model, tokens, [&](size_t, absl::Span<const float> logits) {
+          baseline.insert(baseline.end(), logits.begin(), logits.end());
+          return absl::OkStatus();
+        });
+    if (!run.ok()) return run;
+  }
+  for (size_t v = 0; v < variants.size(); ++v) {
+    if (options.on_compile) options.on_compile(options.weights[v]);
+    absl::StatusOr<LoadedModel> loaded = CompileAndLoad(
+        **device, gguf_path, (*directory)->path(), n, variants[v], KvType::kF16);
+    if (!loaded.ok()) return loaded.status();
+    LogitAccuracy accuracy;
+    const size_t vocab = result.vocab_size;
+    absl::Status run = RunTeacherForced(
+        *loaded->model, tokens, [&](size_t i, absl::Span<const float> logits) {
+          return accuracy.Add(absl::MakeConstSpan(baseline).subspan(i * vocab, vocab), logits);
+        });
+    if (!run.ok()) return run;
+    result.variants.push_back({options.weights[v], loaded->artifact_bytes, accuracy.Summary()});
+  }
+  return result;
+}
+
+}  // namespace lnpu::eval
