@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -268,6 +269,20 @@ TEST(QuantMatmulPathsTest, X86PathsRunWhereTheCpuHasThem) {
 #else
   GTEST_SKIP() << "not an x86-64 build";
 #endif
+}
+
+// LNPU_EXPECTED_QUANT_PATHS="name,name,...": the supported paths, best
+// first. tools/scripts/test.sh sets it for each CPU qemu emulates, so that a
+// wrong feature check fails instead of leaving a path untested.
+TEST(QuantMatmulPathsTest, SupportedPathsAreTheExpectedOnes) {
+  const char* expected = std::getenv("LNPU_EXPECTED_QUANT_PATHS");
+  if (expected == nullptr) GTEST_SKIP() << "LNPU_EXPECTED_QUANT_PATHS is not set";
+  std::string names;
+  for (const QuantMatmulPath* path : SupportedQuantMatmulPaths()) {
+    if (!names.empty()) names += ',';
+    names += path->name;
+  }
+  EXPECT_EQ(names, expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -10,6 +10,8 @@
 #   4. a bounded libFuzzer run of the
 #      software NPU's ioctls (clang), one
 #      test case; prints its executions      $BUILD_DIR-fuzz (build-fuzz/)
+#   5. the compute suites cross-built for
+#      aarch64 and run under qemu-aarch64     $BUILD_DIR-aarch64 (build-aarch64/)
 # FUZZ_SECONDS (default 120) bounds the fuzz run. Build directories are
 # reused when run again. Sanitizer reports fail the run that printed them.
 set -euo pipefail
@@ -113,6 +115,34 @@ if { [ -f "$fuzz_dir/build.ninja" ] \
        "${FUZZ_SECONDS:-120} s: $([ $fuzz_ok = 1 ] && echo 'no crash, hang or sanitizer report' || echo "FAILED, see $fuzz_log")"
 fi
 record_case fuzz-softnpu-ioctl "$fuzz_ok"
+
+# 5. aarch64: the two compute suites only, cross-built with Debian's
+# toolchain against the arm64 multiarch -dev packages
+# (tools/scripts/aarch64-linux-gnu.ini) and run under qemu-aarch64 on two
+# emulated CPUs. "max" has SVE2, dot product and i8mm: every Highway target
+# and Arm quantized-matmul path runs, but emulated SVE is ~30x slower than
+# NEON, so the matmul and attention cases above 2^18 multiply-adds are
+# skipped (LNPU_COMPUTE_TEST_SMALL_SHAPES). "cortex-a57" (NEON only) runs
+# every case and must fall back to the Highway quantized matmul.
+# LNPU_EXPECTED_QUANT_PATHS makes quant_matmul_test check the path list.
+aarch64_dir=${build_dir}-aarch64
+if install_missing_packages g++-aarch64-linux-gnu qemu-user libabsl-dev:arm64 \
+       libdrm-dev:arm64 libflatbuffers-dev:arm64 libgtest-dev:arm64 \
+       libgmock-dev:arm64 libhwy-dev:arm64 \
+    && { [ -f "$aarch64_dir/build.ninja" ] \
+           || meson setup "$aarch64_dir" "$repo" \
+                --cross-file "$repo/tools/scripts/aarch64-linux-gnu.ini"; } \
+    && ninja -C "$aarch64_dir" tests/compute/quant_matmul_test \
+         tests/compute/compute_kernels_test; then
+  QEMU_CPU=max LNPU_COMPUTE_TEST_SMALL_SHAPES=1 \
+    LNPU_EXPECTED_QUANT_PATHS=highway \
+    run_meson_tests "$aarch64_dir" aarch64-max quant_matmul_test compute_kernels_test
+  QEMU_CPU=cortex-a57 LNPU_EXPECTED_QUANT_PATHS=highway \
+    run_meson_tests "$aarch64_dir" aarch64-cortex-a57 quant_matmul_test \
+      compute_kernels_test
+else
+  record_case aarch64-build 0
+fi
 
 python3 "$repo/tools/scripts/count_tests.py" "$results_dir"/*.xml || status=1
 exit "$status"
