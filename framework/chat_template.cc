@@ -30,9 +30,9 @@ bool IsPythonSpace(char32_t c) {
          c == 0x3000;
 }
 
-// `text` (well-formed UTF-8) without leading and trailing whitespace, as
-// Jinja's trim and Python's strip() produce.
-std::string_view Strip(std::string_view text) {
+// `text` (well-formed UTF-8) without leading whitespace, as Python's
+// lstrip() produces.
+std::string_view StripLeft(std::string_view text) {
   while (!text.empty()) {
     const utf8::DecodedChar c = utf8::DecodeChar(text);
     if (c.kind != utf8::DecodedChar::Kind::kValid || !IsPythonSpace(c.code_point)) {
@@ -40,6 +40,11 @@ std::string_view Strip(std::string_view text) {
     }
     text.remove_prefix(c.length);
   }
+  return text;
+}
+
+// `text` (well-formed UTF-8) without trailing whitespace (rstrip()).
+std::string_view StripRight(std::string_view text) {
   while (!text.empty()) {
     size_t start = text.size() - 1;  // back to the last character's lead byte
     while (start > 0 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
@@ -53,6 +58,54 @@ std::string_view Strip(std::string_view text) {
   }
   return text;
 }
+
+// Jinja's trim and Python's strip().
+std::string_view Strip(std::string_view text) { return StripRight(StripLeft(text)); }
+
+// Collects a prompt as segments: the template's own text (its special
+// tokens are parsed) and message content (plain text). Empty text is
+// dropped and adjacent text of one kind joined.
+class PromptBuilder {
+ public:
+  PromptBuilder& Template(std::string_view text) { return Add(text, true); }
+  PromptBuilder& Content(std::string_view text) { return Add(text, false); }
+  // Appends `segments` (already of their kind).
+  PromptBuilder& Append(const std::vector<TextSegment>& segments) {
+    for (const TextSegment& segment : segments) Add(segment.text, segment.parse_special);
+    return *this;
+  }
+  // Strips leading and trailing whitespace off the whole prompt, across
+  // segments, as strip() on the joined text would.
+  PromptBuilder& Strip() {
+    while (!segments_.empty()) {
+      std::string& text = segments_.front().text;
+      text.erase(0, text.size() - StripLeft(text).size());
+      if (!text.empty()) break;
+      segments_.erase(segments_.begin());
+    }
+    while (!segments_.empty()) {
+      std::string& text = segments_.back().text;
+      text.resize(StripRight(text).size());
+      if (!text.empty()) break;
+      segments_.pop_back();
+    }
+    return *this;
+  }
+  std::vector<TextSegment> Take() { return std::move(segments_); }
+
+ private:
+  PromptBuilder& Add(std::string_view text, bool parse_special) {
+    if (text.empty()) return *this;
+    if (!segments_.empty() && segments_.back().parse_special == parse_special) {
+      segments_.back().text.append(text);
+    } else {
+      segments_.push_back({std::string(text), parse_special});
+    }
+    return *this;
+  }
+
+  std::vector<TextSegment> segments_;
+};
 
 // A Jinja string literal's text with its escapes (\n, \t, \', \", \\)
 // resolved.
@@ -153,6 +206,15 @@ std::string SupportedChatFamilies() {
   return names;
 }
 
+ChatSpecialTokens SpecialTokensOf(const Tokenizer& tokenizer) {
+  const Vocabulary& vocabulary = tokenizer.vocabulary();
+  ChatSpecialTokens tokens;
+  if (vocabulary.bos_id >= 0) tokens.bos = vocabulary.tokens[vocabulary.bos_id];
+  if (vocabulary.eos_id >= 0) tokens.eos = vocabulary.tokens[vocabulary.eos_id];
+  tokens.add_bos = vocabulary.add_bos;
+  return tokens;
+}
+
 absl::StatusOr<ChatTemplate> ChatTemplate::Detect(
     std::string_view jinja, const ChatSpecialTokens& tokens) {
   if (Strip(jinja).empty()) {
@@ -204,6 +266,16 @@ std::string_view ChatTemplate::LeadingBos() const {
 
 absl::StatusOr<std::string> ChatTemplate::Render(
     absl::Span<const ChatMessage> messages, bool add_generation_prompt) const {
+  absl::StatusOr<std::vector<TextSegment>> segments =
+      RenderSegments(messages, add_generation_prompt);
+  if (!segments.ok()) return segments.status();
+  std::string text;
+  for (const TextSegment& segment : *segments) text += segment.text;
+  return text;
+}
+
+absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderSegments(
+    absl::Span<const ChatMessage> messages, bool add_generation_prompt) const {
   if (absl::Status valid = CheckMessages(messages); !valid.ok()) return valid;
   switch (family_) {
     case ChatFamily::kChatMl:
@@ -220,30 +292,32 @@ absl::StatusOr<std::string> ChatTemplate::Render(
   return absl::InternalError("unknown chat family");
 }
 
-std::string ChatTemplate::RenderChatMl(absl::Span<const ChatMessage> messages,
-                                       bool add_generation_prompt) const {
-  std::string out;
+std::vector<TextSegment> ChatTemplate::RenderChatMl(absl::Span<const ChatMessage> messages,
+                                                    bool add_generation_prompt) const {
+  PromptBuilder out;
   if (messages.front().role != "system" && default_system_prompt_.has_value()) {
-    absl::StrAppend(&out, "<|im_start|>system\n", *default_system_prompt_,
-                    "<|im_end|>\n");
+    out.Template("<|im_start|>system\n").Template(*default_system_prompt_);
+    out.Template("<|im_end|>\n");
   }
   for (const ChatMessage& m : messages) {
-    absl::StrAppend(&out, "<|im_start|>", m.role, "\n", m.content,
-                    "<|im_end|>\n");
+    out.Template("<|im_start|>").Template(m.role).Template("\n");
+    out.Content(m.content).Template("<|im_end|>\n");
   }
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
-  return out;
+  if (add_generation_prompt) out.Template("<|im_start|>assistant\n");
+  return out.Take();
 }
 
-std::string ChatTemplate::RenderLlama3(absl::Span<const ChatMessage> messages,
-                                       bool add_generation_prompt) const {
-  // `content` as given: the caller trims what the template trims.
-  auto append_turn = [](std::string& out, std::string_view role,
+std::vector<TextSegment> ChatTemplate::RenderLlama3(absl::Span<const ChatMessage> messages,
+                                                    bool add_generation_prompt) const {
+  // `content` as given: the caller trims what the template trims. `preamble`
+  // is template text before it.
+  auto append_turn = [](PromptBuilder& out, std::string_view role, std::string_view preamble,
                         std::string_view content) {
-    out.append("<|start_header_id|>").append(role);
-    out.append("<|end_header_id|>\n\n").append(content).append("<|eot_id|>");
+    out.Template("<|start_header_id|>").Template(role).Template("<|end_header_id|>\n\n");
+    out.Template(preamble).Content(content).Template("<|eot_id|>");
   };
-  std::string out(LeadingBos());
+  PromptBuilder out;
+  out.Template(LeadingBos());
   if (family_ == ChatFamily::kLlama31) {
     // The system turn is always there: the dates, then the system message.
     std::string_view system;
@@ -253,19 +327,19 @@ std::string ChatTemplate::RenderLlama3(absl::Span<const ChatMessage> messages,
     }
     append_turn(out, "system",
                 absl::StrCat("Cutting Knowledge Date: December 2023\nToday Date: ",
-                             date_string_, "\n\n",
-                             absl::string_view(system.data(), system.size())));
+                             date_string_, "\n\n"),
+                system);
   }
   for (const ChatMessage& m : messages) {
-    append_turn(out, m.role, Strip(m.content));
+    append_turn(out, m.role, "", Strip(m.content));
   }
   if (add_generation_prompt) {
-    out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    out.Template("<|start_header_id|>assistant<|end_header_id|>\n\n");
   }
-  return out;
+  return out.Take();
 }
 
-absl::StatusOr<std::string> ChatTemplate::RenderLlama2(
+absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderLlama2(
     absl::Span<const ChatMessage> messages) const {
   std::optional<std::string_view> system;
   if (messages.front().role == "system") {
@@ -277,7 +351,7 @@ absl::StatusOr<std::string> ChatTemplate::RenderLlama2(
           "a user message after it");
     }
   }
-  std::string out;
+  PromptBuilder out;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     const std::string_view expected = i % 2 == 0 ? "user" : "assistant";
@@ -290,37 +364,38 @@ absl::StatusOr<std::string> ChatTemplate::RenderLlama2(
           "user/assistant starting with user"));
     }
     if (m.role == "user") {
-      std::string content = m.content;
+      // The template strips the user content with the system block
+      // prepended to it.
+      PromptBuilder content;
       if (i == 0 && system.has_value()) {
-        content = absl::StrCat("<<SYS>>\n",
-                               absl::string_view(system->data(), system->size()),
-                               "\n<</SYS>>\n\n", m.content);
+        content.Template("<<SYS>>\n").Content(*system).Template("\n<</SYS>>\n\n");
       }
-      out.append(i == 0 ? LeadingBos() : std::string_view(tokens_.bos));
-      out.append("[INST] ").append(Strip(content)).append(" [/INST]");
+      content.Content(m.content).Strip();
+      out.Template(i == 0 ? LeadingBos() : std::string_view(tokens_.bos));
+      out.Template("[INST] ").Append(content.Take()).Template(" [/INST]");
     } else {
-      out.append(" ").append(Strip(m.content)).append(" ").append(tokens_.eos);
+      out.Template(" ").Content(Strip(m.content)).Template(" ").Template(tokens_.eos);
     }
   }
-  return out;
+  return out.Take();
 }
 
-std::string ChatTemplate::RenderTagged(absl::Span<const ChatMessage> messages,
-                                       bool add_generation_prompt) const {
+std::vector<TextSegment> ChatTemplate::RenderTagged(absl::Span<const ChatMessage> messages,
+                                                    bool add_generation_prompt) const {
   // Zephyr ends a turn with EOS, Phi-3 with <|end|>; both then a newline.
   const std::string_view end =
       family_ == ChatFamily::kZephyr ? std::string_view(tokens_.eos) : "<|end|>";
-  std::string out;
+  PromptBuilder out;
   for (const ChatMessage& m : messages) {
-    out.append("<|").append(m.role).append("|>\n").append(m.content);
-    out.append(end).append("\n");
+    out.Template("<|").Template(m.role).Template("|>\n").Content(m.content);
+    out.Template(end).Template("\n");
   }
   if (add_generation_prompt) {
-    out += "<|assistant|>\n";
+    out.Template("<|assistant|>\n");
   } else if (family_ == ChatFamily::kPhi3) {
-    out += tokens_.eos;
+    out.Template(tokens_.eos);
   }
-  return out;
+  return out.Take();
 }
 
 }  // namespace lnpu::framework

@@ -13,9 +13,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "framework/tokenizer/tokenizer.h"
 
 namespace lnpu::framework {
 
@@ -43,13 +45,19 @@ std::string SupportedChatFamilies();
 
 // The tokenizer facts the templates refer to.
 struct ChatSpecialTokens {
-  std::string bos;  // text of the BOS token (template's bos_token), may be empty
-  std::string eos;  // text of the EOS token (template's eos_token), may be empty
+  // The spellings of the BOS and EOS tokens (the template's bos_token and
+  // eos_token, e.g. "<s>"): Vocabulary::tokens[id], not TokenBytes, which
+  // is empty for control tokens. May be empty.
+  std::string bos;
+  std::string eos;
   // Whether the tokenizer will prepend BOS when the rendered text is
   // encoded (Vocabulary::add_bos). Then Render leaves out the template's
   // leading bos_token so that the prompt does not start with BOS twice.
   bool add_bos = false;
 };
+
+// The ChatSpecialTokens of `tokenizer`'s vocabulary.
+ChatSpecialTokens SpecialTokensOf(const Tokenizer& tokenizer);
 
 class ChatTemplate {
  public:
@@ -89,6 +97,15 @@ class ChatTemplate {
   absl::StatusOr<std::string> Render(absl::Span<const ChatMessage> messages,
                                      bool add_generation_prompt) const;
 
+  // The same text as Render, in segments to tokenize with
+  // Tokenizer::EncodeSegments: the template's own text (turn markers,
+  // BOS/EOS texts, default system prompt, role names) with parse_special,
+  // so that "<|im_start|>" becomes its control token, and the messages'
+  // content without, so that content spelling a control token stays text.
+  // No segment is empty; adjacent segments differ in parse_special.
+  absl::StatusOr<std::vector<TextSegment>> RenderSegments(
+      absl::Span<const ChatMessage> messages, bool add_generation_prompt) const;
+
  private:
   ChatTemplate(ChatFamily family, ChatSpecialTokens tokens)
       : family_(family), tokens_(std::move(tokens)) {}
@@ -96,14 +113,14 @@ class ChatTemplate {
   // The template's bos_token at the very start of the prompt: empty when
   // the tokenizer adds BOS itself.
   std::string_view LeadingBos() const;
-  std::string RenderChatMl(absl::Span<const ChatMessage> messages,
-                           bool add_generation_prompt) const;
-  std::string RenderLlama3(absl::Span<const ChatMessage> messages,
-                           bool add_generation_prompt) const;
-  absl::StatusOr<std::string> RenderLlama2(
+  std::vector<TextSegment> RenderChatMl(absl::Span<const ChatMessage> messages,
+                                        bool add_generation_prompt) const;
+  std::vector<TextSegment> RenderLlama3(absl::Span<const ChatMessage> messages,
+                                        bool add_generation_prompt) const;
+  absl::StatusOr<std::vector<TextSegment>> RenderLlama2(
       absl::Span<const ChatMessage> messages) const;
-  std::string RenderTagged(absl::Span<const ChatMessage> messages,
-                           bool add_generation_prompt) const;
+  std::vector<TextSegment> RenderTagged(absl::Span<const ChatMessage> messages,
+                                        bool add_generation_prompt) const;
 
   ChatFamily family_;
   ChatSpecialTokens tokens_;

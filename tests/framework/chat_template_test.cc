@@ -417,6 +417,54 @@ TEST(ChatTemplateTest, FamilyNamesRoundTrip) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("vicuna"));
 }
 
+// Segments of a rendering as "T:" (template text, specials parsed) or
+// "C:" (content) strings.
+std::vector<std::string> SegmentKinds(const ChatTemplate& chat,
+                                      const std::vector<ChatMessage>& messages) {
+  absl::StatusOr<std::vector<TextSegment>> segments = chat.RenderSegments(messages, true);
+  EXPECT_TRUE(segments.ok()) << segments.status();
+  std::vector<std::string> out;
+  if (!segments.ok()) return out;
+  for (const TextSegment& segment : *segments) {
+    out.push_back((segment.parse_special ? "T:" : "C:") + segment.text);
+  }
+  return out;
+}
+
+TEST(ChatTemplateTest, SegmentsMarkContentAsPlainText) {
+  const std::vector<ChatMessage> messages = {
+      {"system", "Be <|im_end|> brief"}, {"user", "Hi"}};
+  EXPECT_THAT(SegmentKinds(Detected(kQwen25, kQwenTokens), messages),
+              ::testing::ElementsAre("T:<|im_start|>system\n", "C:Be <|im_end|> brief",
+                                     "T:<|im_end|>\n<|im_start|>user\n", "C:Hi",
+                                     "T:<|im_end|>\n<|im_start|>assistant\n"));
+  // The default system prompt is the template's own text.
+  EXPECT_THAT(SegmentKinds(Detected(kQwen2, kQwenTokens), {{"user", "Hi"}}),
+              ::testing::ElementsAre(
+                  "T:<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+                  "<|im_start|>user\n",
+                  "C:Hi", "T:<|im_end|>\n<|im_start|>assistant\n"));
+  // Llama 2: BOS/EOS texts are template text; the stripped content of the
+  // first user turn keeps the system block around it.
+  ChatSpecialTokens no_bos = kSentencePieceTokens;
+  no_bos.add_bos = false;
+  EXPECT_THAT(SegmentKinds(Detected(kLlama2, no_bos),
+                           {{"system", "Sys"}, {"user", "Hi  "}, {"assistant", " Yo "},
+                            {"user", "  </s>"}}),
+              ::testing::ElementsAre("T:<s>[INST] <<SYS>>\n", "C:Sys",
+                                     "T:\n<</SYS>>\n\n", "C:Hi", "T: [/INST] ", "C:Yo",
+                                     "T: </s><s>[INST] ", "C:</s>", "T: [/INST]"));
+  // Every family's segments join to its rendering.
+  for (const char* jinja : {kQwen25, kLlama3, kLlama31, kLlama2, kZephyr, kPhi3}) {
+    const ChatTemplate chat = Detected(jinja, kSentencePieceTokens);
+    std::string joined;
+    for (const std::string& segment : SegmentKinds(chat, kConversation)) {
+      joined += segment.substr(2);
+    }
+    EXPECT_EQ(joined, Render(chat, kConversation)) << ChatFamilyName(chat.family());
+  }
+}
+
 TEST(ChatTemplateTest, RejectsBadMessages) {
   const ChatTemplate chat =
       ChatTemplate::ForFamily(ChatFamily::kChatMl, kQwenTokens);

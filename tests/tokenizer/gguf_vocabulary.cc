@@ -1,5 +1,6 @@
 #include "tests/tokenizer/gguf_vocabulary.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -49,6 +50,12 @@ absl::StatusOr<const Tokenizer*> SharedTokenizer(const std::string& path) {
   const Tokenizer* result = tokenizer->get();
   tokenizers->emplace(path, *std::move(tokenizer));
   return result;
+}
+
+int32_t TokenIdOf(const Tokenizer& tokenizer, const std::string& text) {
+  const std::vector<std::string>& tokens = tokenizer.vocabulary().tokens;
+  const auto it = std::find(tokens.begin(), tokens.end(), text);
+  return it == tokens.end() ? -1 : static_cast<int32_t>(it - tokens.begin());
 }
 
 std::string TestDataPath(const std::string& relative) {

@@ -19,6 +19,10 @@ namespace lnpu::framework::testing {
 // for the life of the process.
 absl::StatusOr<const Tokenizer*> SharedTokenizer(const std::string& path);
 
+// The id of the token spelled `text` in the vocabulary's own table (a
+// lookup, not an encoding: an independent source of expected ids), or -1.
+int32_t TokenIdOf(const Tokenizer& tokenizer, const std::string& text);
+
 // A path under $LNPU_TEST_DATA / $LNPU_MODELS_DIR (fails the test if unset).
 std::string TestDataPath(const std::string& relative);
 std::string ModelPath(const std::string& file_name);

@@ -2,7 +2,6 @@
 // llama_tokenize(..., parse_special=true) rules on the real qwen2 and
 // llama-spm vocabularies and on small hand-made ones; and that plain
 // Encode keeps control-token spellings as text.
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -37,13 +36,10 @@ const Tokenizer& LlamaSpm() {
   return *tokenizer;
 }
 
-// The id of the token spelled `text` in the vocabulary's own table (not
-// through the encoder).
 int32_t TokenId(const Tokenizer& tokenizer, const std::string& text) {
-  const std::vector<std::string>& tokens = tokenizer.vocabulary().tokens;
-  const auto it = std::find(tokens.begin(), tokens.end(), text);
-  EXPECT_NE(it, tokens.end()) << "no token \"" << text << "\"";
-  return static_cast<int32_t>(it - tokens.begin());
+  const int32_t id = testing::TokenIdOf(tokenizer, text);
+  EXPECT_GE(id, 0) << "no token \"" << text << "\"";
+  return id;
 }
 
 std::vector<int32_t> Parse(const Tokenizer& tokenizer, const std::string& text,
