@@ -17,7 +17,8 @@
 #include <asm/prctl.h>
 #include <cpuid.h>
 // GCC 12 reports the deliberately undefined vectors inside its AVX-512
-// intrinsics as maybe-uninitialized once inlined (GCC bug 105593).
+// intrinsics as (maybe-)uninitialized once inlined (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #include <sys/syscall.h>
@@ -120,9 +121,8 @@ struct AmxScratch {
   std::vector<float> packed_scales;
   // A ragged row tile (< 16 rows) copied and padded with zero rows.
   std::vector<int8_t> rows_q;
-  std::vector<float> rows_scales;
-  // The two C tiles, stored for the f32 scaling.
-  alignas(64) int32_t c[2][kTile * kTile];
+  // The current row tile's activation scales, [block][16 rows].
+  std::vector<float> tile_scales;
 };
 
 thread_local AmxScratch scratch;
@@ -188,14 +188,14 @@ LNPU_AMX_TARGET void PackWeights(const MatmulArgs& a, size_t col_begin,
 }
 
 // acc[r] += float(c[r]) * (d_w * d_x[r]) for the 16 rows of one block's C
-// tile; x_scales[r * x_stride] is row r's scale of the block.
-LNPU_AMX_TARGET __attribute__((always_inline)) inline void ScaleAndAdd(const int32_t* c, const float* w_scales,
-                                        const float* x_scales, size_t x_stride,
-                                        __m512 (&acc)[kTile]) {
+// tile; w_scales / x_scales are the block's 16 column / row scales.
+LNPU_AMX_TARGET __attribute__((always_inline)) inline void ScaleAndAdd(
+    const int32_t* c, const float* w_scales, const float* x_scales,
+    __m512 (&acc)[kTile]) {
   const __m512 dw = _mm512_loadu_ps(w_scales);
 #pragma GCC unroll 16
   for (size_t r = 0; r < kTile; ++r) {
-    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x_scales[r * x_stride]));
+    const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(x_scales[r]));
     acc[r] = _mm512_fmadd_ps(
         _mm512_cvtepi32_ps(_mm512_load_si512(c + r * kTile)), scale, acc[r]);
   }
@@ -203,13 +203,17 @@ LNPU_AMX_TARGET __attribute__((always_inline)) inline void ScaleAndAdd(const int
 
 // dst rows [row, row + valid_rows) x columns [col, col + valid_cols) =
 // MatmulOutputBase + acc.
-LNPU_AMX_TARGET __attribute__((always_inline)) inline void StoreRows(const MatmulArgs& a, size_t row,
-                               size_t valid_rows, size_t col,
-                               size_t valid_cols, const __m512 (&acc)[kTile]) {
+LNPU_AMX_TARGET __attribute__((always_inline)) inline void StoreRows(
+    const MatmulArgs& a, size_t row, size_t valid_rows, size_t col,
+    size_t valid_cols, const __m512 (&acc)[kTile]) {
   const __mmask16 mask = static_cast<__mmask16>((1u << valid_cols) - 1);
-  const __m512 bias = a.bias != nullptr ? _mm512_maskz_loadu_ps(mask, a.bias + col)
-                                        : _mm512_setzero_ps();
-  for (size_t r = 0; r < valid_rows; ++r) {
+  const __m512 bias = a.bias != nullptr
+                          ? _mm512_maskz_loadu_ps(mask, a.bias + col)
+                          : _mm512_setzero_ps();
+  // Constant indices into acc (full unrolling) keep it in registers.
+#pragma GCC unroll 16
+  for (size_t r = 0; r < kTile; ++r) {
+    if (r >= valid_rows) break;
     float* out = a.dst + (row + r) * a.n + col;
     const __m512 old =
         a.accumulate ? _mm512_maskz_loadu_ps(mask, out) : _mm512_setzero_ps();
@@ -218,46 +222,89 @@ LNPU_AMX_TARGET __attribute__((always_inline)) inline void StoreRows(const Matmu
   }
 }
 
+// Starts block `block`'s int32 products in tile C from tiles A and B
+// (literal tile numbers).
+#define LNPU_AMX_START_BLOCK(C, A, B, block)                             \
+  do {                                                                   \
+    _tile_zero(C);                                                       \
+    _tile_loadd(A, x_q + (block) * kQuantBlock, k);                      \
+    _tile_loadd(B, packed + (block) * kPackedBlockBytes, kTile * 4);     \
+    _tile_dpbssd(C, A, B);                                               \
+  } while (0)
+
+// Scales the stored C tiles of blocks [block, min(block + 2, blocks)).
+LNPU_AMX_TARGET __attribute__((always_inline)) inline void ScaleBlockPair(
+    const int32_t (&c)[2][kTile * kTile], size_t block, size_t blocks,
+    const float* x_scales, const float* packed_scales, __m512 (&acc)[kTile]) {
+  ScaleAndAdd(c[0], packed_scales + block * kTile, x_scales + block * kTile,
+              acc);
+  if (block + 1 < blocks) {
+    ScaleAndAdd(c[1], packed_scales + (block + 1) * kTile,
+                x_scales + (block + 1) * kTile, acc);
+  }
+}
+
 // dst rows [row, row + valid_rows) x columns [col, col + valid_cols), at
-// most one 16 x 16 tile, over all of k. x_q / x_scales point at the tile's
-// first activation row (row strides k and blocks; 16 readable rows),
-// packed / packed_scales at the column group's first block. Blocks
-// alternate between two sets of tiles so that the next TDPBSSD overlaps the
-// current block's scaling. The accumulators stay in registers: their
-// address never escapes (the tile stores clobber memory).
+// most one 16 x 16 tile, over all of k. x_q points at the tile's first
+// activation row (row stride k; 16 readable rows), x_scales at its scales
+// as [block][16 rows], packed / packed_scales at the column group's first
+// block.
+//
+// Software-pipelined in pairs of blocks: while the tiles compute pair p + 1,
+// AVX-512 scales pair p - 1, whose C tiles were stored one step earlier
+// (tile stores do not forward to vector loads: reading them back at once
+// would stall). The accumulators stay in registers: their address never
+// escapes (the tile stores clobber memory).
 LNPU_AMX_TARGET void DstTile(const MatmulArgs& a, size_t row, size_t valid_rows,
                              size_t col, size_t valid_cols, const int8_t* x_q,
                              const float* x_scales, const int8_t* packed,
-                             const float* packed_scales, AmxScratch& s) {
+                             const float* packed_scales) {
   const size_t k = a.k;
   const size_t blocks = k / kQuantBlock;
   __m512 acc[kTile];
-  for (__m512& v : acc) v = _mm512_setzero_ps();
-  size_t b = 0;
-  for (; b + 2 <= blocks; b += 2) {
-    _tile_zero(LNPU_TMM_C0);
-    _tile_loadd(LNPU_TMM_A0, x_q + b * kQuantBlock, k);
-    _tile_loadd(LNPU_TMM_B0, packed + b * kPackedBlockBytes, kTile * 4);
-    _tile_dpbssd(LNPU_TMM_C0, LNPU_TMM_A0, LNPU_TMM_B0);
-    _tile_zero(LNPU_TMM_C1);
-    _tile_loadd(LNPU_TMM_A1, x_q + (b + 1) * kQuantBlock, k);
-    _tile_loadd(LNPU_TMM_B1, packed + (b + 1) * kPackedBlockBytes, kTile * 4);
-    _tile_dpbssd(LNPU_TMM_C1, LNPU_TMM_A1, LNPU_TMM_B1);
-    _tile_stored(LNPU_TMM_C0, s.c[0], kTile * sizeof(int32_t));
-    ScaleAndAdd(s.c[0], packed_scales + b * kTile, x_scales + b, blocks, acc);
-    _tile_stored(LNPU_TMM_C1, s.c[1], kTile * sizeof(int32_t));
-    ScaleAndAdd(s.c[1], packed_scales + (b + 1) * kTile, x_scales + b + 1,
-                blocks, acc);
+#pragma GCC unroll 16
+  for (size_t r = 0; r < kTile; ++r) acc[r] = _mm512_setzero_ps();
+  // [pair parity][block of the pair]
+  alignas(64) int32_t c[2][2][kTile * kTile];
+  LNPU_AMX_START_BLOCK(LNPU_TMM_C0, LNPU_TMM_A0, LNPU_TMM_B0, 0);
+  if (blocks > 1) LNPU_AMX_START_BLOCK(LNPU_TMM_C1, LNPU_TMM_A1, LNPU_TMM_B1, 1);
+  size_t parity = 0;
+  for (size_t b = 0; b < blocks; b += 2, parity ^= 1) {
+    _tile_stored(LNPU_TMM_C0, c[parity][0], kTile * sizeof(int32_t));
+    if (b + 1 < blocks) {
+      _tile_stored(LNPU_TMM_C1, c[parity][1], kTile * sizeof(int32_t));
+    }
+    if (b + 2 < blocks) {
+      LNPU_AMX_START_BLOCK(LNPU_TMM_C0, LNPU_TMM_A0, LNPU_TMM_B0, b + 2);
+    }
+    if (b + 3 < blocks) {
+      LNPU_AMX_START_BLOCK(LNPU_TMM_C1, LNPU_TMM_A1, LNPU_TMM_B1, b + 3);
+    }
+    if (b >= 2) {
+      ScaleBlockPair(c[parity ^ 1], b - 2, blocks, x_scales, packed_scales,
+                     acc);
+    }
   }
-  if (b < blocks) {
-    _tile_zero(LNPU_TMM_C0);
-    _tile_loadd(LNPU_TMM_A0, x_q + b * kQuantBlock, k);
-    _tile_loadd(LNPU_TMM_B0, packed + b * kPackedBlockBytes, kTile * 4);
-    _tile_dpbssd(LNPU_TMM_C0, LNPU_TMM_A0, LNPU_TMM_B0);
-    _tile_stored(LNPU_TMM_C0, s.c[0], kTile * sizeof(int32_t));
-    ScaleAndAdd(s.c[0], packed_scales + b * kTile, x_scales + b, blocks, acc);
-  }
+  ScaleBlockPair(c[parity ^ 1], (blocks - 1) & ~size_t{1}, blocks, x_scales,
+                 packed_scales, acc);
   StoreRows(a, row, valid_rows, col, valid_cols, acc);
+}
+
+#undef LNPU_AMX_START_BLOCK
+
+// Prefetches (for writing) the dst lines of the tile after (row, col) in
+// GemmT's order, so that their misses overlap the current tile's
+// arithmetic: large outputs (e.g. 256 x 4864 floats) do not fit in L2.
+void PrefetchNextDstTile(const MatmulArgs& a, size_t row, size_t col,
+                         size_t row_end, size_t col_begin, size_t col_end) {
+  col += kTile;
+  if (col >= col_end) {
+    col = col_begin;
+    row += kTile;
+  }
+  for (size_t r = row; r < std::min(row + kTile, row_end); ++r) {
+    __builtin_prefetch(a.dst + r * a.n + col, /*rw=*/1, /*locality=*/3);
+  }
 }
 
 template <bool kQ4>
@@ -271,23 +318,28 @@ LNPU_AMX_TARGET void GemmT(const MatmulArgs& a, const QuantizedActivations& x,
   for (size_t r = row_begin; r < row_end; r += kTile) {
     const size_t valid_rows = std::min(kTile, row_end - r);
     const int8_t* x_q = x.q + r * a.k;
-    const float* x_scales = x.scales + r * blocks;
     if (valid_rows < kTile) {
-      // TILELOADD reads all 16 rows: pad with zero rows (scale 0).
+      // TILELOADD reads all 16 rows: pad with zero rows.
       s.rows_q.assign(kTile * a.k, 0);
-      s.rows_scales.assign(kTile * blocks, 0.0f);
       std::memcpy(s.rows_q.data(), x_q, valid_rows * a.k);
-      std::memcpy(s.rows_scales.data(), x_scales,
-                  valid_rows * blocks * sizeof(float));
       x_q = s.rows_q.data();
-      x_scales = s.rows_scales.data();
+    }
+    // The tile's activation scales as [block][16 rows] (0 past the end).
+    s.tile_scales.assign(blocks * kTile, 0.0f);
+    for (size_t i = 0; i < valid_rows; ++i) {
+      const float* row_scales = x.scales + (r + i) * blocks;
+      for (size_t b = 0; b < blocks; ++b) {
+        s.tile_scales[b * kTile + i] = row_scales[b];
+      }
     }
     MemoryBarrier();
     for (size_t c = col_begin; c < col_end; c += kTile) {
       const size_t g = (c - col_begin) / kTile;
-      DstTile(a, r, valid_rows, c, std::min(kTile, col_end - c), x_q, x_scales,
+      PrefetchNextDstTile(a, r, c, row_end, col_begin, col_end);
+      DstTile(a, r, valid_rows, c, std::min(kTile, col_end - c), x_q,
+              s.tile_scales.data(),
               s.packed.data() + g * blocks * kPackedBlockBytes,
-              s.packed_scales.data() + g * blocks * kTile, s);
+              s.packed_scales.data() + g * blocks * kTile);
     }
   }
 }
