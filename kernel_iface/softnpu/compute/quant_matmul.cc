@@ -15,6 +15,9 @@ std::vector<const QuantMatmulPath*> CompiledPaths() {
       &kAvxVnniQuantMatmulPath,
       &kAvx2QuantMatmulPath,
 #endif
+#if defined(__aarch64__)
+      &kNeonDotprodQuantMatmulPath,
+#endif
       &kHighwayQuantMatmulPath,
   };
 }

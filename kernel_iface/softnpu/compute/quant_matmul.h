@@ -92,6 +92,9 @@ extern const QuantMatmulPath kAvx512VnniQuantMatmulPath;
 extern const QuantMatmulPath kAvxVnniQuantMatmulPath;
 extern const QuantMatmulPath kAvx2QuantMatmulPath;
 #endif
+#if defined(__aarch64__)
+extern const QuantMatmulPath kNeonDotprodQuantMatmulPath;
+#endif
 
 }  // namespace lnpu::softnpu::compute
 
