@@ -1,19 +1,25 @@
 // Throughput of LNPU_OP_MATMUL through ExecuteCommand at LLM shapes
-// (Qwen2.5-0.5B: dim 896, ffn 4864; TinyLlama-1.1B: dim 2048, ffn 5632):
+// (Qwen2.5-0.5B: dim 896, ffn 4864, vocabulary 151936; TinyLlama-1.1B: dim
+// 2048, ffn 5632, vocabulary 32000):
 //   GEMV (rows = 1, decode): weight bytes streamed per second (GB/s);
-//   GEMM (rows = 512, prefill): GOP/s (2 * rows * k * n per command).
-// Arguments: {n, k, rows, dtype (0 = F32, 1 = F16, 2 = Q8_0, 3 = Q4_0),
-// threads}. GEMV cycles through copies of the weights totalling >= 1 GiB,
-// so that they stream from DRAM as in decoding (not from the large L3).
+//   GEMM (rows = 256, prefill): GOP/s (2 * rows * k * n per command).
+// Benchmarks are named Matmul/<dtype>/<path>: F32 and F16 run the Highway
+// kernels, Q8_0 and Q4_0 every quantized-matmul path this CPU supports
+// (quant_matmul.h). Arguments: {n, k, rows, threads, dram}. With dram = 1
+// GEMV cycles through copies of the weights totalling >= 1 GiB, so that
+// they stream from DRAM as in decoding (not from the large L3); dram = 0
+// reuses one copy, which stays in cache: the kernel's compute rate.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
+#include "kernel_iface/softnpu/compute/quant_matmul.h"
 
 namespace lnpu::softnpu {
 namespace {
@@ -49,14 +55,14 @@ const char* DtypeName(uint32_t dtype) {
   }
 }
 
-void BM_Matmul(benchmark::State& state) {
+// path: the quantized-matmul path to use (Q8_0 / Q4_0), nullptr otherwise.
+void BM_Matmul(benchmark::State& state, uint32_t dtype,
+               const compute::QuantMatmulPath* path) {
   const uint32_t n = static_cast<uint32_t>(state.range(0));
   const uint32_t k = static_cast<uint32_t>(state.range(1));
   const uint32_t rows = static_cast<uint32_t>(state.range(2));
-  constexpr uint32_t kDtypes[] = {LNPU_DTYPE_F32, LNPU_DTYPE_F16,
-                                  LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q4_0};
-  const uint32_t dtype = kDtypes[state.range(3)];
-  const int threads = static_cast<int>(state.range(4));
+  const int threads = static_cast<int>(state.range(3));
+  const bool dram = state.range(4) != 0;
 
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -67,7 +73,7 @@ void BM_Matmul(benchmark::State& state) {
   // exponent bits.
   const size_t bytes = WeightBytes(dtype, n, k);
   const size_t copies =
-      rows == 1 ? std::max<size_t>(1, (size_t{1} << 30) / bytes) : 1;
+      rows == 1 && dram ? std::max<size_t>(1, (size_t{1} << 30) / bytes) : 1;
   std::vector<uint8_t> weights(bytes * copies);
   for (size_t i = 0; i < weights.size(); ++i) {
     weights[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
@@ -106,6 +112,7 @@ void BM_Matmul(benchmark::State& state) {
 
   ComputeContext context(threads);
   IdentityMemory memory;
+  compute::SetQuantMatmulPathForTest(path);
   size_t copy = 0;
   for (auto _ : state) {
     cmd.weight = Address(weights.data() + copy * bytes);
@@ -115,6 +122,7 @@ void BM_Matmul(benchmark::State& state) {
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
   }
+  compute::SetQuantMatmulPathForTest(nullptr);
   const double ops = 2.0 * rows * k * n;
   if (rows == 1) {
     state.counters["GB/s"] = benchmark::Counter(
@@ -124,22 +132,47 @@ void BM_Matmul(benchmark::State& state) {
     state.counters["GOP/s"] = benchmark::Counter(
         ops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   }
-  state.SetLabel(DtypeName(dtype));
 }
 
-// {n, k}: Qwen2.5-0.5B (q/o 896x896, gate/up 4864x896, down 896x4864) and
-// TinyLlama-1.1B (2048x2048, 5632x2048).
-BENCHMARK(BM_Matmul)
-    ->ArgNames({"n", "k", "rows", "dtype", "threads"})
-    ->ArgsProduct({{896}, {896}, {1, 512}, {1, 2, 3}, {1, 2}})
-    ->ArgsProduct({{4864}, {896}, {1, 512}, {1, 2, 3}, {1, 2}})
-    ->ArgsProduct({{896}, {4864}, {1, 512}, {1, 2, 3}, {1, 2}})
-    ->ArgsProduct({{2048}, {2048}, {1, 512}, {1, 2, 3}, {1, 2}})
-    ->ArgsProduct({{5632}, {2048}, {1, 512}, {1, 2, 3}, {1, 2}})
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+// {n, k}: Qwen2.5-0.5B (q/o 896x896, gate/up 4864x896, down 896x4864,
+// lm_head 151936x896) and TinyLlama-1.1B (2048x2048, gate/up 5632x2048,
+// down 2048x5632, lm_head 32000x2048). GEMM leaves out the lm_heads.
+void RegisterBenchmarks() {
+  const std::vector<std::vector<int64_t>> gemv_shapes = {
+      {896, 896},   {4864, 896},   {896, 4864},   {151936, 896},
+      {2048, 2048}, {5632, 2048},  {2048, 5632},  {32000, 2048}};
+  const auto add = [&](uint32_t dtype, const compute::QuantMatmulPath* path) {
+    const std::string name = std::string("Matmul/") + DtypeName(dtype) + "/" +
+                             std::string(path != nullptr ? path->name : "highway");
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, dtype, path);
+    b->ArgNames({"n", "k", "rows", "threads", "dram"});
+    for (const auto& shape : gemv_shapes) {
+      for (int64_t threads : {1, 2}) {
+        b->Args({shape[0], shape[1], 1, threads, 1});
+        // In cache: the small matrices only (L2 is 1-2 MiB per core).
+        if (shape[0] * shape[1] <= 896 * 896) b->Args({shape[0], shape[1], 1, threads, 0});
+        if (shape[0] < 10000) b->Args({shape[0], shape[1], 256, threads, 0});
+      }
+    }
+    b->UseRealTime()->Unit(benchmark::kMicrosecond);
+  };
+  add(LNPU_DTYPE_F32, nullptr);
+  add(LNPU_DTYPE_F16, nullptr);
+  for (uint32_t dtype : {LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q4_0}) {
+    for (const compute::QuantMatmulPath* path : compute::SupportedQuantMatmulPaths()) {
+      add(dtype, path);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace lnpu::softnpu
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  lnpu::softnpu::RegisterBenchmarks();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -114,25 +114,16 @@ LNPU_QM_INLINE void BlockScales8(const uint8_t* block, const float* x_scales,
 // Blocks ahead of the current one that the GEMV prefetches, per column.
 constexpr size_t kGemvPrefetchBlocks = 16;
 
-// dst[c] for the kCols columns c0.. : the columns share each activation
-// block's load and its offset correction; block scales are converted 8
-// blocks at a time.
+// acc[i] += blocks [b_begin, b_end) of the weight rows w[i] times the
+// activations: the kCols rows share each activation block's load and its
+// offset correction; block scales are converted 8 blocks at a time.
 template <class W, size_t kCols>
-LNPU_QM_TARGET void GemvColumns(const MatmulArgs& a, const QuantizedActivations& x,
-                                size_t c0) {
+LNPU_QM_INLINE void GemvBlocks(const uint8_t* const* w, const QuantizedActivations& x,
+                               size_t b_begin, size_t b_end, __m256* acc) {
   constexpr size_t kB = W::kBlockBytes;
-  const size_t blocks = a.k / kQuantBlock;
-  const auto* weight = static_cast<const uint8_t*>(a.weight);
-  const uint8_t* w[kCols];
-  __m256 acc[kCols];
-#pragma GCC unroll 8
-  for (size_t i = 0; i < kCols; ++i) {
-    w[i] = weight + (c0 + i) * blocks * kB;
-    acc[i] = _mm256_setzero_ps();
-  }
   alignas(32) float scales[kCols][8];
-  for (size_t b0 = 0; b0 < blocks; b0 += 8) {
-    const size_t count = std::min<size_t>(8, blocks - b0);
+  for (size_t b0 = b_begin; b0 < b_end; b0 += 8) {
+    const size_t count = std::min<size_t>(8, b_end - b0);
 #pragma GCC unroll 8
     for (size_t i = 0; i < kCols; ++i) {
       BlockScales8<W>(w[i] + b0 * kB, x.scales + b0, count, scales[i]);
@@ -154,10 +145,38 @@ LNPU_QM_TARGET void GemvColumns(const MatmulArgs& a, const QuantizedActivations&
       }
     }
   }
+}
+
+// dst[c0 + i] = MatmulOutputBase + the lanes of acc[i].
+template <size_t kCols>
+LNPU_QM_INLINE void GemvStore(const MatmulArgs& a, size_t c0, const __m256* acc) {
 #pragma GCC unroll 8
   for (size_t i = 0; i < kCols; ++i) {
     a.dst[c0 + i] = MatmulOutputBase(a, 0, c0 + i) + HorizontalSum(acc[i]);
   }
+}
+
+// Weight rows of columns c0.. .
+template <class W, size_t kCols>
+LNPU_QM_INLINE void GemvRows(const MatmulArgs& a, size_t c0, const uint8_t** w) {
+  const size_t row_bytes = a.k / kQuantBlock * W::kBlockBytes;
+#pragma GCC unroll 8
+  for (size_t i = 0; i < kCols; ++i) {
+    w[i] = static_cast<const uint8_t*>(a.weight) + (c0 + i) * row_bytes;
+  }
+}
+
+// dst[c] for the kCols columns c0.. .
+template <class W, size_t kCols>
+LNPU_QM_TARGET void GemvColumns(const MatmulArgs& a, const QuantizedActivations& x,
+                                size_t c0) {
+  const uint8_t* w[kCols];
+  GemvRows<W, kCols>(a, c0, w);
+  __m256 acc[kCols];
+#pragma GCC unroll 8
+  for (size_t i = 0; i < kCols; ++i) acc[i] = _mm256_setzero_ps();
+  GemvBlocks<W, kCols>(w, x, 0, a.k / kQuantBlock, acc);
+  GemvStore<kCols>(a, c0, acc);
 }
 
 // Columns per GEMV step: weight rows streamed together.

@@ -149,15 +149,130 @@ struct Avx512VnniPolicy {
 
 // ---------------------------------------------------------------- Kernels
 
-// GCC 12 reports _mm512_undefined_ps()'s deliberate self-initialization
-// inside _mm512_cvtepi32_ps as maybe-uninitialized.
+// GCC 12 reports the deliberate self-initialization of _mm512_undefined_*()
+// inside intrinsics such as _mm512_cvtepi32_ps as (maybe-)uninitialized.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 namespace avx512vnni {
 using Isa = Avx512VnniPolicy;
 #define LNPU_QM_TARGET LNPU_QM_AVX512_TARGET
 #include "kernel_iface/softnpu/compute/quant_matmul_x86-inl.h"
 #undef LNPU_QM_TARGET
+
+// Q4_0 GEMV, 4 blocks (72 bytes) of a column per step: two 512-bit loads,
+// one word permutation (vpermt2w) gathers the 64 nibble bytes of the 4
+// blocks, another (vpermw) their f16 scales, converted with one
+// vcvtph2ps; the activations are rearranged once per call to match
+// (Q4Quad). Blocks past the last whole quad take GemvBlocks.
+struct alignas(64) Q4Quad {
+  int8_t low[64];          // elements 0..15 of the 4 blocks
+  int8_t high[64];         // elements 16..31
+  int32_t correction[16];  // -8 * sum of the 8 activations of each lane
+  float scales[16];        // activation scale of each lane's block
+};
+
+constexpr size_t kQ4QuadBytes = 4 * kQ4_0BlockBytes;
+
+struct Q4QuadIndices {
+  alignas(64) uint16_t nibbles[32];  // vpermt2w of (bytes 0..63, bytes 8..71)
+  alignas(64) uint16_t scales[32];   // vpermw of bytes 0..63; 16 used
+};
+
+constexpr Q4QuadIndices MakeQ4QuadIndices() {
+  constexpr size_t kWords = kQ4_0BlockBytes / 2;
+  Q4QuadIndices indices{};
+  for (size_t o = 0; o < 32; ++o) {
+    // Word m of block o / 8's nibbles is word 1 + m of the block.
+    const size_t word = (o / 8) * kWords + 1 + o % 8;
+    indices.nibbles[o] = static_cast<uint16_t>(word < 32 ? word : 32 + word - 4);
+    indices.scales[o] = static_cast<uint16_t>(o < 16 ? (o / 4) * kWords : 0);
+  }
+  return indices;
+}
+
+constexpr Q4QuadIndices kQ4QuadIndices = MakeQ4QuadIndices();
+
+void PrepareQ4Quads(const QuantizedActivations& x, size_t quad_count, Q4Quad* quads) {
+  for (size_t q = 0; q < quad_count; ++q) {
+    for (size_t block = 0; block < 4; ++block) {
+      const size_t b = 4 * q + block;
+      const int8_t* xs = x.q + b * kQuantBlock;
+      std::copy(xs, xs + 16, quads[q].low + 16 * block);
+      std::copy(xs + 16, xs + 32, quads[q].high + 16 * block);
+      for (size_t lane = 0; lane < 4; ++lane) {
+        int32_t sum = 0;
+        for (size_t e = 4 * lane; e < 4 * lane + 4; ++e) sum += xs[e] + xs[16 + e];
+        quads[q].correction[4 * block + lane] = -kWeightOffset<Q4_0> * sum;
+        quads[q].scales[4 * block + lane] = x.scales[b];
+      }
+    }
+  }
+}
+
+template <size_t kCols>
+LNPU_QM_AVX512_TARGET void Q4GemvColumns(const MatmulArgs& a, const QuantizedActivations& x,
+                                         const Q4Quad* quads, size_t quad_count,
+                                         size_t c0) {
+  const uint8_t* w[kCols];
+  GemvRows<Q4_0, kCols>(a, c0, w);
+  const __m512i nibble_index = _mm512_load_si512(kQ4QuadIndices.nibbles);
+  const __m512i scale_index = _mm512_load_si512(kQ4QuadIndices.scales);
+  const __m512i low_nibble = _mm512_set1_epi8(0x0F);
+  __m512 acc[kCols];
+#pragma GCC unroll 8
+  for (size_t i = 0; i < kCols; ++i) acc[i] = _mm512_setzero_ps();
+  for (size_t q = 0; q < quad_count; ++q) {
+    const __m512i x_low = _mm512_load_si512(quads[q].low);
+    const __m512i x_high = _mm512_load_si512(quads[q].high);
+    const __m512i correction = _mm512_load_si512(quads[q].correction);
+    const __m512 x_scales = _mm512_load_ps(quads[q].scales);
+#pragma GCC unroll 8
+    for (size_t i = 0; i < kCols; ++i) {
+      const uint8_t* p = w[i] + q * kQ4QuadBytes;
+      _mm_prefetch(reinterpret_cast<const char*>(p + kGemvPrefetchBlocks * kQ4_0BlockBytes),
+                   _MM_HINT_T0);
+      const __m512i z0 = _mm512_loadu_si512(p);
+      const __m512i z1 = _mm512_loadu_si512(p + 8);
+      const __m512i nibbles = _mm512_permutex2var_epi16(z0, nibble_index, z1);
+      const __m512 w_scales = _mm512_cvtph_ps(
+          _mm512_castsi512_si256(_mm512_permutexvar_epi16(scale_index, z0)));
+      __m512i dot = _mm512_dpbusd_epi32(
+          correction, _mm512_and_si512(nibbles, low_nibble), x_low);
+      dot = _mm512_dpbusd_epi32(
+          dot, _mm512_and_si512(_mm512_srli_epi16(nibbles, 4), low_nibble), x_high);
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                               _mm512_mul_ps(w_scales, x_scales), acc[i]);
+    }
+  }
+  __m256 acc256[kCols];
+#pragma GCC unroll 8
+  for (size_t i = 0; i < kCols; ++i) {
+    acc256[i] = _mm256_add_ps(_mm512_castps512_ps256(acc[i]),
+                              _mm256_castpd_ps(_mm512_extractf64x4_pd(
+                                  _mm512_castps_pd(acc[i]), 1)));
+  }
+  GemvBlocks<Q4_0, kCols>(w, x, 4 * quad_count, a.k / kQuantBlock, acc256);
+  GemvStore<kCols>(a, c0, acc256);
+}
+
+LNPU_QM_AVX512_TARGET void GemvQuads(const MatmulArgs& a, const QuantizedActivations& x,
+                                     size_t col_begin, size_t col_end) {
+  if (a.weight_type != WeightType::kQ4_0) {
+    Gemv(a, x, col_begin, col_end);
+    return;
+  }
+  const size_t quad_count = a.k / kQuantBlock / 4;
+  thread_local std::vector<Q4Quad> quads;
+  quads.resize(quad_count);
+  PrepareQ4Quads(x, quad_count, quads.data());
+  size_t c = col_begin;
+  for (; c + kGemvCols <= col_end; c += kGemvCols) {
+    Q4GemvColumns<kGemvCols>(a, x, quads.data(), quad_count, c);
+  }
+  for (; c < col_end; ++c) Q4GemvColumns<1>(a, x, quads.data(), quad_count, c);
+}
+
 }  // namespace avx512vnni
 #pragma GCC diagnostic pop
 
@@ -200,7 +315,7 @@ bool Avx512VnniSupported() {
 const QuantMatmulPath kAvx512VnniQuantMatmulPath = {
     .name = "avx512vnni",
     .supported = Avx512VnniSupported,
-    .gemv = avx512vnni::Gemv,
+    .gemv = avx512vnni::GemvQuads,
     .gemm = avx512vnni::Gemm,
     .gemm_tile_rows = 128,
     .gemm_tile_cols = 64,
