@@ -482,7 +482,8 @@ TEST(CommandValidationTest, ScatterRowsF32ToF16Rules) {
   ExpectEachRejected<lnpu_cmd_scatter_rows>(
       v, "LNPU_OP_SCATTER_ROWS",
       {{"row_bytes", [](auto& c) { c.row_bytes = 258; }},
-       {"hdr.flags", [](auto& c) { c.hdr.flags = 1u << 1; }},
+       {"hdr.flags", [](auto& c) { c.hdr.flags = 1u << 2; }},
+       {"group_len", [](auto& c) { c.group_len = 16; }},
        {"dst_block_stride", [](auto& c) { c.dst_block_stride = 16 * 128 - 2; }},
        {"dst_block_stride", [](auto& c) { c.dst_block_stride = 16 * 128 + 1; }},
        {"src_block_stride", [](auto& c) { c.src_block_stride = 3 * 256 + 2; }},
@@ -493,6 +494,94 @@ TEST(CommandValidationTest, ScatterRowsF32ToF16Rules) {
   ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_DMA, &accesses).ok());
   EXPECT_THAT(accesses, ::testing::Contains(OperandAccess{
                             kB + 2, 3 * 16 * 128 + 16 * 128, true}));
+}
+
+TEST(CommandValidationTest, AttentionI8CacheRules) {
+  auto v = MakeCommand<lnpu_cmd_attention>(LNPU_OP_ATTENTION);
+  v.q = kA;
+  v.k_new = kB;
+  v.v_new = kC;
+  v.k_cache = kD + 4;  // f32 scales: 4-byte alignment
+  v.v_cache = kE + 8;
+  v.mask = kF;
+  v.dst = kG;
+  v.rows = 2;
+  v.capacity = 64;
+  v.heads = 8;
+  v.kv_heads = 2;
+  v.head_dim = 16;
+  v.kv_dtype = LNPU_DTYPE_I8;
+  v.scale = 0.25f;
+  ExpectEachRejected<lnpu_cmd_attention>(
+      v, "LNPU_OP_ATTENTION",
+      {{"head_dim", [](auto& c) { c.head_dim = 18; }},
+       {"k_cache", [](auto& c) { c.k_cache = kD + 2; }},
+       {"v_cache", [](auto& c) { c.v_cache = kE + 1; }},
+       {"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_I8 + 1; }}});
+  std::vector<OperandAccess> accesses;
+  ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
+  // Per slot and kv head: an f32 scale and 16 int8 values.
+  EXPECT_THAT(accesses, ::testing::Contains(
+                            OperandAccess{kE + 8, 64 * 2 * (4 + 16), false}));
+}
+
+TEST(CommandValidationTest, ScatterRowsF32ToI8Rules) {
+  auto v = MakeCommand<lnpu_cmd_scatter_rows>(LNPU_OP_SCATTER_ROWS,
+                                              LNPU_SCATTER_F32_TO_I8);
+  v.src = kA;
+  v.dst = kB + 4;
+  v.indices = kC;
+  v.row_bytes = 128;  // 32 F32 in: 2 groups of 16, 2 * (4 + 16) bytes out
+  v.group_len = 16;
+  v.rows = 3;
+  v.blocks = 4;
+  v.dst_rows = 16;
+  v.src_block_stride = 3 * 128;
+  v.dst_block_stride = 16 * 40;
+  ExpectEachRejected<lnpu_cmd_scatter_rows>(
+      v, "LNPU_OP_SCATTER_ROWS",
+      {{"hdr.flags", [](auto& c) { c.hdr.flags |= LNPU_SCATTER_F32_TO_F16; }},
+       {"group_len", [](auto& c) { c.hdr.flags = 0; }},
+       {"group_len", [](auto& c) { c.group_len = 0; }},
+       {"group_len", [](auto& c) { c.group_len = 6; }},
+       {"group_len", [](auto& c) { c.group_len = 12; }},  // 32 % 12 != 0
+       {"row_bytes", [](auto& c) { c.row_bytes = 130; }},
+       {"pad", [](auto& c) { c.pad = 1; }},
+       {"dst_block_stride", [](auto& c) { c.dst_block_stride = 16 * 40 - 4; }},
+       {"dst_block_stride", [](auto& c) { c.dst_block_stride = 16 * 40 + 2; }},
+       {"src", [](auto& c) { c.src = kA + 2; }},
+       {"dst", [](auto& c) { c.dst = kB + 2; }}},
+      DRM_LNPU_ENGINE_DMA);
+  std::vector<OperandAccess> accesses;
+  ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_DMA, &accesses).ok());
+  EXPECT_THAT(accesses, ::testing::Contains(OperandAccess{
+                            kB + 4, 3 * 16 * 40 + 16 * 40, true}));
+}
+
+// A UAPI 1.1 SCATTER_ROWS (64 bytes, before group_len) stays valid and
+// reads as group_len 0; other sizes are rejected.
+TEST(CommandValidationTest, ScatterRowsUapi11SizeAccepted) {
+  auto v = MakeCommand<lnpu_cmd_scatter_rows>(LNPU_OP_SCATTER_ROWS);
+  v.src = kA;
+  v.dst = kB;
+  v.indices = kC;
+  v.row_bytes = 16;
+  v.rows = 2;
+  v.blocks = 1;
+  v.dst_rows = 4;
+  v.hdr.size = LNPU_CMD_SCATTER_ROWS_SIZE_1_1;
+  v.group_len = 7;  // beyond hdr.size: never read
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&v);
+  std::vector<OperandAccess> accesses;
+  const auto size = ValidateCommand(
+      DRM_LNPU_ENGINE_DMA,
+      absl::MakeConstSpan(bytes, LNPU_CMD_SCATTER_ROWS_SIZE_1_1), &accesses);
+  ASSERT_TRUE(size.ok()) << size.status();
+  EXPECT_EQ(*size, uint32_t{LNPU_CMD_SCATTER_ROWS_SIZE_1_1});
+  v.hdr.size = sizeof(v) + 8;
+  const auto status = Validate(v, DRM_LNPU_ENGINE_DMA, &accesses).status();
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("LNPU_OP_SCATTER_ROWS.hdr.size"));
 }
 
 TEST(CommandValidationTest, RopeFreqFactorsRules) {

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <string_view>
@@ -56,6 +57,29 @@ bool SkipAsTooLarge(uint64_t multiply_adds) {
 // Portable binary16 conversions (g++ 12 has no _Float16 in C++ on aarch64).
 uint16_t ToHalf(float f) { return gguf::FloatToFloat16(f); }
 float FromHalf(uint16_t bits) { return gguf::Float16ToFloat(bits); }
+
+// LNPU_DTYPE_I8 groups of `group_len` (the header's rule, written out
+// independently of the kernel): per group an f32 scale d = max|x| / 127 and
+// int8 q = round_to_nearest_even(x / d). Returns the bytes and replaces
+// `values` with d * q, what a reader of the cache sees.
+std::vector<uint8_t> QuantizeI8(std::vector<float>& values, size_t group_len) {
+  std::vector<uint8_t> bytes;
+  for (size_t g = 0; g < values.size() / group_len; ++g) {
+    float* x = &values[g * group_len];
+    float amax = 0;
+    for (size_t i = 0; i < group_len; ++i) amax = std::max(amax, std::abs(x[i]));
+    const float d = amax / 127.0f;
+    uint8_t scale[4];
+    std::memcpy(scale, &d, 4);
+    bytes.insert(bytes.end(), scale, scale + 4);
+    for (size_t i = 0; i < group_len; ++i) {
+      const int q = d == 0 ? 0 : static_cast<int>(std::nearbyint(x[i] / d));
+      bytes.push_back(static_cast<uint8_t>(static_cast<int8_t>(q)));
+      x[i] = d * static_cast<float>(q);
+    }
+  }
+  return bytes;
+}
 
 struct Expected {
   double value = 0;
@@ -705,6 +729,60 @@ TEST_P(ComputeKernelsTest, ScatterRowsConvertsF32ToF16) {
     }
   }
   EXPECT_EQ(memory_.Download<uint16_t>(cmd.dst, want.size()), want);
+}
+
+// KV rows quantized to LNPU_DTYPE_I8 on the way into the cache: one f32
+// scale per head (group) of each row, int8 rounded to nearest even.
+TEST_P(ComputeKernelsTest, ScatterRowsQuantizesF32ToI8PerGroup) {
+  const uint32_t group_len = 8, groups = 3, rows = 3, dst_rows = 5, blocks = 2;
+  const uint32_t values = group_len * groups;
+  const size_t dst_row = groups * (4 + group_len);
+  std::vector<float> src = RandomFloats(size_t{blocks} * rows * values, -9, 9);
+  // Group 0 of row 0: d = 2, so x / d has ties at .5 (to even) and the
+  // extremes; group 1: all zero (d = 0, q = 0).
+  const float exact[group_len] = {-254, 1, 3, 5, -7, 254, 0.5f, -1};
+  const int8_t exact_q[group_len] = {-127, 0, 2, 2, -4, 127, 0, 0};
+  std::copy(exact, exact + group_len, src.begin());
+  std::fill(src.begin() + group_len, src.begin() + 2 * group_len, 0.0f);
+  const std::vector<int32_t> indices = {4, -1, 0};
+  auto cmd = MakeCommand<lnpu_cmd_scatter_rows>(LNPU_OP_SCATTER_ROWS,
+                                                LNPU_SCATTER_F32_TO_I8);
+  cmd.src = memory_.Upload(src);
+  cmd.dst = memory_.Allocate(size_t{blocks} * dst_rows * dst_row);
+  cmd.indices = memory_.Upload(indices);
+  cmd.src_block_stride = uint64_t{rows} * values * 4;
+  cmd.dst_block_stride = uint64_t{dst_rows} * dst_row;
+  cmd.row_bytes = values * 4;
+  cmd.group_len = group_len;
+  cmd.rows = rows;
+  cmd.blocks = blocks;
+  cmd.dst_rows = dst_rows;
+  ASSERT_TRUE(RunCommand(cmd, memory_, context_, DRM_LNPU_ENGINE_DMA).ok());
+  const auto got = memory_.Download<uint8_t>(cmd.dst, blocks * dst_rows * dst_row);
+
+  std::vector<uint8_t> want(got.size(), 0);
+  for (size_t b = 0; b < blocks; ++b) {
+    for (size_t i = 0; i < rows; ++i) {
+      if (indices[i] < 0) continue;
+      std::vector<float> row(src.begin() + (b * rows + i) * values,
+                             src.begin() + (b * rows + i + 1) * values);
+      const std::vector<uint8_t> bytes = QuantizeI8(row, group_len);
+      std::copy(bytes.begin(), bytes.end(),
+                want.begin() + (b * dst_rows + indices[i]) * dst_row);
+    }
+  }
+  EXPECT_EQ(got, want);
+  // Slot 4 of block 0 holds row 0: scale 2 and the hand-computed values,
+  // then scale 0 and zeros.
+  const uint8_t* slot = got.data() + 4 * dst_row;
+  float d;
+  std::memcpy(&d, slot, 4);
+  EXPECT_EQ(d, 2.0f);
+  for (size_t j = 0; j < group_len; ++j) {
+    EXPECT_EQ(static_cast<int8_t>(slot[4 + j]), exact_q[j]) << "element " << j;
+  }
+  std::memcpy(&d, slot + 4 + group_len, 4);
+  EXPECT_EQ(d, 0.0f);
 }
 
 TEST_P(ComputeKernelsTest, GatherRowsIndexOutOfRangeFaultsWithoutWriting) {

@@ -26,7 +26,9 @@ TEST(UapiLayoutTest, CommandStructSizes) {
   EXPECT_EQ(sizeof(lnpu_cmd_swiglu), 40u);
   EXPECT_EQ(sizeof(lnpu_cmd_add), 40u);
   EXPECT_EQ(sizeof(lnpu_cmd_copy), 32u);
-  EXPECT_EQ(sizeof(lnpu_cmd_scatter_rows), 64u);
+  EXPECT_EQ(sizeof(lnpu_cmd_scatter_rows), 72u);  // 64 in UAPI 1.1
+  EXPECT_EQ(LNPU_CMD_SCATTER_ROWS_SIZE_1_1,
+            offsetof(lnpu_cmd_scatter_rows, group_len));
 }
 
 TEST(UapiLayoutTest, EveryStructIsAMultipleOfEightBytes) {

@@ -1,5 +1,6 @@
 #include "kernel_iface/softnpu/compute/command_set.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -64,11 +65,28 @@ uint32_t CommandSize(uint32_t opcode) {
   }
 }
 
-// Reads the command struct that starts at `bytes` (possibly unaligned).
+// Whether `size` is a valid hdr.size for `opcode`: the struct's size, or
+// the size of an older UAPI's shorter struct (then its missing fields read
+// as 0).
+bool AcceptedSize(uint32_t opcode, uint32_t size) {
+  return size == CommandSize(opcode) ||
+         (opcode == LNPU_OP_SCATTER_ROWS &&
+          size == LNPU_CMD_SCATTER_ROWS_SIZE_1_1);
+}
+
+lnpu_cmd_header LoadHeader(const uint8_t* bytes) {
+  lnpu_cmd_header hdr;
+  std::memcpy(&hdr, bytes, sizeof(hdr));
+  return hdr;
+}
+
+// Reads the command struct that starts at `bytes` (possibly unaligned),
+// whose hdr.size is accepted: fields beyond hdr.size read as 0.
 template <typename Cmd>
 Cmd LoadCommand(const uint8_t* bytes) {
-  Cmd cmd;
-  std::memcpy(&cmd, bytes, sizeof(cmd));
+  Cmd cmd{};
+  std::memcpy(&cmd, bytes,
+              std::min<size_t>(sizeof(cmd), LoadHeader(bytes).size));
   return cmd;
 }
 
@@ -346,13 +364,24 @@ absl::Status CheckAttention(const lnpu_cmd_attention& c,
   if (c.heads % c.kv_heads != 0) {
     return check.Error("heads", "must be a multiple of kv_heads");
   }
-  if (c.kv_dtype != LNPU_DTYPE_F32 && c.kv_dtype != LNPU_DTYPE_F16) {
+  if (c.kv_dtype != LNPU_DTYPE_F32 && c.kv_dtype != LNPU_DTYPE_F16 &&
+      c.kv_dtype != LNPU_DTYPE_I8) {
     return check.Error("kv_dtype", absl::StrCat("dtype ", c.kv_dtype,
                                                 " not supported; use "
-                                                "LNPU_DTYPE_F32 or "
-                                                "LNPU_DTYPE_F16"));
+                                                "LNPU_DTYPE_F32, _F16 or "
+                                                "_I8"));
   }
+  const bool i8 = c.kv_dtype == LNPU_DTYPE_I8;
+  if (i8 && c.head_dim % 4 != 0) {
+    return check.Error("head_dim",
+                       absl::StrCat(c.head_dim, " is not a multiple of 4, as "
+                                    "LNPU_DTYPE_I8 groups (the f32 scales) "
+                                    "need"));
+  }
+  // Bytes per head_dim values of one head of one slot, and their alignment.
   const uint64_t kv_size = c.kv_dtype == LNPU_DTYPE_F16 ? 2 : 4;
+  const uint64_t head_bytes =
+      i8 ? compute::I8GroupBytes(c.head_dim) : uint64_t{c.head_dim} * kv_size;
   LNPU_RETURN_IF_ERROR(check.Finite("scale", c.scale));
   LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
   LNPU_ASSIGN_U64_OR_RETURN(q_bytes,
@@ -360,8 +389,7 @@ absl::Status CheckAttention(const lnpu_cmd_attention& c,
   LNPU_ASSIGN_U64_OR_RETURN(
       new_bytes, check.Bytes("k_new", {c.rows, c.kv_heads, c.head_dim, 4}));
   LNPU_ASSIGN_U64_OR_RETURN(
-      cache_bytes,
-      check.Bytes("k_cache", {c.capacity, c.kv_heads, c.head_dim, kv_size}));
+      cache_bytes, check.Bytes("k_cache", {c.capacity, c.kv_heads, head_bytes}));
   LNPU_RETURN_IF_ERROR(check.Operand("q", c.q, q_bytes, 4, false));
   LNPU_RETURN_IF_ERROR(check.Operand("k_new", c.k_new, new_bytes, 4, false));
   LNPU_RETURN_IF_ERROR(check.Operand("v_new", c.v_new, new_bytes, 4, false));
@@ -404,15 +432,43 @@ absl::Status CheckScatterRows(const lnpu_cmd_scatter_rows& c,
   LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
   LNPU_RETURN_IF_ERROR(check.Positive("blocks", c.blocks));
   LNPU_RETURN_IF_ERROR(check.Positive("dst_rows", c.dst_rows));
-  // With F32_TO_F16, source rows are F32 and destination rows half as long.
+  LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
+  // Converting flags: source rows are F32; destination rows are half as long
+  // (F16) or int8 groups with an f32 scale each (I8).
   const bool to_f16 = (c.hdr.flags & LNPU_SCATTER_F32_TO_F16) != 0;
-  if (to_f16 && c.row_bytes % 4 != 0) {
+  const bool to_i8 = (c.hdr.flags & LNPU_SCATTER_F32_TO_I8) != 0;
+  if (to_f16 && to_i8) {
+    return check.Error("hdr.flags",
+                       "LNPU_SCATTER_F32_TO_F16 and LNPU_SCATTER_F32_TO_I8 "
+                       "exclude each other");
+  }
+  const bool convert = to_f16 || to_i8;
+  if (convert && c.row_bytes % 4 != 0) {
     return check.Error("row_bytes",
                        absl::StrCat(c.row_bytes,
                                     " is not a multiple of 4 (F32 rows) with "
-                                    "LNPU_SCATTER_F32_TO_F16"));
+                                    "a converting LNPU_SCATTER_F32_TO_* flag"));
   }
-  const uint64_t dst_row_bytes = to_f16 ? c.row_bytes / 2 : c.row_bytes;
+  const uint32_t row_values = c.row_bytes / 4;
+  if (!to_i8 && c.group_len != 0) {
+    return check.Error("group_len",
+                       "must be 0 unless LNPU_SCATTER_F32_TO_I8 is set");
+  }
+  if (to_i8 && (c.group_len == 0 || c.group_len % 4 != 0 ||
+                row_values % c.group_len != 0)) {
+    return check.Error("group_len",
+                       absl::StrCat(c.group_len, " must be a non-zero "
+                                    "multiple of 4 that divides the ",
+                                    row_values, " values of a row with "
+                                    "LNPU_SCATTER_F32_TO_I8"));
+  }
+  const uint64_t dst_row_bytes =
+      to_f16  ? c.row_bytes / 2
+      : to_i8 ? uint64_t{row_values / c.group_len} *
+                    compute::I8GroupBytes(c.group_len)
+              : c.row_bytes;
+  // Element alignment of destination rows: F16 values, I8's f32 scales.
+  const uint64_t dst_align = to_f16 ? 2 : to_i8 ? 4 : 1;
   LNPU_ASSIGN_U64_OR_RETURN(src_block, check.Bytes("src", {c.rows, c.row_bytes}));
   LNPU_ASSIGN_U64_OR_RETURN(dst_block,
                         check.Bytes("dst", {c.dst_rows, dst_row_bytes}));
@@ -434,21 +490,22 @@ absl::Status CheckScatterRows(const lnpu_cmd_scatter_rows& c,
                         check.Bytes("dst", {more_blocks, c.dst_block_stride}));
   LNPU_ASSIGN_U64_OR_RETURN(src_span, check.Bytes("src", {src_strides + src_block}));
   LNPU_ASSIGN_U64_OR_RETURN(dst_span, check.Bytes("dst", {dst_strides + dst_block}));
-  // Converted rows are read as F32 and written as F16: element-aligned
-  // bases and strides.
-  if (to_f16 && c.blocks > 1 &&
-      (c.src_block_stride % 4 != 0 || c.dst_block_stride % 2 != 0)) {
+  // Converted rows are read as F32 and written as F16 or I8 groups:
+  // element-aligned bases and strides.
+  if (convert && c.blocks > 1 &&
+      (c.src_block_stride % 4 != 0 || c.dst_block_stride % dst_align != 0)) {
     return check.Error(c.src_block_stride % 4 != 0 ? "src_block_stride"
                                                    : "dst_block_stride",
-                       "must be a multiple of the element size (4 for src, 2 "
-                       "for dst) with LNPU_SCATTER_F32_TO_F16");
+                       absl::StrCat("must be a multiple of the element size "
+                                    "(4 for src, ", dst_align, " for dst) "
+                                    "with a converting flag"));
   }
   LNPU_RETURN_IF_ERROR(
-      check.Operand("src", c.src, src_span, to_f16 ? 4 : 1, false));
+      check.Operand("src", c.src, src_span, convert ? 4 : 1, false));
   LNPU_RETURN_IF_ERROR(
       check.Operand("indices", c.indices, uint64_t{c.rows} * 4, 4, false));
   LNPU_RETURN_IF_ERROR(
-      check.Operand("dst", c.dst, dst_span, to_f16 ? 2 : 1, true));
+      check.Operand("dst", c.dst, dst_span, dst_align, true));
   return check.CheckOverlaps();
 }
 
@@ -581,7 +638,13 @@ absl::Status ExecuteScatterRows(const lnpu_cmd_scatter_rows& c,
   const uint8_t* src = Translate<const uint8_t>(memory, c.src);
   uint8_t* dst = Translate<uint8_t>(memory, c.dst);
   const bool to_f16 = (c.hdr.flags & LNPU_SCATTER_F32_TO_F16) != 0;
-  const uint64_t dst_row_bytes = to_f16 ? c.row_bytes / 2 : c.row_bytes;
+  const bool to_i8 = (c.hdr.flags & LNPU_SCATTER_F32_TO_I8) != 0;
+  const uint32_t row_values = c.row_bytes / 4;
+  const uint64_t i8_groups = to_i8 ? row_values / c.group_len : 0;
+  const uint64_t dst_row_bytes =
+      to_f16  ? c.row_bytes / 2
+      : to_i8 ? i8_groups * compute::I8GroupBytes(c.group_len)
+              : c.row_bytes;
   for (uint64_t b = 0; b < c.blocks; ++b) {
     const uint8_t* src_block = src + b * c.src_block_stride;
     uint8_t* dst_block = dst + b * c.dst_block_stride;
@@ -591,14 +654,69 @@ absl::Status ExecuteScatterRows(const lnpu_cmd_scatter_rows& c,
       uint8_t* to = dst_block + uint64_t(indices[i]) * dst_row_bytes;
       if (to_f16) {
         compute::ConvertF32ToF16(reinterpret_cast<const float*>(from),
-                                 reinterpret_cast<uint16_t*>(to),
-                                 c.row_bytes / 4);
+                                 reinterpret_cast<uint16_t*>(to), row_values);
+      } else if (to_i8) {
+        compute::QuantizeToI8Groups(reinterpret_cast<const float*>(from), to,
+                                    i8_groups, c.group_len);
       } else {
         std::memcpy(to, from, c.row_bytes);
       }
     }
   }
   return absl::OkStatus();
+}
+
+// ATTENTION over an LNPU_DTYPE_I8 cache: the visible slots are dequantized
+// into F32 scratch, the new rows quantized and dequantized as SCATTER_ROWS
+// with F32_TO_I8 will store them, and the F32 kernel attends over those.
+void ExecuteI8Attention(const lnpu_cmd_attention& c,
+                        const DeviceMemoryView& memory,
+                        ComputeContext::Impl& context) {
+  const size_t dim = c.head_dim;
+  const size_t row_values = size_t{c.kv_heads} * dim;
+  const size_t row_bytes = c.kv_heads * compute::I8GroupBytes(dim);
+  const size_t cache_values = size_t{c.capacity} * row_values;
+  const size_t new_values = size_t{c.rows} * row_values;
+  std::vector<float>& f32 = context.i8_kv_scratch;
+  f32.resize(2 * (cache_values + new_values));
+  std::vector<uint8_t>& quantized = context.i8_row_scratch;
+  quantized.resize(row_bytes);
+  const uint8_t* mask = Translate<const uint8_t>(memory, c.mask);
+  const uint8_t* cache[2] = {memory.Translate(c.k_cache),
+                             memory.Translate(c.v_cache)};
+  const float* fresh[2] = {Translate<const float>(memory, c.k_new),
+                           Translate<const float>(memory, c.v_new)};
+  for (size_t kv = 0; kv < 2; ++kv) {
+    float* cache_f32 = f32.data() + kv * cache_values;
+    for (size_t s = 0; s < c.capacity; ++s) {
+      if (mask[s] == 0) continue;
+      compute::DequantizeI8Groups(cache[kv] + s * row_bytes,
+                                  cache_f32 + s * row_values, c.kv_heads, dim);
+    }
+    float* new_f32 = f32.data() + 2 * cache_values + kv * new_values;
+    for (size_t r = 0; r < c.rows; ++r) {
+      compute::QuantizeToI8Groups(fresh[kv] + r * row_values, quantized.data(),
+                                  c.kv_heads, dim);
+      compute::DequantizeI8Groups(quantized.data(), new_f32 + r * row_values,
+                                  c.kv_heads, dim);
+    }
+  }
+  compute::AttentionArgs args;
+  args.q = Translate<const float>(memory, c.q);
+  args.k_new = f32.data() + 2 * cache_values;
+  args.v_new = args.k_new + new_values;
+  args.k_cache = f32.data();
+  args.v_cache = f32.data() + cache_values;
+  args.kv_type = compute::WeightType::kF32;
+  args.mask = mask;
+  args.dst = Translate<float>(memory, c.dst);
+  args.rows = c.rows;
+  args.capacity = c.capacity;
+  args.heads = c.heads;
+  args.kv_heads = c.kv_heads;
+  args.head_dim = c.head_dim;
+  args.scale = c.scale;
+  compute::Attention(args, context.pool, &context.scratch);
 }
 
 }  // namespace
@@ -624,7 +742,7 @@ absl::StatusOr<uint32_t> ValidateCommand(uint32_t engine,
         "command header truncated: ", bytes.size(), " bytes left in the "
         "stream, a header needs ", sizeof(lnpu_cmd_header)));
   }
-  const auto hdr = LoadCommand<lnpu_cmd_header>(bytes.data());
+  const auto hdr = LoadHeader(bytes.data());
   CommandChecker check(hdr.opcode);
   if (hdr.opcode >= LNPU_OP_COUNT) {
     return check.Error("hdr.opcode",
@@ -637,11 +755,16 @@ absl::StatusOr<uint32_t> ValidateCommand(uint32_t engine,
                      engine == DRM_LNPU_ENGINE_DMA ? " (DMA)" : " (compute)",
                      "; submit it to the other engine"));
   }
-  const uint32_t size = CommandSize(hdr.opcode);
-  if (hdr.size != size) {
-    return check.Error("hdr.size", absl::StrCat(hdr.size, " must equal ",
-                                                size, ", the struct's size"));
+  if (!AcceptedSize(hdr.opcode, hdr.size)) {
+    return check.Error(
+        "hdr.size", absl::StrCat(hdr.size, " must equal ",
+                                 CommandSize(hdr.opcode),
+                                 ", the struct's size",
+                                 hdr.opcode == LNPU_OP_SCATTER_ROWS
+                                     ? " (or 64, its UAPI 1.1 size)"
+                                     : ""));
   }
+  const uint32_t size = hdr.size;
   if (bytes.size() < size) {
     return check.Error("hdr.size", absl::StrCat("command truncated: ", size,
                                                 " bytes needed, ",
@@ -651,7 +774,7 @@ absl::StatusOr<uint32_t> ValidateCommand(uint32_t engine,
   if (hdr.opcode == LNPU_OP_MATMUL) allowed_flags = LNPU_MATMUL_FLAGS_ALL;
   if (hdr.opcode == LNPU_OP_ROPE) allowed_flags = LNPU_ROPE_FREQ_FACTORS;
   if (hdr.opcode == LNPU_OP_SCATTER_ROWS) {
-    allowed_flags = LNPU_SCATTER_F32_TO_F16;
+    allowed_flags = LNPU_SCATTER_F32_TO_F16 | LNPU_SCATTER_F32_TO_I8;
   }
   if ((hdr.flags & ~allowed_flags) != 0) {
     return check.Error("hdr.flags",
@@ -705,6 +828,10 @@ absl::Status ExecuteCommand(const lnpu_cmd_header& command,
       return ExecuteRope(LoadCommand<lnpu_cmd_rope>(bytes), memory, ctx);
     case LNPU_OP_ATTENTION: {
       const auto c = LoadCommand<lnpu_cmd_attention>(bytes);
+      if (c.kv_dtype == LNPU_DTYPE_I8) {
+        ExecuteI8Attention(c, memory, ctx);
+        return absl::OkStatus();
+      }
       compute::AttentionArgs args;
       args.q = Translate<const float>(memory, c.q);
       args.k_new = Translate<const float>(memory, c.k_new);

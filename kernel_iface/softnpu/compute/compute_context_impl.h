@@ -3,6 +3,8 @@
 #ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_COMPUTE_CONTEXT_IMPL_H_
 #define KERNEL_IFACE_SOFTNPU_COMPUTE_COMPUTE_CONTEXT_IMPL_H_
 
+#include <vector>
+
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/softnpu/compute/kernels.h"
 #include "kernel_iface/softnpu/compute/worker_pool.h"
@@ -15,6 +17,10 @@ struct ComputeContext::Impl {
 
   compute::WorkerPool pool;
   compute::KernelScratch scratch;
+  // ATTENTION over an int8 cache: F32 copies of the visible cache rows and
+  // the new rows (see ExecuteI8Attention in command_set.cc).
+  std::vector<float> i8_kv_scratch;
+  std::vector<uint8_t> i8_row_scratch;
 };
 
 }  // namespace lnpu::softnpu

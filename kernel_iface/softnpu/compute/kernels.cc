@@ -928,6 +928,42 @@ void ConvertF32ToF16(const float* src, uint16_t* dst, size_t count) {
   HWY_DYNAMIC_DISPATCH(ConvertF32ToF16Range)(src, dst, count);
 }
 
+void QuantizeToI8Groups(const float* src, uint8_t* dst, size_t groups,
+                        size_t group_len) {
+  for (size_t g = 0; g < groups; ++g) {
+    const float* x = src + g * group_len;
+    uint8_t* out = dst + g * I8GroupBytes(group_len);
+    float amax = 0.0f;
+    for (size_t i = 0; i < group_len; ++i) {
+      amax = std::max(amax, std::fabs(x[i]));  // ignores NaN
+    }
+    const float d = amax / 127.0f;
+    std::memcpy(out, &d, sizeof(d));
+    for (size_t i = 0; i < group_len; ++i) {
+      // Non-finite quotients (d = 0, infinite d) become 0.
+      const float r = d > 0.0f ? std::nearbyint(x[i] / d) : 0.0f;
+      const int q = r >= 127.0f    ? 127
+                    : r <= -127.0f ? -127
+                    : r == r       ? static_cast<int>(r)
+                                   : 0;
+      out[sizeof(d) + i] = static_cast<uint8_t>(static_cast<int8_t>(q));
+    }
+  }
+}
+
+void DequantizeI8Groups(const uint8_t* src, float* dst, size_t groups,
+                        size_t group_len) {
+  for (size_t g = 0; g < groups; ++g) {
+    const uint8_t* in = src + g * I8GroupBytes(group_len);
+    float d;
+    std::memcpy(&d, in, sizeof(d));
+    for (size_t i = 0; i < group_len; ++i) {
+      dst[g * group_len + i] =
+          d * static_cast<float>(static_cast<int8_t>(in[sizeof(d) + i]));
+    }
+  }
+}
+
 namespace {
 
 // Per-worker float scratch of `floats` each, padded to whole cache lines so

@@ -38,7 +38,8 @@ extern "C" {
 /* UAPI version, reported by DRM_LNPU_PARAM_UAPI_VERSION as
  * (major << 16) | minor. Minor bumps are backwards compatible. */
 #define LNPU_UAPI_VERSION_MAJOR 1
-#define LNPU_UAPI_VERSION_MINOR 1 /* 1.1: userptr, read-only BOs, counters */
+#define LNPU_UAPI_VERSION_MINOR 2 /* 1.1: userptr, read-only BOs, counters;
+                                     1.2: int8 KV cache (LNPU_DTYPE_I8) */
 
 #define DRM_LNPU_GET_PARAM 0x00
 #define DRM_LNPU_BO_CREATE 0x01
@@ -237,6 +238,13 @@ struct drm_lnpu_wait {
 #define LNPU_DTYPE_Q4_0 5
 /* Rows of quantized types hold a whole number of 32-element blocks. */
 #define LNPU_QUANT_BLOCK 32
+/* Since 1.2. KV-cache only (ATTENTION kv_dtype, SCATTER_ROWS with
+ * LNPU_SCATTER_F32_TO_I8): groups of n values (n = head_dim), each an f32
+ * scale d then n int8 q; x = d * q. 4 + n bytes per group, 4-byte aligned
+ * (n a multiple of 4). A group is quantized symmetrically:
+ *   d = max|x_i| / 127,  q_i = round_to_nearest_even(x_i / d)  (d = 0: q = 0)
+ * in f32 arithmetic. */
+#define LNPU_DTYPE_I8 6
 
 /* Opcodes. Engines: C = compute, D = DMA. */
 #define LNPU_OP_NOP 0          /* C D */
@@ -332,14 +340,19 @@ struct lnpu_cmd_rope {
  * plus themselves. Query row r, head h (kv head h / (heads / kv_heads))
  * attends to cache slot s iff mask[s] != 0, and to new row j iff j <= r.
  *   dst[r][h] = softmax(scale * q.k) . v
- * The cache holds `capacity` slots; nothing outside it is read. */
+ * The cache holds `capacity` slots; nothing outside it is read. With
+ * kv_dtype I8
+ * (since 1.2) each slot holds kv_heads LNPU_DTYPE_I8 groups of head_dim
+ * values (f32 scale + head_dim int8; head_dim a multiple of 4), and the new
+ * rows are read quantized and dequantized by the same rule, as SCATTER_ROWS
+ * with LNPU_SCATTER_F32_TO_I8 stores them. */
 struct lnpu_cmd_attention {
   struct lnpu_cmd_header hdr;
   __u64 q;       /* F32[rows][heads][head_dim] */
   __u64 k_new;   /* F32[rows][kv_heads][head_dim] */
   __u64 v_new;   /* F32[rows][kv_heads][head_dim] */
-  __u64 k_cache; /* kv_dtype[capacity][kv_heads][head_dim] */
-  __u64 v_cache; /* kv_dtype[capacity][kv_heads][head_dim] */
+  __u64 k_cache; /* kv_dtype[capacity][kv_heads][head_dim]; I8: groups */
+  __u64 v_cache; /* kv_dtype[capacity][kv_heads][head_dim]; I8: groups */
   __u64 mask;    /* U8[capacity], 1 = slot visible */
   __u64 dst;     /* F32[rows][heads][head_dim] */
   __u32 rows;
@@ -347,7 +360,7 @@ struct lnpu_cmd_attention {
   __u32 heads;    /* multiple of kv_heads */
   __u32 kv_heads;
   __u32 head_dim;
-  __u32 kv_dtype; /* F32 or F16 */
+  __u32 kv_dtype; /* F32, F16 or (since 1.2) I8 */
   float scale;
   __u32 pad;
 };
@@ -388,8 +401,17 @@ struct lnpu_cmd_copy {
  * the job. With blocks = 2 * layers this updates every layer's K and V.
  * With LNPU_SCATTER_F32_TO_F16 the source rows are F32 (row_bytes a
  * multiple of 4) and each is written converted to F16, row_bytes / 2 bytes
- * at dst + b*dst_block_stride + s*(row_bytes / 2): an F16 KV cache. */
+ * at dst + b*dst_block_stride + s*(row_bytes / 2): an F16 KV cache.
+ * Since 1.2, with LNPU_SCATTER_F32_TO_I8 the source rows are F32 and each
+ * is written as LNPU_DTYPE_I8 groups of group_len values (a multiple of 4
+ * dividing row_bytes / 4), one scale per group: n = row_bytes / 4 values
+ * become n + 4 * n / group_len bytes at dst + b*dst_block_stride +
+ * s*(that): an int8 KV cache with one scale per (slot, kv head).
+ * group_len must be 0 without F32_TO_I8; the two flags exclude each other.
+ * The 1.1 command (hdr.size 64, without group_len and pad) stays valid. */
 #define LNPU_SCATTER_F32_TO_F16 (1u << 0) /* hdr.flags */
+#define LNPU_SCATTER_F32_TO_I8 (1u << 1)  /* hdr.flags, since 1.2 */
+#define LNPU_CMD_SCATTER_ROWS_SIZE_1_1 64
 struct lnpu_cmd_scatter_rows {
   struct lnpu_cmd_header hdr;
   __u64 src;
@@ -401,6 +423,8 @@ struct lnpu_cmd_scatter_rows {
   __u32 rows;
   __u32 blocks;
   __u32 dst_rows; /* slots per destination block */
+  __u32 group_len; /* since 1.2: values per scale with F32_TO_I8, else 0 */
+  __u32 pad;
 };
 
 #if defined(__cplusplus)
