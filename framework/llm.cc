@@ -72,6 +72,12 @@ Llm::~Llm() {
   model_.reset();
 }
 
+absl::StatusOr<ChatTemplate> Llm::GetChatTemplate(std::optional<ChatFamily> family) const {
+  const ChatSpecialTokens specials = SpecialTokensOf(*tokenizer_);
+  if (family.has_value()) return ChatTemplate::ForFamily(*family, specials);
+  return ChatTemplate::Detect(info().chat_template, specials);
+}
+
 absl::StatusOr<std::unique_ptr<Session>> Llm::CreateSession() const {
   absl::StatusOr<std::unique_ptr<runtime::Session>> runtime = model_->CreateSession();
   if (!runtime.ok()) return runtime.status();

@@ -15,11 +15,13 @@
 #define FRAMEWORK_LLM_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "framework/chat_template.h"
 #include "framework/generation.h"
 #include "framework/session.h"
 #include "framework/tokenizer/tokenizer.h"
@@ -54,6 +56,13 @@ class Llm {
   // True when the weights are the artifact's file mapping imported into the
   // device (DRM_LNPU_CAP_USERPTR), not a copy.
   bool weights_imported() const { return model_->weights_imported(); }
+
+  // The model's chat template: ChatTemplate::Detect on the artifact's
+  // tokenizer.chat_template with this tokenizer's SpecialTokensOf, or
+  // family `family` when given (ChatTemplate::ForFamily). Detect's errors
+  // (NotFound when the model has no template).
+  absl::StatusOr<ChatTemplate> GetChatTemplate(
+      std::optional<ChatFamily> family = std::nullopt) const;
 
   // A new conversation with an empty cache (allocates its device buffers;
   // Session::device_memory_bytes() says how much). The session must be

@@ -60,11 +60,19 @@ int64_t Session::processed_tokens() const { return runtime_->cache().next_positi
 
 uint32_t Session::free_slots() const { return runtime_->cache().free_slots(); }
 
+bool Session::StartsWithBos(bool add_bos) const {
+  const bool empty = runtime_->cache().next_position() == 0 && pending_.empty();
+  return add_bos && empty && llm_.tokenizer().vocabulary().add_bos;
+}
+
 absl::StatusOr<std::vector<int32_t>> Session::Tokenize(std::string_view text,
                                                        bool add_bos) const {
-  const Tokenizer& tokenizer = llm_.tokenizer();
-  const bool empty = runtime_->cache().next_position() == 0 && pending_.empty();
-  return tokenizer.Encode(text, add_bos && empty && tokenizer.vocabulary().add_bos);
+  return llm_.tokenizer().Encode(text, StartsWithBos(add_bos));
+}
+
+absl::StatusOr<std::vector<int32_t>> Session::TokenizeSegments(
+    absl::Span<const TextSegment> prompt, bool add_bos) const {
+  return llm_.tokenizer().EncodeSegments(prompt, StartsWithBos(add_bos));
 }
 
 absl::StatusOr<absl::Span<const float>> Session::RunInput(absl::Span<const int32_t> tokens) {

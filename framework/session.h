@@ -32,6 +32,7 @@
 #include "absl/types/span.h"
 #include "framework/context_policy.h"
 #include "framework/generation.h"
+#include "framework/tokenizer/tokenizer.h"
 #include "runtime/session.h"
 
 namespace lnpu::framework {
@@ -69,6 +70,17 @@ class Session {
   absl::StatusOr<GenerationResult> GenerateFromTokens(absl::Span<const int32_t> tokens,
                                                       const GenerationConfig& config,
                                                       const StreamCallback& on_token = nullptr);
+
+  // The tokens of `text` / `prompt` to run now: BOS first when the
+  // conversation is empty (nothing run, nothing pending) and `add_bos` and
+  // the vocabulary ask for it. `text` is plain text (Tokenizer::Encode);
+  // `prompt` is in segments, e.g. a chat turn from
+  // ChatTemplate::RenderSegments, whose special-token spellings become
+  // their tokens only where marked parse_special (Tokenizer::EncodeSegments).
+  // The tokenizer's errors.
+  absl::StatusOr<std::vector<int32_t>> Tokenize(std::string_view text, bool add_bos) const;
+  absl::StatusOr<std::vector<int32_t>> TokenizeSegments(absl::Span<const TextSegment> prompt,
+                                                        bool add_bos) const;
 
   // Runs `text` / `tokens` (after the pending ones) through the model
   // without generating, e.g. a system prompt to share or save. BOS as in
@@ -125,9 +137,8 @@ class Session {
   // the last token's logits are returned. On a device error, the tokens
   // not run become pending_.
   absl::StatusOr<absl::Span<const float>> RunInput(absl::Span<const int32_t> tokens);
-  // Tokenizes `text` with BOS first when the conversation is empty and
-  // `add_bos` and the vocabulary ask for it.
-  absl::StatusOr<std::vector<int32_t>> Tokenize(std::string_view text, bool add_bos) const;
+  // Whether a prompt tokenized now starts with BOS (see Tokenize).
+  bool StartsWithBos(bool add_bos) const;
 
   const Llm& llm_;
   std::unique_ptr<runtime::Session> runtime_;

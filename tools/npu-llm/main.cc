@@ -1,12 +1,16 @@
 // npu-llm: generates text with a compiled model, streaming it to stdout,
 // then prints per-request statistics and memory to stderr.
 //
-// One-shot (-p), or a chat (--chat) that reads one user turn per stdin line
-// and continues the same session, so earlier turns are never prefilled
-// again. The conversation can start from and be saved to a session file.
+// One-shot (-p), or a chat (`npu-llm chat` or --chat) that reads one user
+// turn per stdin line and continues the same session, so earlier turns are
+// never prefilled again. Chat turns go through the model's chat template:
+// its turn markers become control tokens, the user's text stays text. The
+// conversation can start from and be saved to a session file.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -19,6 +23,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "framework/chat_template.h"
 #include "framework/llm.h"
@@ -27,10 +32,16 @@
 ABSL_FLAG(std::string, m, "", "compiled model artifact (.lnpu), from npu-compile");
 ABSL_FLAG(std::string, p, "", "prompt text (one-shot), or the first user turn with --chat");
 ABSL_FLAG(bool, chat, false,
-          "chat: after the prompt, read one user turn per stdin line until EOF; the "
-          "session keeps the history, so each turn prefills only its own tokens");
+          "chat (as the `chat` subcommand): after the prompt, read one user turn per stdin "
+          "line until EOF; the session keeps the history, so each turn prefills only its "
+          "own tokens");
 ABSL_FLAG(std::string, system, "",
           "system prompt, run first (through the model's chat template when it has one)");
+ABSL_FLAG(std::string, chat_template, "",
+          "chat template family to use instead of the model's: chatml, llama3, llama3.1, "
+          "llama2, zephyr or phi3");
+ABSL_FLAG(bool, verbose_prompt, false,
+          "print the token ids of each prompt sent to the model to stderr");
 ABSL_FLAG(int, n, 128, "maximum number of tokens to generate per reply");
 ABSL_FLAG(float, temp, 0.0f, "sampling temperature; 0 = greedy");
 ABSL_FLAG(int, top_k, 0, "sample among the k most likely tokens; 0 = all");
@@ -65,6 +76,7 @@ namespace {
 using lnpu::framework::ChatMessage;
 using lnpu::framework::GenerationConfig;
 using lnpu::framework::GenerationResult;
+using lnpu::framework::TextSegment;
 
 double PeakRssMiB() {
   rusage usage{};
@@ -113,57 +125,109 @@ std::optional<GenerationConfig> ConfigFromFlags(std::string* error) {
   return config;
 }
 
-// Feeds a chat conversation into a session turn by turn. With the model's
-// chat template, each turn sends the part of the rendered conversation the
-// session has not seen yet (or, for a template whose rendering of the
-// history changes, the whole conversation after a reset); without one,
-// the raw text.
+// What the session holds for token `id` as text of a rendered
+// conversation: a control token's spelling (e.g. "<|im_end|>"), else its
+// bytes.
+std::string HeldText(const lnpu::framework::Tokenizer& tokenizer, int32_t id) {
+  const lnpu::framework::Vocabulary& vocabulary = tokenizer.vocabulary();
+  if (id >= 0 && id < tokenizer.vocab_size() &&
+      vocabulary.token_types[id] ==
+          static_cast<int32_t>(lnpu::framework::TokenType::kControl)) {
+    return vocabulary.tokens[id];
+  }
+  return tokenizer.TokenBytes(id);
+}
+
+// `segments` from byte `offset` of their joined text on.
+std::vector<TextSegment> SegmentsFrom(const std::vector<TextSegment>& segments, size_t offset) {
+  std::vector<TextSegment> out;
+  for (const TextSegment& segment : segments) {
+    if (offset >= segment.text.size()) {
+      offset -= segment.text.size();
+      continue;
+    }
+    out.push_back({segment.text.substr(offset), segment.parse_special});
+    offset = 0;
+  }
+  return out;
+}
+
+// Feeds a chat conversation into a session turn by turn. With a chat
+// template, each turn sends the part of the rendered conversation the
+// session does not hold yet, in segments (the template's special tokens
+// parsed, message content plain text); when the rendering of the history
+// differs from what the session holds (a template that re-renders earlier
+// turns), the whole conversation after a reset. Without one, the raw text.
 class Conversation {
  public:
-  Conversation(lnpu::framework::Session& session,
+  Conversation(lnpu::framework::Session& session, const lnpu::framework::Tokenizer& tokenizer,
                std::optional<lnpu::framework::ChatTemplate> chat_template)
-      : session_(session), template_(std::move(chat_template)) {}
+      : session_(session), tokenizer_(tokenizer), template_(std::move(chat_template)) {}
 
-  bool templated() const { return template_.has_value(); }
-
-  // The text to send for a new message (`generate`: an assistant reply
+  // The prompt to send for a new message (`generate`: an assistant reply
   // follows).
-  absl::StatusOr<std::string> Add(const std::string& role, const std::string& content,
-                                  bool generate) {
-    if (!template_) return content;
+  absl::StatusOr<std::vector<TextSegment>> Add(const std::string& role,
+                                               const std::string& content, bool generate) {
+    if (!template_) return std::vector<TextSegment>{{content, /*parse_special=*/false}};
     messages_.push_back({role, content});
-    absl::StatusOr<std::string> rendered = template_->Render(messages_, generate);
+    absl::StatusOr<std::vector<TextSegment>> rendered =
+        template_->RenderSegments(messages_, generate);
     if (!rendered.ok()) return rendered.status();
-    std::string delta;
-    if (rendered->compare(0, seen_.size(), seen_) == 0) {
-      delta = rendered->substr(seen_.size());
+    std::string text;
+    for (const TextSegment& segment : *rendered) text += segment.text;
+    std::vector<TextSegment> delta;
+    if (text.compare(0, held_.size(), held_) == 0) {
+      delta = SegmentsFrom(*rendered, held_.size());
     } else {
       session_.Reset();
-      delta = *rendered;
+      delta = *std::move(rendered);
     }
-    seen_ = *rendered;
+    held_ = std::move(text);
     return delta;
   }
 
-  // Records the reply the session generated after the last Add().
+  // Records the reply the session generated after the last Add(): its
+  // text and, when a stop token ended it (e.g. <|im_end|>, which the
+  // session holds), that token.
   void Reply(const GenerationResult& result) {
     if (!template_) return;
     messages_.push_back({"assistant", result.text});
-    seen_ += result.text;
+    held_ += result.text;
+    const std::vector<int32_t> tokens = session_.Tokens();
+    const bool stop_token = result.finish_reason == lnpu::framework::FinishReason::kStop &&
+                            !tokens.empty() &&
+                            (result.tokens.empty() || tokens.back() != result.tokens.back());
+    if (stop_token) held_ += HeldText(tokenizer_, tokens.back());
   }
 
  private:
   lnpu::framework::Session& session_;
+  const lnpu::framework::Tokenizer& tokenizer_;
   std::optional<lnpu::framework::ChatTemplate> template_;
   std::vector<ChatMessage> messages_;
-  std::string seen_;  // rendered text the session holds
+  std::string held_;  // rendered text the session holds
 };
 
-// Generates a reply to `text`, streaming it; prints its statistics.
+// Tokenizes `prompt` for the session (printing the ids with
+// --verbose-prompt).
+absl::StatusOr<std::vector<int32_t>> PromptTokens(lnpu::framework::Session& session,
+                                                  const std::vector<TextSegment>& prompt,
+                                                  bool add_bos) {
+  absl::StatusOr<std::vector<int32_t>> tokens = session.TokenizeSegments(prompt, add_bos);
+  if (tokens.ok() && absl::GetFlag(FLAGS_verbose_prompt)) {
+    std::cerr << "[prompt tokens: " << absl::StrJoin(*tokens, " ") << "]\n";
+  }
+  return tokens;
+}
+
+// Generates a reply to `prompt`, streaming it; prints its statistics.
 absl::StatusOr<GenerationResult> Reply(lnpu::framework::Session& session,
-                                       const std::string& text, const GenerationConfig& config) {
+                                       const std::vector<TextSegment>& prompt,
+                                       const GenerationConfig& config) {
+  absl::StatusOr<std::vector<int32_t>> tokens = PromptTokens(session, prompt, config.add_bos);
+  if (!tokens.ok()) return tokens.status();
   absl::StatusOr<GenerationResult> result =
-      session.Generate(text, config, [](int32_t, std::string_view piece) {
+      session.GenerateFromTokens(*tokens, config, [](int32_t, std::string_view piece) {
         std::cout << piece << std::flush;
         return true;
       });
@@ -199,10 +263,23 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "generates text on the NPU.\n"
       "usage: npu-llm -m MODEL.lnpu -p PROMPT [-n N] [--temp T] [--seed S] [--stop S]\n"
-      "       npu-llm -m MODEL.lnpu --chat [--system TEXT] [--save-session F] "
-      "[--load-session F] [--context ring]");
+      "       npu-llm chat -m MODEL.lnpu [--system TEXT] [--chat-template FAMILY] "
+      "[--verbose-prompt] [--save-session F] [--load-session F] [--context ring]\n"
+      "       (npu-llm --chat ... is the same as npu-llm chat ...)");
+  // The `chat` subcommand is --chat.
+  bool chat_subcommand = false;
+  if (argc > 1 && std::strcmp(argv[1], "chat") == 0) {
+    chat_subcommand = true;
+    std::copy(argv + 2, argv + argc + 1, argv + 1);  // argv[argc] is nullptr
+    --argc;
+  }
   AcceptDashedFlagNames(argc, argv);
-  absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() > 1) {
+    return Fail(absl::StrFormat("unexpected argument '%s': the only subcommand is chat, and "
+                                "the prompt goes in -p",
+                                positional[1]));
+  }
   const std::string model_path = absl::GetFlag(FLAGS_m);
   if (model_path.empty()) {
     return Fail("no model given: pass -m MODEL.lnpu (make one with npu-compile MODEL.gguf -o "
@@ -240,47 +317,56 @@ int main(int argc, char** argv) {
                                  static_cast<int>((*session)->Tokens().size()), load);
   }
 
-  const bool chat = absl::GetFlag(FLAGS_chat);
+  const bool chat = chat_subcommand || absl::GetFlag(FLAGS_chat);
   std::optional<lnpu::framework::ChatTemplate> chat_template;
-  if (chat && !(*llm)->info().chat_template.empty()) {
-    const lnpu::framework::Tokenizer& tokenizer = (*llm)->tokenizer();
-    lnpu::framework::ChatSpecialTokens specials;
-    if (tokenizer.bos_id() >= 0) specials.bos = tokenizer.TokenBytes(tokenizer.bos_id());
-    if (tokenizer.eos_id() >= 0) specials.eos = tokenizer.TokenBytes(tokenizer.eos_id());
-    specials.add_bos = tokenizer.vocabulary().add_bos;
-    absl::StatusOr<lnpu::framework::ChatTemplate> detected =
-        lnpu::framework::ChatTemplate::Detect((*llm)->info().chat_template, specials);
-    if (!detected.ok()) return Fail(std::string(detected.status().message()));
-    chat_template = *std::move(detected);
+  const std::string family_name = absl::GetFlag(FLAGS_chat_template);
+  if (chat || !family_name.empty()) {
+    std::optional<lnpu::framework::ChatFamily> family;
+    if (!family_name.empty()) {
+      absl::StatusOr<lnpu::framework::ChatFamily> parsed =
+          lnpu::framework::ParseChatFamily(family_name);
+      if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
+      family = *parsed;
+    }
+    absl::StatusOr<lnpu::framework::ChatTemplate> found = (*llm)->GetChatTemplate(family);
+    if (found.ok()) {
+      chat_template = *std::move(found);
+    } else if (!absl::IsNotFound(found.status())) {
+      return Fail(std::string(found.status().message()));
+    } else {
+      std::cerr << "[the model has no chat template: turns are sent as plain text; pass "
+                   "--chat-template FAMILY to use one]\n";
+    }
   }
-  Conversation conversation(**session, std::move(chat_template));
+  Conversation conversation(**session, (*llm)->tokenizer(), std::move(chat_template));
 
   const std::string system = absl::GetFlag(FLAGS_system);
   if (!system.empty()) {
-    absl::StatusOr<std::string> text = conversation.Add("system", system, false);
-    if (!text.ok()) return Fail(std::string(text.status().message()));
+    absl::StatusOr<std::vector<TextSegment>> prompt = conversation.Add("system", system, false);
+    if (!prompt.ok()) return Fail(std::string(prompt.status().message()));
     // A templated system turn is usually a prefix of every later
     // rendering; when it is not, Conversation::Add starts over.
-    if (absl::Status appended = (*session)->Append(*text); !appended.ok()) {
+    absl::StatusOr<std::vector<int32_t>> tokens =
+        PromptTokens(**session, *prompt, config->add_bos);
+    if (!tokens.ok()) return Fail(std::string(tokens.status().message()));
+    if (absl::Status appended = (*session)->AppendTokens(*tokens); !appended.ok()) {
       return Fail(std::string(appended.message()));
     }
   }
 
-  int turns = 0;
   auto turn = [&](const std::string& user) -> bool {
-    absl::StatusOr<std::string> text = conversation.Add("user", user, true);
-    if (!text.ok()) {
-      std::cerr << "npu-llm: " << text.status().message() << "\n";
+    absl::StatusOr<std::vector<TextSegment>> prompt = conversation.Add("user", user, true);
+    if (!prompt.ok()) {
+      std::cerr << "npu-llm: " << prompt.status().message() << "\n";
       return false;
     }
-    if (!chat || turns == 0) std::cout << user << std::flush;
-    absl::StatusOr<GenerationResult> result = Reply(**session, *text, *config);
+    if (!chat) std::cout << user << std::flush;
+    absl::StatusOr<GenerationResult> result = Reply(**session, *prompt, *config);
     if (!result.ok()) {
       std::cerr << "npu-llm: " << result.status().message() << "\n";
       return false;
     }
     conversation.Reply(*result);
-    ++turns;
     return true;
   };
 
@@ -288,8 +374,12 @@ int main(int argc, char** argv) {
   const std::string prompt = absl::GetFlag(FLAGS_p);
   if (!prompt.empty()) ok = turn(prompt);
   if (ok && chat) {
+    // A REPL on a terminal: a prompt before each turn.
+    const bool interactive = isatty(STDIN_FILENO) != 0;
     std::string line;
-    while (ok && std::getline(std::cin, line)) {
+    while (ok) {
+      if (interactive) std::cout << "> " << std::flush;
+      if (!std::getline(std::cin, line)) break;
       if (!line.empty()) ok = turn(line);
     }
   }
