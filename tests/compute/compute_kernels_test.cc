@@ -468,6 +468,8 @@ void CheckAttention(std::mt19937& rng,
     return v;
   };
   const size_t hd = c.head_dim;
+  const bool f16 = kv_dtype == LNPU_DTYPE_F16;
+  const bool i8 = kv_dtype == LNPU_DTYPE_I8;
   const auto q = random(size_t{c.rows} * c.heads * hd);
   const auto k_new = random(size_t{c.rows} * c.kv_heads * hd);
   const auto v_new = random(size_t{c.rows} * c.kv_heads * hd);
@@ -478,10 +480,26 @@ void CheckAttention(std::mt19937& rng,
   for (size_t i = 0; i < k_cache.size(); ++i) {
     k_half[i] = ToHalf(k_cache[i]);
     v_half[i] = ToHalf(v_cache[i]);
-    if (kv_dtype == LNPU_DTYPE_F16) {
+    if (f16) {
       k_cache[i] = FromHalf(k_half[i]);
       v_cache[i] = FromHalf(v_half[i]);
     }
+  }
+  // With an F16 cache the new rows are read rounded to f16 as well (the
+  // difference, ~1e-3 relative, is far above the tolerance).
+  std::vector<float> k_new_read = k_new, v_new_read = v_new;
+  if (f16) {
+    for (float& x : k_new_read) x = FromHalf(ToHalf(x));
+    for (float& x : v_new_read) x = FromHalf(ToHalf(x));
+  }
+  // An I8 cache: int8 per head of each slot; the reference reads the
+  // dequantized values, and the new rows quantized the same way.
+  std::vector<uint8_t> k_i8, v_i8;
+  if (i8) {
+    k_i8 = QuantizeI8(k_cache, hd);
+    v_i8 = QuantizeI8(v_cache, hd);
+    QuantizeI8(k_new_read, hd);
+    QuantizeI8(v_new_read, hd);
   }
   std::vector<uint8_t> mask(c.capacity);
   std::bernoulli_distribution visible(c.mask_density);
@@ -498,9 +516,12 @@ void CheckAttention(std::mt19937& rng,
   cmd.q = memory.Upload(q);
   cmd.k_new = memory.Upload(k_new);
   cmd.v_new = memory.Upload(v_new);
-  const bool f16 = kv_dtype == LNPU_DTYPE_F16;
-  cmd.k_cache = f16 ? memory.Upload(k_half) : memory.Upload(k_cache);
-  cmd.v_cache = f16 ? memory.Upload(v_half) : memory.Upload(v_cache);
+  cmd.k_cache = f16  ? memory.Upload(k_half)
+                : i8 ? memory.Upload(k_i8)
+                     : memory.Upload(k_cache);
+  cmd.v_cache = f16  ? memory.Upload(v_half)
+                : i8 ? memory.Upload(v_i8)
+                     : memory.Upload(v_cache);
   cmd.mask = memory.Upload(mask);
   cmd.dst = memory.Allocate(q.size() * 4);
   ASSERT_TRUE(RunCommand(cmd, memory, context).ok());
@@ -526,8 +547,8 @@ void CheckAttention(std::mt19937& rng,
         }
       }
       for (size_t j = 0; j <= r; ++j) {
-        add_key(&k_new[(j * c.kv_heads + g) * hd],
-                &v_new[(j * c.kv_heads + g) * hd]);
+        add_key(&k_new_read[(j * c.kv_heads + g) * hd],
+                &v_new_read[(j * c.kv_heads + g) * hd]);
       }
       const double max = *std::max_element(scores.begin(), scores.end());
       double sum = 0;
@@ -558,6 +579,14 @@ TEST_P(ComputeKernelsTest, AttentionMatchesReferenceWithRandomMasks) {
       {20, 129, 4, 4, 8, 0.1},   {5, 64, 8, 2, 67, 0.9},
       {17, 40, 4, 1, 32, 0.5},   {1, 200, 2, 2, 3, 0.02},
       {70, 80, 2, 1, 16, 0.7},   // more than one softmax block of new rows
+      // stories260K's decode shape at 0%, ~50% and ~90% of its cache.
+      {1, 1152, 8, 4, 8, 0.0},   {1, 1152, 8, 4, 8, 0.5},
+      {1, 1152, 8, 4, 8, 0.9},   {37, 1152, 8, 4, 8, 0.9},
+      {37, 300, 8, 4, 8, 1.0},   {37, 200, 4, 2, 8, 0.0},
+      // head_dim 128; a GQA group of 7 (Qwen2.5-0.5B).
+      {1, 700, 8, 2, 128, 1.0},  {37, 150, 4, 4, 128, 0.3},
+      {1, 400, 14, 2, 64, 0.8},  {37, 70, 14, 2, 64, 0.0},
+      {1, 3000, 2, 1, 128, 0.7},  // one task: split over key blocks
   };
   for (const AttentionCase& c : cases) {
     // Scores and weighted values over the cache slots and the new rows.
@@ -565,9 +594,82 @@ TEST_P(ComputeKernelsTest, AttentionMatchesReferenceWithRandomMasks) {
                        c.head_dim)) {
       continue;
     }
-    for (uint32_t kv_dtype : {LNPU_DTYPE_F32, LNPU_DTYPE_F16}) {
+    for (uint32_t kv_dtype : {LNPU_DTYPE_F32, LNPU_DTYPE_F16, LNPU_DTYPE_I8}) {
+      // I8 groups need head_dim % 4 == 0 (4-byte aligned scales).
+      if (kv_dtype == LNPU_DTYPE_I8 && c.head_dim % 4 != 0) continue;
       CheckAttention(rng_, memory_, context_, c, kv_dtype);
     }
+  }
+}
+
+// With an F16 cache, attending to new rows equals storing them first
+// (SCATTER_ROWS with F32 -> F16) and attending to them as cache slots: the
+// last row of a chunk gets the same output as the same token decoded alone
+// after the chunk's other rows were stored.
+TEST_P(ComputeKernelsTest, AttentionF16ChunkEqualsRowsStoredFirst) {
+  constexpr uint32_t kRows = 11, kHeads = 4, kKvHeads = 2, kHeadDim = 8;
+  constexpr uint32_t kCapacity = 20, kFirstSlot = 3;
+  constexpr size_t kKvRow = size_t{kKvHeads} * kHeadDim;
+  // Values of about 10 have an f16 rounding error of up to 4e-3.
+  const std::vector<float> q = RandomFloats(kRows * kHeads * kHeadDim, -3, 3);
+  const std::vector<float> kv_new = RandomFloats(2 * kRows * kKvRow, -10, 10);
+  const uint64_t kv_new_addr = memory_.Upload(kv_new);
+  const uint64_t v_new_addr = kv_new_addr + kRows * kKvRow * 4;
+  // K cache then V cache, kCapacity F16 rows each.
+  const uint64_t cache = memory_.Allocate(2 * kCapacity * kKvRow * 2);
+  const uint64_t v_cache = cache + kCapacity * kKvRow * 2;
+
+  auto attention = MakeCommand<lnpu_cmd_attention>(LNPU_OP_ATTENTION);
+  attention.capacity = kCapacity;
+  attention.heads = kHeads;
+  attention.kv_heads = kKvHeads;
+  attention.head_dim = kHeadDim;
+  attention.kv_dtype = LNPU_DTYPE_F16;
+  attention.scale = 1.0f / std::sqrt(float{kHeadDim});
+  attention.k_cache = cache;
+  attention.v_cache = v_cache;
+
+  // The whole chunk over an empty cache.
+  attention.rows = kRows;
+  attention.q = memory_.Upload(q);
+  attention.k_new = kv_new_addr;
+  attention.v_new = v_new_addr;
+  attention.mask = memory_.Upload(std::vector<uint8_t>(kCapacity, 0));
+  attention.dst = memory_.Allocate(q.size() * 4);
+  ASSERT_TRUE(RunCommand(attention, memory_, context_).ok());
+  const std::vector<float> chunk = memory_.Download<float>(
+      attention.dst + (kRows - 1) * kHeads * kHeadDim * 4, kHeads * kHeadDim);
+
+  // The first kRows - 1 rows stored into slots kFirstSlot.., then the last
+  // row alone.
+  auto scatter = MakeCommand<lnpu_cmd_scatter_rows>(LNPU_OP_SCATTER_ROWS,
+                                                    LNPU_SCATTER_F32_TO_F16);
+  std::vector<int32_t> slots(kRows - 1);
+  for (size_t i = 0; i < slots.size(); ++i) slots[i] = kFirstSlot + i;
+  scatter.src = kv_new_addr;
+  scatter.dst = cache;
+  scatter.indices = memory_.Upload(slots);
+  scatter.src_block_stride = kRows * kKvRow * 4;
+  scatter.dst_block_stride = kCapacity * kKvRow * 2;
+  scatter.row_bytes = kKvRow * 4;
+  scatter.rows = kRows - 1;
+  scatter.blocks = 2;
+  scatter.dst_rows = kCapacity;
+  ASSERT_TRUE(RunCommand(scatter, memory_, context_, DRM_LNPU_ENGINE_DMA).ok());
+  std::vector<uint8_t> mask(kCapacity, 0);
+  for (int32_t slot : slots) mask[slot] = 1;
+  attention.rows = 1;
+  attention.q = attention.q + (kRows - 1) * kHeads * kHeadDim * 4;
+  attention.k_new = kv_new_addr + (kRows - 1) * kKvRow * 4;
+  attention.v_new = v_new_addr + (kRows - 1) * kKvRow * 4;
+  attention.mask = memory_.Upload(mask);
+  attention.dst = memory_.Allocate(kHeads * kHeadDim * 4);
+  ASSERT_TRUE(RunCommand(attention, memory_, context_).ok());
+  const std::vector<float> decode =
+      memory_.Download<float>(attention.dst, kHeads * kHeadDim);
+  for (size_t i = 0; i < decode.size(); ++i) {
+    EXPECT_NEAR(decode[i], chunk[i], 1e-5 * (1 + std::abs(chunk[i])))
+        << "element " << i;
   }
 }
 

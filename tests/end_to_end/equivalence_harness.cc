@@ -147,4 +147,38 @@ std::vector<int32_t> SeededPrompt(int length, int vocab_size, uint64_t seed) {
          << "\n  product:   " << absl::StrJoin(generated, " ");
 }
 
+::testing::AssertionResult FollowsReferenceTeacherForced(
+    reference::ReferenceLlama& reference, absl::Span<const int32_t> prompt,
+    absl::Span<const int32_t> generated, float max_margin,
+    double max_exception_fraction) {
+  const size_t max_exceptions = static_cast<size_t>(
+      max_exception_fraction * static_cast<double>(generated.size()));
+  reference.Reset();
+  std::vector<float> logits;
+  for (int32_t token : prompt) logits = reference.Forward(token);
+  std::string exceptions;
+  size_t count = 0;
+  bool too_far = false;
+  for (size_t step = 0; step < generated.size(); ++step) {
+    const int32_t token = generated[step];
+    const int32_t best = reference::ArgmaxLowestIndex(logits);
+    if (token != best) {
+      const float behind = logits[best] - logits[token];
+      ++count;
+      too_far = too_far || !(behind <= max_margin);
+      absl::StrAppend(&exceptions, "\n  step ", step, ": product token ",
+                      token, " is ", behind, " below the reference's ", best);
+    }
+    if (step + 1 < generated.size()) logits = reference.Forward(token);
+  }
+  if (count <= max_exceptions && !too_far) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << count << " of " << generated.size()
+         << " product tokens are not the reference's argmax (allowed: "
+         << max_exceptions << ", each within " << max_margin << ")"
+         << exceptions;
+}
+
 }  // namespace lnpu::end_to_end

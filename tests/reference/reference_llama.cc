@@ -436,20 +436,16 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
     }
     ApplyRope(q, c, c.n_heads, pos);
     ApplyRope(k, c, c.n_kv_heads, pos);
-    // The cache keeps each row as stored (f16-rounded with that option);
-    // the current token attends to its own row unrounded, as the NPU reads
-    // the new row from its F32 staging area.
+    // The cache keeps each row as stored (f16-rounded with that option),
+    // and the current token reads its own row from there too.
+    if (round_kv_to_f16_) {
+      for (float& e : k) e = static_cast<float>(static_cast<_Float16>(e));
+      for (float& e : v) e = static_cast<float>(static_cast<_Float16>(e));
+    }
     std::vector<float>& k_cache = k_cache_[l];
     std::vector<float>& v_cache = v_cache_[l];
     k_cache.insert(k_cache.end(), k.begin(), k.end());
     v_cache.insert(v_cache.end(), v.begin(), v.end());
-    if (round_kv_to_f16_ && pos > 0) {
-      for (size_t i = static_cast<size_t>(pos - 1) * kv_dim;
-           i < static_cast<size_t>(pos) * kv_dim; ++i) {
-        k_cache[i] = static_cast<float>(static_cast<_Float16>(k_cache[i]));
-        v_cache[i] = static_cast<float>(static_cast<_Float16>(v_cache[i]));
-      }
-    }
 
     const int n_positions = pos + 1;
     std::vector<float> attn(static_cast<size_t>(c.n_heads) * c.head_dim);

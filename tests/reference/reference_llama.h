@@ -60,12 +60,9 @@ struct ReferenceLlamaConfig {
 };
 
 struct ReferenceOptions {
-  // Round every K and V row to f16 (and back) once later tokens read it
-  // from the cache, as an F16 KV cache stores it; a token attends to its
-  // own row unrounded, as the NPU reads it from the F32 staging area. (In
-  // a prefill chunk the NPU also reads earlier rows of the same chunk
-  // unrounded: a difference of f16 rounding error, below greedy margins
-  // in the tests.)
+  // Round every K and V row to f16 (nearest even, and back) before any
+  // token reads it, its own token included, as an F16 KV cache stores it
+  // and as the NPU's ATTENTION reads new rows with an F16 cache.
   bool round_kv_to_f16 = false;
   // When set, the values of each tensor (by GGUF name) come from here
   // instead of the GGUF file, e.g. the weights an artifact holds after

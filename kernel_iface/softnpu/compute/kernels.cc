@@ -652,10 +652,11 @@ HWY_INLINE void AttendKeys(const AttentionArgs& a, const float* q,
   }
 }
 
+// k_new / v_new: the new rows as KV ([rows][kv_heads][head_dim]).
 template <typename KV>
-void AttendGroupT(const AttentionArgs& a, const uint32_t* visible_slots,
-                  size_t visible_count, size_t row, size_t kv_head,
-                  const GroupScratch& s) {
+void AttendGroupT(const AttentionArgs& a, const KV* k_new, const KV* v_new,
+                  const uint32_t* visible_slots, size_t visible_count,
+                  size_t row, size_t kv_head, const GroupScratch& s) {
   const size_t dim = a.head_dim;
   const size_t group = a.heads / a.kv_heads;
   const size_t stride = a.kv_heads * dim;
@@ -670,7 +671,7 @@ void AttendGroupT(const AttentionArgs& a, const uint32_t* visible_slots,
       a, q, group, k_cache, v_cache, stride, visible_count,
       [&](size_t i) -> size_t { return visible_slots[i]; }, s);
   AttendKeys(
-      a, q, group, a.k_new + kv_head * dim, a.v_new + kv_head * dim, stride,
+      a, q, group, k_new + kv_head * dim, v_new + kv_head * dim, stride,
       row + 1, [](size_t i) { return i; }, s);
   // New row `row` itself is always visible, so every sum >= 1.
   for (size_t h = 0; h < group; ++h) {
@@ -679,9 +680,10 @@ void AttendGroupT(const AttentionArgs& a, const uint32_t* visible_slots,
 }
 
 // dst[row][heads of kv_head's group]; `scratch` is laid out as GroupScratch.
-void AttendGroup(const AttentionArgs& a, const uint32_t* visible_slots,
-                 size_t visible_count, size_t row, size_t kv_head,
-                 float* scratch) {
+// k_new / v_new: the new rows as a.kv_type.
+void AttendGroup(const AttentionArgs& a, const void* k_new, const void* v_new,
+                 const uint32_t* visible_slots, size_t visible_count,
+                 size_t row, size_t kv_head, float* scratch) {
   const size_t group = a.heads / a.kv_heads;
   GroupScratch s;
   s.acc = scratch;
@@ -690,10 +692,13 @@ void AttendGroup(const AttentionArgs& a, const uint32_t* visible_slots,
   s.sum = s.max + group;
   s.row = s.sum + group;
   if (a.kv_type == WeightType::kF16) {
-    AttendGroupT<hwy::float16_t>(a, visible_slots, visible_count, row,
-                                 kv_head, s);
+    AttendGroupT(a, static_cast<const hwy::float16_t*>(k_new),
+                 static_cast<const hwy::float16_t*>(v_new), visible_slots,
+                 visible_count, row, kv_head, s);
   } else {
-    AttendGroupT<float>(a, visible_slots, visible_count, row, kv_head, s);
+    AttendGroupT(a, static_cast<const float*>(k_new),
+                 static_cast<const float*>(v_new), visible_slots,
+                 visible_count, row, kv_head, s);
   }
 }
 
@@ -1024,11 +1029,25 @@ void Attention(const AttentionArgs& args, WorkerPool& pool,
   size_t stride = 0;
   float* per_worker =
       WorkerScratch(scratch->f32, group_floats, pool.threads(), &stride);
+  // With an F16 cache the new rows are read rounded to f16, as SCATTER_ROWS
+  // will store them, so that results do not depend on how a prompt is split
+  // into chunks.
+  const void* k_new = args.k_new;
+  const void* v_new = args.v_new;
+  if (args.kv_type == WeightType::kF16) {
+    const size_t elements = args.rows * args.kv_heads * args.head_dim;
+    std::vector<uint16_t>& half = scratch->u16;
+    half.resize(2 * elements);
+    ConvertF32ToF16(args.k_new, half.data(), elements);
+    ConvertF32ToF16(args.v_new, half.data() + elements, elements);
+    k_new = half.data();
+    v_new = half.data() + elements;
+  }
   const uint64_t keys = slots.size() + args.rows;
   const uint64_t work = uint64_t{args.rows} * args.heads * keys * args.head_dim;
   RunTasks(pool, args.rows * args.kv_heads, work, [&](size_t task, int worker) {
     HWY_DYNAMIC_DISPATCH(AttendGroup)
-    (args, slots.data(), slots.size(), task / args.kv_heads,
+    (args, k_new, v_new, slots.data(), slots.size(), task / args.kv_heads,
      task % args.kv_heads, per_worker + worker * stride);
   });
 }

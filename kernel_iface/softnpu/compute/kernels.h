@@ -25,6 +25,7 @@ struct KernelScratch {
   std::vector<float> f32;
   std::vector<double> f64;
   std::vector<uint32_t> u32;
+  std::vector<uint16_t> u16;
   // Matmul with block-quantized weights: src quantized to int8 per block of
   // 32 and the blocks' scales (QuantizedActivations in quant_matmul.h).
   std::vector<int8_t> quantized_src;
@@ -95,6 +96,8 @@ void Rope(const RopeArgs& args, WorkerPool& pool, KernelScratch* scratch);
 // follows the number of visible slots rather than the capacity. The query
 // heads of one GQA group are processed together: each cached K/V row is read
 // (and, for F16, converted) once per group rather than once per head.
+// With an F16 cache the new rows are read rounded to f16 (nearest even),
+// exactly as if SCATTER_ROWS had stored them in the cache first.
 struct AttentionArgs {
   const float* q = nullptr;       // [rows][heads][head_dim]
   const float* k_new = nullptr;   // [rows][kv_heads][head_dim]

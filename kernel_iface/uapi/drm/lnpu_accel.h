@@ -341,7 +341,10 @@ struct lnpu_cmd_rope {
  * attends to cache slot s iff mask[s] != 0, and to new row j iff j <= r.
  *   dst[r][h] = softmax(scale * q.k) . v
  * The cache holds `capacity` slots; nothing outside it is read. With
- * kv_dtype I8
+ * kv_dtype F16 the new rows are read rounded to f16 (nearest even), as
+ * SCATTER_ROWS with LNPU_SCATTER_F32_TO_F16 stores them: the result is that
+ * of storing the new rows first and attending over the cache alone, so it
+ * does not depend on how a prompt is split into chunks. With kv_dtype I8
  * (since 1.2) each slot holds kv_heads LNPU_DTYPE_I8 groups of head_dim
  * values (f32 scale + head_dim int8; head_dim a multiple of 4), and the new
  * rows are read quantized and dequantized by the same rule, as SCATTER_ROWS
