@@ -124,7 +124,8 @@ record_case fuzz-softnpu-ioctl "$fuzz_ok"
 # NEON, so the matmul and attention cases above 2^18 multiply-adds are
 # skipped (LNPU_COMPUTE_TEST_SMALL_SHAPES). "cortex-a57" (NEON only) runs
 # every case and must fall back to the Highway quantized matmul.
-# LNPU_EXPECTED_QUANT_PATHS makes quant_matmul_test check the path list.
+# LNPU_EXPECTED_QUANT_PATHS makes quant_matmul_test check the path list,
+# also on "neoverse-n1" (dot product without i8mm).
 aarch64_dir=${build_dir}-aarch64
 if install_missing_packages g++-aarch64-linux-gnu qemu-user libabsl-dev:arm64 \
        libdrm-dev:arm64 libflatbuffers-dev:arm64 libgtest-dev:arm64 \
@@ -135,11 +136,14 @@ if install_missing_packages g++-aarch64-linux-gnu qemu-user libabsl-dev:arm64 \
     && ninja -C "$aarch64_dir" tests/compute/quant_matmul_test \
          tests/compute/compute_kernels_test; then
   QEMU_CPU=max LNPU_COMPUTE_TEST_SMALL_SHAPES=1 \
-    LNPU_EXPECTED_QUANT_PATHS=neon-dotprod,highway \
+    LNPU_EXPECTED_QUANT_PATHS=neon-i8mm,neon-dotprod,highway \
     run_meson_tests "$aarch64_dir" aarch64-max quant_matmul_test compute_kernels_test
   QEMU_CPU=cortex-a57 LNPU_EXPECTED_QUANT_PATHS=highway \
     run_meson_tests "$aarch64_dir" aarch64-cortex-a57 quant_matmul_test \
       compute_kernels_test
+  QEMU_CPU=neoverse-n1 LNPU_EXPECTED_QUANT_PATHS=neon-dotprod,highway \
+    run_meson_tests "$aarch64_dir" aarch64-neoverse-n1 quant_matmul_test \
+      --test-args=--gtest_filter='QuantMatmulPathsTest.*'
 else
   record_case aarch64-build 0
 fi

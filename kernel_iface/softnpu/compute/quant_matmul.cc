@@ -16,6 +16,7 @@ std::vector<const QuantMatmulPath*> CompiledPaths() {
       &kAvx2QuantMatmulPath,
 #endif
 #if defined(__aarch64__)
+      &kNeonI8mmQuantMatmulPath,
       &kNeonDotprodQuantMatmulPath,
 #endif
       &kHighwayQuantMatmulPath,

@@ -93,6 +93,7 @@ extern const QuantMatmulPath kAvxVnniQuantMatmulPath;
 extern const QuantMatmulPath kAvx2QuantMatmulPath;
 #endif
 #if defined(__aarch64__)
+extern const QuantMatmulPath kNeonI8mmQuantMatmulPath;
 extern const QuantMatmulPath kNeonDotprodQuantMatmulPath;
 #endif
 

@@ -1,18 +1,22 @@
-// aarch64 quantized-matmul path (quant_matmul.h):
+// aarch64 quantized-matmul paths (quant_matmul.h):
+//   "neon-i8mm"     SMMLA (vmmlaq_s32, FEAT_I8MM, Armv8.6-A and e.g.
+//                   Neoverse V1/N2, Cortex-A510/A710): one instruction
+//                   multiplies a 2x8 int8 tile of two activation rows by
+//                   one of two weight columns into a 2x2 int32 tile. GEMM
+//                   only; its GEMV is neon-dotprod's (one row has no pairs).
 //   "neon-dotprod"  SDOT (vdotq_s32, FEAT_DotProd, Armv8.2-A and later):
 //                   one instruction adds 16 int8 products into 4 int32
 //                   lanes, so a 32-element block is two SDOTs per
 //                   activation row and weight column.
-// The dot-product instructions are enabled per function (target
-// attributes), never for the whole file, so the library runs on any
-// Armv8-A CPU; supported() checks the kernel's hwcaps (HWCAP_ASIMDDP).
+// The instructions are enabled per function (a `#pragma GCC target` region
+// per path), never for the whole file, so the library runs on any Armv8-A
+// CPU; supported() checks the kernel's hwcaps.
 //
-// One register-tile kernel serves GEMV and GEMM: kRows activation rows
-// (1 for GEMV, 4 for GEMM) times 4 weight columns. Per block it loads (and
-// for Q4_0 unpacks) the 4 columns' weights and their f16 scales once, then
-// for each row reuses them against that row's activations; the 4 columns'
-// int32 sums are folded into one vector (lane j = column j) so that one
-// convert and one f32 multiply-add per row and block apply d_w * d_x.
+// Both paths run the same register-tile loop (quant_matmul_arm-inl.h):
+// kRows activation rows (1 for GEMV, 4 for GEMM) times 4 weight columns.
+// Per block a tile loads (and for Q4_0 unpacks) the 4 columns' weights and
+// their f16 scales once and reuses them for every row, and applies
+// d_w * d_x with one convert and one f32 multiply-add per 4 outputs.
 #include <arm_neon.h>
 #include <sys/auxv.h>
 
@@ -27,9 +31,6 @@ namespace lnpu::softnpu::compute {
 namespace {
 
 #define LNPU_QM_INLINE inline __attribute__((always_inline))
-// Armv8.2-A is part of the attribute: GCC 12's arm_neon.h defines vdotq_s32
-// under that architecture level, and a plain "+dotprod" does not reach it.
-#define LNPU_QM_DOTPROD_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
 
 // Weight columns of one register tile.
 constexpr size_t kTileCols = 4;
@@ -70,104 +71,163 @@ LNPU_QM_INLINE int32x4_t SumLanes(int32x4_t s0, int32x4_t s1, int32x4_t s2,
   return vpaddq_s32(vpaddq_s32(s0, s1), vpaddq_s32(s2, s3));
 }
 
+// Each path's kernels are compiled for the architecture level its
+// intrinsics are defined under in GCC 12's arm_neon.h (a plain "+dotprod"
+// does not reach vdotq_s32 there).
+namespace dotprod {
+#pragma GCC push_options
+#pragma GCC target("arch=armv8.2-a+dotprod")
+
 // acc[i] lane j += sum over blocks of d_w[j][b] * d_x[i][b] * (int32 dot of
 // block b of activation row x[i] and weight column w[j]). The int32 sums
 // are exact: at most 8 products of |w| <= 128, |x| <= 127 per lane.
-template <class W, size_t kRows>
-LNPU_QM_INLINE LNPU_QM_DOTPROD_TARGET void DotTile(
-    const uint8_t* const (&w)[kTileCols], const int8_t* const (&x)[kRows],
-    const float* const (&dx)[kRows], size_t blocks, float32x4_t (&acc)[kRows]) {
-  const int32x4_t zero = vdupq_n_s32(0);
-  for (size_t b = 0; b < blocks; ++b) {
-    const uint8_t* block[kTileCols];
-    int8x16_t w_lo[kTileCols], w_hi[kTileCols];
-    for (size_t j = 0; j < kTileCols; ++j) {
-      block[j] = w[j] + b * W::kBlockBytes;
-      W::Load(block[j], w_lo[j], w_hi[j]);
-    }
-    const float32x4_t dw = LoadScales(block);
-    for (size_t i = 0; i < kRows; ++i) {
-      const int8x16_t x_lo = vld1q_s8(x[i] + b * kQuantBlock);
-      const int8x16_t x_hi = vld1q_s8(x[i] + b * kQuantBlock + 16);
-      int32x4_t s[kTileCols];
+struct Kernel {
+  template <class W, size_t kRows>
+  static LNPU_QM_INLINE void Tile(
+      const uint8_t* const (&w)[kTileCols], const int8_t* const (&x)[kRows],
+      const float* const (&dx)[kRows], size_t blocks, float32x4_t (&acc)[kRows]) {
+    const int32x4_t zero = vdupq_n_s32(0);
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* block[kTileCols];
+      int8x16_t w_lo[kTileCols], w_hi[kTileCols];
       for (size_t j = 0; j < kTileCols; ++j) {
-        s[j] = vdotq_s32(vdotq_s32(zero, w_lo[j], x_lo), w_hi[j], x_hi);
+        block[j] = w[j] + b * W::kBlockBytes;
+        W::Load(block[j], w_lo[j], w_hi[j]);
       }
-      const int32x4_t dots = SumLanes(s[0], s[1], s[2], s[3]);
-      acc[i] = vfmaq_f32(acc[i], vcvtq_f32_s32(dots), vmulq_n_f32(dw, dx[i][b]));
+      const float32x4_t dw = LoadScales(block);
+      for (size_t i = 0; i < kRows; ++i) {
+        const int8x16_t x_lo = vld1q_s8(x[i] + b * kQuantBlock);
+        const int8x16_t x_hi = vld1q_s8(x[i] + b * kQuantBlock + 16);
+        int32x4_t s[kTileCols];
+        for (size_t j = 0; j < kTileCols; ++j) {
+          s[j] = vdotq_s32(vdotq_s32(zero, w_lo[j], x_lo), w_hi[j], x_hi);
+        }
+        const int32x4_t dots = SumLanes(s[0], s[1], s[2], s[3]);
+        acc[i] = vfmaq_f32(acc[i], vcvtq_f32_s32(dots), vmulq_n_f32(dw, dx[i][b]));
+      }
     }
+  }
+};
+
+#include "kernel_iface/softnpu/compute/quant_matmul_arm-inl.h"
+
+void Gemv(const MatmulArgs& a, const QuantizedActivations& x, size_t col_begin,
+          size_t col_end) {
+  if (a.weight_type == WeightType::kQ8_0) {
+    Tiles<Q8_0, 1>(a, x, 0, 1, col_begin, col_end);
+  } else {
+    Tiles<Q4_0, 1>(a, x, 0, 1, col_begin, col_end);
   }
 }
 
-// dst rows [row_begin, row_end) x columns [col_begin, col_end) in tiles of
-// kRows x kTileCols. Column groups are the outer loop, so a group's weights
-// stay in L1 while the rows pass over them. Rows and columns past the end
-// repeat the last one; their sums are discarded.
-template <class W, size_t kRows>
-LNPU_QM_DOTPROD_TARGET void DotTiles(const MatmulArgs& a,
-                                     const QuantizedActivations& x,
-                                     size_t row_begin, size_t row_end,
-                                     size_t col_begin, size_t col_end) {
-  const size_t blocks = a.k / kQuantBlock;
-  const size_t row_bytes = blocks * W::kBlockBytes;
-  const auto* weight = static_cast<const uint8_t*>(a.weight);
-  for (size_t c = col_begin; c < col_end; c += kTileCols) {
-    const uint8_t* w[kTileCols];
-    for (size_t j = 0; j < kTileCols; ++j) {
-      w[j] = weight + std::min(c + j, col_end - 1) * row_bytes;
-    }
-    const size_t cols = std::min(kTileCols, col_end - c);
-    for (size_t r = row_begin; r < row_end; r += kRows) {
-      const int8_t* xq[kRows];
-      const float* xs[kRows];
-      float32x4_t acc[kRows];
-      for (size_t i = 0; i < kRows; ++i) {
-        const size_t row = std::min(r + i, row_end - 1);
-        xq[i] = x.q + row * a.k;
-        xs[i] = x.scales + row * blocks;
-        acc[i] = vdupq_n_f32(0.0f);
+#pragma GCC pop_options
+}  // namespace dotprod
+
+namespace i8mm {
+#pragma GCC push_options
+#pragma GCC target("arch=armv8.2-a+i8mm")
+
+// 2x8 int8 tiles for SMMLA: chunk c (elements 8c..8c+7) of a and of b.
+LNPU_QM_INLINE int8x16_t Pair(int8x16_t a, int8x16_t b, bool high) {
+  const int64x2_t a64 = vreinterpretq_s64_s8(a), b64 = vreinterpretq_s64_s8(b);
+  return vreinterpretq_s8_s64(high ? vzip2q_s64(a64, b64) : vzip1q_s64(a64, b64));
+}
+
+// The 2x8 tiles of one block of two rows (or columns): pairs[c] holds
+// chunk c of both, for the chunks c = 0..3 of the 32 elements.
+LNPU_QM_INLINE void BlockPairs(int8x16_t lo0, int8x16_t hi0, int8x16_t lo1,
+                               int8x16_t hi1, int8x16_t (&pairs)[4]) {
+  pairs[0] = Pair(lo0, lo1, false);
+  pairs[1] = Pair(lo0, lo1, true);
+  pairs[2] = Pair(hi0, hi1, false);
+  pairs[3] = Pair(hi0, hi1, true);
+}
+
+// Same contract as dotprod::Kernel::Tile for kRows = 4. Per block, row pair
+// p and column pair q give the exact int32 2x2 tile
+// [r0c0, r0c1, r1c0, r1c1] after four SMMLAs; it is scaled by
+// [dx0 dw0, dx0 dw1, dx1 dw0, dx1 dw1] into acc2[p][q], which is
+// rearranged into rows at the end.
+struct Kernel {
+  template <class W, size_t kRows>
+  static LNPU_QM_INLINE void Tile(const uint8_t* const (&w)[kTileCols],
+                                  const int8_t* const (&x)[kRows],
+                                  const float* const (&dx)[kRows], size_t blocks,
+                                  float32x4_t (&acc)[kRows]) {
+    static_assert(kRows == 4, "SMMLA tiles pair up 4 activation rows");
+    const int32x4_t zero = vdupq_n_s32(0);
+    float32x4_t acc2[2][2];
+    for (auto& row : acc2) row[0] = row[1] = vdupq_n_f32(0.0f);
+    for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* block[kTileCols];
+      int8x16_t w_lo[kTileCols], w_hi[kTileCols];
+      for (size_t j = 0; j < kTileCols; ++j) {
+        block[j] = w[j] + b * W::kBlockBytes;
+        W::Load(block[j], w_lo[j], w_hi[j]);
       }
-      DotTile<W, kRows>(w, xq, xs, blocks, acc);
-      const size_t rows = std::min(kRows, row_end - r);
-      for (size_t i = 0; i < rows; ++i) {
-        float sums[kTileCols];
-        vst1q_f32(sums, acc[i]);
-        for (size_t j = 0; j < cols; ++j) {
-          a.dst[(r + i) * a.n + c + j] = MatmulOutputBase(a, r + i, c + j) + sums[j];
+      const float32x4_t dw = LoadScales(block);
+      // [dw_{2q}, dw_{2q+1}] twice, for column pair q.
+      const float32x4_t dw_pair[2] = {
+          vcombine_f32(vget_low_f32(dw), vget_low_f32(dw)),
+          vcombine_f32(vget_high_f32(dw), vget_high_f32(dw))};
+      int8x16_t w_pairs[2][4];
+      BlockPairs(w_lo[0], w_hi[0], w_lo[1], w_hi[1], w_pairs[0]);
+      BlockPairs(w_lo[2], w_hi[2], w_lo[3], w_hi[3], w_pairs[1]);
+      for (size_t p = 0; p < 2; ++p) {
+        const int8_t* x0 = x[2 * p] + b * kQuantBlock;
+        const int8_t* x1 = x[2 * p + 1] + b * kQuantBlock;
+        int8x16_t x_pairs[4];
+        BlockPairs(vld1q_s8(x0), vld1q_s8(x0 + 16), vld1q_s8(x1), vld1q_s8(x1 + 16),
+                   x_pairs);
+        // [dx_{2p}, dx_{2p}, dx_{2p+1}, dx_{2p+1}].
+        const float32x4_t dx_pair = vcombine_f32(vdup_n_f32(dx[2 * p][b]),
+                                                 vdup_n_f32(dx[2 * p + 1][b]));
+        for (size_t q = 0; q < 2; ++q) {
+          int32x4_t s = zero;
+          for (size_t c = 0; c < 4; ++c) s = vmmlaq_s32(s, x_pairs[c], w_pairs[q][c]);
+          acc2[p][q] = vfmaq_f32(acc2[p][q], vcvtq_f32_s32(s),
+                                 vmulq_f32(dx_pair, dw_pair[q]));
         }
       }
     }
+    for (size_t p = 0; p < 2; ++p) {
+      acc[2 * p] = vaddq_f32(acc[2 * p], vcombine_f32(vget_low_f32(acc2[p][0]),
+                                                      vget_low_f32(acc2[p][1])));
+      acc[2 * p + 1] =
+          vaddq_f32(acc[2 * p + 1], vcombine_f32(vget_high_f32(acc2[p][0]),
+                                                 vget_high_f32(acc2[p][1])));
+    }
   }
-}
+};
 
-void DotprodGemv(const MatmulArgs& a, const QuantizedActivations& x,
-                 size_t col_begin, size_t col_end) {
-  if (a.weight_type == WeightType::kQ8_0) {
-    DotTiles<Q8_0, 1>(a, x, 0, 1, col_begin, col_end);
-  } else {
-    DotTiles<Q4_0, 1>(a, x, 0, 1, col_begin, col_end);
-  }
-}
+#include "kernel_iface/softnpu/compute/quant_matmul_arm-inl.h"
 
-void DotprodGemm(const MatmulArgs& a, const QuantizedActivations& x,
-                 size_t row_begin, size_t row_end, size_t col_begin,
-                 size_t col_end) {
-  if (a.weight_type == WeightType::kQ8_0) {
-    DotTiles<Q8_0, 4>(a, x, row_begin, row_end, col_begin, col_end);
-  } else {
-    DotTiles<Q4_0, 4>(a, x, row_begin, row_end, col_begin, col_end);
-  }
-}
+#pragma GCC pop_options
+}  // namespace i8mm
 
 bool DotprodSupported() { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
 
+// neon-i8mm borrows neon-dotprod's GEMV (quant_matmul.h), so it needs both.
+bool I8mmSupported() {
+  return DotprodSupported() && (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+}
+
 }  // namespace
+
+const QuantMatmulPath kNeonI8mmQuantMatmulPath = {
+    .name = "neon-i8mm",
+    .supported = I8mmSupported,
+    .gemv = nullptr,
+    .gemm = i8mm::Gemm,
+    .gemm_tile_rows = 64,
+    .gemm_tile_cols = 32,
+};
 
 const QuantMatmulPath kNeonDotprodQuantMatmulPath = {
     .name = "neon-dotprod",
     .supported = DotprodSupported,
-    .gemv = DotprodGemv,
-    .gemm = DotprodGemm,
+    .gemv = dotprod::Gemv,
+    .gemm = dotprod::Gemm,
     .gemm_tile_rows = 64,
     .gemm_tile_cols = 32,
 };
