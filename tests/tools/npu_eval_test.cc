@@ -176,7 +176,7 @@ TEST(QuantizationBounds, Stories260KOnAFixedText) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->positions, tokens->size());
   EXPECT_EQ(result->vocab_size, 512u);
-  // Measured: q8 98.7% / 0.0098 / 0.12 / 5.3e-4, q4 87.8% / 0.125 / 3.7 / 0.082.
+  // Measured: q8 98.3% / 0.0103 / 0.16 / 5.2e-4, q4 87.3% / 0.125 / 3.7 / 0.081.
   ExpectWithin(Variant(*result, "q8"), {.min_top1 = 0.96, .min_mean_error = 0.003,
                                         .max_mean_error = 0.013, .max_max_error = 0.3,
                                         .max_mean_kl = 0.0015});
@@ -225,12 +225,12 @@ TEST_P(RandomModelBounds, Q8AndQ4) {
   options.device = "soft";
   absl::StatusOr<EvalResult> result = EvaluateWeights(gguf, tokens, options);
   ASSERT_TRUE(result.ok()) << result.status();
-  // Measured over 10 seeds: q8 mean error 0.012-0.014, max 0.06-0.10, KL
-  // <= 1.5e-4; q4 mean error 0.14-0.17, max 0.74-1.1, KL <= 0.025.
+  // Measured over 13 seeds: q8 mean error 0.012-0.014, max 0.06-0.11, KL
+  // <= 1.5e-4; q4 mean error 0.14-0.17, max 0.75-1.26, KL <= 0.022.
   ExpectWithin(Variant(*result, "q8"), {.min_mean_error = 0.003, .max_mean_error = 0.016,
                                         .max_max_error = 0.15, .max_mean_kl = 2.5e-4});
   ExpectWithin(Variant(*result, "q4"), {.min_mean_error = 0.04, .max_mean_error = 0.19,
-                                        .max_max_error = 1.5, .max_mean_kl = 0.03});
+                                        .max_max_error = 2, .max_mean_kl = 0.03});
 }
 
 INSTANTIATE_TEST_SUITE_P(
