@@ -5,7 +5,8 @@
 //   GEMM (rows = 256, prefill): GOP/s (2 * rows * k * n per command).
 // Benchmarks are named Matmul/<dtype>/<path>: F32 and F16 run the Highway
 // kernels, Q8_0 and Q4_0 every quantized-matmul path this CPU supports
-// (quant_matmul.h). Arguments: {n, k, rows, threads, dram}. With dram = 1
+// (quant_matmul.h); Read/threads:T is the read bandwidth to compare the
+// GEMV with. Arguments: {n, k, rows, threads, dram}. With dram = 1
 // GEMV cycles through copies of the weights totalling >= 1 GiB, so that
 // they stream from DRAM as in decoding (not from the large L3); dram = 0
 // reuses one copy, which stays in cache: the kernel's compute rate.
@@ -20,6 +21,7 @@
 #include "benchmark/benchmark.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
+#include "kernel_iface/softnpu/compute/worker_pool.h"
 
 namespace lnpu::softnpu {
 namespace {
@@ -134,6 +136,41 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   }
 }
 
+// The machine's read bandwidth measured like the GEMV: each iteration
+// streams the next 16 MiB of a 1 GiB buffer, split into 8 tasks on a
+// WorkerPool of `threads` (XOR of every 64-bit word).
+void BM_Read(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  constexpr size_t kChunk = size_t{16} << 20;
+  constexpr size_t kChunks = 64;
+  constexpr size_t kTasks = 8;
+  std::vector<uint64_t> buffer(kChunk * kChunks / sizeof(uint64_t));
+  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = i * 0x9e3779b97f4a7c15u;
+  compute::WorkerPool pool(threads);
+  std::vector<uint64_t> sums(kTasks);
+  size_t chunk = 0;
+  for (auto _ : state) {
+    const uint64_t* base = buffer.data() + chunk * (kChunk / sizeof(uint64_t));
+    chunk = (chunk + 1) % kChunks;
+    pool.ParallelFor(kTasks, [&](size_t task, int) {
+      const size_t words = kChunk / sizeof(uint64_t) / kTasks;
+      const uint64_t* p = base + task * words;
+      uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+      for (size_t i = 0; i < words; i += 4) {
+        a0 ^= p[i];
+        a1 ^= p[i + 1];
+        a2 ^= p[i + 2];
+        a3 ^= p[i + 3];
+      }
+      sums[task] = a0 ^ a1 ^ a2 ^ a3;
+    });
+    benchmark::DoNotOptimize(sums.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GB/s"] = benchmark::Counter(
+      static_cast<double>(kChunk) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // {n, k}: Qwen2.5-0.5B (q/o 896x896, gate/up 4864x896, down 896x4864,
 // lm_head 151936x896) and TinyLlama-1.1B (2048x2048, gate/up 5632x2048,
 // down 2048x5632, lm_head 32000x2048). GEMM leaves out the lm_heads.
@@ -156,6 +193,12 @@ void RegisterBenchmarks() {
     }
     b->UseRealTime()->Unit(benchmark::kMicrosecond);
   };
+  benchmark::RegisterBenchmark("Read", BM_Read)
+      ->ArgName("threads")
+      ->Arg(1)
+      ->Arg(2)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
   add(LNPU_DTYPE_F32, nullptr);
   add(LNPU_DTYPE_F16, nullptr);
   for (uint32_t dtype : {LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q4_0}) {

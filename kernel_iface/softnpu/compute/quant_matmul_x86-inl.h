@@ -111,15 +111,18 @@ LNPU_QM_INLINE void BlockScales8(const uint8_t* block, const float* x_scales,
 
 // ---------------------------------------------------------------- GEMV
 
-// Blocks ahead of the current one that the GEMV prefetches, per column.
-constexpr size_t kGemvPrefetchBlocks = 16;
+// The GEMV prefetches each weight row `kCols * row_bytes` ahead: the same
+// block of the next step's rows, one step (several hundred ns) ahead of
+// its use, which covers the DRAM latency; a fixed distance of a few
+// hundred bytes per row does not.
 
 // acc[i] += blocks [b_begin, b_end) of the weight rows w[i] times the
 // activations: the kCols rows share each activation block's load and its
 // offset correction; block scales are converted 8 blocks at a time.
 template <class W, size_t kCols>
 LNPU_QM_INLINE void GemvBlocks(const uint8_t* const* w, const QuantizedActivations& x,
-                               size_t b_begin, size_t b_end, __m256* acc) {
+                               size_t b_begin, size_t b_end, size_t prefetch_offset,
+                               __m256* acc) {
   constexpr size_t kB = W::kBlockBytes;
   alignas(32) float scales[kCols][8];
   for (size_t b0 = b_begin; b0 < b_end; b0 += 8) {
@@ -136,7 +139,7 @@ LNPU_QM_INLINE void GemvBlocks(const uint8_t* const* w, const QuantizedActivatio
 #pragma GCC unroll 8
       for (size_t i = 0; i < kCols; ++i) {
         const uint8_t* block = w[i] + b * kB;
-        _mm_prefetch(reinterpret_cast<const char*>(block + kGemvPrefetchBlocks * kB),
+        _mm_prefetch(reinterpret_cast<const char*>(block + prefetch_offset),
                      _MM_HINT_T0);
         const __m256i dot =
             Isa::template Dot256<W>(correction, LoadWeightBlock<W>(block), xq);
@@ -175,7 +178,8 @@ LNPU_QM_TARGET void GemvColumns(const MatmulArgs& a, const QuantizedActivations&
   __m256 acc[kCols];
 #pragma GCC unroll 8
   for (size_t i = 0; i < kCols; ++i) acc[i] = _mm256_setzero_ps();
-  GemvBlocks<W, kCols>(w, x, 0, a.k / kQuantBlock, acc);
+  const size_t blocks = a.k / kQuantBlock;
+  GemvBlocks<W, kCols>(w, x, 0, blocks, kCols * blocks * W::kBlockBytes, acc);
   GemvStore<kCols>(a, c0, acc);
 }
 

@@ -216,6 +216,8 @@ LNPU_QM_AVX512_TARGET void Q4GemvColumns(const MatmulArgs& a, const QuantizedAct
                                          size_t c0) {
   const uint8_t* w[kCols];
   GemvRows<Q4_0, kCols>(a, c0, w);
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t prefetch_offset = kCols * blocks * kQ4_0BlockBytes;
   const __m512i nibble_index = _mm512_load_si512(kQ4QuadIndices.nibbles);
   const __m512i scale_index = _mm512_load_si512(kQ4QuadIndices.scales);
   const __m512i low_nibble = _mm512_set1_epi8(0x0F);
@@ -230,8 +232,8 @@ LNPU_QM_AVX512_TARGET void Q4GemvColumns(const MatmulArgs& a, const QuantizedAct
 #pragma GCC unroll 8
     for (size_t i = 0; i < kCols; ++i) {
       const uint8_t* p = w[i] + q * kQ4QuadBytes;
-      _mm_prefetch(reinterpret_cast<const char*>(p + kGemvPrefetchBlocks * kQ4_0BlockBytes),
-                   _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_offset), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_offset + 64), _MM_HINT_T0);
       const __m512i z0 = _mm512_loadu_si512(p);
       const __m512i z1 = _mm512_loadu_si512(p + 8);
       const __m512i nibbles = _mm512_permutex2var_epi16(z0, nibble_index, z1);
@@ -252,7 +254,7 @@ LNPU_QM_AVX512_TARGET void Q4GemvColumns(const MatmulArgs& a, const QuantizedAct
                               _mm256_castpd_ps(_mm512_extractf64x4_pd(
                                   _mm512_castps_pd(acc[i]), 1)));
   }
-  GemvBlocks<Q4_0, kCols>(w, x, 4 * quad_count, a.k / kQuantBlock, acc256);
+  GemvBlocks<Q4_0, kCols>(w, x, 4 * quad_count, blocks, prefetch_offset, acc256);
   GemvStore<kCols>(a, c0, acc256);
 }
 
