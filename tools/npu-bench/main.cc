@@ -4,7 +4,7 @@
 // Order of a run: load, prefill at each length, time to first token,
 // decode at each cache fill, peak RSS (before anything else allocates),
 // then the read bandwidth with as many threads as the device has compute
-// units. On the software NPU the job timeout is raised (OpenDevice).
+// units. On the software NPU the job timeout is raised (OpenToolDevice).
 // Exit status 0 on success, 1 with a message on stderr otherwise.
 #include <sys/resource.h>
 
@@ -16,9 +16,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "kernel_iface/driver/device.h"
-#include "kernel_iface/softnpu/soft_npu.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/model.h"
+#include "tools/common/tool_device.h"
 #include "tools/npu-bench/bench_report.h"
 #include "tools/npu-bench/command_line.h"
 #include "tools/npu-bench/decode_traffic.h"
@@ -27,31 +27,6 @@
 #include "tools/npu-bench/synthetic_model.h"
 
 namespace {
-
-// Long prefill graphs of large models can run longer than the software
-// NPU's default job timeout (5 s) on a small or busy machine; a benchmark
-// must measure them, so it runs on a private software NPU like the default
-// one (same memory and compute threads) with the longest timeout the
-// runtime waits for a step (60 s).
-constexpr uint32_t kSoftJobTimeoutMs = 60'000;
-
-absl::StatusOr<std::unique_ptr<lnpu::Device>> OpenDevice(const std::string& where) {
-  absl::StatusOr<std::unique_ptr<lnpu::Device>> device = lnpu::Device::Open(where);
-  if (!device.ok()) return device;
-  absl::StatusOr<uint64_t> caps = (*device)->GetParam(DRM_LNPU_PARAM_CAPABILITIES);
-  absl::StatusOr<uint64_t> memory = (*device)->GetParam(DRM_LNPU_PARAM_MEMORY_SIZE);
-  absl::StatusOr<uint64_t> units = (*device)->GetParam(DRM_LNPU_PARAM_COMPUTE_UNITS);
-  if (!caps.ok()) return caps.status();
-  if (!memory.ok()) return memory.status();
-  if (!units.ok()) return units.status();
-  if ((*caps & DRM_LNPU_CAP_SOFTWARE) == 0) return device;
-  lnpu::softnpu::SoftNpuOptions options;
-  options.memory_bytes = *memory;
-  options.compute_threads = static_cast<int>(*units);
-  options.job_timeout_ms = kSoftJobTimeoutMs;
-  if (absl::Status valid = options.Validate(); !valid.ok()) return valid;
-  return std::make_unique<lnpu::Device>(lnpu::softnpu::SoftNpu::Create(options)->Open());
-}
 
 double PeakRssMiB() {
   rusage usage{};
@@ -79,7 +54,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
     report.model = absl::StrCat("synthetic ", line.preset, " (", line.weights, " weights)");
   }
 
-  absl::StatusOr<std::unique_ptr<lnpu::Device>> device = OpenDevice(line.device);
+  absl::StatusOr<std::unique_ptr<lnpu::Device>> device = lnpu::tools::OpenToolDevice(line.device);
   if (!device.ok()) return device.status();
   absl::StatusOr<uint64_t> units = (*device)->GetParam(DRM_LNPU_PARAM_COMPUTE_UNITS);
   if (!units.ok()) return units.status();

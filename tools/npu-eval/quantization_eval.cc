@@ -10,6 +10,7 @@
 #include "compiler_artifacts/compiler/compiler.h"
 #include "kernel_iface/driver/device.h"
 #include "runtime/session.h"
+#include "tools/common/tool_device.h"
 #include "tools/npu-eval/temp_directory.h"
 
 namespace lnpu::eval {
@@ -94,7 +95,7 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   absl::StatusOr<std::unique_ptr<TempDirectory>> directory =
       TempDirectory::Create(options.temp_parent);
   if (!directory.ok()) return directory.status();
-  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open(options.device);
+  absl::StatusOr<std::unique_ptr<Device>> device = tools::OpenToolDevice(options.device);
   if (!device.ok()) return device.status();
   const auto n = static_cast<uint32_t>(tokens.size());
 

@@ -36,7 +36,9 @@ struct EvalOptions {
   // Weight types compared with the baseline, in this order, each once;
   // members of kVariantWeights ("f32" isolates the F16 cache's share).
   std::vector<std::string> weights = {"q8", "q4", "f16"};
-  // "auto", "soft" or a device node path (Device::Open).
+  // "auto", "soft" or a device node path (tools::OpenToolDevice: the
+  // software NPU with a 60 s job timeout, for the first steps of large
+  // models under load).
   std::string device = "auto";
   // Parent of the temporary directory holding one artifact at a time;
   // empty: $TMPDIR, else /tmp.
