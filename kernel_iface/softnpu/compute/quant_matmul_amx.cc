@@ -70,7 +70,7 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
-TileConfig MakeTileConfig() {
+constexpr TileConfig MakeTileConfig() {
   TileConfig config;
   config.palette_id = 1;
   for (int c : {LNPU_TMM_C0, LNPU_TMM_C1}) {
@@ -88,7 +88,7 @@ TileConfig MakeTileConfig() {
   return config;
 }
 
-const TileConfig kTileConfig = MakeTileConfig();
+constexpr TileConfig kTileConfig = MakeTileConfig();
 
 bool CpuAndOsSupportAmx() {
   unsigned eax, ebx, ecx, edx;
@@ -96,6 +96,9 @@ bool CpuAndOsSupportAmx() {
   const bool amx_tile = (edx >> 24) & 1;
   const bool amx_int8 = (edx >> 25) & 1;
   // __builtin_cpu_supports also checks that the OS saves the AVX-512 state.
+  // The explicit init makes it valid during static initialization (test
+  // suites enumerate the paths from static constructors).
+  __builtin_cpu_init();
   if (!amx_tile || !amx_int8 || !__builtin_cpu_supports("avx512f") ||
       !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512dq") ||
@@ -325,12 +328,16 @@ LNPU_AMX_TARGET void GemmT(const MatmulArgs& a, const QuantizedActivations& x,
       x_q = s.rows_q.data();
     }
     // The tile's activation scales as [block][16 rows] (0 past the end).
-    s.tile_scales.assign(blocks * kTile, 0.0f);
-    for (size_t i = 0; i < valid_rows; ++i) {
-      const float* row_scales = x.scales + (r + i) * blocks;
-      for (size_t b = 0; b < blocks; ++b) {
-        s.tile_scales[b * kTile + i] = row_scales[b];
-      }
+    s.tile_scales.resize(blocks * kTile);
+    const __mmask16 row_mask = static_cast<__mmask16>((1u << valid_rows) - 1);
+    const __m512i row_offsets = _mm512_mullo_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+        _mm512_set1_epi32(static_cast<int>(blocks)));
+    for (size_t b = 0; b < blocks; ++b) {
+      _mm512_storeu_ps(s.tile_scales.data() + b * kTile,
+                       _mm512_mask_i32gather_ps(_mm512_setzero_ps(), row_mask,
+                                                row_offsets,
+                                                x.scales + r * blocks + b, 4));
     }
     MemoryBarrier();
     for (size_t c = col_begin; c < col_end; c += kTile) {
