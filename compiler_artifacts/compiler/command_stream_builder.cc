@@ -131,7 +131,10 @@ void CommandStreamBuilder::ScatterRows(const ScatterRowsArgs& a) {
   c.rows = a.rows;
   c.blocks = a.blocks;
   c.dst_rows = a.dst_rows;
-  Append(c, LNPU_OP_SCATTER_ROWS, a.f32_to_f16 ? LNPU_SCATTER_F32_TO_F16 : 0,
+  c.group_len = a.group_len;
+  Append(c, LNPU_OP_SCATTER_ROWS,
+         (a.f32_to_f16 ? LNPU_SCATTER_F32_TO_F16 : 0) |
+             (a.f32_to_i8 ? LNPU_SCATTER_F32_TO_I8 : 0),
          {{offsetof(lnpu_cmd_scatter_rows, src), a.src},
           {offsetof(lnpu_cmd_scatter_rows, dst), a.dst},
           {offsetof(lnpu_cmd_scatter_rows, indices), a.indices}});

@@ -63,6 +63,8 @@ struct ScatterRowsArgs {
   uint64_t src_block_stride, dst_block_stride;
   uint32_t row_bytes, rows, blocks, dst_rows;
   bool f32_to_f16 = false;  // LNPU_SCATTER_F32_TO_F16: an F16 destination
+  bool f32_to_i8 = false;   // LNPU_SCATTER_F32_TO_I8: LNPU_DTYPE_I8 groups
+  uint32_t group_len = 0;   // values per scale with f32_to_i8, else 0
 };
 
 class CommandStreamBuilder {

@@ -137,12 +137,21 @@ absl::Status CompileGguf(const std::string& gguf_path,
   buffers.layout = PlanActivations(*hparams, prefill_sizes->back());
   buffers.kv_cache = kKvCacheBuffer;
   buffers.capacity = options.max_prompt_len + options.min_response_len;
-  buffers.kv_dtype = options.kv_dtype == CompileOptions::KvType::kF16
-                         ? LNPU_DTYPE_F16
-                         : LNPU_DTYPE_F32;
-  const uint64_t kv_bytes = 2ull * hparams->n_layers * buffers.capacity *
-                            hparams->kv_dim() *
-                            artifact::DtypeSize(buffers.kv_dtype);
+  switch (options.kv_dtype) {
+    case CompileOptions::KvType::kF32: buffers.kv_dtype = LNPU_DTYPE_F32; break;
+    case CompileOptions::KvType::kF16: buffers.kv_dtype = LNPU_DTYPE_F16; break;
+    case CompileOptions::KvType::kQ8: buffers.kv_dtype = LNPU_DTYPE_I8; break;
+  }
+  buffers.kv_row_bytes = artifact::KvRowBytes(
+      buffers.kv_dtype, hparams->n_kv_heads, hparams->head_dim);
+  if (buffers.kv_row_bytes == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "an int8 KV cache (--kv-dtype q8) needs head_dim to be a multiple of "
+        "4; this model's is %u: use --kv-dtype f16",
+        hparams->head_dim));
+  }
+  const uint64_t kv_bytes =
+      2ull * hparams->n_layers * buffers.capacity * buffers.kv_row_bytes;
   IoAllocator io(kIoBuffer);
   const fb::Operand logits = io.Allocate(uint64_t{hparams->vocab_size} * 4);
   buffers.mask = io.Allocate(buffers.capacity);

@@ -32,9 +32,13 @@ struct CompileOptions {
   // type is copied bit-exactly. Norm weights and biases are always F32.
   enum class WeightType { kKeep, kF32, kF16, kQ8, kQ4 } weights =
       WeightType::kQ8;
-  // Element type of the KV cache (F16 halves its memory; new K/V rows are
-  // computed in F32 and rounded when the DMA scatters them into the cache).
-  enum class KvType { kF32, kF16 } kv_dtype = KvType::kF16;
+  // Element type of the KV cache. New K/V rows are computed in F32 and
+  // converted when the DMA scatters them into the cache: kF16 rounds them
+  // (half the memory of kF32); kQ8 quantizes each head of each row to int8
+  // with an f32 scale (LNPU_DTYPE_I8, (head_dim + 4) / (4 head_dim) of kF32;
+  // needs head_dim a multiple of 4). Attention reads the new rows converted
+  // the same way, so chunking a prompt does not change results.
+  enum class KvType { kF32, kF16, kQ8 } kv_dtype = KvType::kF16;
   // Estimated multiply-adds at most per compute job (>= 1). A graph's
   // compute commands are cut into consecutive jobs within this budget (a
   // command above it runs as a job of its own), so that a long prefill stays

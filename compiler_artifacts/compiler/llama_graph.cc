@@ -88,9 +88,7 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
   // Staging block b (= 2 * layer + {0: K, 1: V}) holds this graph's T rows
   // in F32; the cache holds them in kv_dtype.
   const uint64_t staging_block = t * kv_row_bytes;
-  const bool f16_cache = buffers.kv_dtype == LNPU_DTYPE_F16;
-  const uint64_t cache_block = uint64_t{buffers.capacity} * h.kv_dim() *
-                               (f16_cache ? 2 : kF32);
+  const uint64_t cache_block = uint64_t{buffers.capacity} * buffers.kv_row_bytes;
   auto staging = [&](uint32_t layer, uint32_t kv) {
     return At(act, a.staging + (2ull * layer + kv) * staging_block);
   };
@@ -220,7 +218,9 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                    .rows = t,
                    .blocks = 2 * h.n_layers,
                    .dst_rows = buffers.capacity,
-                   .f32_to_f16 = f16_cache});
+                   .f32_to_f16 = buffers.kv_dtype == LNPU_DTYPE_F16,
+                   .f32_to_i8 = buffers.kv_dtype == LNPU_DTYPE_I8,
+                   .group_len = buffers.kv_dtype == LNPU_DTYPE_I8 ? h.head_dim : 0});
 
   std::vector<flatbuffers::Offset<fb::CommandStream>> streams;
   jobs.Serialize(builder, &streams);

@@ -38,8 +38,9 @@ ActivationLayout PlanActivations(const LlamaHParams& hparams,
 struct GraphBuffers {
   uint32_t activations = 0;  // buffer index, laid out by `layout`
   ActivationLayout layout;
-  uint32_t kv_cache = 0;     // buffer index: kv_dtype[n_layers][2][capacity][kv_dim]
-  uint32_t kv_dtype = 0;     // LNPU_DTYPE_F32 or LNPU_DTYPE_F16
+  uint32_t kv_cache = 0;     // buffer index: [n_layers][2][capacity] rows
+  uint32_t kv_dtype = 0;     // LNPU_DTYPE_F32, F16 or I8
+  uint64_t kv_row_bytes = 0; // one slot of one layer's K (or V): KvRowBytes
   uint32_t capacity = 0;
   fb::Operand mask;          // U8[capacity]
 };

@@ -250,17 +250,20 @@ absl::Status VerifyKvCache(const fb::Model& model) {
     return Invalid("kv_cache.capacity %u exceeds %u", kv->capacity(),
                    kMaxModelDimension);
   }
-  if (kv->dtype() != LNPU_DTYPE_F32 && kv->dtype() != LNPU_DTYPE_F16) {
-    return Invalid("kv_cache.dtype %u is not F32 (%d) or F16 (%d)",
-                   kv->dtype(), LNPU_DTYPE_F32, LNPU_DTYPE_F16);
+  const uint64_t row_bytes =
+      KvRowBytes(kv->dtype(), h->n_kv_heads(), h->head_dim());
+  if (row_bytes == 0) {
+    return Invalid("kv_cache.dtype %u is not F32 (%d), F16 (%d) or I8 (%d; "
+                   "head_dim %u must then be a multiple of 4)",
+                   kv->dtype(), LNPU_DTYPE_F32, LNPU_DTYPE_F16, LNPU_DTYPE_I8,
+                   h->head_dim());
   }
   const auto* buffers = model.buffers();
   if (kv->buffer() >= buffers->size() ||
       buffers->Get(kv->buffer())->kind() != fb::BufferKind::KvCache) {
     return Invalid("kv_cache.buffer %u is not a KvCache buffer", kv->buffer());
   }
-  const uint64_t needed = 2ull * h->n_layers() * kv->capacity() *
-                          h->n_kv_heads() * h->head_dim() * DtypeSize(kv->dtype());
+  const uint64_t needed = 2ull * h->n_layers() * kv->capacity() * row_bytes;
   if (buffers->Get(kv->buffer())->size() < needed) {
     return Invalid("kv_cache buffer %u has %u bytes, %u layers x K/V x %u "
                    "slots need %u",
@@ -412,6 +415,18 @@ uint64_t DtypeSize(uint32_t dtype) {
       return 2;
     case LNPU_DTYPE_U8:
       return 1;
+    default:
+      return 0;
+  }
+}
+
+uint64_t KvRowBytes(uint32_t kv_dtype, uint64_t kv_heads, uint64_t head_dim) {
+  switch (kv_dtype) {
+    case LNPU_DTYPE_F32:
+    case LNPU_DTYPE_F16:
+      return kv_heads * head_dim * DtypeSize(kv_dtype);
+    case LNPU_DTYPE_I8:
+      return head_dim % 4 == 0 ? kv_heads * (sizeof(float) + head_dim) : 0;
     default:
       return 0;
   }

@@ -21,6 +21,12 @@ inline constexpr uint64_t kMaxBufferSize = uint64_t{1} << 40;
 // 0 for block-quantized and unknown values.
 uint64_t DtypeSize(uint32_t dtype);
 
+// Bytes of one KV-cache slot of one layer's K (or V): kv_heads heads of
+// head_dim values of `kv_dtype` (LNPU_DTYPE_F32 or F16), or for
+// LNPU_DTYPE_I8 one group per head (an f32 scale and head_dim int8). 0 for
+// other dtypes and for I8 with head_dim not a multiple of 4.
+uint64_t KvRowBytes(uint32_t kv_dtype, uint64_t kv_heads, uint64_t head_dim);
+
 // True for the block-quantized weight types LNPU_DTYPE_Q8_0 and Q4_0, whose
 // rows hold whole blocks of LNPU_QUANT_BLOCK elements.
 bool IsBlockQuantized(uint32_t dtype);

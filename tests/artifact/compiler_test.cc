@@ -336,6 +336,61 @@ TEST(CompilerTest, ConvertsWeightsToF16) {
   EXPECT_EQ(logits.weight_dtype, static_cast<uint32_t>(LNPU_DTYPE_F16));
 }
 
+// --kv-dtype q8: each slot of a layer's K (or V) holds, per kv head, an f32
+// scale and head_dim int8 (LNPU_DTYPE_I8); the DMA quantizes per head.
+TEST(CompilerTest, Q8KvCacheHasAScalePerHeadOfEachSlot) {
+  CompileOptions options;
+  options.kv_dtype = CompileOptions::KvType::kQ8;
+  std::unique_ptr<Artifact> artifact =
+      CompileAndOpen(Stories260KPath(), options);
+  ASSERT_NE(artifact, nullptr);
+  const fb::Model& m = artifact->model();
+  EXPECT_EQ(m.kv_cache()->dtype(), static_cast<uint32_t>(LNPU_DTYPE_I8));
+  // 4 kv heads of head_dim 8: 4 * (4 + 8) bytes per slot, 5 layers x K/V.
+  const uint64_t row_bytes = 4 * (4 + 8);
+  EXPECT_EQ(m.buffers()->Get(m.kv_cache()->buffer())->size(),
+            2u * 5 * 1152 * row_bytes);
+  const fb::Graph* decode = FindGraph(m, "decode");
+  ASSERT_NE(decode, nullptr);
+  const fb::CommandStream& compute = *decode->streams()->Get(0);
+  const auto attention =
+      Decode<lnpu_cmd_attention>(compute, Commands(compute)[7]);
+  EXPECT_EQ(attention.kv_dtype, static_cast<uint32_t>(LNPU_DTYPE_I8));
+  EXPECT_EQ(attention.v_cache, 1152u * row_bytes);
+  const fb::CommandStream& dma = *decode->streams()->Get(1);
+  const auto scatter = Decode<lnpu_cmd_scatter_rows>(dma, Commands(dma)[0]);
+  EXPECT_EQ(scatter.hdr.flags, LNPU_SCATTER_F32_TO_I8);
+  EXPECT_EQ(scatter.group_len, 8u);
+  EXPECT_EQ(scatter.row_bytes, 32u * 4);
+  EXPECT_EQ(scatter.dst_block_stride, 1152u * row_bytes);
+}
+
+TEST(CompilerTest, Q8KvCacheNeedsHeadDimAMultipleOf4) {
+  gguf::RandomLlamaSpec spec;
+  spec.vocab_size = 300;
+  spec.dim = 36;  // 6 heads of 6
+  spec.n_layers = 1;
+  spec.n_heads = 6;
+  spec.n_kv_heads = 2;
+  spec.ffn_dim = 64;
+  const std::string gguf_path = TempPath("head_dim6.gguf");
+  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  CompileOptions options;
+  options.max_prompt_len = 16;
+  options.min_response_len = 16;
+  options.prefill_chunks = {16};
+  options.weights = CompileOptions::WeightType::kF32;
+  options.kv_dtype = CompileOptions::KvType::kQ8;
+  const absl::Status status =
+      CompileGguf(gguf_path, TempPath("head_dim6.lnpu"), options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("head_dim"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("--kv-dtype f16"));
+  options.kv_dtype = CompileOptions::KvType::kF16;
+  EXPECT_TRUE(
+      CompileGguf(gguf_path, TempPath("head_dim6.lnpu"), options).ok());
+}
+
 TEST(CompilerTest, RandomTiedF16ModelKeepsF16AndReusesTheEmbedding) {
   gguf::RandomLlamaSpec spec;
   spec.vocab_size = 300;

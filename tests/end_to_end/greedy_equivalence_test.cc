@@ -317,6 +317,17 @@ INSTANTIATE_TEST_SUITE_P(
                    gguf::GgmlType::kF16, 13},
         RandomCase{"mha4x4_partial_rope", 64, 4, 4, 100, 8, false,
                    gguf::GgmlType::kF32, 9},
+        // The int8 KV cache (q8), against a reference that stores its K/V
+        // rows int8-quantized per head the same way: GQA 8x2 with f32
+        // weights, and 4x4 with partial RoPE and q8 weights.
+        RandomCase{"gqa8x2_f32_q8kv", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 21, "llama",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kQ8},
+        RandomCase{"mha4x4_partial_rope_q8kv", 64, 4, 4, 100, 8, false,
+                   gguf::GgmlType::kF32, 9, "llama",
+                   compiler::CompileOptions::WeightType::kQ8, 0.0f,
+                   compiler::CompileOptions::KvType::kQ8},
         // Each architecture and GGUF tensor type, compiled to q8 / q4 / f32.
         RandomCase{"qwen2_tied_bias_neox_q8", 64, 8, 2, 160, 0, true,
                    gguf::GgmlType::kF16, 17, "qwen2"},

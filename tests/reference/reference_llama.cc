@@ -68,6 +68,20 @@ std::vector<float> MatVec(const Matrix& w, const std::vector<float>& x) {
   return y;
 }
 
+// Each head of head_dim values of a K or V row as an int8 KV cache holds
+// it: d = max|x| / 127, x' = d * round-half-even(x / d) (0 when d = 0).
+void QuantizeDequantizeInt8PerHead(std::vector<float>& row, int head_dim) {
+  for (size_t start = 0; start < row.size(); start += head_dim) {
+    const size_t end = start + static_cast<size_t>(head_dim);
+    float amax = 0.0f;
+    for (size_t i = start; i < end; ++i) amax = std::max(amax, std::fabs(row[i]));
+    const float d = amax / 127.0f;
+    for (size_t i = start; i < end; ++i) {
+      row[i] = d != 0.0f ? d * std::nearbyint(row[i] / d) : 0.0f;
+    }
+  }
+}
+
 std::vector<float> RmsNorm(const std::vector<float>& x,
                            const std::vector<float>& weight, float eps) {
   double sum_sq = 0.0;
@@ -316,9 +330,10 @@ struct ReferenceLlama::Weights {
 
 ReferenceLlama::ReferenceLlama(ReferenceLlamaConfig config,
                                std::unique_ptr<Weights> weights,
-                               bool round_kv_to_f16)
+                               bool round_kv_to_f16, bool quantize_kv_to_i8)
     : config_(std::move(config)),
       round_kv_to_f16_(round_kv_to_f16),
+      quantize_kv_to_i8_(quantize_kv_to_i8),
       weights_(std::move(weights)),
       k_cache_(config_.n_layers),
       v_cache_(config_.n_layers) {}
@@ -394,7 +409,7 @@ absl::StatusOr<std::unique_ptr<ReferenceLlama>> ReferenceLlama::Load(
   }
   return std::unique_ptr<ReferenceLlama>(
       new ReferenceLlama(*std::move(config), std::move(weights),
-                         options.round_kv_to_f16));
+                         options.round_kv_to_f16, options.quantize_kv_to_i8));
 }
 
 const ReferenceLlamaConfig& ReferenceLlama::config() const { return config_; }
@@ -441,6 +456,10 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
     if (round_kv_to_f16_) {
       for (float& e : k) e = static_cast<float>(static_cast<_Float16>(e));
       for (float& e : v) e = static_cast<float>(static_cast<_Float16>(e));
+    }
+    if (quantize_kv_to_i8_) {
+      QuantizeDequantizeInt8PerHead(k, c.head_dim);
+      QuantizeDequantizeInt8PerHead(v, c.head_dim);
     }
     std::vector<float>& k_cache = k_cache_[l];
     std::vector<float>& v_cache = v_cache_[l];

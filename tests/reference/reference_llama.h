@@ -64,6 +64,11 @@ struct ReferenceOptions {
   // token reads it, its own token included, as an F16 KV cache stores it
   // and as the NPU's ATTENTION reads new rows with an F16 cache.
   bool round_kv_to_f16 = false;
+  // Quantize every K and V row to int8 per head and back before any token
+  // reads it, as an int8 KV cache (LNPU_DTYPE_I8) stores it: per head of
+  // head_dim values d = max|x| / 127, q = round-half-even(x / d) in f32,
+  // x' = d * q. Excludes round_kv_to_f16.
+  bool quantize_kv_to_i8 = false;
   // When set, the values of each tensor (by GGUF name) come from here
   // instead of the GGUF file, e.g. the weights an artifact holds after
   // quantization; shapes are still checked against the GGUF's tensors.
@@ -117,10 +122,11 @@ class ReferenceLlama {
  private:
   struct Weights;
   ReferenceLlama(ReferenceLlamaConfig config, std::unique_ptr<Weights> weights,
-                 bool round_kv_to_f16);
+                 bool round_kv_to_f16, bool quantize_kv_to_i8);
 
   ReferenceLlamaConfig config_;
   bool round_kv_to_f16_;
+  bool quantize_kv_to_i8_;
   std::unique_ptr<Weights> weights_;
   // Per layer, position-major K and V rows of n_kv_heads * head_dim floats.
   std::vector<std::vector<float>> k_cache_;

@@ -29,15 +29,15 @@ absl::StatusOr<DecodeTraffic> ReadDecodeTraffic(const std::string& artifact_path
     traffic.gathered_embedding_bytes = embedding_bytes;
   }
 
-  const uint64_t element_bytes = artifact::DtypeSize(model.kv_cache()->dtype());
-  if (element_bytes == 0) {
+  const artifact::fb::HParams& h = *model.hparams();
+  const uint64_t row_bytes =
+      artifact::KvRowBytes(model.kv_cache()->dtype(), h.n_kv_heads(), h.head_dim());
+  if (row_bytes == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(artifact_path, ": KV cache element type ", model.kv_cache()->dtype(),
                      " is unknown to npu-bench; rebuild it with this artifact's compiler"));
   }
-  const artifact::fb::HParams& h = *model.hparams();
-  traffic.kv_bytes_per_slot =
-      uint64_t{2} * h.n_layers() * h.n_kv_heads() * h.head_dim() * element_bytes;
+  traffic.kv_bytes_per_slot = uint64_t{2} * h.n_layers() * row_bytes;
   return traffic;
 }
 

@@ -59,7 +59,9 @@ options:
                              and q4 int4, symmetric, an f16 scale per 32
                              weights (matrices with rows not a multiple of 32
                              stay f16); keep: F32/F16/Q8_0/Q4_0 as stored
-  --kv-dtype f16|f32         KV-cache element type (default f16)
+  --kv-dtype f16|f32|q8      KV-cache element type (default f16); q8: int8
+                             with an f32 scale per head of each token
+                             (about half of f16's memory)
   --max-job-mmacs N          estimated million multiply-adds at most per
                              compute job (default 4096); long prefill graphs
                              are cut into several jobs so that each stays
@@ -155,9 +157,11 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
         line.options.kv_dtype = KvType::kF16;
       } else if (value == "f32") {
         line.options.kv_dtype = KvType::kF32;
+      } else if (value == "q8") {
+        line.options.kv_dtype = KvType::kQ8;
       } else {
         return absl::InvalidArgumentError(
-            "--kv-dtype expects f16 or f32, got '" + value + "'");
+            "--kv-dtype expects f16, f32 or q8, got '" + value + "'");
       }
     } else {  // --weights
       using WeightType = lnpu::compiler::CompileOptions::WeightType;
@@ -266,8 +270,9 @@ void PrintSummary(const lnpu::artifact::Artifact& artifact) {
   const fb::KvCache& kv = *model.kv_cache();
   std::printf("kv cache: %u slots (max prompt %u + min response %u)\n",
               kv.capacity(), kv.max_prompt_len(), kv.min_response_len());
-  std::printf("kv cache dtype: %s\n",
-              kv.dtype() == LNPU_DTYPE_F16 ? "f16" : "f32");
+  std::printf("kv cache dtype: %s\n", kv.dtype() == LNPU_DTYPE_F16  ? "f16"
+                                      : kv.dtype() == LNPU_DTYPE_I8 ? "q8"
+                                                                    : "f32");
   std::map<std::string, int> dtype_counts;
   for (const fb::Weight* w : *model.weights()) {
     ++dtype_counts[DtypeName(w->dtype())];

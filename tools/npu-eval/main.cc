@@ -38,7 +38,7 @@ constexpr char kUsage[] =
        npu-eval --synthetic PRESET [options]
 
 Compiles the model with f32 weights and an F32 KV cache (the baseline) and
-with each weight type of --weights at the default F16 KV cache, feeds every
+with each weight type of --weights at the --kv-dtype KV cache, feeds every
 compiled model the same tokens one at a time (teacher forcing) and compares
 the logits at each position with the baseline's: top-1 agreement, mean and
 max |logit error| in units of the baseline logits' standard deviation at that
@@ -61,7 +61,8 @@ tokens (at most one; default --random-tokens 64):
 comparison:
   --weights A,B,..         weight types compared with the baseline, from
                            f32, f16, q8, q4 (default q8,q4,f16); f32 here
-                           measures the F16 KV cache alone
+                           measures the KV cache alone
+  --kv-dtype f16|q8|f32    KV cache of the compared models (default f16)
   --device D               "auto" (default), "soft" or a device node path
 
 output:
@@ -112,7 +113,8 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
     } else if (arg == "--no-bos") {
       line.no_bos = true;
     } else if (arg == "--synthetic" || arg == "--models-dir" || arg == "--text" ||
-               arg == "-f" || arg == "--file" || arg == "--device" || arg == "--weights") {
+               arg == "-f" || arg == "--file" || arg == "--device" || arg == "--weights" ||
+               arg == "--kv-dtype") {
       absl::StatusOr<std::string> text = value();
       if (!text.ok()) return text.status();
       if (arg == "--synthetic") line.preset = *text;
@@ -121,6 +123,7 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
       if (arg == "-f" || arg == "--file") line.file = *text;
       if (arg == "--device") line.eval.device = *text;
       if (arg == "--weights") line.eval.weights = absl::StrSplit(*text, ',');
+      if (arg == "--kv-dtype") line.eval.kv_dtype = *text;
     } else if (arg == "--random-tokens") {
       absl::StatusOr<uint64_t> n = number(1u << 20);
       if (!n.ok()) return n.status();
@@ -179,12 +182,12 @@ absl::StatusOr<std::vector<int32_t>> Tokens(const CommandLine& line,
 }
 
 std::string FormatText(const std::string& model, const std::string& source,
-                       const lnpu::eval::EvalResult& result) {
+                       const std::string& kv_dtype, const lnpu::eval::EvalResult& result) {
   std::string out = absl::StrFormat(
       "model: %s (vocabulary %u)\ntokens: %u, %s, teacher-forced through the decode graph\n"
-      "baseline: f32 weights, F32 KV cache; variants: F16 KV cache\n"
+      "baseline: f32 weights, f32 KV cache; variants: %s KV cache\n"
       "error: |logit - baseline| / standard deviation of the baseline logits at the position\n\n",
-      model, result.vocab_size, result.positions, source);
+      model, result.vocab_size, result.positions, source, kv_dtype);
   absl::StrAppendFormat(&out, "%-8s %12s %13s %11s %10s %10s %10s\n", "weights", "artifact MiB",
                         "top-1 agree", "mean error", "max error", "mean KL", "max KL");
   for (const lnpu::eval::VariantAccuracy& v : result.variants) {
@@ -198,7 +201,7 @@ std::string FormatText(const std::string& model, const std::string& source,
 }
 
 std::string FormatJson(const std::string& model, const std::string& source,
-                       const lnpu::eval::EvalResult& result) {
+                       const std::string& kv_dtype, const lnpu::eval::EvalResult& result) {
   lnpu::tools::JsonWriter json;
   json.BeginObject()
       .Key("model").String(model)
@@ -214,7 +217,7 @@ std::string FormatJson(const std::string& model, const std::string& source,
     const lnpu::eval::LogitAccuracySummary& a = v.accuracy;
     json.BeginObject()
         .Key("weights").String(v.weights)
-        .Key("kv_dtype").String("f16")
+        .Key("kv_dtype").String(kv_dtype)
         .Key("artifact_bytes").Uint(v.artifact_bytes)
         .Key("top1_matches").Uint(a.top1_matches)
         .Key("top1_agreement").Double(a.top1_agreement)
@@ -265,8 +268,8 @@ absl::Status Run(CommandLine line) {
   absl::StatusOr<lnpu::eval::EvalResult> result =
       lnpu::eval::EvaluateWeights(gguf_path, *tokens, line.eval);
   if (!result.ok()) return result.status();
-  std::cout << (line.json ? FormatJson(model_name, source, *result)
-                          : FormatText(model_name, source, *result))
+  std::cout << (line.json ? FormatJson(model_name, source, line.eval.kv_dtype, *result)
+                          : FormatText(model_name, source, line.eval.kv_dtype, *result))
             << std::flush;
   return absl::OkStatus();
 }

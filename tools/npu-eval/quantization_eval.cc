@@ -28,6 +28,14 @@ absl::StatusOr<WeightType> ParseWeights(const std::string& name) {
                                                  absl::StrJoin(kVariantWeights, ", ")));
 }
 
+absl::StatusOr<KvType> ParseKvDtype(const std::string& name) {
+  if (name == "f16") return KvType::kF16;
+  if (name == "q8") return KvType::kQ8;
+  if (name == "f32") return KvType::kF32;
+  return absl::InvalidArgumentError(absl::StrCat("KV dtype '", name, "': give ",
+                                                 absl::StrJoin(kVariantKvDtypes, ", ")));
+}
+
 // A model compiled from `gguf_path` with `weights` and `kv`, loaded on
 // `device`; the artifact file is removed once loaded (weights are copied or
 // stay mapped).
@@ -92,6 +100,8 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
     }
     variants.push_back(*type);
   }
+  absl::StatusOr<KvType> kv_dtype = ParseKvDtype(options.kv_dtype);
+  if (!kv_dtype.ok()) return kv_dtype.status();
   absl::StatusOr<std::unique_ptr<TempDirectory>> directory =
       TempDirectory::Create(options.temp_parent);
   if (!directory.ok()) return directory.status();
@@ -119,7 +129,7 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   for (size_t v = 0; v < variants.size(); ++v) {
     if (options.on_compile) options.on_compile(options.weights[v]);
     absl::StatusOr<LoadedModel> loaded = CompileAndLoad(
-        **device, gguf_path, (*directory)->path(), n, variants[v], KvType::kF16);
+        **device, gguf_path, (*directory)->path(), n, variants[v], *kv_dtype);
     if (!loaded.ok()) return loaded.status();
     LogitAccuracy accuracy;
     const size_t vocab = result.vocab_size;

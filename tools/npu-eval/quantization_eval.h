@@ -5,8 +5,9 @@
 // every position are compared with the baseline's (logit_accuracy.h).
 //
 // The baseline has f32 weights and an F32 KV cache, the exact path; each
-// variant has the compiler's default F16 KV cache, so its figures include
-// the cache's rounding as a user of that variant sees it. Tokens run
+// variant has the KV cache of EvalOptions::kv_dtype (default: the
+// compiler's default F16), so its figures include the cache's rounding as a
+// user of that variant sees it. Tokens run
 // through the decode graph only (one row per step).
 //
 // Thread-safety: EvaluateWeights may run on several threads at once (each
@@ -31,11 +32,16 @@ namespace lnpu::eval {
 // The weight types a variant may have: "f32", "f16", "q8", "q4" (as
 // npu-compile --weights spells them).
 inline constexpr const char* kVariantWeights[] = {"f32", "f16", "q8", "q4"};
+// The KV-cache types of the variants (npu-compile --kv-dtype).
+inline constexpr const char* kVariantKvDtypes[] = {"f16", "q8", "f32"};
 
 struct EvalOptions {
   // Weight types compared with the baseline, in this order, each once;
   // members of kVariantWeights ("f32" isolates the F16 cache's share).
   std::vector<std::string> weights = {"q8", "q4", "f16"};
+  // KV-cache type of every variant, a member of kVariantKvDtypes; with
+  // weights {"f32"} the figures are the cache's alone.
+  std::string kv_dtype = "f16";
   // "auto", "soft" or a device node path (tools::OpenToolDevice: the
   // software NPU with a 60 s job timeout, for the first steps of large
   // models under load).
@@ -64,7 +70,7 @@ struct EvalResult {
 // tokens.size() + 1, so the artifacts stay small) and compares their
 // teacher-forced logits at every position of `tokens`. InvalidArgument
 // for no tokens, an unknown or repeated weight type (naming the accepted
-// ones) or a token outside the vocabulary; Unavailable when the temporary
+// ones), an unknown KV dtype or a token outside the vocabulary; Unavailable when the temporary
 // directory cannot be made; the compiler's, runtime's and device's errors
 // otherwise. Temporary files are removed on return.
 absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
