@@ -2,6 +2,8 @@
 // through Tokenizer::EncodeSegments put the template's control tokens in as
 // their ids and keep message content as text. Expected ids come from the
 // vocabularies' token tables, not from the encoder under test.
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,17 +23,25 @@ constexpr int32_t kImStart = 151644;
 constexpr int32_t kImEnd = 151645;
 
 struct Model {
-  const Tokenizer* tokenizer;
+  std::unique_ptr<Tokenizer> tokenizer;
   std::string chat_template;  // the vocabulary GGUF's tokenizer.chat_template
 };
 
-Model Load(const std::string& vocab_file) {
-  const std::string path = testing::TestDataPath("vocab/" + vocab_file);
-  absl::StatusOr<const Tokenizer*> tokenizer = testing::SharedTokenizer(path);
-  EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
-  absl::StatusOr<tools::ModelTokenizer> model = tools::ReadModelTokenizer(path);
-  EXPECT_TRUE(model.ok()) << model.status();
-  return {tokenizer.value(), model.value().chat_template};
+// The vocabulary GGUF `vocab_file`, read once per test program.
+const Model& Load(const std::string& vocab_file) {
+  static auto* const models = new std::map<std::string, Model>();
+  auto [it, inserted] = models->try_emplace(vocab_file);
+  if (inserted) {
+    absl::StatusOr<tools::ModelTokenizer> model =
+        tools::ReadModelTokenizer(testing::TestDataPath("vocab/" + vocab_file));
+    EXPECT_TRUE(model.ok()) << model.status();
+    if (!model.ok()) return it->second;
+    absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+        Tokenizer::Create(model->vocabulary);
+    EXPECT_TRUE(tokenizer.ok()) << tokenizer.status();
+    if (tokenizer.ok()) it->second = {*std::move(tokenizer), model->chat_template};
+  }
+  return it->second;
 }
 
 // The ids of `texts`, each a whole token of the vocabulary's table.
@@ -56,7 +66,8 @@ std::vector<int32_t> ChatIds(const Tokenizer& tokenizer, const ChatTemplate& cha
 }
 
 TEST(ChatTokenizeTest, Qwen2ChatMlTwoTurns) {
-  const Model qwen = Load("ggml-vocab-qwen2.gguf");
+  const Model& qwen = Load("ggml-vocab-qwen2.gguf");
+  ASSERT_NE(qwen.tokenizer, nullptr);
   const Tokenizer& tokenizer = *qwen.tokenizer;
   absl::StatusOr<ChatTemplate> chat =
       ChatTemplate::Detect(qwen.chat_template, SpecialTokensOf(tokenizer));
@@ -82,7 +93,8 @@ TEST(ChatTokenizeTest, Qwen2ChatMlTwoTurns) {
 }
 
 TEST(ChatTokenizeTest, Qwen2ContentCannotInjectControlTokens) {
-  const Model qwen = Load("ggml-vocab-qwen2.gguf");
+  const Model& qwen = Load("ggml-vocab-qwen2.gguf");
+  ASSERT_NE(qwen.tokenizer, nullptr);
   const Tokenizer& tokenizer = *qwen.tokenizer;
   const ChatTemplate chat =
       ChatTemplate::ForFamily(ChatFamily::kChatMl, SpecialTokensOf(tokenizer));
@@ -102,7 +114,8 @@ TEST(ChatTokenizeTest, Qwen2ContentCannotInjectControlTokens) {
 }
 
 TEST(ChatTokenizeTest, LlamaSpmLlama2Turns) {
-  const Model spm = Load("ggml-vocab-llama-spm.gguf");
+  const Model& spm = Load("ggml-vocab-llama-spm.gguf");
+  ASSERT_NE(spm.tokenizer, nullptr);
   const Tokenizer& tokenizer = *spm.tokenizer;
   const ChatSpecialTokens specials = SpecialTokensOf(tokenizer);
   EXPECT_EQ(specials.bos, "<s>");
