@@ -200,13 +200,17 @@ TEST(StoriesF16KvTest, MatchesReferenceGreedy) {
   CheckStories(options, "stories260K_f32_f16kv", /*int8_activations=*/false);
 }
 
-// F32 weights with the int8 KV cache: exactly the greedy tokens of a
-// reference that stores K/V rows int8-quantized per head as the cache does.
-TEST(StoriesQ8KvTest, MatchesReferenceGreedy) {
+// F32 weights with the int8 KV cache, against a reference that stores K/V
+// rows int8-quantized per head as the cache does. Rounding K/V to int8 is
+// as discontinuous as rounding activations (a one-ulp difference in a K
+// element can move it a whole step, 1/127 of its head's range over only 8
+// values here), so this is checked by teacher forcing like the
+// int8-activation paths, not by exact greedy equality.
+TEST(StoriesQ8KvTest, FollowsReferenceTeacherForced) {
   compiler::CompileOptions options;
   options.weights = compiler::CompileOptions::WeightType::kF32;
   options.kv_dtype = compiler::CompileOptions::KvType::kQ8;
-  CheckStories(options, "stories260K_f32_q8kv", /*int8_activations=*/false);
+  CheckStories(options, "stories260K_f32_q8kv", /*int8_activations=*/true);
 }
 
 // The default options: q8 weights (int8 activations), F16 KV cache.
