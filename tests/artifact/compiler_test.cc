@@ -488,7 +488,9 @@ TEST(CompilerTest, CutsComputeCommandsIntoJobsWithinTheBudget) {
           macs += uint64_t{m.rows} * m.k * m.n;
         }
       }
-      if (commands.size() > 1) EXPECT_LE(macs, options.max_job_macs) << "job " << j;
+      if (commands.size() > 1) {
+        EXPECT_LE(macs, options.max_job_macs) << "job " << j;
+      }
     }
     std::vector<uint16_t> whole_ops;
     for (const Command& c : Commands(*one->streams()->Get(0))) {

@@ -137,9 +137,9 @@ constexpr std::array<Field, 5> kElementwiseFields = {F::kAddr, F::kAddr,
                                                      F::kAddr, F::kDim,
                                                      F::kPad};
 constexpr std::array<Field, 3> kCopyFields = {F::kAddr, F::kAddr, F::kBytes};
-constexpr std::array<Field, 9> kScatterFields = {
-    F::kAddr, F::kAddr, F::kAddr, F::kBytes, F::kBytes,
-    F::kDim,  F::kDim,  F::kDim,  F::kDim};
+constexpr std::array<Field, 11> kScatterFields = {
+    F::kAddr, F::kAddr, F::kAddr, F::kBytes, F::kBytes, F::kDim,
+    F::kDim,  F::kDim,  F::kDim,  F::kDim,   F::kPad};
 
 // The tables must follow the UAPI structs exactly.
 static_assert(CommandBytes(kGatherFields) == sizeof(lnpu_cmd_gather_rows));
