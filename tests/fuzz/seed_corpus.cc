@@ -208,7 +208,7 @@ std::vector<uint8_t> DmaChain() {
       .WriteCommands(kCmdMap, 512, 2)
       .Command(LNPU_OP_SCATTER_ROWS, 0, Addr{kData, 2048},
                Addr{kData, 16384}, Addr{kData, 4096}, Bytes{0}, Bytes{0},
-               Dim{32}, Dim{2}, Dim{1}, Dim{8})
+               Dim{32}, Dim{2}, Dim{1}, Dim{8}, Dim{0}, kZero)
       .Command(LNPU_OP_COPY, 0, Addr{kData, 16384}, Addr{kData, 20480},
                Bytes{256})
       .Submit(DRM_LNPU_ENGINE_DMA, kCmdHandle, {kDataHandle}, {0})
