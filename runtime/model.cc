@@ -1,7 +1,9 @@
 #include "runtime/model.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -56,6 +58,24 @@ absl::StatusOr<std::shared_ptr<const Buffer>> ImportWeights(
   return std::shared_ptr<const Buffer>(holder, &holder->buffer);
 }
 
+// Copies the mapped `src` (part of a read-only file mapping) to `dst` in
+// pieces, dropping each copied piece's file pages from this process
+// (MADV_DONTNEED; the page cache keeps them and a later read faults them in
+// again), so that peak RSS holds the weights once rather than twice.
+void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst) {
+  constexpr size_t kPiece = size_t{32} << 20;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  for (size_t offset = 0; offset < src.size(); offset += kPiece) {
+    const size_t bytes = std::min(kPiece, src.size() - offset);
+    std::memcpy(dst + offset, src.data() + offset, bytes);
+    // Whole pages inside the piece only: its neighbours may still be read.
+    const uintptr_t begin =
+        (reinterpret_cast<uintptr_t>(src.data() + offset) + page - 1) / page * page;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(src.data() + offset + bytes) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  }
+}
+
 }  // namespace
 
 Model::Model(Device& device, std::shared_ptr<const Program> program,
@@ -97,7 +117,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(Device& device,
     if (!copy.ok()) return WithPath(copy.status(), artifact_path);
     absl::StatusOr<absl::Span<uint8_t>> mapped = copy->Map();
     if (!mapped.ok()) return WithPath(mapped.status(), artifact_path);
-    std::memcpy(mapped->data(), data.data(), data.size());
+    CopyReleasingSource(data, mapped->data());
     *weights = std::make_shared<const Buffer>(*std::move(copy));
   }
 

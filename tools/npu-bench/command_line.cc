@@ -49,6 +49,10 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
       line.json = true;
       continue;
     }
+    if (arg == "--copy-weights") {
+      line.copy_weights = true;
+      continue;
+    }
     if (arg.empty() || arg[0] != '-') {
       return absl::InvalidArgumentError(
           absl::StrFormat("unexpected argument '%s' (the model is given with -m)", arg));

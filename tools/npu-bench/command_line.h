@@ -39,6 +39,11 @@ measurement:
   --bandwidth-runs N       bandwidth runs, best reported (default 5)
   --seed N                 seed of the random token ids (default 1)
   --device D               "auto" (default), "soft" or a device node path
+  --copy-weights           copy the weights into device memory instead of
+                           importing the artifact's file mapping (huge-page
+                           device memory: faster decode and prefill where
+                           page walks are costly, at the price of a second
+                           physical copy beside the page cache)
 
 output:
   --json                   one JSON object instead of the text tables
@@ -53,6 +58,7 @@ struct CommandLine {
   std::string models_dir;  // --models-dir; empty = $LNPU_MODELS_DIR or "models"
   std::string device = "auto";
   bool json = false;
+  bool copy_weights = false;
   uint64_t bandwidth_bytes = 0;  // 0 = DefaultBufferBytes()
   int bandwidth_runs = 5;
   ModelBenchmarkOptions benchmark;

@@ -60,8 +60,11 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   if (!units.ok()) return units.status();
   absl::StatusOr<DecodeTraffic> traffic = ReadDecodeTraffic(artifact_path);
   if (!traffic.ok()) return traffic.status();
+  lnpu::runtime::LoadOptions load;
+  load.import_weights = !line.copy_weights;
+  if (line.copy_weights) absl::StrAppend(&report.model, ", weights copied into device memory");
   absl::StatusOr<std::unique_ptr<lnpu::runtime::Model>> model =
-      lnpu::runtime::Model::Load(**device, artifact_path);
+      lnpu::runtime::Model::Load(**device, artifact_path, load);
   if (!model.ok()) return model.status();
 
   absl::StatusOr<ModelBenchmarkResult> results = RunModelBenchmark(**model, line.benchmark);
