@@ -2,7 +2,32 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace lnpu::softnpu::compute {
+namespace {
+
+// Polls `done` until it returns true or WorkerPool::kSpin has passed;
+// returns its last result.
+template <typename Done>
+bool SpinUntil(const Done& done) {
+  const auto deadline = std::chrono::steady_clock::now() + WorkerPool::kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      _mm_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
+#endif
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+}  // namespace
 
 WorkerPool::WorkerPool(int threads) {
   const int worker_threads = std::max(threads, 1) - 1;
@@ -32,13 +57,15 @@ void WorkerPool::ParallelFor(size_t tasks, TaskFn fn) {
     current_fn_ = &fn;
     current_tasks_ = tasks;
     next_task_.store(0, std::memory_order_relaxed);
-    busy_workers_ = static_cast<int>(workers_.size());
-    ++generation_;
+    busy_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   loop_started_.notify_all();
   RunTasks(0, fn);
+  auto finished = [this] { return busy_workers_.load(std::memory_order_acquire) == 0; };
+  SpinUntil(finished);
   std::unique_lock<std::mutex> lock(mutex_);
-  loop_finished_.wait(lock, [this] { return busy_workers_ == 0; });
+  loop_finished_.wait(lock, finished);
   current_fn_ = nullptr;
 }
 
@@ -54,18 +81,24 @@ void WorkerPool::WorkerLoop(int worker) {
   uint64_t seen_generation = 0;
   for (;;) {
     const TaskFn* fn = nullptr;
+    SpinUntil([&] {
+      return generation_.load(std::memory_order_acquire) != seen_generation;
+    });
     {
       std::unique_lock<std::mutex> lock(mutex_);
       loop_started_.wait(lock, [&] {
-        return stopping_ || generation_ != seen_generation;
+        return stopping_ ||
+               generation_.load(std::memory_order_relaxed) != seen_generation;
       });
       if (stopping_) return;
-      seen_generation = generation_;
+      seen_generation = generation_.load(std::memory_order_relaxed);
       fn = current_fn_;
     }
     RunTasks(worker, *fn);
     std::lock_guard<std::mutex> lock(mutex_);
-    if (--busy_workers_ == 0) loop_finished_.notify_one();
+    if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      loop_finished_.notify_one();
+    }
   }
 }
 

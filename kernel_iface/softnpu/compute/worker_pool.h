@@ -4,6 +4,7 @@
 #define KERNEL_IFACE_SOFTNPU_COMPUTE_WORKER_POOL_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -18,7 +19,11 @@ namespace lnpu::softnpu::compute {
 // `threads - 1` threads are started by the constructor and live until the
 // destructor; the thread that calls ParallelFor is the remaining one, so a
 // loop never runs on more than `threads` threads and no thread is created
-// per loop.
+// per loop. Between loops a worker, and the caller waiting for the workers,
+// spin for up to kSpin before sleeping on a condition variable: a decode
+// step runs hundreds of short loops back to back, and a futex wake-up per
+// loop (tens of microseconds in a VM) would cost more than many of the
+// loops themselves.
 //
 // Thread-safety: ParallelFor must not be called concurrently or re-entered
 // from inside a task (one owner thread drives the pool).
@@ -37,6 +42,10 @@ class WorkerPool {
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
+  // How long an idle worker (or the caller waiting for workers) keeps
+  // polling before it blocks.
+  static constexpr std::chrono::microseconds kSpin{20};
+
   // Runs fn(task, worker) for every task in [0, tasks) and returns when all
   // have finished. Tasks are handed out dynamically, lowest index first.
   // With one task or one thread everything runs on the caller.
@@ -53,9 +62,11 @@ class WorkerPool {
   std::condition_variable loop_started_;   // generation_ or stopping_ changed
   std::condition_variable loop_finished_;  // busy_workers_ reached 0
   // Incremented per loop; a worker joins a loop when it sees a new value.
-  uint64_t generation_ = 0;        // guarded by mutex_
-  // Workers that have not yet finished the current loop.
-  int busy_workers_ = 0;           // guarded by mutex_
+  // Written under mutex_; atomic so that spinning threads may poll it.
+  std::atomic<uint64_t> generation_{0};
+  // Workers that have not yet finished the current loop (written under
+  // mutex_, polled like generation_).
+  std::atomic<int> busy_workers_{0};
   bool stopping_ = false;          // guarded by mutex_
   // The current loop's body; valid while busy_workers_ > 0.
   const TaskFn* current_fn_ = nullptr;  // guarded by mutex_
