@@ -17,6 +17,7 @@
 #include "compiler_artifacts/gguf/random_llama.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/tools/tool_test_support.h"
 #include "tools/npu-bench/command_line.h"
 #include "tools/npu-bench/decode_traffic.h"
 #include "tools/npu-bench/read_bandwidth.h"
@@ -26,23 +27,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A temporary directory for the whole test program, removed at its end.
-class TempDirectory : public ::testing::Environment {
- public:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "npu_bench_test.XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "cannot create " << pattern;
-    path_ = pattern;
-  }
-  void TearDown() override { std::filesystem::remove_all(path_); }
+using tools::testing::TestDirectory;
 
-  static std::string Path(const std::string& name) { return path_ + "/" + name; }
-
- private:
-  static inline std::string path_;
-};
-::testing::Environment* const temp_directory =
-    ::testing::AddGlobalTestEnvironment(new TempDirectory);
+::testing::Environment* const test_directory =
+    ::testing::AddGlobalTestEnvironment(new TestDirectory("npu_bench_test"));
 
 // The tiny model: 2 layers, dim 64, 8 heads of 8 (2 KV heads), untied;
 // F16 weights, an F32 KV cache, a 48 + 16 slot cache.
@@ -51,8 +39,8 @@ constexpr uint32_t kCapacity = 64;
 std::string CompileTinyModel() {
   static const std::string* const path = [] {
     gguf::RandomLlamaSpec spec;  // the defaults are tiny
-    const std::string gguf_path = TempDirectory::Path("tiny.gguf");
-    const std::string artifact_path = TempDirectory::Path("tiny.lnpu");
+    const std::string gguf_path = TestDirectory::Path("tiny.gguf");
+    const std::string artifact_path = TestDirectory::Path("tiny.lnpu");
     EXPECT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
     compiler::CompileOptions options;
     options.max_prompt_len = 48;
@@ -82,8 +70,8 @@ std::string ReadAll(const std::string& path) {
 
 // Runs `command` through the shell, stdout and stderr captured.
 Outcome RunShell(const std::string& command) {
-  const std::string out_path = TempDirectory::Path("stdout");
-  const std::string err_path = TempDirectory::Path("stderr");
+  const std::string out_path = TestDirectory::Path("stdout");
+  const std::string err_path = TestDirectory::Path("stderr");
   const std::string full = command + " >'" + out_path + "' 2>'" + err_path + "'";
   const int status = std::system(full.c_str());
   Outcome outcome;
@@ -230,7 +218,7 @@ TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
   args.push_back("--json");
   const Outcome run = RunBench(args);
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  const std::string json_path = TempDirectory::Path("bench.json");
+  const std::string json_path = TestDirectory::Path("bench.json");
   std::ofstream(json_path) << run.out;
   const Outcome check = RunShell(
       "python3 -c '"

@@ -19,6 +19,7 @@
 #include "framework/tokenizer/tokenizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/tools/tool_test_support.h"
 #include "tools/common/model_tokenizer.h"
 #include "tools/npu-eval/logit_accuracy.h"
 #include "tools/npu-eval/quantization_eval.h"
@@ -29,23 +30,10 @@ namespace {
 using ::testing::DoubleNear;
 using ::testing::HasSubstr;
 
-// A temporary directory for the whole test program, removed at its end.
-class TestDirectory : public ::testing::Environment {
- public:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "npu_eval_test.XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "cannot create " << pattern;
-    path_ = pattern;
-  }
-  void TearDown() override { std::filesystem::remove_all(path_); }
+using tools::testing::TestDirectory;
 
-  static std::string Path(const std::string& name) { return path_ + "/" + name; }
-
- private:
-  static inline std::string path_;
-};
 ::testing::Environment* const test_directory =
-    ::testing::AddGlobalTestEnvironment(new TestDirectory);
+    ::testing::AddGlobalTestEnvironment(new TestDirectory("npu_eval_test"));
 
 // ---- metrics ----
 

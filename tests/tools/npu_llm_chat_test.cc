@@ -2,11 +2,6 @@
 // model with the real qwen2 vocabulary and ChatML template, two user turns
 // on stdin; checks the replies, the exit status, and (--verbose-prompt) the
 // prompt token ids the model was given.
-#include <fcntl.h>
-#include <spawn.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,8 +14,7 @@
 #include "compiler_artifacts/gguf/random_llama.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-
-extern char** environ;
+#include "tests/tools/tool_test_support.h"
 
 namespace lnpu {
 namespace {
@@ -36,23 +30,11 @@ constexpr int32_t kUser = 872;       // "user"
 constexpr int32_t kAssistant = 77091;  // "assistant"
 constexpr int32_t kSystem = 8948;    // "system"
 
-// A temporary directory for the whole test program, removed at its end.
-class TempDirectory : public ::testing::Environment {
- public:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "npu_llm_chat_test.XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "cannot create " << pattern;
-    path_ = pattern;
-  }
-  void TearDown() override { std::filesystem::remove_all(path_); }
+using tools::testing::TestDirectory;
+using tools::testing::ToolRun;
 
-  static std::string Path(const std::string& name) { return path_ + "/" + name; }
-
- private:
-  static inline std::string path_;
-};
-::testing::Environment* const temp_directory =
-    ::testing::AddGlobalTestEnvironment(new TempDirectory);
+::testing::Environment* const test_directory =
+    ::testing::AddGlobalTestEnvironment(new TestDirectory("npu_llm_chat_test"));
 
 // qwen2 with the real qwen2 vocabulary (151936 tokens) and its ChatML
 // template, but 2 layers of dim 64: F32 weights and cache, a 128 + 32 slot
@@ -67,8 +49,8 @@ std::string CompileSmallQwen2() {
     spec.vocabulary_gguf = std::string(models ? models : "") + "/vocab/ggml-vocab-qwen2.gguf";
     spec.tied_embeddings = true;
     spec.weight_type = gguf::GgmlType::kF32;
-    const std::string gguf_path = TempDirectory::Path("qwen2-small.gguf");
-    const std::string artifact_path = TempDirectory::Path("qwen2-small.lnpu");
+    const std::string gguf_path = TestDirectory::Path("qwen2-small.gguf");
+    const std::string artifact_path = TestDirectory::Path("qwen2-small.lnpu");
     const absl::Status written = gguf::WriteRandomLlamaGguf(spec, gguf_path);
     EXPECT_TRUE(written.ok()) << written;
     compiler::CompileOptions options;
@@ -85,55 +67,9 @@ std::string CompileSmallQwen2() {
   return *path;
 }
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // Runs npu-llm with `args` and `input` on stdin.
-Outcome RunNpuLlm(const std::vector<std::string>& args, const std::string& input) {
-  const char* tool = std::getenv("LNPU_NPU_LLM");
-  if (tool == nullptr) {
-    ADD_FAILURE() << "LNPU_NPU_LLM is not set: run through meson test";
-    return {};
-  }
-  const std::string in_path = TempDirectory::Path("stdin");
-  const std::string out_path = TempDirectory::Path("stdout");
-  const std::string err_path = TempDirectory::Path("stderr");
-  std::ofstream(in_path, std::ios::binary) << input;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<std::string> argv_storage = {tool};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, tool, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
-    ADD_FAILURE() << "cannot start " << tool << ": error " << spawned;
-    return {};
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-  }
-  Outcome outcome;
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  outcome.out = ReadAll(out_path);
-  outcome.err = ReadAll(err_path);
-  return outcome;
+ToolRun RunNpuLlm(const std::vector<std::string>& args, const std::string& input) {
+  return tools::testing::RunTool("LNPU_NPU_LLM", args, input);
 }
 
 // The ids of each "[prompt tokens: ...]" line of stderr.
@@ -164,7 +100,7 @@ int CountLines(const std::string& text, std::string_view needle) {
 }
 
 TEST(NpuLlmChatTest, TwoTurnsWithChatMlControlTokens) {
-  const Outcome run = RunNpuLlm({"chat", "-m", CompileSmallQwen2(), "--device", "soft",
+  const ToolRun run = RunNpuLlm({"chat", "-m", CompileSmallQwen2(), "--device", "soft",
                                  "--system", "Be brief", "-n", "4", "--verbose-prompt"},
                                 "Hello\n<|im_end|>\n");
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -200,7 +136,7 @@ TEST(NpuLlmChatTest, TwoTurnsWithChatMlControlTokens) {
 
 TEST(NpuLlmChatTest, StopsAtTheEndOfTurnToken) {
   // A bias that makes <|im_end|> the greedy pick: each reply ends at once.
-  const Outcome run =
+  const ToolRun run =
       RunNpuLlm({"chat", "-m", CompileSmallQwen2(), "--device", "soft", "-n", "8",
                  "--logit-bias", "151645:1000", "--verbose-prompt"},
                 "Hi\nHi again\n");
@@ -215,7 +151,7 @@ TEST(NpuLlmChatTest, StopsAtTheEndOfTurnToken) {
 }
 
 TEST(NpuLlmChatTest, RejectsUnknownSubcommandsAndFamilies) {
-  Outcome run = RunNpuLlm({"chta", "-m", CompileSmallQwen2()}, "");
+  ToolRun run = RunNpuLlm({"chta", "-m", CompileSmallQwen2()}, "");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, HasSubstr("unexpected argument 'chta'"));
   run = RunNpuLlm({"chat", "-m", CompileSmallQwen2(), "--chat-template", "jinja"}, "");

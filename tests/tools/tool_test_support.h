@@ -1,0 +1,50 @@
+// Support shared by the tests of the programs in tools/: a scratch
+// directory for the whole test program, and running a tool as a child
+// process with its output captured.
+#ifndef TESTS_TOOLS_TOOL_TEST_SUPPORT_H_
+#define TESTS_TOOLS_TOOL_TEST_SUPPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace lnpu::tools::testing {
+
+// A directory created before the first test and removed after the last.
+// Register one per test program:
+//   ::testing::AddGlobalTestEnvironment(new TestDirectory("npu_eval_test"));
+class TestDirectory : public ::testing::Environment {
+ public:
+  explicit TestDirectory(std::string prefix) : prefix_(std::move(prefix)) {}
+  void SetUp() override;
+  void TearDown() override;
+
+  // `name` inside the directory of the registered environment.
+  static std::string Path(const std::string& name);
+
+ private:
+  std::string prefix_;
+};
+
+// What a finished tool printed and returned.
+struct ToolRun {
+  int exit_code = -1;  // -1 when it did not exit normally (or did not start)
+  std::string out;
+  std::string err;
+};
+
+// Runs the program whose path is in environment variable `tool_env` (meson
+// test sets it) with `args`, `input` on stdin, and stdout / stderr captured
+// through files in the TestDirectory. Adds a test failure and returns a
+// default ToolRun when the variable is unset or the program cannot start.
+// Not thread-safe (the capture files are shared).
+ToolRun RunTool(const char* tool_env, const std::vector<std::string>& args,
+                const std::string& input = "");
+
+// The whole content of the file at `path` ("" when unreadable).
+std::string ReadFileOrEmpty(const std::string& path);
+
+}  // namespace lnpu::tools::testing
+
+#endif  // TESTS_TOOLS_TOOL_TEST_SUPPORT_H_
