@@ -276,13 +276,16 @@ TEST(CommandValidationTest, RopeRules) {
        {"dst", [](auto& c) { c.dst = kC; }}});
 }
 
-TEST(CommandValidationTest, AttentionRules) {
+// A valid ATTENTION over 64 slots: 2 rows, 8 heads / 2 KV heads of 16,
+// the cache of `kv_dtype` at k_cache / v_cache.
+lnpu_cmd_attention ValidAttention(uint32_t kv_dtype, uint64_t k_cache,
+                                  uint64_t v_cache) {
   auto v = MakeCommand<lnpu_cmd_attention>(LNPU_OP_ATTENTION);
   v.q = kA;
   v.k_new = kB;
   v.v_new = kC;
-  v.k_cache = kD;
-  v.v_cache = kE;
+  v.k_cache = k_cache;
+  v.v_cache = v_cache;
   v.mask = kF;
   v.dst = kG;
   v.rows = 2;
@@ -290,8 +293,13 @@ TEST(CommandValidationTest, AttentionRules) {
   v.heads = 8;
   v.kv_heads = 2;
   v.head_dim = 16;
-  v.kv_dtype = LNPU_DTYPE_F32;
+  v.kv_dtype = kv_dtype;
   v.scale = 0.25f;
+  return v;
+}
+
+TEST(CommandValidationTest, AttentionRules) {
+  const auto v = ValidAttention(LNPU_DTYPE_F32, kD, kE);
   ExpectEachRejected<lnpu_cmd_attention>(
       v, "LNPU_OP_ATTENTION",
       {{"rows", [](auto& c) { c.rows = 0; }},
@@ -441,21 +449,8 @@ TEST(CommandValidationTest, GatherRowsQuantizedTableRules) {
 }
 
 TEST(CommandValidationTest, AttentionF16CacheRules) {
-  auto v = MakeCommand<lnpu_cmd_attention>(LNPU_OP_ATTENTION);
-  v.q = kA;
-  v.k_new = kB;
-  v.v_new = kC;
-  v.k_cache = kD + 2;  // F16: 2-byte alignment suffices
-  v.v_cache = kE + 6;
-  v.mask = kF;
-  v.dst = kG;
-  v.rows = 2;
-  v.capacity = 64;
-  v.heads = 8;
-  v.kv_heads = 2;
-  v.head_dim = 16;
-  v.kv_dtype = LNPU_DTYPE_F16;
-  v.scale = 0.25f;
+  // F16: 2-byte alignment suffices
+  const auto v = ValidAttention(LNPU_DTYPE_F16, kD + 2, kE + 6);
   ExpectEachRejected<lnpu_cmd_attention>(
       v, "LNPU_OP_ATTENTION",
       {{"k_cache", [](auto& c) { c.k_cache = kD + 1; }},
@@ -497,21 +492,8 @@ TEST(CommandValidationTest, ScatterRowsF32ToF16Rules) {
 }
 
 TEST(CommandValidationTest, AttentionI8CacheRules) {
-  auto v = MakeCommand<lnpu_cmd_attention>(LNPU_OP_ATTENTION);
-  v.q = kA;
-  v.k_new = kB;
-  v.v_new = kC;
-  v.k_cache = kD + 4;  // f32 scales: 4-byte alignment
-  v.v_cache = kE + 8;
-  v.mask = kF;
-  v.dst = kG;
-  v.rows = 2;
-  v.capacity = 64;
-  v.heads = 8;
-  v.kv_heads = 2;
-  v.head_dim = 16;
-  v.kv_dtype = LNPU_DTYPE_I8;
-  v.scale = 0.25f;
+  // f32 scales: 4-byte alignment
+  const auto v = ValidAttention(LNPU_DTYPE_I8, kD + 4, kE + 8);
   ExpectEachRejected<lnpu_cmd_attention>(
       v, "LNPU_OP_ATTENTION",
       {{"head_dim", [](auto& c) { c.head_dim = 18; }},
