@@ -15,7 +15,6 @@
 // and they run only after Supported() has checked the CPU and obtained the
 // kernel's permission for the tile registers: the binary runs on any x86-64.
 #include <asm/prctl.h>
-#include <cpuid.h>
 // GCC 12 reports the deliberately undefined vectors inside its AVX-512
 // intrinsics as (maybe-)uninitialized once inlined (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -31,6 +30,7 @@
 #include <vector>
 
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
+#include "kernel_iface/softnpu/compute/x86_cpu_features.h"
 
 #define LNPU_AMX_TARGET \
   __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512dq,avx512vl,f16c,fma")))
@@ -91,21 +91,9 @@ constexpr TileConfig MakeTileConfig() {
 constexpr TileConfig kTileConfig = MakeTileConfig();
 
 bool CpuAndOsSupportAmx() {
-  unsigned eax, ebx, ecx, edx;
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  const bool amx_tile = (edx >> 24) & 1;
-  const bool amx_int8 = (edx >> 25) & 1;
-  // __builtin_cpu_supports also checks that the OS saves the AVX-512 state.
-  // The explicit init makes it valid during static initialization (test
-  // suites enumerate the paths from static constructors).
-  __builtin_cpu_init();
-  if (!amx_tile || !amx_int8 || !__builtin_cpu_supports("avx512f") ||
-      !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512dq") ||
-      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("f16c") ||
-      !__builtin_cpu_supports("fma")) {
-    return false;
-  }
+  // The AVX-512 part scales the int32 tiles and converts the f16 scales.
+  const X86CpuFeatures& cpu = GetX86CpuFeatures();
+  if (!cpu.amx_int8 || !cpu.avx512) return false;
   // Fails on kernels older than 5.16 or without AMX support (the tile
   // registers are then unusable: any tile instruction raises SIGILL).
   return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, kXfeatureXtileData) == 0;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
+#include "kernel_iface/softnpu/compute/x86_cpu_features.h"
 
 namespace lnpu::softnpu::compute {
 namespace {
@@ -293,24 +294,10 @@ using Isa = Avx2Policy;
 }  // namespace avx2
 
 // ---------------------------------------------------------------- CPU checks
-//
-// __builtin_cpu_supports reports AVX / AVX-512 features only when the OS
-// saves their register state (XCR0, checked by libgcc with xgetbv).
 
-bool Avx2Supported() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
-}
-
-bool AvxVnniSupported() {
-  return Avx2Supported() && __builtin_cpu_supports("avxvnni");
-}
-
-bool Avx512VnniSupported() {
-  return Avx2Supported() && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512vnni");
-}
+bool Avx2Supported() { return GetX86CpuFeatures().avx2; }
+bool AvxVnniSupported() { return GetX86CpuFeatures().avx_vnni; }
+bool Avx512VnniSupported() { return GetX86CpuFeatures().avx512_vnni; }
 
 }  // namespace
 

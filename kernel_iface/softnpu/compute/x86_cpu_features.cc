@@ -1,0 +1,47 @@
+#include "kernel_iface/softnpu/compute/x86_cpu_features.h"
+
+#include <cpuid.h>
+
+#include <cstdint>
+
+namespace lnpu::softnpu::compute {
+namespace {
+
+bool Bit(unsigned reg, int bit) { return (reg >> bit) & 1u; }
+
+// XCR0, the register state the OS saves; 0 without OSXSAVE.
+uint64_t ReadXcr0() {
+  uint32_t lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (uint64_t{hi} << 32) | lo;
+}
+
+X86CpuFeatures Detect() {
+  X86CpuFeatures f;
+  unsigned eax = 0, ebx = 0, ecx1 = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx1, &edx)) return f;
+  const bool fma = Bit(ecx1, 12), osxsave = Bit(ecx1, 27), f16c = Bit(ecx1, 29);
+  if (!osxsave) return f;
+  const uint64_t xcr0 = ReadXcr0();
+  const bool os_ymm = (xcr0 & 0x6) == 0x6;             // SSE and AVX state
+  const bool os_zmm = os_ymm && (xcr0 & 0xE0) == 0xE0;  // opmask, ZMM
+  unsigned ebx7 = 0, ecx7 = 0, edx7 = 0, eax71 = 0, unused = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx7, &ecx7, &edx7)) return f;
+  __get_cpuid_count(7, 1, &eax71, &unused, &unused, &unused);
+  f.avx2 = os_ymm && fma && f16c && Bit(ebx7, 5);
+  f.avx_vnni = f.avx2 && Bit(eax71, 4);
+  f.avx512 = f.avx2 && os_zmm && Bit(ebx7, 16) && Bit(ebx7, 17) &&
+             Bit(ebx7, 30) && Bit(ebx7, 31);  // F, DQ, BW, VL
+  f.avx512_vnni = f.avx512 && Bit(ecx7, 11);
+  f.amx_int8 = Bit(edx7, 24) && Bit(edx7, 25);  // AMX-TILE, AMX-INT8
+  return f;
+}
+
+}  // namespace
+
+const X86CpuFeatures& GetX86CpuFeatures() {
+  static const X86CpuFeatures features = Detect();
+  return features;
+}
+
+}  // namespace lnpu::softnpu::compute

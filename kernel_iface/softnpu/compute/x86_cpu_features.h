@@ -1,0 +1,29 @@
+// The x86 instruction-set features the quantized-matmul paths need, read
+// with CPUID and XGETBV so that a feature counts only when the OS also
+// saves its register state. One implementation for g++ and clang (clang
+// 14's __builtin_cpu_supports knows neither "f16c" nor "avxvnni").
+// x86-64 builds only.
+#ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_X86_CPU_FEATURES_H_
+#define KERNEL_IFACE_SOFTNPU_COMPUTE_X86_CPU_FEATURES_H_
+
+namespace lnpu::softnpu::compute {
+
+struct X86CpuFeatures {
+  bool avx2 = false;      // with FMA and F16C, and the OS saving YMM state
+  bool avx_vnni = false;  // AVX-VNNI (256-bit vpdpbusd), implies avx2
+  // AVX-512 F/BW/DQ/VL with the OS saving the opmask and ZMM state;
+  // implies avx2.
+  bool avx512 = false;
+  bool avx512_vnni = false;  // implies avx512
+  // AMX-TILE and AMX-INT8 reported by CPUID (the OS permission is asked
+  // separately, arch_prctl(ARCH_REQ_XCOMP_PERM)).
+  bool amx_int8 = false;
+};
+
+// This CPU's features; computed once, thread-safe, valid during static
+// initialization.
+const X86CpuFeatures& GetX86CpuFeatures();
+
+}  // namespace lnpu::softnpu::compute
+
+#endif  // KERNEL_IFACE_SOFTNPU_COMPUTE_X86_CPU_FEATURES_H_
