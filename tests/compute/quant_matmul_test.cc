@@ -8,7 +8,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -239,21 +243,40 @@ TEST(QuantMatmulPathsTest, PortablePathIsLastAndAlwaysSupported) {
   }
 }
 
+// The flags the kernel reports for this CPU (the first "flags" line of
+// /proc/cpuinfo; it lists a feature only when the OS supports its state):
+// an oracle independent of the library's CPUID code.
+std::set<std::string> KernelCpuFlags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    return {std::istream_iterator<std::string>(words), {}};
+  }
+  return {};
+}
+
 // The parameterized tests above run every supported path; on an x86 CPU
 // with the instruction sets, the x86 paths must be among them, best first.
 TEST(QuantMatmulPathsTest, X86PathsRunWhereTheCpuHasThem) {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") &&
-                    __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const std::set<std::string> flags = KernelCpuFlags();
+  ASSERT_FALSE(flags.empty()) << "no flags line in /proc/cpuinfo";
+  auto has = [&flags](std::initializer_list<const char*> names) {
+    for (const char* name : names) {
+      if (!flags.count(name)) return false;
+    }
+    return true;
+  };
+  const bool avx2 = has({"avx2", "fma", "f16c"});
   const struct {
     const QuantMatmulPath* path;
     bool cpu_has_it;
   } expected[] = {
       {&kAvx512VnniQuantMatmulPath,
-       avx2 && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")},
-      {&kAvxVnniQuantMatmulPath, avx2 && __builtin_cpu_supports("avxvnni")},
+       avx2 && has({"avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_vnni"})},
+      {&kAvxVnniQuantMatmulPath, avx2 && has({"avx_vnni"})},
       {&kAvx2QuantMatmulPath, avx2},
   };
   const auto paths = SupportedQuantMatmulPaths();
