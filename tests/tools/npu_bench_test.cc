@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -55,39 +54,24 @@ std::string CompileTinyModel() {
   return *path;
 }
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using tools::testing::ToolRun;
 
 // Runs `command` through the shell, stdout and stderr captured.
-Outcome RunShell(const std::string& command) {
+ToolRun RunShell(const std::string& command) {
   const std::string out_path = TestDirectory::Path("stdout");
   const std::string err_path = TestDirectory::Path("stderr");
   const std::string full = command + " >'" + out_path + "' 2>'" + err_path + "'";
   const int status = std::system(full.c_str());
-  Outcome outcome;
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  outcome.out = ReadAll(out_path);
-  outcome.err = ReadAll(err_path);
-  return outcome;
+  ToolRun run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = tools::testing::ReadFileOrEmpty(out_path);
+  run.err = tools::testing::ReadFileOrEmpty(err_path);
+  return run;
 }
 
-// npu-bench with `args` (single-quoted; none may contain a quote).
-Outcome RunBench(const std::vector<std::string>& args) {
-  const char* exe = std::getenv("LNPU_NPU_BENCH");
-  EXPECT_NE(exe, nullptr) << "LNPU_NPU_BENCH must name the npu-bench program";
-  std::string command = std::string("'") + (exe ? exe : "npu-bench") + "'";
-  for (const std::string& arg : args) command += " '" + arg + "'";
-  return RunShell(command);
+// npu-bench with `args`.
+ToolRun RunBench(const std::vector<std::string>& args) {
+  return tools::testing::RunTool("LNPU_NPU_BENCH", args);
 }
 
 // Short settings that fit the tiny model's cache.
@@ -198,7 +182,7 @@ TEST(NpuBenchReadBandwidth, RejectsBadOptions) {
 }
 
 TEST(NpuBenchProgram, TextHasEverySection) {
-  const Outcome run = RunBench(QuickArgs());
+  const ToolRun run = RunBench(QuickArgs());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   for (const char* section :
        {"npu-bench: ", "device: ", "model: ", "weights: ", "\nprefill\n", "time to first token",
@@ -216,11 +200,11 @@ TEST(NpuBenchProgram, TextHasEverySection) {
 TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
   std::vector<std::string> args = QuickArgs();
   args.push_back("--json");
-  const Outcome run = RunBench(args);
+  const ToolRun run = RunBench(args);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string json_path = TestDirectory::Path("bench.json");
   std::ofstream(json_path) << run.out;
-  const Outcome check = RunShell(
+  const ToolRun check = RunShell(
       "python3 -c '"
       "import json, sys\n"
       "d = json.load(sys.stdin)\n"
@@ -246,7 +230,7 @@ TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
 }
 
 TEST(NpuBenchProgram, BadFlagExitsWithAMessage) {
-  const Outcome run = RunBench({"-m", CompileTinyModel(), "--no-such-flag", "1"});
+  const ToolRun run = RunBench({"-m", CompileTinyModel(), "--no-such-flag", "1"});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, HasSubstr("unknown option --no-such-flag"));
   EXPECT_THAT(run.err, HasSubstr("--help"));
@@ -256,27 +240,27 @@ TEST(NpuBenchProgram, BadFlagExitsWithAMessage) {
 TEST(NpuBenchProgram, FillThatLeavesNoRoomForDecodeIsRefused) {
   std::vector<std::string> args = QuickArgs();
   args.insert(args.end(), {"--fills", "90", "--decode-steps", "16"});
-  const Outcome run = RunBench(args);
+  const ToolRun run = RunBench(args);
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, HasSubstr("--fills: a 90% fill of 64 slots"));
   EXPECT_THAT(run.err, HasSubstr("--min-response-len"));
 }
 
 TEST(NpuBenchProgram, MissingArtifactNamesThePath) {
-  const Outcome run = RunBench({"-m", "/nonexistent/model.lnpu"});
+  const ToolRun run = RunBench({"-m", "/nonexistent/model.lnpu"});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, HasSubstr("/nonexistent/model.lnpu"));
 }
 
 TEST(NpuBenchProgram, UnknownPresetListsTheKnownOnes) {
-  const Outcome run = RunBench({"--synthetic", "gpt-5"});
+  const ToolRun run = RunBench({"--synthetic", "gpt-5"});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, HasSubstr("unknown synthetic preset 'gpt-5'"));
   EXPECT_THAT(run.err, HasSubstr("qwen2.5-0.5b"));
 }
 
 TEST(NpuBenchProgram, HelpExitsZero) {
-  const Outcome run = RunBench({"--help"});
+  const ToolRun run = RunBench({"--help"});
   EXPECT_EQ(run.exit_code, 0);
   EXPECT_THAT(run.out, HasSubstr("usage: npu-bench"));
 }

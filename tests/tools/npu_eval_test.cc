@@ -2,16 +2,13 @@
 // of q8 / q4 weights against f32 that docs/models.md states, on
 // stories260K (a fixed text) and on random models of each architecture;
 // and the program end to end on a tiny model.
-#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -253,30 +250,9 @@ TEST(EvaluateWeights, RejectsBadInput) {
 
 // ---- the program ----
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// npu-eval with `args` (single-quoted; none may contain a quote).
-Outcome RunEval(const std::vector<std::string>& args) {
-  const char* exe = std::getenv("LNPU_NPU_EVAL");
-  EXPECT_NE(exe, nullptr) << "LNPU_NPU_EVAL must name the npu-eval program";
-  std::string command = std::string("'") + (exe ? exe : "npu-eval") + "'";
-  for (const std::string& arg : args) command += " '" + arg + "'";
-  const std::string out_path = TestDirectory::Path("stdout");
-  const std::string err_path = TestDirectory::Path("stderr");
-  const int status =
-      std::system((command + " >'" + out_path + "' 2>'" + err_path + "'").c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(out_path), ReadAll(err_path)};
+// npu-eval with `args`.
+tools::testing::ToolRun RunEval(const std::vector<std::string>& args) {
+  return tools::testing::RunTool("LNPU_NPU_EVAL", args);
 }
 
 std::string TinyModel() {
@@ -286,7 +262,7 @@ std::string TinyModel() {
 }
 
 TEST(NpuEvalProgram, PrintsJson) {
-  const Outcome o = RunEval({TinyModel(), "--random-tokens", "6", "--weights", "q4,f32",
+  const tools::testing::ToolRun o = RunEval({TinyModel(), "--random-tokens", "6", "--weights", "q4,f32",
                              "--device", "soft", "--json"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_THAT(o.out, HasSubstr("\"positions\":6"));
@@ -299,7 +275,7 @@ TEST(NpuEvalProgram, PrintsJson) {
 }
 
 TEST(NpuEvalProgram, PrintsATableForAText) {
-  const Outcome o = RunEval({TinyModel(), "--text", "a cat sat", "--weights", "q8",
+  const tools::testing::ToolRun o = RunEval({TinyModel(), "--text", "a cat sat", "--weights", "q8",
                              "--device", "soft"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_THAT(o.out, HasSubstr("top-1 agree"));
@@ -317,7 +293,7 @@ TEST(NpuEvalProgram, RejectsBadCommandLines) {
            {{model, "--bogus"}, "unknown option --bogus"},
            {{"--synthetic", "gpt-5"}, "gpt-5"},
            {{TestDirectory::Path("missing.gguf")}, "missing.gguf"}}) {
-    const Outcome o = RunEval(args);
+    const tools::testing::ToolRun o = RunEval(args);
     EXPECT_EQ(o.exit_code, 1);
     EXPECT_THAT(o.err, HasSubstr(message));
   }

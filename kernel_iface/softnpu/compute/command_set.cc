@@ -666,6 +666,27 @@ absl::Status ExecuteScatterRows(const lnpu_cmd_scatter_rows& c,
   return absl::OkStatus();
 }
 
+// The kernel arguments of a validated ATTENTION, operands read in place.
+compute::AttentionArgs AttentionArgsOf(const lnpu_cmd_attention& c,
+                                       const DeviceMemoryView& memory) {
+  compute::AttentionArgs args;
+  args.q = Translate<const float>(memory, c.q);
+  args.k_new = Translate<const float>(memory, c.k_new);
+  args.v_new = Translate<const float>(memory, c.v_new);
+  args.k_cache = memory.Translate(c.k_cache);
+  args.v_cache = memory.Translate(c.v_cache);
+  args.kv_type = WeightTypeOf(c.kv_dtype);
+  args.mask = Translate<const uint8_t>(memory, c.mask);
+  args.dst = Translate<float>(memory, c.dst);
+  args.rows = c.rows;
+  args.capacity = c.capacity;
+  args.heads = c.heads;
+  args.kv_heads = c.kv_heads;
+  args.head_dim = c.head_dim;
+  args.scale = c.scale;
+  return args;
+}
+
 // ATTENTION over an LNPU_DTYPE_I8 cache: the visible slots are dequantized
 // into F32 scratch, the new rows quantized and dequantized as SCATTER_ROWS
 // with F32_TO_I8 will store them, and the F32 kernel attends over those.
@@ -701,21 +722,12 @@ void ExecuteI8Attention(const lnpu_cmd_attention& c,
                                   c.kv_heads, dim);
     }
   }
-  compute::AttentionArgs args;
-  args.q = Translate<const float>(memory, c.q);
+  compute::AttentionArgs args = AttentionArgsOf(c, memory);
   args.k_new = f32.data() + 2 * cache_values;
   args.v_new = args.k_new + new_values;
   args.k_cache = f32.data();
   args.v_cache = f32.data() + cache_values;
   args.kv_type = compute::WeightType::kF32;
-  args.mask = mask;
-  args.dst = Translate<float>(memory, c.dst);
-  args.rows = c.rows;
-  args.capacity = c.capacity;
-  args.heads = c.heads;
-  args.kv_heads = c.kv_heads;
-  args.head_dim = c.head_dim;
-  args.scale = c.scale;
   compute::Attention(args, context.pool, &context.scratch);
 }
 
@@ -832,22 +844,7 @@ absl::Status ExecuteCommand(const lnpu_cmd_header& command,
         ExecuteI8Attention(c, memory, ctx);
         return absl::OkStatus();
       }
-      compute::AttentionArgs args;
-      args.q = Translate<const float>(memory, c.q);
-      args.k_new = Translate<const float>(memory, c.k_new);
-      args.v_new = Translate<const float>(memory, c.v_new);
-      args.k_cache = memory.Translate(c.k_cache);
-      args.v_cache = memory.Translate(c.v_cache);
-      args.kv_type = WeightTypeOf(c.kv_dtype);
-      args.mask = Translate<const uint8_t>(memory, c.mask);
-      args.dst = Translate<float>(memory, c.dst);
-      args.rows = c.rows;
-      args.capacity = c.capacity;
-      args.heads = c.heads;
-      args.kv_heads = c.kv_heads;
-      args.head_dim = c.head_dim;
-      args.scale = c.scale;
-      compute::Attention(args, ctx.pool, &ctx.scratch);
+      compute::Attention(AttentionArgsOf(c, memory), ctx.pool, &ctx.scratch);
       return absl::OkStatus();
     }
     case LNPU_OP_SWIGLU: {
