@@ -78,19 +78,24 @@ void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst) {
 
 }  // namespace
 
-Model::Model(Device& device, std::shared_ptr<const Program> program,
+Model::Model(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
              std::shared_ptr<const Buffer> weights, bool chain_with_fences)
-    : device_(device),
+    : device_(std::move(device)),
       program_(std::move(program)),
       weights_(std::move(weights)),
       chain_with_fences_(chain_with_fences) {}
 
-absl::StatusOr<std::unique_ptr<Model>> Model::Load(Device& device,
+absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> shared_device,
                                                    const std::string& artifact_path,
                                                    const LoadOptions& options) {
+  if (shared_device == nullptr) return absl::InvalidArgumentError("Model::Load: no device");
+  Device& device = *shared_device;
   absl::StatusOr<std::unique_ptr<artifact::Artifact>> artifact =
       artifact::Artifact::Open(artifact_path);
   if (!artifact.ok()) return artifact.status();  // its message names the path
+  if (options.verify_weights) {
+    if (absl::Status intact = (*artifact)->VerifyData(); !intact.ok()) return intact;
+  }
 
   DeviceLimits limits;
   uint64_t capabilities = 0, max_in_fences = 0;
@@ -124,12 +129,12 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(Device& device,
   const bool chain_with_fences =
       (capabilities & DRM_LNPU_CAP_IN_FENCES) != 0 && max_in_fences >= 1;
   return std::unique_ptr<Model>(
-      new Model(device, std::make_shared<const Program>(*std::move(program)),
+      new Model(std::move(shared_device), std::make_shared<const Program>(*std::move(program)),
                 *std::move(weights), chain_with_fences));
 }
 
-absl::StatusOr<std::unique_ptr<Session>> Model::CreateSession() {
-  return Session::Create(device_, program_, weights_, chain_with_fences_);
+absl::StatusOr<std::unique_ptr<Sequence>> Model::CreateSequence() {
+  return Sequence::Create(device_, program_, weights_, chain_with_fences_);
 }
 
 }  // namespace lnpu::runtime

@@ -255,8 +255,8 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
   return h;
 }
 
-absl::StatusOr<TokenizerSource> ReadTokenizer(const gguf::GgufFile& file) {
-  TokenizerSource t;
+absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file) {
+  Vocabulary t;
   absl::StatusOr<std::string> model = file.GetString("tokenizer.ggml.model");
   if (absl::IsNotFound(model.status())) {
     return KeyError(file, "tokenizer.ggml.model",
@@ -264,15 +264,15 @@ absl::StatusOr<TokenizerSource> ReadTokenizer(const gguf::GgufFile& file) {
   }
   if (!model.ok()) return model.status();
   if (*model == "llama") {
-    t.model = fb::TokenizerModel::Llama;
+    t.type = TokenizerType::kSentencePiece;
   } else if (*model == "gpt2") {
-    t.model = fb::TokenizerModel::Gpt2;
+    t.type = TokenizerType::kByteLevelBpe;
   } else {
     return KeyError(file, "tokenizer.ggml.model",
                     absl::StrCat("is \"", *model,
                                  "\"; supported: \"llama\", \"gpt2\""));
   }
-  const bool spm = t.model == fb::TokenizerModel::Llama;
+  const bool spm = t.type == TokenizerType::kSentencePiece;
 
   absl::StatusOr<std::vector<std::string>> tokens =
       file.GetStringArray("tokenizer.ggml.tokens");
@@ -352,11 +352,11 @@ absl::StatusOr<TokenizerSource> ReadTokenizer(const gguf::GgufFile& file) {
     return KeyError(file, "tokenizer.ggml.add_eos_token",
                     "is true but there is no tokenizer.ggml.eos_token_id");
   }
-  absl::StatusOr<std::string> chat_template =
-      OrDefault<std::string>(file.GetString("tokenizer.chat_template"), "");
-  if (!chat_template.ok()) return chat_template.status();
-  t.chat_template = *chat_template;
   return t;
+}
+
+absl::StatusOr<std::string> ReadChatTemplate(const gguf::GgufFile& file) {
+  return OrDefault<std::string>(file.GetString("tokenizer.chat_template"), "");
 }
 
 flatbuffers::Offset<fb::HParams> SerializeHParams(
@@ -368,25 +368,6 @@ flatbuffers::Offset<fb::HParams> SerializeHParams(
       h.rope_mode == LNPU_ROPE_MODE_NEOX ? fb::RopeMode::Neox
                                          : fb::RopeMode::Norm,
       h.norm_eps, h.context_length);
-}
-
-flatbuffers::Offset<fb::Tokenizer> SerializeTokenizer(
-    const TokenizerSource& t, flatbuffers::FlatBufferBuilder& builder) {
-  const auto pre = builder.CreateString(t.pre);
-  const auto tokens = builder.CreateVectorOfStrings(t.tokens);
-  flatbuffers::Offset<flatbuffers::Vector<float>> scores;
-  if (!t.scores.empty()) scores = builder.CreateVector(t.scores);
-  flatbuffers::Offset<flatbuffers::Vector<int32_t>> types;
-  if (!t.token_types.empty()) types = builder.CreateVector(t.token_types);
-  flatbuffers::Offset<
-      flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>>
-      merges;
-  if (!t.merges.empty()) merges = builder.CreateVectorOfStrings(t.merges);
-  const auto chat_template = builder.CreateString(t.chat_template);
-  return fb::CreateTokenizer(builder, t.model, pre, tokens, scores, types,
-                             merges, t.bos_id, t.eos_id, t.unk_id, t.pad_id,
-                             t.add_bos, t.add_eos, t.add_space_prefix,
-                             chat_template);
 }
 
 }  // namespace lnpu::compiler

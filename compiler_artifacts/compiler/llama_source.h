@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/vocabulary.h"
 #include "compiler_artifacts/format/model_generated.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "flatbuffers/flatbuffers.h"
@@ -46,23 +47,6 @@ struct LlamaHParams {
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
 
-struct TokenizerSource {
-  fb::TokenizerModel model = fb::TokenizerModel::Llama;
-  std::string pre;
-  std::vector<std::string> tokens;
-  std::vector<float> scores;
-  std::vector<int32_t> token_types;
-  std::vector<std::string> merges;
-  int32_t bos_id = -1;
-  int32_t eos_id = -1;
-  int32_t unk_id = -1;
-  int32_t pad_id = -1;
-  bool add_bos = false;
-  bool add_eos = false;
-  bool add_space_prefix = false;
-  std::string chat_template;
-};
-
 // Reads and checks general.architecture ("llama" or "qwen2"; anything else
 // is InvalidArgument naming it) and the <arch>.* keys (defaults:
 // head_count_kv = head_count, rope.dimension_count = head_dim,
@@ -79,12 +63,12 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
 // llama.cpp: add_bos true and add_space_prefix true for "llama", false for
 // "gpt2"; add_eos false. InvalidArgument naming the key on inconsistencies
 // (array lengths, special ids out of range).
-absl::StatusOr<TokenizerSource> ReadTokenizer(const gguf::GgufFile& file);
+absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file);
+// tokenizer.chat_template ("" when absent).
+absl::StatusOr<std::string> ReadChatTemplate(const gguf::GgufFile& file);
 
 flatbuffers::Offset<fb::HParams> SerializeHParams(
     const LlamaHParams& hparams, flatbuffers::FlatBufferBuilder& builder);
-flatbuffers::Offset<fb::Tokenizer> SerializeTokenizer(
-    const TokenizerSource& tokenizer, flatbuffers::FlatBufferBuilder& builder);
 
 }  // namespace lnpu::compiler
 

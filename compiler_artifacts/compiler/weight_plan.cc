@@ -5,13 +5,17 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/half.h"
+#include "base/quant_blocks.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
-#include "compiler_artifacts/gguf/half.h"
+#include "compiler_artifacts/gguf/ggml_type.h"
 #include "compiler_artifacts/gguf/quantize.h"
 
 namespace lnpu::compiler {
@@ -117,7 +121,7 @@ absl::Status EncodeRow(absl::Span<const float> row, uint32_t dtype,
     case LNPU_DTYPE_Q4_0: return gguf::QuantizeRowQ4_0(row, dst);
     case LNPU_DTYPE_F16:
       for (size_t i = 0; i < row.size(); ++i) {
-        const uint16_t half = gguf::FloatToFloat16(row[i]);
+        const uint16_t half = FloatToFloat16(row[i]);
         std::memcpy(dst.data() + 2 * i, &half, 2);
       }
       return absl::OkStatus();
@@ -125,6 +129,50 @@ absl::Status EncodeRow(absl::Span<const float> row, uint32_t dtype,
       std::memcpy(dst.data(), row.data(), row.size() * sizeof(float));
       return absl::OkStatus();
   }
+}
+
+// The index of the first element of `bytes` (a tensor of `type` copied
+// bit-exactly: F32, F16, or Q8_0 / Q4_0 whose block scales are checked)
+// whose value or scale is not finite, or -1 when all are.
+int64_t FirstNonFinite(gguf::GgmlType type, absl::Span<const uint8_t> bytes) {
+  auto half_is_finite = [&](size_t at) {
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + at, 2);
+    return (h & 0x7c00u) != 0x7c00u;
+  };
+  switch (type) {
+    case gguf::GgmlType::kF32:
+      for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+        float f;
+        std::memcpy(&f, bytes.data() + i, 4);
+        if (!std::isfinite(f)) return static_cast<int64_t>(i / 4);
+      }
+      return -1;
+    case gguf::GgmlType::kF16:
+      for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
+        if (!half_is_finite(i)) return static_cast<int64_t>(i / 2);
+      }
+      return -1;
+    case gguf::GgmlType::kQ8_0:
+    case gguf::GgmlType::kQ4_0: {
+      const size_t block_bytes =
+          type == gguf::GgmlType::kQ8_0 ? kQ8_0BlockBytes : kQ4_0BlockBytes;
+      for (size_t b = 0; (b + 1) * block_bytes <= bytes.size(); ++b) {
+        if (!half_is_finite(b * block_bytes)) return static_cast<int64_t>(b * kQuantBlock);
+      }
+      return -1;
+    }
+    default:
+      return -1;
+  }
+}
+
+absl::Status NonFiniteError(const gguf::GgufFile& file, const std::string& tensor,
+                            uint64_t index) {
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s: tensor '%s' holds a non-finite value (NaN or infinity) at element %u; the model "
+      "file is corrupt or was exported wrongly: convert it again from the original weights",
+      file.path(), tensor, index));
 }
 
 // Drops the page-cache pages of `bytes` (a read-only file mapping) from
@@ -268,9 +316,19 @@ absl::Status WeightPlan::Write(
           std::string(gguf::GgmlTypeName(w.source->type))));
     }
     if (w.source->type == GgmlTypeOf(w.dtype)) {
-      // Bit-exact copy, in batches so the mapped pages can be released.
-      for (uint64_t done = 0; done < src.size(); done += kBatchBytes) {
-        const absl::Span<const uint8_t> piece = src.subspan(done, kBatchBytes);
+      // Bit-exact copy, in batches of whole elements or blocks so the
+      // mapped pages can be released; each batch is checked for
+      // non-finite values first.
+      absl::StatusOr<std::pair<uint32_t, uint32_t>> block = gguf::GgmlTypeBlock(w.source->type);
+      if (!block.ok()) return block.status();
+      const auto [unit_elements, unit_bytes] = *block;
+      const uint64_t batch_bytes = kBatchBytes / unit_bytes * unit_bytes;
+      for (uint64_t done = 0; done < src.size(); done += batch_bytes) {
+        const absl::Span<const uint8_t> piece = src.subspan(done, batch_bytes);
+        if (const int64_t bad = FirstNonFinite(w.source->type, piece); bad >= 0) {
+          return NonFiniteError(file, w.name,
+                                done / unit_bytes * unit_elements + static_cast<uint64_t>(bad));
+        }
         if (auto s = writer.WriteData(w.offset + done, piece); !s.ok()) return s;
         ReleasePages(piece);
         if (progress) progress(w.offset + done + piece.size(), data_size_);
@@ -291,6 +349,9 @@ absl::Status WeightPlan::Write(
         absl::Status s = gguf::DequantizeRow(w.source->type, src_row,
                                              absl::MakeSpan(row));
         if (s.ok()) {
+          for (size_t i = 0; i < row.size(); ++i) {
+            if (!std::isfinite(row[i])) return NonFiniteError(file, w.name, index * row.size() + i);
+          }
           s = EncodeRow(row, w.dtype,
                         absl::MakeSpan(batch).subspan(r * dst_row_bytes,
                                                       dst_row_bytes));

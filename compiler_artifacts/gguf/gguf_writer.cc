@@ -7,9 +7,10 @@
 #include <limits>
 #include <utility>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/atomic_file.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
 namespace lnpu::gguf {
@@ -176,31 +177,11 @@ absl::StatusOr<std::vector<uint8_t>> GgufWriter::Serialize() const {
 }
 
 absl::Status GgufWriter::Write(const std::string& path) const {
-  const std::string temporary = path + ".tmp";
-  std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", temporary));
-  }
-  bool keep = false;
-  absl::Cleanup discard = [&] {
-    if (file != nullptr) std::fclose(file);
-    if (!keep) std::remove(temporary.c_str());
-  };
-  absl::Status status = Emit([&](absl::Span<const uint8_t> piece) {
-    if (!piece.empty() && std::fwrite(piece.data(), 1, piece.size(), file) != piece.size()) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", temporary));
-    }
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
-  const int close_result = std::fclose(file);
-  file = nullptr;
-  if (close_result != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot close ", temporary));
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot rename ", temporary, " to ", path));
-  }
-  keep = true;
-  return absl::OkStatus();
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file,
+                        AtomicFileWriter::Create(path, "GGUF file"));
+  LNPU_RETURN_IF_ERROR(
+      Emit([&file](absl::Span<const uint8_t> piece) { return file->Append(piece); }));
+  return file->Commit();
 }
 
 }  // namespace lnpu::gguf

@@ -43,10 +43,9 @@ class GgufWriter {
 
   // The complete file contents.
   absl::StatusOr<std::vector<uint8_t>> Serialize() const;
-  // Writes the file to `path` + ".tmp", then renames it to `path`, so that
-  // readers see either the old file or the complete new one (the data is not
-  // fsync'ed: after a system crash the new file may be incomplete). On
-  // failure the temporary file is removed.
+  // Writes the file to `path` through base/atomic_file.h: readers see
+  // either the old file or the complete, fsynced new one; a non-regular
+  // `path` is refused; on failure nothing is left behind.
   absl::Status Write(const std::string& path) const;
 
  private:

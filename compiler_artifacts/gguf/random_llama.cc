@@ -15,7 +15,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "compiler_artifacts/gguf/gguf_value.h"
-#include "compiler_artifacts/gguf/half.h"
+#include "base/half.h"
 #include "compiler_artifacts/gguf/quantize.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 

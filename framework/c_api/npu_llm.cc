@@ -162,8 +162,8 @@ void npu_llm_model_info_get(const npu_llm* llm, npu_llm_model_info* info) {
   info->vocab_size = model.vocab_size;
   info->kv_capacity = model.kv_capacity;
   info->max_prompt_len = model.max_prompt_len;
-  info->bos_id = model.bos_id;
-  info->eos_id = model.eos_id;
+  info->bos_id = model.vocabulary.bos_id;
+  info->eos_id = model.vocabulary.eos_id;
   info->weights_bytes = llm->llm->weights_device_memory_bytes();
 }
 
@@ -266,11 +266,11 @@ npu_llm_status npu_llm_session_set_context_policy(npu_llm_session* session, int 
                                                   uint32_t sink_tokens) {
   if (session == nullptr) return NullArgument("session");
   return Guarded([&] {
-    lnpu::framework::ContextPolicy policy;
-    policy.on_full = ring != 0 ? lnpu::framework::ContextPolicy::OnFull::kRing
-                               : lnpu::framework::ContextPolicy::OnFull::kFinish;
+    lnpu::runtime::CacheFullPolicy policy;
+    policy.on_full = ring != 0 ? lnpu::runtime::CacheFullPolicy::OnFull::kRing
+                               : lnpu::runtime::CacheFullPolicy::OnFull::kFinish;
     policy.sink_tokens = sink_tokens;
-    return session->session->SetContextPolicy(policy);
+    return session->session->SetCacheFullPolicy(policy);
   });
 }
 

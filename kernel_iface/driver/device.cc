@@ -70,7 +70,7 @@ int64_t MonotonicDeadlineNs(absl::Time deadline) {
 // ---------------------------------------------------------------- Buffer
 
 Buffer::Buffer(Buffer&& other) noexcept
-    : file_(std::exchange(other.file_, nullptr)),
+    : file_(std::move(other.file_)),
       handle_(std::exchange(other.handle_, 0)),
       flags_(std::exchange(other.flags_, 0)),
       size_(std::exchange(other.size_, 0)),
@@ -81,7 +81,7 @@ Buffer::Buffer(Buffer&& other) noexcept
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
     Release();
-    file_ = std::exchange(other.file_, nullptr);
+    file_ = std::move(other.file_);
     handle_ = std::exchange(other.handle_, 0);
     flags_ = std::exchange(other.flags_, 0);
     size_ = std::exchange(other.size_, 0);
@@ -105,6 +105,7 @@ void Buffer::Release() {
   handle_ = 0;
   mapped_ = nullptr;
   owns_mapping_ = false;
+  file_.reset();
 }
 
 absl::StatusOr<absl::Span<uint8_t>> Buffer::Map() {
@@ -202,7 +203,7 @@ absl::StatusOr<Buffer> Device::CreateBufferObject(uint64_t size,
                      " on ", file_->Describe()));
   }
   Buffer buffer;
-  buffer.file_ = file_.get();
+  buffer.file_ = file_;
   buffer.handle_ = args.handle;
   buffer.flags_ = flags;
   buffer.device_addr_ = args.device_addr;

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler_artifacts/gguf/half.h"
+#include "base/half.h"
 #include "compiler_artifacts/gguf/quantize.h"
 #include "gtest/gtest.h"
 #include "hwy/targets.h"
@@ -55,8 +55,8 @@ bool SkipAsTooLarge(uint64_t multiply_adds) {
 }
 
 // Portable binary16 conversions (g++ 12 has no _Float16 in C++ on aarch64).
-uint16_t ToHalf(float f) { return gguf::FloatToFloat16(f); }
-float FromHalf(uint16_t bits) { return gguf::Float16ToFloat(bits); }
+uint16_t ToHalf(float f) { return FloatToFloat16(f); }
+float FromHalf(uint16_t bits) { return Float16ToFloat(bits); }
 
 // LNPU_DTYPE_I8 groups of `group_len` (the header's rule, written out
 // independently of the kernel): per group an f32 scale d = max|x| / 127 and
@@ -826,7 +826,7 @@ TEST_P(ComputeKernelsTest, ScatterRowsConvertsF32ToF16) {
       if (indices[i] < 0) continue;
       for (size_t e = 0; e < elements; ++e) {
         want[(b * dst_rows + indices[i]) * elements + e] =
-            gguf::FloatToFloat16(src[(b * rows + i) * elements + e]);
+            FloatToFloat16(src[(b * rows + i) * elements + e]);
       }
     }
   }

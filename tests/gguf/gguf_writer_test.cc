@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "compiler_artifacts/gguf/gguf_file.h"
-#include "compiler_artifacts/gguf/half.h"
+#include "base/half.h"
 #include "compiler_artifacts/gguf/quantize.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -282,7 +282,7 @@ TEST(GgufWriterTest, WriteIsAtomicAndReportsErrors) {
 
   absl::Status missing_dir = writer.Write("/nonexistent/dir/model.gguf");
   EXPECT_FALSE(missing_dir.ok());
-  EXPECT_THAT(std::string(missing_dir.message()), HasSubstr("/nonexistent/dir/model.gguf.tmp"));
+  EXPECT_THAT(std::string(missing_dir.message()), HasSubstr("/nonexistent/dir"));
 
   GgufWriter empty_key;
   empty_key.SetUint32("", 1);

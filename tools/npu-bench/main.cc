@@ -64,7 +64,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   load.import_weights = !line.copy_weights;
   if (line.copy_weights) absl::StrAppend(&report.model, ", weights copied into device memory");
   absl::StatusOr<std::unique_ptr<lnpu::runtime::Model>> model =
-      lnpu::runtime::Model::Load(**device, artifact_path, load);
+      lnpu::runtime::Model::Load(*std::move(device), artifact_path, load);
   if (!model.ok()) return model.status();
 
   absl::StatusOr<ModelBenchmarkResult> results = RunModelBenchmark(**model, line.benchmark);
@@ -78,7 +78,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   absl::StatusOr<ReadBandwidth> measured = MeasureReadBandwidth(bandwidth);
   if (!measured.ok()) return measured.status();
 
-  report.device = (*device)->Describe();
+  report.device = (*model)->device().Describe();
   report.compute_units = *units;
   report.shape = ModelShape::Of((*model)->info());
   report.reps = line.benchmark.reps;

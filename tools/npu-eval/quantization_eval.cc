@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "kernel_iface/driver/device.h"
-#include "runtime/session.h"
+#include "runtime/sequence.h"
 #include "tools/common/tool_device.h"
 #include "tools/npu-eval/temp_directory.h"
 
@@ -44,7 +44,8 @@ struct LoadedModel {
   uint64_t artifact_bytes = 0;
 };
 
-absl::StatusOr<LoadedModel> CompileAndLoad(Device& device, const std::string& gguf_path,
+absl::StatusOr<LoadedModel> CompileAndLoad(const std::shared_ptr<Device>& device,
+                                           const std::string& gguf_path,
                                            const std::string& directory, uint32_t tokens,
                                            WeightType weights, KvType kv) {
   compiler::CompileOptions options;
@@ -70,7 +71,7 @@ absl::StatusOr<LoadedModel> CompileAndLoad(Device& device, const std::string& gg
 absl::Status RunTeacherForced(
     runtime::Model& model, absl::Span<const int32_t> tokens,
     const std::function<absl::Status(size_t, absl::Span<const float>)>& visit) {
-  absl::StatusOr<std::unique_ptr<runtime::Session>> session = model.CreateSession();
+  absl::StatusOr<std::unique_ptr<runtime::Sequence>> session = model.CreateSequence();
   if (!session.ok()) return session.status();
   for (size_t i = 0; i < tokens.size(); ++i) {
     absl::StatusOr<absl::Span<const float>> logits = (*session)->Forward(tokens.subspan(i, 1));
@@ -105,8 +106,9 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   absl::StatusOr<std::unique_ptr<TempDirectory>> directory =
       TempDirectory::Create(options.temp_parent);
   if (!directory.ok()) return directory.status();
-  absl::StatusOr<std::unique_ptr<Device>> device = tools::OpenToolDevice(options.device);
-  if (!device.ok()) return device.status();
+  absl::StatusOr<std::unique_ptr<Device>> opened = tools::OpenToolDevice(options.device);
+  if (!opened.ok()) return opened.status();
+  const std::shared_ptr<Device> device = *std::move(opened);
   const auto n = static_cast<uint32_t>(tokens.size());
 
   EvalResult result;
@@ -115,7 +117,7 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   {
     if (options.on_compile) options.on_compile("f32 baseline");
     absl::StatusOr<LoadedModel> loaded = CompileAndLoad(
-        **device, gguf_path, (*directory)->path(), n, WeightType::kF32, KvType::kF32);
+        device, gguf_path, (*directory)->path(), n, WeightType::kF32, KvType::kF32);
     if (!loaded.ok()) return loaded.status();
     result.vocab_size = loaded->model->info().vocab_size;
     baseline.reserve(size_t{result.vocab_size} * tokens.size());
@@ -129,7 +131,7 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   for (size_t v = 0; v < variants.size(); ++v) {
     if (options.on_compile) options.on_compile(options.weights[v]);
     absl::StatusOr<LoadedModel> loaded = CompileAndLoad(
-        **device, gguf_path, (*directory)->path(), n, variants[v], *kv_dtype);
+        device, gguf_path, (*directory)->path(), n, variants[v], *kv_dtype);
     if (!loaded.ok()) return loaded.status();
     LogitAccuracy accuracy;
     const size_t vocab = result.vocab_size;

@@ -129,10 +129,10 @@ std::optional<GenerationConfig> ConfigFromFlags(std::string* error) {
 // conversation: a control token's spelling (e.g. "<|im_end|>"), else its
 // bytes.
 std::string HeldText(const lnpu::framework::Tokenizer& tokenizer, int32_t id) {
-  const lnpu::framework::Vocabulary& vocabulary = tokenizer.vocabulary();
+  const lnpu::Vocabulary& vocabulary = tokenizer.vocabulary();
   if (id >= 0 && id < tokenizer.vocab_size() &&
       vocabulary.token_types[id] ==
-          static_cast<int32_t>(lnpu::framework::TokenType::kControl)) {
+          static_cast<int32_t>(lnpu::TokenType::kControl)) {
     return vocabulary.tokens[id];
   }
   return tokenizer.TokenBytes(id);
@@ -288,9 +288,9 @@ int main(int argc, char** argv) {
   std::string error;
   const std::optional<GenerationConfig> config = ConfigFromFlags(&error);
   if (!config) return Fail(error);
-  lnpu::framework::ContextPolicy policy;
+  lnpu::runtime::CacheFullPolicy policy;
   if (absl::GetFlag(FLAGS_context) == "ring") {
-    policy.on_full = lnpu::framework::ContextPolicy::OnFull::kRing;
+    policy.on_full = lnpu::runtime::CacheFullPolicy::OnFull::kRing;
     policy.sink_tokens = absl::GetFlag(FLAGS_sink_tokens);
   } else if (absl::GetFlag(FLAGS_context) != "finish") {
     return Fail("--context must be \"finish\" or \"ring\", got '" +
@@ -305,7 +305,7 @@ int main(int argc, char** argv) {
   if (!llm.ok()) return Fail(std::string(llm.status().message()));
   absl::StatusOr<std::unique_ptr<lnpu::framework::Session>> session = (*llm)->CreateSession();
   if (!session.ok()) return Fail(std::string(session.status().message()));
-  if (absl::Status set = (*session)->SetContextPolicy(policy); !set.ok()) {
+  if (absl::Status set = (*session)->SetCacheFullPolicy(policy); !set.ok()) {
     return Fail(std::string(set.message()));
   }
   const std::string load = absl::GetFlag(FLAGS_load_session);

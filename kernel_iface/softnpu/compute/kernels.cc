@@ -10,7 +10,7 @@
 #include <cstring>
 #include <limits>
 
-#include "compiler_artifacts/gguf/half.h"
+#include "base/half.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernel_iface/softnpu/compute/kernels.h"
@@ -256,7 +256,7 @@ using DF32 = hn::Repartition<float, D16>;
 HWY_INLINE float LoadF16Scale(const uint8_t* block) {
   uint16_t half;
   std::memcpy(&half, block, sizeof(half));
-  return gguf::Float16ToFloat(half);
+  return Float16ToFloat(half);
 }
 
 // Weights [j, j + Lanes(D16)) of a block, widened to int16.
@@ -914,7 +914,7 @@ void ConvertF32ToF16Range(const float* src, uint16_t* dst, size_t count) {
     hn::StoreU(hn::DemoteTo(dh, hn::LoadU(d, src + i)), dh, half + i);
   });
 #else
-  for (size_t i = 0; i < count; ++i) dst[i] = gguf::FloatToFloat16(src[i]);
+  for (size_t i = 0; i < count; ++i) dst[i] = FloatToFloat16(src[i]);
 #endif
 }
 
@@ -1117,7 +1117,7 @@ void ConvertToF32(WeightType type, const void* src, float* dst,
         const uint8_t* block = bytes + b * block_bytes;
         uint16_t half;
         std::memcpy(&half, block, sizeof(half));
-        const float d = gguf::Float16ToFloat(half);
+        const float d = Float16ToFloat(half);
         float* out = dst + b * kQuantBlock;
         for (size_t j = 0; j < kQuantBlock; ++j) {
           const int q = q8 ? static_cast<int8_t>(block[2 + j])

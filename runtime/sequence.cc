@@ -1,4 +1,4 @@
-#include "runtime/session.h"
+#include "runtime/sequence.h"
 
 #include <algorithm>
 #include <cstring>
@@ -24,9 +24,10 @@ void StoreI32(uint8_t* array, size_t index, int32_t value) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Session>> Session::Create(
-    Device& device, std::shared_ptr<const Program> program,
+absl::StatusOr<std::unique_ptr<Sequence>> Sequence::Create(
+    std::shared_ptr<Device> shared_device, std::shared_ptr<const Program> program,
     std::shared_ptr<const Buffer> weights, bool chain_with_fences) {
+  Device& device = *shared_device;
   const absl::Span<const BufferSpec> specs = program->buffers();
 
   // Buffers: [0] is the shared weights, the rest are this session's own.
@@ -75,7 +76,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(
   const BufferLocation mask = program->kv_mask();
   const absl::Span<uint8_t> mask_memory(io_address(mask), program->kv_capacity());
 
-  return std::unique_ptr<Session>(new Session(device, std::move(program), std::move(weights),
+  return std::unique_ptr<Sequence>(new Sequence(std::move(shared_device), std::move(program), std::move(weights),
                                               std::move(buffers), *std::move(commands),
                                               std::move(graphs), mask_memory,
                                               chain_with_fences));
@@ -91,11 +92,11 @@ uint64_t TotalSize(absl::Span<const Buffer> buffers, const Buffer& commands) {
 
 }  // namespace
 
-Session::Session(Device& device, std::shared_ptr<const Program> program,
-                 std::shared_ptr<const Buffer> weights, std::vector<Buffer> buffers,
-                 Buffer commands, std::vector<RecordedGraph> graphs, absl::Span<uint8_t> mask,
-                 bool chain_with_fences)
-    : device_(device),
+Sequence::Sequence(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
+                   std::shared_ptr<const Buffer> weights, std::vector<Buffer> buffers,
+                   Buffer commands, std::vector<RecordedGraph> graphs, absl::Span<uint8_t> mask,
+                   bool chain_with_fences)
+    : device_(std::move(device)),
       program_(std::move(program)),
       weights_(std::move(weights)),
       buffers_(std::move(buffers)),
@@ -104,12 +105,15 @@ Session::Session(Device& device, std::shared_ptr<const Program> program,
       chain_with_fences_(chain_with_fences),
       device_memory_bytes_(TotalSize(buffers_, commands_)),
       cache_(mask) {
+  size_t max_streams = 0;
   for (const GraphSpec& spec : program_->graphs()) {
     stats_.graphs.push_back({spec.name, spec.rows, 0});
   }
+  for (const RecordedGraph& graph : graphs_) max_streams = std::max(max_streams, graph.streams.size());
+  step_fences_.reserve(max_streams);
 }
 
-absl::StatusOr<absl::Span<const float>> Session::Forward(absl::Span<const int32_t> tokens) {
+absl::StatusOr<absl::Span<const float>> Sequence::Forward(absl::Span<const int32_t> tokens) {
   const absl::Time start = absl::Now();
   const ModelInfo& info = program_->info();
   if (tokens.empty()) {
@@ -155,7 +159,7 @@ absl::StatusOr<absl::Span<const float>> Session::Forward(absl::Span<const int32_
   return absl::Span<const float>(graphs_[last_graph].logits, program_->info().vocab_size);
 }
 
-absl::Status Session::RunGraph(size_t graph_index, absl::Span<const int32_t> tokens) {
+absl::Status Sequence::RunGraph(size_t graph_index, absl::Span<const int32_t> tokens) {
   const RecordedGraph& graph = graphs_[graph_index];
   const uint32_t rows = program_->graphs()[graph_index].rows;
   const uint32_t count = static_cast<uint32_t>(tokens.size());
@@ -178,14 +182,16 @@ absl::Status Session::RunGraph(size_t graph_index, absl::Span<const int32_t> tok
   StoreI32(graph.last_row, 0, static_cast<int32_t>(count - 1));
 
   const absl::Time deadline = absl::Now() + kStepTimeout;
-  uint64_t fence = 0;
+  // The fences of this step's jobs, in submission order (capacity reserved
+  // when the sequence was created: no allocation per step).
+  step_fences_.clear();
   for (size_t i = 0; i < graph.streams.size(); ++i) {
     const RecordedStream& stream = graph.streams[i];
     if (i > 0 && !chain_with_fences_) {
       const absl::Time wait_start = absl::Now();
-      absl::Status waited = device_.Wait(fence, deadline);
+      absl::Status waited = device_->Wait(step_fences_.back(), deadline);
       stats_.wait_time += absl::Now() - wait_start;
-      if (!waited.ok()) return waited;
+      if (!waited.ok()) return StepError(graph_index, i - 1, waited);
     }
     SubmitArgs args;
     args.engine = stream.engine;
@@ -193,17 +199,27 @@ absl::Status Session::RunGraph(size_t graph_index, absl::Span<const int32_t> tok
     args.cmd_offset = stream.offset;
     args.cmd_size = stream.size;
     args.bo_handles = stream.bo_handles;
-    if (i > 0 && chain_with_fences_) args.in_fences = absl::MakeConstSpan(&fence, 1);
+    if (i > 0 && chain_with_fences_) args.in_fences = absl::MakeConstSpan(&step_fences_.back(), 1);
     const absl::Time submit_start = absl::Now();
-    absl::StatusOr<uint64_t> submitted = device_.Submit(args);
+    absl::StatusOr<uint64_t> submitted = device_->Submit(args);
     stats_.submit_time += absl::Now() - submit_start;
     if (!submitted.ok()) return submitted.status();
-    fence = *submitted;
+    step_fences_.push_back(*submitted);
   }
   const absl::Time wait_start = absl::Now();
-  absl::Status waited = device_.Wait(fence, deadline);
+  absl::Status waited = device_->Wait(step_fences_.back(), deadline);
   stats_.wait_time += absl::Now() - wait_start;
-  if (!waited.ok()) return waited;
+  if (!waited.ok()) {
+    // A failed job cancels the jobs chained after it: report the first
+    // job of the step that failed, with its own cause (the jobs before
+    // the last have all completed or failed, so these waits return at
+    // once).
+    for (size_t i = 0; i + 1 < step_fences_.size(); ++i) {
+      absl::Status earlier = device_->Wait(step_fences_[i], absl::Now());
+      if (!earlier.ok()) return StepError(graph_index, i, earlier);
+    }
+    return StepError(graph_index, step_fences_.size() - 1, waited);
+  }
 
   // The compute job has read the mask: the new slots become visible now.
   cache_.Commit(*placement, tokens);
@@ -213,18 +229,28 @@ absl::Status Session::RunGraph(size_t graph_index, absl::Span<const int32_t> tok
   return absl::OkStatus();
 }
 
-absl::Status Session::SetCacheFullPolicy(const CacheFullPolicy& policy) {
+absl::Status Sequence::StepError(size_t graph_index, size_t stream,
+                                 const absl::Status& error) const {
+  const RecordedGraph& graph = graphs_[graph_index];
+  const char* engine = graph.streams[stream].engine == DRM_LNPU_ENGINE_DMA ? "DMA" : "compute";
+  return absl::Status(error.code(),
+                      absl::StrCat("graph '", program_->graphs()[graph_index].name, "': ", engine,
+                                   " job ", stream + 1, " of ", graph.streams.size(),
+                                   " failed: ", error.message()));
+}
+
+absl::Status Sequence::SetCacheFullPolicy(const CacheFullPolicy& policy) {
   if (absl::Status fits = CheckCompatible(program_->info().identity, policy); !fits.ok()) {
     return fits;
   }
   return cache_.SetPolicy(policy);
 }
 
-absl::Span<uint8_t> Session::kv_memory() const {
+absl::Span<uint8_t> Sequence::kv_memory() const {
   return buffers_[program_->kv_cache_buffer()].mapped();
 }
 
-absl::Status Session::CheckCompatible(const ModelIdentity& model,
+absl::Status Sequence::CheckCompatible(const ModelIdentity& model,
                                       const CacheFullPolicy& policy) const {
   const ModelIdentity& own = program_->info().identity;
   if (model.kv_capacity != own.kv_capacity) {
@@ -248,18 +274,18 @@ absl::Status Session::CheckCompatible(const ModelIdentity& model,
         model.metadata_crc32, model.weights_crc32, own.metadata_crc32, own.weights_crc32));
   }
   const uint32_t largest_chunk = program_->run_chunks().back();
-  if (policy.ring && policy.sink_slots < own.kv_capacity &&
-      own.kv_capacity - policy.sink_slots < largest_chunk) {
+  if (policy.ring() && policy.sinks() < own.kv_capacity &&
+      own.kv_capacity - policy.sinks() < largest_chunk) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a ring of ", own.kv_capacity - policy.sink_slots, " slots (capacity ",
-        own.kv_capacity, " minus ", policy.sink_slots,
+        "a ring of ", own.kv_capacity - policy.sinks(), " slots (capacity ",
+        own.kv_capacity, " minus ", policy.sinks(),
         " sink slots) cannot hold the largest compiled prefill chunk of ", largest_chunk,
         " tokens: use at most ", own.kv_capacity - largest_chunk, " sink slots"));
   }
   return absl::OkStatus();
 }
 
-void Session::WriteKvRows(const uint8_t* src, uint32_t src_slots, uint32_t slots) {
+void Sequence::WriteKvRows(const uint8_t* src, uint32_t src_slots, uint32_t slots) {
   const ModelIdentity& id = program_->info().identity;
   const uint64_t row = id.kv_row_bytes;
   uint8_t* dst = kv_memory().data();
@@ -268,7 +294,7 @@ void Session::WriteKvRows(const uint8_t* src, uint32_t src_slots, uint32_t slots
   }
 }
 
-absl::StatusOr<SessionState> Session::SaveState(uint32_t max_tokens) const {
+absl::StatusOr<CacheSnapshot> Sequence::SaveState(uint32_t max_tokens) const {
   const uint32_t next = static_cast<uint32_t>(cache_.next_position());
   const uint32_t tokens = std::min(max_tokens, next);
   if (tokens < next && cache_.wrapped()) {
@@ -278,7 +304,7 @@ absl::StatusOr<SessionState> Session::SaveState(uint32_t max_tokens) const {
   }
   const ModelIdentity& id = program_->info().identity;
   const uint32_t written = std::min(tokens, id.kv_capacity);
-  SessionState state;
+  CacheSnapshot state;
   state.model = id;
   state.policy = cache_.policy();
   state.next_position = static_cast<int32_t>(tokens);
@@ -295,7 +321,7 @@ absl::StatusOr<SessionState> Session::SaveState(uint32_t max_tokens) const {
   return state;
 }
 
-absl::Status Session::RestoreState(const SessionState& state) {
+absl::Status Sequence::RestoreState(const CacheSnapshot& state) {
   if (absl::Status fits = CheckCompatible(state.model, state.policy); !fits.ok()) return fits;
   const ModelIdentity& id = program_->info().identity;
   const uint64_t written = state.written_slots();
@@ -303,6 +329,23 @@ absl::Status Session::RestoreState(const SessionState& state) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the saved state has ", state.kv_rows.size(), " bytes of K/V rows; ", written,
         " slots need ", uint64_t{id.kv_blocks} * written * id.kv_row_bytes));
+  }
+  // Every token the model would see again must exist in its vocabulary.
+  const uint32_t vocab_size = program_->info().vocab_size;
+  auto bad_token = [&](const char* where, size_t i, int32_t id) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the saved state's ", where, " ", i, " holds token ", id,
+        ", outside this model's vocabulary of ", vocab_size, " tokens"));
+  };
+  for (size_t i = 0; i < state.slot_tokens.size() && i < state.mask.size(); ++i) {
+    const int32_t id = state.slot_tokens[i];
+    if (state.mask[i] != 0 && (id < 0 || static_cast<uint32_t>(id) >= vocab_size)) {
+      return bad_token("slot", i, id);
+    }
+  }
+  for (size_t i = 0; i < state.pending_tokens.size(); ++i) {
+    const int32_t id = state.pending_tokens[i];
+    if (id < 0 || static_cast<uint32_t>(id) >= vocab_size) return bad_token("pending token", i, id);
   }
   // Validates everything else before changing anything.
   absl::Status restored =
@@ -313,7 +356,7 @@ absl::Status Session::RestoreState(const SessionState& state) {
   return absl::OkStatus();
 }
 
-absl::Status Session::CopyPrefixFrom(const Session& source, uint32_t tokens) {
+absl::Status Sequence::CopyPrefixFrom(const Sequence& source, uint32_t tokens) {
   if (&source == this) {
     return absl::InvalidArgumentError("CopyPrefixFrom() needs another session as the source");
   }

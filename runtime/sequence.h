@@ -1,13 +1,16 @@
-// One conversation's state on the device: its KV cache, scratch and IO
-// buffers, and the command streams of every graph, recorded once with all
-// addresses resolved. A step only writes the inputs into the mapped IO
-// buffer and submits; nothing is allocated or encoded per token.
+// One token sequence's state on the device (the runtime half of a
+// framework::Session): its KV cache, scratch and IO buffers, and the
+// command streams of every graph, recorded once with all addresses
+// resolved. A step only writes the inputs into the mapped IO buffer and
+// submits; nothing is allocated or encoded per token.
 //
-// Thread-safety: not thread-safe; use a session from one thread at a time.
-// Different sessions (of one or several models) may run on different
+// Lifetime: shares ownership of the device, the program and the weights
+// with its Model, so either may be destroyed first.
+// Thread-safety: not thread-safe; use a sequence from one thread at a time.
+// Different sequences (of one or several models) may run on different
 // threads concurrently.
-#ifndef RUNTIME_SESSION_H_
-#define RUNTIME_SESSION_H_
+#ifndef RUNTIME_SEQUENCE_H_
+#define RUNTIME_SEQUENCE_H_
 
 #include <cstdint>
 #include <limits>
@@ -21,7 +24,7 @@
 #include "kernel_iface/driver/device.h"
 #include "runtime/kv_cache_state.h"
 #include "runtime/program.h"
-#include "runtime/session_state.h"
+#include "runtime/cache_snapshot.h"
 
 namespace lnpu::runtime {
 
@@ -33,7 +36,7 @@ struct GraphStats {
 };
 
 // Cumulative profile of a session (not cleared by Reset()).
-struct SessionStats {
+struct SequenceStats {
   uint64_t forward_calls = 0;
   uint64_t steps = 0;        // graph runs
   uint64_t tokens = 0;       // tokens run through the model
@@ -45,10 +48,10 @@ struct SessionStats {
   std::vector<GraphStats> graphs;  // one per graph, in artifact order
 };
 
-class Session {
+class Sequence {
  public:
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
+  Sequence(const Sequence&) = delete;
+  Sequence& operator=(const Sequence&) = delete;
 
   // Runs `tokens` through the model at the next cache slots: a single
   // token with the decode graph, more in runs of the compiled prefill
@@ -72,7 +75,7 @@ class Session {
   const KvCacheState& cache() const { return cache_; }
 
   // What happens when the cache is full (kv_cache_state.h). InvalidArgument
-  // when the ring (capacity - sink_slots) is smaller than the largest
+  // when the ring (capacity - policy.sinks()) is smaller than the largest
   // compiled prefill chunk, since one run must not overwrite its own slots;
   // FailedPrecondition as KvCacheState::SetPolicy. Reset() keeps it.
   absl::Status SetCacheFullPolicy(const CacheFullPolicy& policy);
@@ -84,7 +87,7 @@ class Session {
   // The first `max_tokens` positions of the cache (all of it by default)
   // copied to host memory. FailedPrecondition for a prefix shorter than the
   // cache once the ring has wrapped (the prefix's slots were overwritten).
-  absl::StatusOr<SessionState> SaveState(
+  absl::StatusOr<CacheSnapshot> SaveState(
       uint32_t max_tokens = std::numeric_limits<uint32_t>::max()) const;
 
   // Replaces this session's cache with `state`. FailedPrecondition, naming
@@ -93,16 +96,17 @@ class Session {
   // dtype, layers, row size) or under a ring the compiled chunks do not
   // fit; InvalidArgument for an inconsistent state. Nothing changes on
   // error.
-  absl::Status RestoreState(const SessionState& state);
+  absl::Status RestoreState(const CacheSnapshot& state);
 
   // Makes this session's cache the first `tokens` positions of `source`'s
   // (e.g. a shared system prompt), copying the K/V rows device buffer to
   // device buffer without recomputing them. The policy stays this
   // session's. Same errors as SaveState() and RestoreState(); `source`
   // may not be this session.
-  absl::Status CopyPrefixFrom(const Session& source, uint32_t tokens);
+  absl::Status CopyPrefixFrom(const Sequence& source, uint32_t tokens);
 
-  const SessionStats& stats() const { return stats_; }
+  const SequenceStats& stats() const { return stats_; }
+  const ModelInfo& info() const { return program_->info(); }
 
   // Device memory of this session's own buffers (excluding the weights).
   uint64_t device_memory_bytes() const { return device_memory_bytes_; }
@@ -128,17 +132,20 @@ class Session {
   };
 
   // Allocates, zeroes and records a session of `program`.
-  static absl::StatusOr<std::unique_ptr<Session>> Create(
-      Device& device, std::shared_ptr<const Program> program,
+  static absl::StatusOr<std::unique_ptr<Sequence>> Create(
+      std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
       std::shared_ptr<const Buffer> weights, bool chain_with_fences);
 
-  Session(Device& device, std::shared_ptr<const Program> program,
+  Sequence(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
           std::shared_ptr<const Buffer> weights, std::vector<Buffer> buffers, Buffer commands,
           std::vector<RecordedGraph> graphs, absl::Span<uint8_t> mask, bool chain_with_fences);
 
   // Runs graph `graph` on `tokens` (at most its rows) at the next
   // positions: evicts the slots it overwrites, submits, waits and commits.
   absl::Status RunGraph(size_t graph, absl::Span<const int32_t> tokens);
+
+  // `error` of job `stream` of graph `graph_index`, naming both.
+  absl::Status StepError(size_t graph_index, size_t stream, const absl::Status& error) const;
 
   // The mapped KV cache: [kv_blocks][capacity][kv_row_bytes].
   absl::Span<uint8_t> kv_memory() const;
@@ -148,7 +155,7 @@ class Session {
   // list with `src_slots` rows per block) into this session's cache.
   void WriteKvRows(const uint8_t* src, uint32_t src_slots, uint32_t slots);
 
-  Device& device_;
+  const std::shared_ptr<Device> device_;
   const std::shared_ptr<const Program> program_;
   const std::shared_ptr<const Buffer> weights_;
   const std::vector<Buffer> buffers_;  // parallel to program_->buffers(); [0] unused
@@ -157,9 +164,10 @@ class Session {
   const bool chain_with_fences_;
   const uint64_t device_memory_bytes_;
   KvCacheState cache_;  // its mask is the mapped device mask
-  SessionStats stats_;
+  SequenceStats stats_;
+  std::vector<uint64_t> step_fences_;  // of the step in RunGraph
 };
 
 }  // namespace lnpu::runtime
 
-#endif  // RUNTIME_SESSION_H_
+#endif  // RUNTIME_SEQUENCE_H_

@@ -1,5 +1,5 @@
-#ifndef LNPU_COMPILER_ARTIFACTS_GGUF_HALF_H_
-#define LNPU_COMPILER_ARTIFACTS_GGUF_HALF_H_
+#ifndef LNPU_BASE_HALF_H_
+#define LNPU_BASE_HALF_H_
 
 // Bit-exact conversions between float and the 16-bit float formats stored in
 // GGUF files: IEEE 754 binary16 ("F16") and bfloat16 ("BF16"). Narrowing
@@ -9,7 +9,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace lnpu::gguf {
+namespace lnpu {
 
 // binary16 bits -> float. Exact for every input, including subnormals.
 constexpr float Float16ToFloat(uint16_t half) {
@@ -77,6 +77,6 @@ constexpr uint16_t FloatToBFloat16(float value) {
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
 
-}  // namespace lnpu::gguf
+}  // namespace lnpu
 
-#endif  // LNPU_COMPILER_ARTIFACTS_GGUF_HALF_H_
+#endif  // LNPU_BASE_HALF_H_

@@ -1,4 +1,6 @@
-#include "runtime/session_state.h"
+#include "runtime/cache_snapshot.h"
+
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -8,7 +10,10 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_artifacts/format/crc32.h"
+#include "base/atomic_file.h"
+#include "base/crc32.h"
+#include "base/file_io.h"
+#include "base/status_macros.h"
 
 namespace lnpu::runtime {
 namespace {
@@ -36,10 +41,7 @@ uint64_t GetU64(const uint8_t* p) {
 }
 
 absl::Status IoError(const std::string& what, const std::string& path, int err) {
-  const std::string message = absl::StrCat(what, " '", path, "': ", std::strerror(err));
-  if (err == ENOENT) return absl::NotFoundError(message);
-  if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
-  return absl::UnavailableError(message);
+  return ErrnoError(err, what, path);
 }
 
 struct FileCloser {
@@ -72,7 +74,8 @@ std::vector<uint8_t> EncodeTokens(const std::vector<int32_t>& slot_tokens,
 
 }  // namespace
 
-absl::Status WriteSessionStateFile(const SessionState& state, const std::string& path) {
+absl::Status WriteCacheSnapshotFile(const CacheSnapshot& state, const std::string& path,
+                                   absl::Span<const std::string> inputs) {
   const uint64_t written = state.written_slots();
   uint8_t header[kHeaderSize] = {};
   std::memcpy(header, kMagic, sizeof(kMagic));
@@ -85,8 +88,8 @@ absl::Status WriteSessionStateFile(const SessionState& state, const std::string&
   PutU32(header + 28, id.kv_dtype);
   PutU32(header + 32, id.kv_blocks);
   PutU32(header + 36, id.kv_row_bytes);
-  PutU32(header + 40, state.policy.ring ? 1 : 0);
-  PutU32(header + 44, state.policy.sink_slots);
+  PutU32(header + 40, state.policy.ring() ? 1 : 0);
+  PutU32(header + 44, state.policy.sinks());
   PutU32(header + 48, static_cast<uint32_t>(state.next_position));
   PutU32(header + 52, static_cast<uint32_t>(written));
   PutU64(header + 56, state.bytes());
@@ -96,38 +99,31 @@ absl::Status WriteSessionStateFile(const SessionState& state, const std::string&
   // file order.
   std::vector<uint8_t> tokens =
       EncodeTokens(state.slot_tokens, state.pending_tokens);
-  uint32_t crc = artifact::Crc32(state.mask);
-  crc = artifact::Crc32(tokens, crc);
-  crc = artifact::Crc32(state.kv_rows, crc);
+  uint32_t crc = Crc32(state.mask);
+  crc = Crc32(tokens, crc);
+  crc = Crc32(state.kv_rows, crc);
   PutU32(header + 64, crc);
   PutU32(header + kHeaderCrcOffset,
-         artifact::Crc32(absl::MakeConstSpan(header, kHeaderCrcOffset)));
+         Crc32(absl::MakeConstSpan(header, kHeaderCrcOffset)));
 
-  const std::string temporary = path + ".tmp";
-  File file(std::fopen(temporary.c_str(), "wb"));
-  if (!file) return IoError("cannot create session file", temporary, errno);
-  bool ok = std::fwrite(header, 1, kHeaderSize, file.get()) == kHeaderSize;
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file,
+                        AtomicFileWriter::Create(path, "session file", inputs));
+  LNPU_RETURN_IF_ERROR(file->Append(absl::MakeConstSpan(header, kHeaderSize)));
   for (const std::vector<uint8_t>* part :
        std::initializer_list<const std::vector<uint8_t>*>{&state.mask, &tokens, &state.kv_rows}) {
-    ok = ok && std::fwrite(part->data(), 1, part->size(), file.get()) == part->size();
+    LNPU_RETURN_IF_ERROR(file->Append(*part));
   }
-  ok = ok && std::fflush(file.get()) == 0;
-  const int err = errno;
-  if (std::fclose(file.release()) != 0 || !ok) {
-    std::remove(temporary.c_str());
-    return IoError("cannot write session file", temporary, ok ? errno : err);
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int rename_err = errno;
-    std::remove(temporary.c_str());
-    return IoError("cannot rename session file into", path, rename_err);
-  }
-  return absl::OkStatus();
+  return file->Commit();
 }
 
-absl::StatusOr<SessionState> ReadSessionStateFile(const std::string& path) {
-  File file(std::fopen(path.c_str(), "rb"));
-  if (!file) return IoError("cannot open session file", path, errno);
+absl::StatusOr<CacheSnapshot> ReadCacheSnapshotFile(const std::string& path) {
+  LNPU_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, "session file"));
+  File file(::fdopen(fd, "rb"));
+  if (!file) {
+    const int err = errno;
+    ::close(fd);
+    return IoError("cannot open session file", path, err);
+  }
   auto corrupt = [&](const std::string& what) {
     return absl::InvalidArgumentError(
         absl::StrCat("session file '", path, "': ", what,
@@ -142,7 +138,7 @@ absl::StatusOr<SessionState> ReadSessionStateFile(const std::string& path) {
     return corrupt("not a session file (bad magic)");
   }
   if (GetU32(header + kHeaderCrcOffset) !=
-      artifact::Crc32(absl::MakeConstSpan(header, kHeaderCrcOffset))) {
+      Crc32(absl::MakeConstSpan(header, kHeaderCrcOffset))) {
     return corrupt("header checksum mismatch (corrupt header)");
   }
   if (GetU32(header + 8) != kVersion) {
@@ -152,7 +148,7 @@ absl::StatusOr<SessionState> ReadSessionStateFile(const std::string& path) {
   }
   if (GetU32(header + 12) != kHeaderSize) return corrupt("bad header size");
 
-  SessionState state;
+  CacheSnapshot state;
   ModelIdentity& id = state.model;
   id.metadata_crc32 = GetU32(header + 16);
   id.weights_crc32 = GetU32(header + 20);
@@ -162,8 +158,9 @@ absl::StatusOr<SessionState> ReadSessionStateFile(const std::string& path) {
   id.kv_row_bytes = GetU32(header + 36);
   const uint32_t ring = GetU32(header + 40);
   if (ring > 1) return corrupt("ring flag is neither 0 nor 1");
-  state.policy.ring = ring == 1;
-  state.policy.sink_slots = GetU32(header + 44);
+  state.policy.on_full =
+      ring == 1 ? CacheFullPolicy::OnFull::kRing : CacheFullPolicy::OnFull::kFinish;
+  state.policy.sink_tokens = GetU32(header + 44);
   const uint32_t next_position = GetU32(header + 48);
   if (next_position > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
     return corrupt("next position out of range");
@@ -203,9 +200,9 @@ absl::StatusOr<SessionState> ReadSessionStateFile(const std::string& path) {
       return IoError("cannot read session file", path, std::ferror(file.get()) ? errno : EIO);
     }
   }
-  uint32_t crc = artifact::Crc32(state.mask);
-  crc = artifact::Crc32(tokens, crc);
-  crc = artifact::Crc32(state.kv_rows, crc);
+  uint32_t crc = Crc32(state.mask);
+  crc = Crc32(tokens, crc);
+  crc = Crc32(state.kv_rows, crc);
   if (crc != expected_crc) return corrupt("payload checksum mismatch (corrupt data)");
   state.slot_tokens.resize(written);
   for (size_t i = 0; i < written; ++i) {

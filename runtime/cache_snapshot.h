@@ -23,8 +23,8 @@
 //            pending_tokens I32[pending_count],
 //            kv_rows [kv_blocks][written_slots][kv_row_bytes]
 //   nothing follows.
-#ifndef RUNTIME_SESSION_STATE_H_
-#define RUNTIME_SESSION_STATE_H_
+#ifndef RUNTIME_CACHE_SNAPSHOT_H_
+#define RUNTIME_CACHE_SNAPSHOT_H_
 
 #include <cstdint>
 #include <string>
@@ -32,12 +32,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "runtime/kv_cache_state.h"
 #include "runtime/model_info.h"
 
 namespace lnpu::runtime {
 
-struct SessionState {
+struct CacheSnapshot {
   ModelIdentity model;  // the model (and cache geometry) it was saved from
   CacheFullPolicy policy;
   int32_t next_position = 0;
@@ -59,17 +60,21 @@ struct SessionState {
   }
 };
 
-// Writes `state` to `path` atomically (a temporary file renamed into
-// place). Unavailable on I/O errors, naming the path and errno.
-absl::Status WriteSessionStateFile(const SessionState& state, const std::string& path);
+// Writes `state` to `path` atomically (base/atomic_file.h). InvalidArgument
+// when `path` exists and is not a regular file or is one of `inputs` (e.g.
+// the model's artifact, which must never be replaced by a session); the
+// errno's status, naming the path, on I/O errors.
+absl::Status WriteCacheSnapshotFile(const CacheSnapshot& state, const std::string& path,
+                                   absl::Span<const std::string> inputs = {});
 
-// Reads a file written by WriteSessionStateFile. NotFound / PermissionDenied
-// / Unavailable for I/O; InvalidArgument for a file that is not a session
-// file, truncated, or corrupt (CRC mismatch), naming the path and field;
+// Reads a file written by WriteCacheSnapshotFile. The errno's status (NotFound,
+// PermissionDenied, ...) for I/O; InvalidArgument for a directory or other
+// non-regular file, and for a file that is not a session file, truncated, or
+// corrupt (CRC mismatch), naming the path and field;
 // FailedPrecondition for an unsupported version. Whether the state fits a
-// model is checked when it is restored (Session::RestoreState).
-absl::StatusOr<SessionState> ReadSessionStateFile(const std::string& path);
+// model is checked when it is restored (Sequence::RestoreState).
+absl::StatusOr<CacheSnapshot> ReadCacheSnapshotFile(const std::string& path);
 
 }  // namespace lnpu::runtime
 
-#endif  // RUNTIME_SESSION_STATE_H_
+#endif  // RUNTIME_CACHE_SNAPSHOT_H_

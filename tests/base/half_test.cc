@@ -1,4 +1,4 @@
-#include "compiler_artifacts/gguf/half.h"
+#include "base/half.h"
 
 #include <bit>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 
-namespace lnpu::gguf {
+namespace lnpu {
 namespace {
 
 uint32_t Bits(float value) { return std::bit_cast<uint32_t>(value); }
@@ -147,4 +147,4 @@ TEST(HalfTest, UsableInConstantExpressions) {
 }
 
 }  // namespace
-}  // namespace lnpu::gguf
+}  // namespace lnpu

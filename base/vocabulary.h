@@ -1,15 +1,18 @@
-// The data a tokenizer is built from: the token list of a model and the
-// rules for using it, as GGUF stores them under tokenizer.ggml.*. The
-// runtime fills one from the compiled artifact; Tokenizer::Create validates
-// it.
-#ifndef FRAMEWORK_TOKENIZER_VOCABULARY_H_
-#define FRAMEWORK_TOKENIZER_VOCABULARY_H_
+// The one description of a model's tokenizer: the token list and the rules
+// for using it, as GGUF stores them under tokenizer.ggml.*. Every layer
+// passes this same type along: the compiler reads it from GGUF
+// (compiler::ReadVocabulary, which applies llama.cpp's defaults for absent
+// keys), the artifact stores it (compiler_artifacts/format/vocabulary_table.h
+// converts both ways), the runtime exposes it (runtime::ModelInfo), and
+// framework::Tokenizer::Create validates and uses it.
+#ifndef LNPU_BASE_VOCABULARY_H_
+#define LNPU_BASE_VOCABULARY_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace lnpu::framework {
+namespace lnpu {
 
 enum class TokenizerType {
   kSentencePiece,  // GGUF tokenizer.ggml.model "llama": score-driven merges
@@ -39,20 +42,25 @@ struct Vocabulary {
   // One merge score per token (SentencePiece: required; byte-level BPE:
   // unused, may be empty).
   std::vector<float> scores;
-  // One TokenType value per token.
+  // One TokenType value per token (the artifact reader fills kNormal for a
+  // model that has none).
   std::vector<int32_t> token_types;
   // Byte-level BPE merge rules "left right", highest priority first.
   std::vector<std::string> merges;
   // Special token ids; -1 when the model has none.
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
   // Whether prompts for this model start with BOS / end with EOS. Encode
-  // does not consult these: callers pass add_bos explicitly.
+  // does not consult these: callers pass add_bos explicitly. The defaults
+  // are llama.cpp's for SentencePiece vocabularies; the GGUF reader sets
+  // all three from the file or from its family's defaults.
   bool add_bos = true, add_eos = false;
   // SentencePiece only: Encode prepends a space to non-empty text, and
   // Decode drops it again.
   bool add_space_prefix = true;
+
+  bool operator==(const Vocabulary&) const = default;
 };
 
-}  // namespace lnpu::framework
+}  // namespace lnpu
 
-#endif  // FRAMEWORK_TOKENIZER_VOCABULARY_H_
+#endif  // LNPU_BASE_VOCABULARY_H_

@@ -23,8 +23,8 @@
 #include "kernel_iface/softnpu/soft_npu.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/model.h"
-#include "runtime/session.h"
-#include "runtime/session_state.h"
+#include "runtime/sequence.h"
+#include "runtime/cache_snapshot.h"
 
 namespace lnpu::runtime {
 namespace {
@@ -82,7 +82,7 @@ uint64_t MemoryUsed(const Device& device) {
 
 // Feeds `tokens` in runs of the given lengths (the last one takes the
 // rest) and returns the logits after each run.
-std::vector<std::vector<float>> FeedInRuns(Session& session, const std::vector<int32_t>& tokens,
+std::vector<std::vector<float>> FeedInRuns(Sequence& session, const std::vector<int32_t>& tokens,
                                            const std::vector<size_t>& runs) {
   std::vector<std::vector<float>> out;
   size_t done = 0;
@@ -131,13 +131,13 @@ class RuntimeTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
     ASSERT_TRUE(device.ok()) << device.status();
     device_ = *std::move(device);
-    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(*device_, *stories_);
+    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device_, *stories_);
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = *std::move(model);
   }
 
-  std::unique_ptr<Session> NewSession() {
-    absl::StatusOr<std::unique_ptr<Session>> session = model_->CreateSession();
+  std::unique_ptr<Sequence> NewSession() {
+    absl::StatusOr<std::unique_ptr<Sequence>> session = model_->CreateSequence();
     EXPECT_TRUE(session.ok()) << session.status();
     return session.ok() ? *std::move(session) : nullptr;
   }
@@ -145,13 +145,13 @@ class RuntimeTest : public ::testing::Test {
   // Pieces of a SentencePiece vocabulary joined into text.
   std::string Detokenize(const std::vector<int32_t>& tokens) const {
     std::string text;
-    for (int32_t t : tokens) text += model_->info().tokens[t];
+    for (int32_t t : tokens) text += model_->info().vocabulary.tokens[t];
     return absl::StrReplaceAll(text, {{"\xE2\x96\x81", " "}});
   }
 
   static std::string* dir_;
   static std::string* stories_;
-  std::unique_ptr<Device> device_;
+  std::shared_ptr<Device> device_;
   std::unique_ptr<Model> model_;
 };
 
@@ -172,18 +172,18 @@ TEST_F(RuntimeTest, LoadCopiesTheModelInfo) {
   EXPECT_EQ(info.max_prompt_len, kMaxPromptLen);
   EXPECT_EQ(info.min_response_len, kMinResponseLen);
   EXPECT_THAT(info.prefill_chunks, ElementsAre(4, 16));
-  EXPECT_FALSE(info.tokenizer_is_byte_level_bpe);
-  EXPECT_EQ(info.tokens.size(), 512u);
-  EXPECT_EQ(info.scores.size(), 512u);
-  EXPECT_EQ(info.bos_id, 1);
-  EXPECT_EQ(info.eos_id, 2);
+  EXPECT_EQ(info.vocabulary.type, TokenizerType::kSentencePiece);
+  EXPECT_EQ(info.vocabulary.tokens.size(), 512u);
+  EXPECT_EQ(info.vocabulary.scores.size(), 512u);
+  EXPECT_EQ(info.vocabulary.bos_id, 1);
+  EXPECT_EQ(info.vocabulary.eos_id, 2);
   EXPECT_GT(info.weight_bytes, 0u);
   EXPECT_GE(model_->device_memory_bytes(), info.weight_bytes);
 }
 
 TEST_F(RuntimeTest, LoadRejectsMissingAndCorruptFiles) {
   absl::StatusOr<std::unique_ptr<Model>> missing =
-      Model::Load(*device_, *dir_ + "/does-not-exist.lnpu");
+      Model::Load(device_, *dir_ + "/does-not-exist.lnpu");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
 
   const std::string corrupt = *dir_ + "/corrupt.lnpu";
@@ -194,14 +194,27 @@ TEST_F(RuntimeTest, LoadRejectsMissingAndCorruptFiles) {
     bytes.resize(bytes.size() - 100);
     std::ofstream(corrupt, std::ios::binary) << bytes;
   }
-  absl::StatusOr<std::unique_ptr<Model>> bad = Model::Load(*device_, corrupt);
+  absl::StatusOr<std::unique_ptr<Model>> bad = Model::Load(device_, corrupt);
   EXPECT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr(corrupt));
+
+  // One flipped bit in the weights: the checksums catch it at load, unless
+  // verification is turned off.
+  {
+    std::ifstream in(*stories_, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bytes[bytes.size() - 1000] ^= 0x01;  // in the last weight's data
+    std::ofstream(corrupt, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  bad = Model::Load(device_, corrupt);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(bad.status().message(), HasSubstr("the weights are corrupt"));
+  EXPECT_TRUE(Model::Load(device_, corrupt, {.verify_weights = false}).ok());
   std::remove(corrupt.c_str());
 }
 
 TEST_F(RuntimeTest, GreedyDecodingTellsTheStory) {
-  std::unique_ptr<Session> session = NewSession();
+  std::unique_ptr<Sequence> session = NewSession();
   absl::StatusOr<absl::Span<const float>> logits = session->Forward(kPrompt);
   ASSERT_TRUE(logits.ok()) << logits.status();
   ASSERT_EQ(logits->size(), 512u);
@@ -220,7 +233,7 @@ TEST_F(RuntimeTest, ChunkingDoesNotChangeTheLogits) {
   // 29 tokens: a story prompt extended by the model's own continuation.
   std::vector<int32_t> tokens = kPrompt;
   {
-    std::unique_ptr<Session> session = NewSession();
+    std::unique_ptr<Sequence> session = NewSession();
     absl::StatusOr<absl::Span<const float>> logits = session->Forward(tokens);
     while (logits.ok() && tokens.size() < 29) {
       tokens.push_back(Argmax(*logits));
@@ -231,7 +244,7 @@ TEST_F(RuntimeTest, ChunkingDoesNotChangeTheLogits) {
   const int32_t next = 300;
 
   auto run = [&](const std::vector<size_t>& runs) {
-    std::unique_ptr<Session> session = NewSession();
+    std::unique_ptr<Sequence> session = NewSession();
     std::vector<std::vector<float>> out = FeedInRuns(*session, tokens, runs);
     absl::StatusOr<absl::Span<const float>> after = session->Forward(absl::MakeConstSpan(&next, 1));
     EXPECT_TRUE(after.ok()) << after.status();
@@ -254,14 +267,14 @@ TEST_F(RuntimeTest, ChunkingDoesNotChangeTheLogits) {
 }
 
 TEST_F(RuntimeTest, StatsCountRunsPaddingAndTime) {
-  std::unique_ptr<Session> session = NewSession();
+  std::unique_ptr<Sequence> session = NewSession();
   std::vector<int32_t> prompt(23, 300);
   prompt[0] = 1;
   ASSERT_TRUE(session->Forward(prompt).ok());  // 16 + 4 + (3 in 4)
   const int32_t token = 42;
   ASSERT_TRUE(session->Forward(absl::MakeConstSpan(&token, 1)).ok());
 
-  const SessionStats& stats = session->stats();
+  const SequenceStats& stats = session->stats();
   EXPECT_EQ(stats.forward_calls, 2u);
   EXPECT_EQ(stats.steps, 4u);
   EXPECT_EQ(stats.tokens, 24u);
@@ -282,9 +295,9 @@ TEST_F(RuntimeTest, StatsCountRunsPaddingAndTime) {
 }
 
 TEST_F(RuntimeTest, SessionsAreIndependent) {
-  std::unique_ptr<Session> a = NewSession();
-  std::unique_ptr<Session> b = NewSession();
-  std::unique_ptr<Session> reference = NewSession();
+  std::unique_ptr<Sequence> a = NewSession();
+  std::unique_ptr<Sequence> b = NewSession();
+  std::unique_ptr<Sequence> reference = NewSession();
   const std::vector<int32_t> other = {1, 100, 200, 300, 400, 500, 7};
 
   ASSERT_TRUE(a->Forward(kPrompt).ok());
@@ -308,10 +321,10 @@ TEST_F(RuntimeTest, SessionsRunConcurrentlyOnThreads) {
   const std::vector<std::vector<int32_t>> prompts = {kPrompt, {1, 100, 200, 300}};
   std::vector<std::vector<float>> sequential;
   for (const auto& prompt : prompts) {
-    std::unique_ptr<Session> session = NewSession();
+    std::unique_ptr<Sequence> session = NewSession();
     sequential.push_back(FeedInRuns(*session, prompt, std::vector<size_t>(prompt.size(), 1)).back());
   }
-  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<Sequence>> sessions;
   for (size_t i = 0; i < prompts.size(); ++i) sessions.push_back(NewSession());
   std::vector<std::vector<float>> threaded(prompts.size());
   std::vector<std::thread> threads;
@@ -328,7 +341,7 @@ TEST_F(RuntimeTest, SessionsRunConcurrentlyOnThreads) {
 }
 
 TEST_F(RuntimeTest, FullCacheIsResourceExhaustedAndChangesNothing) {
-  std::unique_ptr<Session> session = NewSession();
+  std::unique_ptr<Sequence> session = NewSession();
   const uint32_t capacity = session->cache().capacity();
   std::vector<int32_t> tokens(capacity - 2, 300);
   ASSERT_TRUE(session->Forward(tokens).ok());
@@ -354,7 +367,7 @@ TEST_F(RuntimeTest, FullCacheIsResourceExhaustedAndChangesNothing) {
 }
 
 TEST_F(RuntimeTest, InvalidTokensAreRejectedBeforeAnythingRuns) {
-  std::unique_ptr<Session> session = NewSession();
+  std::unique_ptr<Sequence> session = NewSession();
   ASSERT_TRUE(session->Forward(kPrompt).ok());
   for (const std::vector<int32_t>& bad :
        {std::vector<int32_t>{}, std::vector<int32_t>{-1}, std::vector<int32_t>{512},
@@ -369,7 +382,7 @@ TEST_F(RuntimeTest, InvalidTokensAreRejectedBeforeAnythingRuns) {
 }
 
 TEST_F(RuntimeTest, ResetEmptiesTheCache) {
-  std::unique_ptr<Session> session = NewSession();
+  std::unique_ptr<Sequence> session = NewSession();
   absl::StatusOr<absl::Span<const float>> first = session->Forward(kPrompt);
   ASSERT_TRUE(first.ok());
   const std::vector<float> expected = Copy(*first);
@@ -390,7 +403,7 @@ TEST_F(RuntimeTest, DeviceMemoryReturnsWhenSessionsAndModelsAreDestroyed) {
   const uint64_t initial = MemoryUsed(*device_);
   const uint64_t initial_imported = Param(*device_, DRM_LNPU_PARAM_MEMORY_IMPORTED);
   {
-    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(*device_, *stories_);
+    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device_, *stories_);
     ASSERT_TRUE(model.ok()) << model.status();
     // The software NPU imports the weights from the artifact mapping: they
     // count as imported memory, not device memory.
@@ -399,8 +412,8 @@ TEST_F(RuntimeTest, DeviceMemoryReturnsWhenSessionsAndModelsAreDestroyed) {
     EXPECT_GE(weights, (*model)->info().weight_bytes);
     EXPECT_EQ(Param(*device_, DRM_LNPU_PARAM_MEMORY_IMPORTED), initial_imported + weights);
     EXPECT_EQ(MemoryUsed(*device_), initial);
-    absl::StatusOr<std::unique_ptr<Session>> a = (*model)->CreateSession();
-    absl::StatusOr<std::unique_ptr<Session>> b = (*model)->CreateSession();
+    absl::StatusOr<std::unique_ptr<Sequence>> a = (*model)->CreateSequence();
+    absl::StatusOr<std::unique_ptr<Sequence>> b = (*model)->CreateSequence();
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_GT((*a)->device_memory_bytes(), 0u);
     EXPECT_EQ(MemoryUsed(*device_),
@@ -410,7 +423,7 @@ TEST_F(RuntimeTest, DeviceMemoryReturnsWhenSessionsAndModelsAreDestroyed) {
     EXPECT_EQ(MemoryUsed(*device_), initial + (*b)->device_memory_bytes());
     // A session keeps working after its model is gone: it shares the
     // weights, and with them the artifact mapping they were imported from.
-    std::unique_ptr<Session> survivor = *std::move(b);
+    std::unique_ptr<Sequence> survivor = *std::move(b);
     model->reset();
     ASSERT_TRUE(survivor->Forward(kPrompt).ok());
     EXPECT_GT(MemoryUsed(*device_), initial);
@@ -447,7 +460,7 @@ class ParamOverridingFile : public KernelFile {
 };
 
 TEST_F(RuntimeTest, LoadRejectsStreamsBeyondTheDeviceLimits) {
-  Device small(std::make_unique<ParamOverridingFile>(softnpu::SoftNpu::Default()->Open(),
+  auto small = std::make_shared<Device>(std::make_unique<ParamOverridingFile>(softnpu::SoftNpu::Default()->Open(),
                                                      DRM_LNPU_PARAM_MAX_CMD_SIZE, 64));
   absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(small, *stories_);
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
@@ -456,14 +469,14 @@ TEST_F(RuntimeTest, LoadRejectsStreamsBeyondTheDeviceLimits) {
 }
 
 TEST_F(RuntimeTest, DevicesWithoutInFencesRunStreamsOneAfterTheOther) {
-  Device no_fences(std::make_unique<ParamOverridingFile>(softnpu::SoftNpu::Default()->Open(),
+  auto no_fences = std::make_shared<Device>(std::make_unique<ParamOverridingFile>(softnpu::SoftNpu::Default()->Open(),
                                                          DRM_LNPU_PARAM_CAPABILITIES, 0));
   absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(no_fences, *stories_);
   ASSERT_TRUE(model.ok()) << model.status();
-  absl::StatusOr<std::unique_ptr<Session>> session = (*model)->CreateSession();
+  absl::StatusOr<std::unique_ptr<Sequence>> session = (*model)->CreateSequence();
   ASSERT_TRUE(session.ok()) << session.status();
-  std::unique_ptr<Session> chained = NewSession();
-  for (Session* s : {session->get(), chained.get()}) {
+  std::unique_ptr<Sequence> chained = NewSession();
+  for (Sequence* s : {session->get(), chained.get()}) {
     ASSERT_TRUE(s->Forward(kPrompt).ok());
   }
   const int32_t next = 42;
@@ -483,11 +496,11 @@ TEST_F(RuntimeTest, OutOfDeviceMemoryFailsCleanly) {
   softnpu::SoftNpuOptions options;
   options.memory_bytes = (NewSession()->device_memory_bytes() - 8192) / 4096 * 4096;
   std::shared_ptr<softnpu::SoftNpu> npu = softnpu::SoftNpu::Create(options);
-  Device device(npu->Open());
+  auto device = std::make_shared<Device>(npu->Open());
   absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, *stories_);
   ASSERT_TRUE(model.ok()) << model.status();
   const uint64_t loaded = npu->memory_used();
-  absl::StatusOr<std::unique_ptr<Session>> session = (*model)->CreateSession();
+  absl::StatusOr<std::unique_ptr<Sequence>> session = (*model)->CreateSequence();
   EXPECT_EQ(session.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(npu->memory_used(), loaded);  // nothing of the failed session is left
 }
@@ -496,20 +509,20 @@ TEST_F(RuntimeTest, WeightsAreCopiedOnDevicesWithoutUserptr) {
   auto file = std::make_unique<ParamOverridingFile>(
       softnpu::SoftNpu::Default()->Open(), DRM_LNPU_PARAM_CAPABILITIES,
       Param(*device_, DRM_LNPU_PARAM_CAPABILITIES) & ~DRM_LNPU_CAP_USERPTR);
-  Device device(std::move(file));
-  const uint64_t initial = MemoryUsed(device);
+  auto device = std::make_shared<Device>(std::move(file));
+  const uint64_t initial = MemoryUsed(*device);
   absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, *stories_);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_FALSE((*model)->weights_imported());
-  EXPECT_EQ(MemoryUsed(device), initial + (*model)->device_memory_bytes());
-  std::unique_ptr<Session> session = *(*model)->CreateSession();
+  EXPECT_EQ(MemoryUsed(*device), initial + (*model)->device_memory_bytes());
+  std::unique_ptr<Sequence> session = *(*model)->CreateSequence();
   absl::StatusOr<absl::Span<const float>> copied = session->Forward(kPrompt);
   ASSERT_TRUE(copied.ok()) << copied.status();
   EXPECT_EQ(Argmax(*copied), 432);  // ", there ...": the same model
 }
 
 // Greedy continuation of kPrompt until the session holds `length` tokens.
-std::vector<int32_t> FillGreedy(Session& session, size_t length) {
+std::vector<int32_t> FillGreedy(Sequence& session, size_t length) {
   std::vector<int32_t> tokens = kPrompt;
   absl::StatusOr<absl::Span<const float>> logits = session.Forward(tokens);
   while (logits.ok() && tokens.size() < length) {
@@ -521,7 +534,7 @@ std::vector<int32_t> FillGreedy(Session& session, size_t length) {
 }
 
 // Logits after feeding `token` (empty on error).
-std::vector<float> LogitsAfter(Session& session, int32_t token) {
+std::vector<float> LogitsAfter(Sequence& session, int32_t token) {
   absl::StatusOr<absl::Span<const float>> logits = session.Forward(absl::MakeConstSpan(&token, 1));
   EXPECT_TRUE(logits.ok()) << logits.status();
   return logits.ok() ? Copy(*logits) : std::vector<float>();
@@ -529,7 +542,7 @@ std::vector<float> LogitsAfter(Session& session, int32_t token) {
 
 // Overwrites every byte of `slot`'s K and V rows in `state` with 0xFF
 // (NaN in F32 and in F16).
-void PoisonSlot(SessionState& state, uint32_t slot) {
+void PoisonSlot(CacheSnapshot& state, uint32_t slot) {
   const uint64_t row = state.model.kv_row_bytes, written = state.written_slots();
   for (uint64_t b = 0; b < state.model.kv_blocks; ++b) {
     std::memset(state.kv_rows.data() + (b * written + slot) * row, 0xFF, row);
@@ -542,9 +555,9 @@ bool AllFinite(const std::vector<float>& logits) {
 }
 
 TEST_F(RuntimeTest, SavedStateContinuesIdentically) {
-  std::unique_ptr<Session> original = NewSession();
+  std::unique_ptr<Sequence> original = NewSession();
   const std::vector<int32_t> tokens = FillGreedy(*original, 20);
-  absl::StatusOr<SessionState> state = original->SaveState();
+  absl::StatusOr<CacheSnapshot> state = original->SaveState();
   ASSERT_TRUE(state.ok()) << state.status();
   EXPECT_EQ(state->next_position, 20);
   EXPECT_EQ(state->written_slots(), 20u);
@@ -552,12 +565,12 @@ TEST_F(RuntimeTest, SavedStateContinuesIdentically) {
   EXPECT_EQ(state->model, model_->info().identity);
 
   const std::string path = *dir_ + "/saved.session";
-  ASSERT_TRUE(WriteSessionStateFile(*state, path).ok());
-  absl::StatusOr<SessionState> read = ReadSessionStateFile(path);
+  ASSERT_TRUE(WriteCacheSnapshotFile(*state, path).ok());
+  absl::StatusOr<CacheSnapshot> read = ReadCacheSnapshotFile(path);
   ASSERT_TRUE(read.ok()) << read.status();
   std::remove(path.c_str());
 
-  std::unique_ptr<Session> restored = NewSession();
+  std::unique_ptr<Sequence> restored = NewSession();
   FillGreedy(*restored, 9);  // replaced entirely by the restore
   ASSERT_TRUE(restored->RestoreState(*read).ok());
   EXPECT_EQ(restored->cache().next_position(), 20);
@@ -569,13 +582,13 @@ TEST_F(RuntimeTest, SavedStateContinuesIdentically) {
 }
 
 TEST_F(RuntimeTest, CopiedPrefixEqualsRecomputingIt) {
-  std::unique_ptr<Session> source = NewSession();
+  std::unique_ptr<Sequence> source = NewSession();
   const std::vector<int32_t> tokens = FillGreedy(*source, 24);
-  std::unique_ptr<Session> copy = NewSession();
+  std::unique_ptr<Sequence> copy = NewSession();
   ASSERT_TRUE(copy->CopyPrefixFrom(*source, 5).ok());
   EXPECT_EQ(copy->cache().TokensInContext(), kPrompt);
 
-  std::unique_ptr<Session> recomputed = NewSession();
+  std::unique_ptr<Sequence> recomputed = NewSession();
   ASSERT_TRUE(recomputed->Forward(kPrompt).ok());
   EXPECT_EQ(LogitsAfter(*copy, 300), LogitsAfter(*recomputed, 300));
 
@@ -584,9 +597,9 @@ TEST_F(RuntimeTest, CopiedPrefixEqualsRecomputingIt) {
 }
 
 TEST_F(RuntimeTest, StatesOfOtherModelsAndCapacitiesAreRefused) {
-  std::unique_ptr<Session> session = NewSession();
+  std::unique_ptr<Sequence> session = NewSession();
   FillGreedy(*session, 8);
-  const SessionState good = *session->SaveState();
+  const CacheSnapshot good = *session->SaveState();
 
   // Another capacity: the same model compiled for a smaller cache.
   const std::string small = *dir_ + "/stories_small.lnpu";
@@ -596,9 +609,9 @@ TEST_F(RuntimeTest, StatesOfOtherModelsAndCapacitiesAreRefused) {
   options.prefill_chunks = {4, 16};
   options.kv_dtype = compiler::CompileOptions::KvType::kF32;
   ASSERT_TRUE(compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", small, options).ok());
-  absl::StatusOr<std::unique_ptr<Model>> small_model = Model::Load(*device_, small);
+  absl::StatusOr<std::unique_ptr<Model>> small_model = Model::Load(device_, small);
   ASSERT_TRUE(small_model.ok()) << small_model.status();
-  std::unique_ptr<Session> small_session = *(*small_model)->CreateSession();
+  std::unique_ptr<Sequence> small_session = *(*small_model)->CreateSequence();
   absl::Status refused = small_session->RestoreState(good);
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(refused.message()),
@@ -607,24 +620,40 @@ TEST_F(RuntimeTest, StatesOfOtherModelsAndCapacitiesAreRefused) {
   std::remove(small.c_str());
 
   // Another model of the same shape (identity differs in the metadata).
-  SessionState other = good;
+  CacheSnapshot other = good;
   other.model.metadata_crc32 ^= 1;
   refused = session->RestoreState(other);
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(refused.message()), HasSubstr("belongs to another model"));
 
+  // Token ids outside the vocabulary, in a visible slot or pending.
+  for (int32_t id : {99999, 512, -7}) {
+    CacheSnapshot bad_slot = good;
+    bad_slot.slot_tokens[3] = id;
+    refused = session->RestoreState(bad_slot);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << id;
+    EXPECT_THAT(std::string(refused.message()),
+                HasSubstr(absl::StrCat("slot 3 holds token ", id, ", outside")));
+    CacheSnapshot bad_pending = good;
+    bad_pending.pending_tokens = {5, id};
+    refused = session->RestoreState(bad_pending);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << id;
+    EXPECT_THAT(std::string(refused.message()), HasSubstr("pending token 1 holds token"));
+  }
+  EXPECT_EQ(session->cache().next_position(), 8);  // unchanged
+
   // Inconsistent sizes.
-  SessionState short_rows = good;
+  CacheSnapshot short_rows = good;
   short_rows.kv_rows.pop_back();
   EXPECT_EQ(session->RestoreState(short_rows).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(session->cache().next_position(), 8);  // unchanged
 }
 
 TEST_F(RuntimeTest, CorruptAndTruncatedStateFilesAreRefused) {
-  std::unique_ptr<Session> session = NewSession();
+  std::unique_ptr<Sequence> session = NewSession();
   FillGreedy(*session, 8);
   const std::string path = *dir_ + "/corrupt.session";
-  ASSERT_TRUE(WriteSessionStateFile(*session->SaveState(), path).ok());
+  ASSERT_TRUE(WriteCacheSnapshotFile(*session->SaveState(), path).ok());
   std::string bytes;
   {
     std::ifstream in(path, std::ios::binary);
@@ -632,7 +661,7 @@ TEST_F(RuntimeTest, CorruptAndTruncatedStateFilesAreRefused) {
   }
   auto error_of = [&](const std::string& content) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
-    return ReadSessionStateFile(path).status();
+    return ReadCacheSnapshotFile(path).status();
   };
   std::string flipped = bytes;
   flipped[bytes.size() - 3] ^= 0x10;
@@ -647,21 +676,25 @@ TEST_F(RuntimeTest, CorruptAndTruncatedStateFilesAreRefused) {
               HasSubstr("not a session file"));
   EXPECT_EQ(error_of(flipped).code(), absl::StatusCode::kInvalidArgument);
   std::remove(path.c_str());
-  EXPECT_EQ(ReadSessionStateFile(path).status().code(), absl::StatusCode::kNotFound);
+  // A directory is not a session file (and not "shorter than its header").
+  const absl::Status directory = ReadCacheSnapshotFile(*dir_).status();
+  EXPECT_EQ(directory.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(directory.message()), HasSubstr("is a directory"));
+  EXPECT_EQ(ReadCacheSnapshotFile(path).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(RuntimeTest, RingMustHoldTheLargestChunk) {
-  std::unique_ptr<Session> session = NewSession();
+  std::unique_ptr<Sequence> session = NewSession();
   // Capacity 64, largest chunk 16: at most 48 sinks.
-  absl::Status refused = session->SetCacheFullPolicy({.ring = true, .sink_slots = 49});
+  absl::Status refused = session->SetCacheFullPolicy(CacheFullPolicy::Ring(49));
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.message()), HasSubstr("use at most 48 sink slots"));
-  EXPECT_TRUE(session->SetCacheFullPolicy({.ring = true, .sink_slots = 48}).ok());
+  EXPECT_TRUE(session->SetCacheFullPolicy(CacheFullPolicy::Ring(48)).ok());
 }
 
 TEST_F(RuntimeTest, RingRunsFourTimesTheCapacity) {
-  std::unique_ptr<Session> session = NewSession();
-  ASSERT_TRUE(session->SetCacheFullPolicy({.ring = true, .sink_slots = 4}).ok());
+  std::unique_ptr<Sequence> session = NewSession();
+  ASSERT_TRUE(session->SetCacheFullPolicy(CacheFullPolicy::Ring(4)).ok());
   const uint32_t capacity = session->cache().capacity();
   // A prompt longer than the cache wraps inside one Forward (runs of 16).
   std::vector<int32_t> prompt(capacity + 37, 300);
@@ -685,24 +718,24 @@ TEST_F(RuntimeTest, RingRunsFourTimesTheCapacity) {
 TEST_F(RuntimeTest, EvictedSlotsAreNeverAttended) {
   // A full ring cache: the next token overwrites slot 4 (the oldest
   // non-sink slot).
-  std::unique_ptr<Session> session = NewSession();
-  ASSERT_TRUE(session->SetCacheFullPolicy({.ring = true, .sink_slots = 4}).ok());
+  std::unique_ptr<Sequence> session = NewSession();
+  ASSERT_TRUE(session->SetCacheFullPolicy(CacheFullPolicy::Ring(4)).ok());
   FillGreedy(*session, session->cache().capacity());
-  const SessionState clean = *session->SaveState();
+  const CacheSnapshot clean = *session->SaveState();
   ASSERT_EQ(SlotOf(clean.next_position, clean.model.kv_capacity, clean.policy), 4);
 
   // Control: NaN K/V in a slot that is attended poison the logits.
-  SessionState poisoned_visible = clean;
+  CacheSnapshot poisoned_visible = clean;
   PoisonSlot(poisoned_visible, 5);
-  std::unique_ptr<Session> control = NewSession();
+  std::unique_ptr<Sequence> control = NewSession();
   ASSERT_TRUE(control->RestoreState(poisoned_visible).ok());
   EXPECT_FALSE(AllFinite(LogitsAfter(*control, 300)));
 
   // NaN K/V in the slot being evicted change nothing: the step that
   // overwrites it does not attend it, and neither does any later one.
-  SessionState poisoned_evicted = clean;
+  CacheSnapshot poisoned_evicted = clean;
   PoisonSlot(poisoned_evicted, 4);
-  std::unique_ptr<Session> poisoned = NewSession();
+  std::unique_ptr<Sequence> poisoned = NewSession();
   ASSERT_TRUE(poisoned->RestoreState(poisoned_evicted).ok());
   for (int32_t token : {300, 301, 302}) {
     const std::vector<float> expected = LogitsAfter(*session, token);
@@ -771,7 +804,7 @@ TEST_P(RandomModelTest, ChunkingDoesNotChangeTheLogits) {
 
   absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
   ASSERT_TRUE(device.ok()) << device.status();
-  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(**device, artifact_path);
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(*std::move(device), artifact_path);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ((*model)->info().vocab_size, param.spec.vocab_size);
   EXPECT_EQ((*model)->info().kv_capacity, 48u);
@@ -784,7 +817,7 @@ TEST_P(RandomModelTest, ChunkingDoesNotChangeTheLogits) {
   }
   const int32_t next = 5;
   auto run = [&](const std::vector<size_t>& runs) {
-    absl::StatusOr<std::unique_ptr<Session>> session = (*model)->CreateSession();
+    absl::StatusOr<std::unique_ptr<Sequence>> session = (*model)->CreateSequence();
     EXPECT_TRUE(session.ok()) << session.status();
     std::vector<std::vector<float>> out = FeedInRuns(**session, tokens, runs);
     absl::StatusOr<absl::Span<const float>> after =
