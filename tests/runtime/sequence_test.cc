@@ -32,6 +32,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::Each;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // "Once upon a time" with BOS.
@@ -503,6 +504,23 @@ TEST_F(RuntimeTest, OutOfDeviceMemoryFailsCleanly) {
   absl::StatusOr<std::unique_ptr<Sequence>> session = (*model)->CreateSequence();
   EXPECT_EQ(session.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(npu->memory_used(), loaded);  // nothing of the failed session is left
+}
+
+TEST_F(RuntimeTest, AFaultingComputeJobIsReportedAsTheCauseNotTheCancelledDmaJob) {
+  std::shared_ptr<softnpu::SoftNpu> npu = softnpu::SoftNpu::Create({});
+  auto device = std::make_shared<Device>(npu->Open());
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, *stories_);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::unique_ptr<Sequence> session = *(*model)->CreateSequence();
+  ASSERT_TRUE(npu->InjectFault({softnpu::FaultInjection::Kind::kFault, DRM_LNPU_ENGINE_COMPUTE, 1})
+                  .ok());
+  const absl::StatusOr<absl::Span<const float>> failed = session->Forward({1});
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal) << failed.status();
+  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("compute job 1 of"));
+  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("a job faulted"));
+  EXPECT_THAT(std::string(failed.status().message()), Not(HasSubstr("timeout")));
+  // The file keeps working after a fault.
+  EXPECT_TRUE(session->Forward({1}).ok());
 }
 
 TEST_F(RuntimeTest, WeightsAreCopiedOnDevicesWithoutUserptr) {
