@@ -26,7 +26,7 @@ absl::StatusOr<std::unique_ptr<Llm>> Llm::Load(const std::string& artifact_path,
   if (!device.ok()) return device.status();
   llm->device_ = *std::move(device);
   auto model = runtime::Model::Load(llm->device_, artifact_path,
-                                    {.import_weights = options.import_weights});
+                                    {.weights = options.weights});
   if (!model.ok()) return model.status();
   llm->model_ = *std::move(model);
   auto tokenizer = Tokenizer::Create(llm->model_->info().vocabulary);

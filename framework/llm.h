@@ -35,9 +35,9 @@ struct LlmOptions {
   // "auto" (an lnpu /dev/accel node, else the software NPU), "soft", or a
   // device node path.
   std::string device = "auto";
-  // Map the weights from the artifact file into the device without a copy
-  // when the device supports it (runtime::LoadOptions).
-  bool import_weights = true;
+  // Copy the weights into device memory or import the artifact's file
+  // mapping (runtime::WeightPlacement; kAuto copies when memory allows).
+  runtime::WeightPlacement weights = runtime::WeightPlacement::kAuto;
 };
 
 class Llm {

@@ -113,8 +113,16 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
 
   // Weights: the mapped file itself when the device can import it, else a
   // device copy.
+  bool import = options.weights == WeightPlacement::kImport;
+  if (options.weights == WeightPlacement::kAuto) {
+    uint64_t sequence_bytes = 0;
+    for (const BufferSpec& spec : program->buffers().subspan(1)) sequence_bytes += spec.size;
+    absl::StatusOr<uint64_t> free = device.GetParam(DRM_LNPU_PARAM_MEMORY_FREE);
+    if (!free.ok()) return WithPath(free.status(), artifact_path);
+    import = *free < (*artifact)->data().size() + 2 * sequence_bytes;
+  }
   absl::StatusOr<std::shared_ptr<const Buffer>> weights =
-      ImportWeights(device, options.import_weights ? capabilities : 0, *artifact);
+      ImportWeights(device, import ? capabilities : 0, *artifact);
   if (!weights.ok()) return WithPath(weights.status(), artifact_path);
   if (*weights == nullptr) {
     const absl::Span<const uint8_t> data = (*artifact)->data();

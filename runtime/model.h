@@ -26,10 +26,23 @@
 
 namespace lnpu::runtime {
 
+// Where the weights go.
+enum class WeightPlacement {
+  // kCopy when the device's free memory holds the weights and two
+  // sequences' buffers besides, else kImport (when the device can). The
+  // default: on the software NPU a copy sits on huge pages and decodes
+  // about twice as fast as the imported file mapping (docs/performance.md).
+  kAuto,
+  // Copied into device memory (pieces of the file mapping are released as
+  // they are copied, so peak RSS holds the weights once).
+  kCopy,
+  // The artifact's mapped data section imported without a copy
+  // (DRM_LNPU_CAP_USERPTR); a copy when the device cannot import.
+  kImport,
+};
+
 struct LoadOptions {
-  // Import the weights from the artifact mapping when the device can
-  // (DRM_LNPU_CAP_USERPTR); false always copies them into device memory.
-  bool import_weights = true;
+  WeightPlacement weights = WeightPlacement::kAuto;
   // Check the weights against the artifact's CRC-32C checksums before
   // placing them (Artifact::VerifyData): reads the whole data section once
   // (cost: docs/artifact-format.md). DataLoss naming the weight on a

@@ -132,7 +132,8 @@ class RuntimeTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
     ASSERT_TRUE(device.ok()) << device.status();
     device_ = *std::move(device);
-    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device_, *stories_);
+    absl::StatusOr<std::unique_ptr<Model>> model =
+        Model::Load(device_, *stories_, {.weights = WeightPlacement::kImport});
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = *std::move(model);
   }
@@ -404,7 +405,8 @@ TEST_F(RuntimeTest, DeviceMemoryReturnsWhenSessionsAndModelsAreDestroyed) {
   const uint64_t initial = MemoryUsed(*device_);
   const uint64_t initial_imported = Param(*device_, DRM_LNPU_PARAM_MEMORY_IMPORTED);
   {
-    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device_, *stories_);
+    absl::StatusOr<std::unique_ptr<Model>> model =
+        Model::Load(device_, *stories_, {.weights = WeightPlacement::kImport});
     ASSERT_TRUE(model.ok()) << model.status();
     // The software NPU imports the weights from the artifact mapping: they
     // count as imported memory, not device memory.
@@ -459,6 +461,28 @@ class ParamOverridingFile : public KernelFile {
   uint32_t param_;
   uint64_t value_;
 };
+
+TEST_F(RuntimeTest, AutoPlacementCopiesWhenMemoryAllowsElseImports) {
+  // Plenty of device memory: the weights are copied (huge pages on the
+  // software NPU), and the logits equal the imported model's.
+  absl::StatusOr<std::unique_ptr<Model>> copied = Model::Load(device_, *stories_);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_FALSE((*copied)->weights_imported());
+  std::unique_ptr<Sequence> a = *(*copied)->CreateSequence();
+  std::unique_ptr<Sequence> b = NewSession();  // model_: imported
+  EXPECT_EQ(Copy(*a->Forward(kPrompt)), Copy(*b->Forward(kPrompt)));
+
+  // Memory for one sequence but not for the weights besides two: imported.
+  const uint64_t sequence_bytes = a->device_memory_bytes();
+  softnpu::SoftNpuOptions options;
+  options.memory_bytes = (2 * sequence_bytes + 4095) / 4096 * 4096;
+  std::shared_ptr<softnpu::SoftNpu> npu = softnpu::SoftNpu::Create(options);
+  absl::StatusOr<std::unique_ptr<Model>> imported =
+      Model::Load(std::make_shared<Device>(npu->Open()), *stories_);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_TRUE((*imported)->weights_imported());
+  EXPECT_TRUE((*imported)->CreateSequence().ok());
+}
 
 TEST_F(RuntimeTest, LoadRejectsStreamsBeyondTheDeviceLimits) {
   auto small = std::make_shared<Device>(std::make_unique<ParamOverridingFile>(softnpu::SoftNpu::Default()->Open(),

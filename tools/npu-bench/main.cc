@@ -61,7 +61,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   absl::StatusOr<DecodeTraffic> traffic = ReadDecodeTraffic(artifact_path);
   if (!traffic.ok()) return traffic.status();
   lnpu::runtime::LoadOptions load;
-  load.import_weights = !line.copy_weights;
+  if (line.copy_weights) load.weights = lnpu::runtime::WeightPlacement::kCopy;
   if (line.copy_weights) absl::StrAppend(&report.model, ", weights copied into device memory");
   absl::StatusOr<std::unique_ptr<lnpu::runtime::Model>> model =
       lnpu::runtime::Model::Load(*std::move(device), artifact_path, load);

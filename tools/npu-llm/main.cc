@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
 
   lnpu::framework::LlmOptions options;
   options.device = absl::GetFlag(FLAGS_device);
-  options.import_weights = !absl::GetFlag(FLAGS_copy_weights);
+  if (absl::GetFlag(FLAGS_copy_weights)) options.weights = lnpu::runtime::WeightPlacement::kCopy;
   absl::StatusOr<std::unique_ptr<lnpu::framework::Llm>> llm =
       lnpu::framework::Llm::Load(model_path, options);
   if (!llm.ok()) return Fail(std::string(llm.status().message()));
