@@ -154,6 +154,21 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
     matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_v")),
            staging(l, 1), t, false,
            weights.Find(LayerTensorName(l, "attn_v", "bias")));
+    if (h.qk_norm) {
+      // Per-head RMS norm: each head of each row is a row of head_dim.
+      jobs.For(uint64_t{t} * h.q_dim()).RmsNorm({.src = q,
+                       .weight = weights.Get(LayerTensorName(l, "attn_q_norm")).operand(),
+                       .dst = q,
+                       .rows = t * h.n_heads,
+                       .dim = h.head_dim,
+                       .eps = h.norm_eps});
+      jobs.For(uint64_t{t} * h.kv_dim()).RmsNorm({.src = staging(l, 0),
+                       .weight = weights.Get(LayerTensorName(l, "attn_k_norm")).operand(),
+                       .dst = staging(l, 0),
+                       .rows = t * h.n_kv_heads,
+                       .dim = h.head_dim,
+                       .eps = h.norm_eps});
+    }
     rope(q, h.n_heads);
     rope(staging(l, 0), h.n_kv_heads);
     // Scores and weighted values over at most every slot and new row.

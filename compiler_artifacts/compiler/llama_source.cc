@@ -128,7 +128,7 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
     return KeyError(file, "general.architecture",
                     absl::StrCat("is unreadable: ", arch.status().message()));
   }
-  if (*arch != "llama" && *arch != "qwen2") {
+  if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3") {
     return absl::InvalidArgumentError(absl::StrCat(
         file.path(), ": architecture \"", *arch,
         "\" is not supported; this compiler supports ",
@@ -145,7 +145,8 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
 
   LlamaHParams h;
   h.architecture = *arch;
-  h.rope_mode = *arch == "qwen2" ? LNPU_ROPE_MODE_NEOX : LNPU_ROPE_MODE_NORM;
+  h.rope_mode = *arch == "llama" ? LNPU_ROPE_MODE_NORM : LNPU_ROPE_MODE_NEOX;
+  h.qk_norm = *arch == "qwen3";
   absl::StatusOr<std::string> name =
       OrDefault<std::string>(file.GetString("general.name"), "");
   if (!name.ok()) return name.status();
@@ -182,7 +183,21 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
                           h.n_heads));
   if (!kv_heads.ok()) return kv_heads.status();
   h.n_kv_heads = *kv_heads;
-  if (h.dim % h.n_heads != 0) {
+  // The head size: attention.key_length when given (qwen3 decouples it
+  // from the width), else embedding_length / head_count.
+  absl::StatusOr<uint64_t> key_length =
+      OrDefault<uint64_t>(file.GetUint(p + "attention.key_length"), 0);
+  if (!key_length.ok()) return key_length.status();
+  absl::StatusOr<uint64_t> value_length =
+      OrDefault<uint64_t>(file.GetUint(p + "attention.value_length"), *key_length);
+  if (!value_length.ok()) return value_length.status();
+  if (*value_length != *key_length) {
+    return KeyError(file, p + "attention.value_length",
+                    absl::StrFormat("is %u but key_length is %u; heads with K and V of "
+                                    "different sizes are not supported",
+                                    *value_length, *key_length));
+  }
+  if (*key_length == 0 && h.dim % h.n_heads != 0) {
     return KeyError(file, p + "attention.head_count",
                     absl::StrFormat("(%u) does not divide embedding_length %u",
                                     h.n_heads, h.dim));
@@ -192,7 +207,13 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
                     absl::StrFormat("(%u) does not divide head_count %u",
                                     h.n_kv_heads, h.n_heads));
   }
-  h.head_dim = h.dim / h.n_heads;
+  if (*key_length != 0) {
+    absl::StatusOr<uint32_t> head = Dimension(file, p + "attention.key_length", *key_length);
+    if (!head.ok()) return head.status();
+    h.head_dim = *head;
+  } else {
+    h.head_dim = h.dim / h.n_heads;
+  }
   absl::StatusOr<uint32_t> rope_dim = Dimension(
       file, p + "rope.dimension_count",
       OrDefault<uint64_t>(file.GetUint(p + "rope.dimension_count"),

@@ -20,10 +20,10 @@ namespace lnpu::compiler {
 namespace fb = ::lnpu::artifact::fb;
 
 // The architectures the compiler lowers.
-inline constexpr const char* kSupportedArchitectures = "\"llama\", \"qwen2\"";
+inline constexpr const char* kSupportedArchitectures = "\"llama\", \"qwen2\", \"qwen3\"";
 
 struct LlamaHParams {
-  std::string architecture;  // general.architecture: "llama" or "qwen2"
+  std::string architecture;  // general.architecture: "llama", "qwen2" or "qwen3"
   std::string name;          // general.name, may be empty
   uint32_t vocab_size = 0;
   uint32_t dim = 0;
@@ -35,7 +35,10 @@ struct LlamaHParams {
   uint32_t rope_dim = 0;
   float rope_theta = 10000.0f;
   float rope_freq_scale = 1.0f;
-  uint32_t rope_mode = 0;  // LNPU_ROPE_MODE_NORM (llama) or _NEOX (qwen2)
+  uint32_t rope_mode = 0;  // LNPU_ROPE_MODE_NORM (llama) or _NEOX (qwen2, qwen3)
+  // qwen3: Q and K are RMS-normalized per head (blk.N.attn_{q,k}_norm,
+  // head_dim weights) before RoPE.
+  bool qk_norm = false;
   // Llama 3 frequency scaling (rope.scaling.type "llama3"): rope_dim / 2
   // divisors of the RoPE frequencies, computed as llama.cpp's converter
   // does. Empty without it; a rope_freqs.weight tensor takes precedence.

@@ -50,6 +50,10 @@ std::vector<ExpectedTensor> LlamaTensors(const LlamaHParams& h,
     t.push_back({LayerTensorName(l, "attn_v"), {h.kv_dim(), h.dim}, Role::kMatrix});
     t.push_back({LayerTensorName(l, "attn_v", "bias"), {h.kv_dim()},
                  Role::kVector, bias_required});
+    if (h.qk_norm) {
+      t.push_back({LayerTensorName(l, "attn_q_norm"), {h.head_dim}, Role::kVector});
+      t.push_back({LayerTensorName(l, "attn_k_norm"), {h.head_dim}, Role::kVector});
+    }
     t.push_back({LayerTensorName(l, "attn_output"), {h.dim, h.q_dim()}, Role::kMatrix});
     t.push_back({LayerTensorName(l, "ffn_norm"), {h.dim}, Role::kVector});
     t.push_back({LayerTensorName(l, "ffn_gate"), {h.ffn_dim, h.dim}, Role::kMatrix});

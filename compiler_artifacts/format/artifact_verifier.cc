@@ -47,9 +47,10 @@ absl::Status VerifyHParams(const fb::HParams* h) {
     return Invalid("hparams.n_heads %u is not a multiple of n_kv_heads %u",
                    h->n_heads(), h->n_kv_heads());
   }
-  if (uint64_t{h->head_dim()} * h->n_heads() != h->dim()) {
-    return Invalid("hparams.head_dim %u * n_heads %u != dim %u", h->head_dim(),
-                   h->n_heads(), h->dim());
+  // head_dim * n_heads may differ from dim (qwen3: attention.key_length).
+  if (uint64_t{h->head_dim()} * h->n_heads() > kMaxModelDimension) {
+    return Invalid("hparams.head_dim %u * n_heads %u exceeds %u", h->head_dim(), h->n_heads(),
+                   kMaxModelDimension);
   }
   if (h->rope_dim() % 2 != 0 || h->rope_dim() > h->head_dim()) {
     return Invalid("hparams.rope_dim %u must be even and <= head_dim %u",

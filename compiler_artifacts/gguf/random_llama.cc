@@ -213,14 +213,19 @@ absl::Status RandomRow(Random& random, GgmlType type, double mean, double std,
   }
 }
 
+uint32_t HeadDim(const RandomLlamaSpec& spec) {
+  return spec.head_dim != 0 ? spec.head_dim : spec.dim / spec.n_heads;
+}
+
 absl::Status InvalidSpec(std::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("RandomLlamaSpec: ", ToAbsl(message)));
 }
 
 absl::Status ValidateSpec(const RandomLlamaSpec& spec, uint32_t vocab_size) {
-  if (spec.architecture != "llama" && spec.architecture != "qwen2") {
+  if (spec.architecture != "llama" && spec.architecture != "qwen2" &&
+      spec.architecture != "qwen3") {
     return InvalidSpec(absl::StrCat("architecture \"", spec.architecture,
-                                    "\" is not supported: use \"llama\" or \"qwen2\""));
+                                    "\" is not supported: use \"llama\", \"qwen2\" or \"qwen3\""));
   }
   if (spec.vocabulary_gguf.empty() &&
       (vocab_size < kMinVocab || vocab_size > kMaxRandomLlamaVocab)) {
@@ -233,20 +238,19 @@ absl::Status ValidateSpec(const RandomLlamaSpec& spec, uint32_t vocab_size) {
     return InvalidSpec("dim, n_layers, n_heads, n_kv_heads, ffn_dim and context_length must be "
                        "positive");
   }
-  if (spec.dim % spec.n_heads != 0) {
+  if (spec.head_dim == 0 && spec.dim % spec.n_heads != 0) {
     return InvalidSpec(absl::StrCat("dim ", spec.dim, " is not a multiple of n_heads ",
-                                    spec.n_heads));
+                                    spec.n_heads, "; set head_dim"));
   }
   if (spec.n_heads % spec.n_kv_heads != 0) {
     return InvalidSpec(absl::StrCat("n_heads ", spec.n_heads, " is not a multiple of n_kv_heads ",
                                     spec.n_kv_heads));
   }
-  const uint32_t head_dim = spec.dim / spec.n_heads;
+  const uint32_t head_dim = HeadDim(spec);
   const uint32_t rope_dim = spec.rope_dim == 0 ? head_dim : spec.rope_dim;
   if (rope_dim % 2 != 0 || rope_dim > head_dim) {
     return InvalidSpec(absl::StrCat("rope dimension ", rope_dim,
-                                    " must be even and at most head_dim ", head_dim,
-                                    " (dim / n_heads)"));
+                                    " must be even and at most head_dim ", head_dim));
   }
   if (!(std::isfinite(spec.rope_theta) && spec.rope_theta > 0)) {
     return InvalidSpec(absl::StrCat("rope_theta ", spec.rope_theta, " must be positive and finite"));
@@ -266,7 +270,7 @@ absl::Status ValidateSpec(const RandomLlamaSpec& spec, uint32_t vocab_size) {
   // All factors are < 2^32 and there are few of them, so double is exact
   // enough to compare against the limit without overflow.
   const double kv_dim = static_cast<double>(head_dim) * spec.n_kv_heads;
-  const double per_layer = 2.0 * spec.dim * spec.dim + 2.0 * spec.dim * kv_dim +
+  const double per_layer = 2.0 * spec.dim * head_dim * spec.n_heads + 2.0 * spec.dim * kv_dim +
                            3.0 * spec.dim * spec.ffn_dim;
   const double matmul_elements = per_layer * spec.n_layers +
                                  static_cast<double>(spec.dim) * vocab_size *
@@ -518,8 +522,9 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
   }
   if (absl::Status status = ValidateSpec(spec, vocab_size); !status.ok()) return status;
 
-  const uint32_t head_dim = spec.dim / spec.n_heads;
+  const uint32_t head_dim = HeadDim(spec);
   const uint64_t dim = spec.dim;
+  const uint64_t q_dim = uint64_t{head_dim} * spec.n_heads;
   const uint64_t kv_dim = uint64_t{head_dim} * spec.n_kv_heads;
   const uint64_t ffn = spec.ffn_dim;
   const uint64_t vocab = vocab_size;
@@ -543,6 +548,10 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
   set_u32(p + "feed_forward_length", spec.ffn_dim);
   set_u32(p + "attention.head_count", spec.n_heads);
   set_u32(p + "attention.head_count_kv", spec.n_kv_heads);
+  if (spec.head_dim != 0 || arch == "qwen3") {
+    set_u32(p + "attention.key_length", head_dim);
+    set_u32(p + "attention.value_length", head_dim);
+  }
   set_u32(p + "rope.dimension_count", spec.rope_dim == 0 ? head_dim : spec.rope_dim);
   set_f32(p + "rope.freq_base", spec.rope_theta);
   if (spec.llama3_rope_factor > 0) {
@@ -590,13 +599,17 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
   for (uint32_t layer = 0; layer < spec.n_layers; ++layer) {
     const std::string b = absl::StrCat("blk.", layer, ".");
     vector(b + "attn_norm.weight", dim, 1.0, kNormStd);
-    matrix(b + "attn_q.weight", dim, dim, attn_std);
-    if (bias) vector(b + "attn_q.bias", dim, 0.0, kBiasStd);
+    matrix(b + "attn_q.weight", dim, q_dim, attn_std);
+    if (bias) vector(b + "attn_q.bias", q_dim, 0.0, kBiasStd);
     matrix(b + "attn_k.weight", dim, kv_dim, attn_std);
     if (bias) vector(b + "attn_k.bias", kv_dim, 0.0, kBiasStd);
     matrix(b + "attn_v.weight", dim, kv_dim, attn_std);
     if (bias) vector(b + "attn_v.bias", kv_dim, 0.0, kBiasStd);
-    matrix(b + "attn_output.weight", dim, dim, attn_std);
+    if (arch == "qwen3") {
+      vector(b + "attn_q_norm.weight", head_dim, 1.0, kNormStd);
+      vector(b + "attn_k_norm.weight", head_dim, 1.0, kNormStd);
+    }
+    matrix(b + "attn_output.weight", q_dim, dim, 1.0 / std::sqrt(static_cast<double>(q_dim)));
     vector(b + "ffn_norm.weight", dim, 1.0, kNormStd);
     matrix(b + "ffn_gate.weight", dim, ffn, attn_std);
     matrix(b + "ffn_up.weight", dim, ffn, attn_std);

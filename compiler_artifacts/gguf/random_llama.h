@@ -20,8 +20,10 @@
 namespace lnpu::gguf {
 
 struct RandomLlamaSpec {
-  // "llama", or "qwen2": qwen2.* keys, QKV biases, NEOX RoPE (in the
-  // compiler's reading of the architecture).
+  // "llama"; "qwen2": qwen2.* keys, QKV biases, NEOX RoPE (in the
+  // compiler's reading of the architecture); "qwen3": qwen3.* keys, no
+  // biases, per-head RMS norms of Q and K (blk.N.attn_{q,k}_norm.weight),
+  // attention.key_length / value_length, NEOX RoPE.
   std::string architecture = "llama";
   // With vocabulary_gguf empty: the synthetic vocabulary's size, >= 285
   // (3 control, 256 byte and 26 letter tokens). Else 0 or the token count
@@ -35,6 +37,10 @@ struct RandomLlamaSpec {
   uint32_t n_heads = 8;
   uint32_t n_kv_heads = 2;
   uint32_t ffn_dim = 160;
+  // 0 = dim / n_heads; else the head size, written as
+  // <arch>.attention.key_length and value_length (qwen3: 1024-wide models
+  // with 16 heads of 128).
+  uint32_t head_dim = 0;
   uint32_t rope_dim = 0;  // 0 = head_dim.
   float rope_theta = 10000.0f;
   float norm_eps = 1e-5f;

@@ -34,6 +34,16 @@ std::vector<SyntheticPreset> MakePresets() {
                      "(real qwen2 BPE), tied",
                      "ggml-vocab-qwen2.gguf",
                      Shape("qwen2", 0, 896, 24, 14, 2, 4864, 1000000.0f, 1e-6f, 32768, true)});
+  // Qwen3-0.6B (config.json of Qwen/Qwen3-0.6B): per-head Q/K norms, heads
+  // of 128 on a width of 1024 (q_dim 2048), tied embeddings, RoPE base 1e6;
+  // the qwen2 BPE vocabulary (Qwen3 keeps it).
+  RandomLlamaSpec qwen3 =
+      Shape("qwen3", 0, 1024, 28, 16, 8, 3072, 1000000.0f, 1e-6f, 40960, true);
+  qwen3.head_dim = 128;
+  presets.push_back({"qwen3-0.6b",
+                     "qwen3, dim 1024, 28 layers, 16 heads of 128 (8 kv), ffn 3072, vocab 151936 "
+                     "(real qwen2 BPE), tied, Q/K norms",
+                     "ggml-vocab-qwen2.gguf", qwen3});
   // TinyLlama-1.1B (TinyLlama/TinyLlama-1.1B-Chat-v1.0): the Llama 2
   // SentencePiece vocabulary.
   presets.push_back({"tinyllama-1.1b",

@@ -236,6 +236,7 @@ struct RandomCase {
   float llama3_rope_factor = 0.0f;
   compiler::CompileOptions::KvType kv_dtype =
       compiler::CompileOptions::KvType::kF32;
+  uint32_t head_dim = 0;  // 0 = dim / n_heads
 };
 
 void PrintTo(const RandomCase& c, std::ostream* os) { *os << c.name; }
@@ -266,6 +267,7 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   spec.weight_type = c.weight_type;
   spec.architecture = c.architecture;
   spec.llama3_rope_factor = c.llama3_rope_factor;
+  spec.head_dim = c.head_dim;
   spec.seed = 1000 + c.prompt_len;
   absl::StatusOr<std::string> gguf_path = WriteRandomLlamaToTempDir(spec, c.name);
   ASSERT_TRUE(gguf_path.ok()) << gguf_path.status();
@@ -373,6 +375,21 @@ INSTANTIATE_TEST_SUITE_P(
         RandomCase{"gqa6x3_odd_ffn_f32_f16kv", 72, 6, 3, 131, 0, false,
                    gguf::GgmlType::kF32, 5, "llama",
                    compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF16},
+        // qwen3: per-head Q/K norms, heads of 32 on a width of 64 (q_dim
+        // 128 != dim), NEOX RoPE; exact with f32 weights (F32 and F16 KV),
+        // teacher-forced with q8 weights.
+        RandomCase{"qwen3_wide_heads_f32", 64, 4, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 21, "qwen3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF32, 32},
+        RandomCase{"qwen3_tied_f32_f16kv", 64, 4, 2, 160, 0, true,
+                   gguf::GgmlType::kF16, 24, "qwen3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF16, 32},
+        RandomCase{"qwen3_q8_f16kv", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 25, "qwen3",
+                   compiler::CompileOptions::WeightType::kQ8, 0.0f,
                    compiler::CompileOptions::KvType::kF16}),
     [](const ::testing::TestParamInfo<RandomCase>& info) { return info.param.name; });
 

@@ -95,6 +95,16 @@ std::vector<float> RmsNorm(const std::vector<float>& x,
   return y;
 }
 
+// RMSNorm of each head_dim-long head of `x` in place, all with `weight`.
+void NormalizeEachHead(std::vector<float>& x, const std::vector<float>& weight, int head_dim,
+                       float eps) {
+  for (size_t start = 0; start < x.size(); start += head_dim) {
+    const std::vector<float> head(x.begin() + start, x.begin() + start + head_dim);
+    const std::vector<float> normed = RmsNorm(head, weight, eps);
+    std::copy(normed.begin(), normed.end(), x.begin() + start);
+  }
+}
+
 // Rotates pair i < rope_dim / 2 of every head in place by
 // pos * theta^(-2i / rope_dim) / factors[i] (factor 1 without factors). The
 // pair is (2i, 2i+1), or (i, i + rope_dim / 2) with `neox`.
@@ -215,15 +225,16 @@ absl::StatusOr<int> GetPositiveInt(const gguf::GgufFile& file,
 
 absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
   const absl::StatusOr<std::string> arch = file.GetString("general.architecture");
-  if (!arch.ok() || (*arch != "llama" && *arch != "qwen2")) {
+  if (!arch.ok() || (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "general.architecture is '", arch.ok() ? *arch : "(missing)",
-        "'; the reference implements the 'llama' and 'qwen2' architectures"));
+        "'; the reference implements the 'llama', 'qwen2' and 'qwen3' architectures"));
   }
   const std::string p = *arch + ".";
   ReferenceLlamaConfig c;
   c.architecture = *arch;
-  c.rope_neox = *arch == "qwen2";
+  c.rope_neox = *arch == "qwen2" || *arch == "qwen3";
+  c.qk_norm = *arch == "qwen3";
   absl::Status status;
   // Assigns the value of `key` to `field`, remembering the first failure.
   const auto read = [&](int& field, const std::string& key,
@@ -238,12 +249,16 @@ absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
   read(c.n_kv_heads, p + "attention.head_count_kv", c.n_heads);
   read(c.ffn_dim, p + "feed_forward_length");
   if (!status.ok()) return status;
-  if (c.dim % c.n_heads != 0) {
+  if (file.HasKey(p + "attention.key_length")) {
+    read(c.head_dim, p + "attention.key_length");
+    if (!status.ok()) return status;
+  } else if (c.dim % c.n_heads != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "embedding_length %d is not a multiple of head_count %d", c.dim,
         c.n_heads));
+  } else {
+    c.head_dim = c.dim / c.n_heads;
   }
-  c.head_dim = c.dim / c.n_heads;
   read(c.rope_dim, p + "rope.dimension_count", c.head_dim);
   if (!status.ok()) return status;
   if (c.n_heads % c.n_kv_heads != 0) {
@@ -319,6 +334,7 @@ struct ReferenceLlama::Weights {
     std::vector<float> attn_norm;
     Matrix wq, wk, wv, wo;
     std::vector<float> bq, bk, bv;  // empty without QKV biases
+    std::vector<float> q_norm, k_norm;  // qwen3: head_dim each
     std::vector<float> ffn_norm;
     Matrix w_gate, w_up, w_down;
   };
@@ -390,6 +406,10 @@ absl::StatusOr<std::unique_ptr<ReferenceLlama>> ReferenceLlama::Load(
       load_vector(layer.bk, p + "attn_k.bias", kv_dim);
       load_vector(layer.bv, p + "attn_v.bias", kv_dim);
     }
+    if (c.qk_norm) {
+      load_vector(layer.q_norm, p + "attn_q_norm.weight", c.head_dim);
+      load_vector(layer.k_norm, p + "attn_k_norm.weight", c.head_dim);
+    }
     load_matrix(layer.wo, p + "attn_output.weight", c.dim, q_dim);
     load_vector(layer.ffn_norm, p + "ffn_norm.weight", c.dim);
     load_matrix(layer.w_gate, p + "ffn_gate.weight", c.ffn_dim, c.dim);
@@ -448,6 +468,10 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
       for (size_t i = 0; i < q.size(); ++i) q[i] += layer.bq[i];
       for (size_t i = 0; i < k.size(); ++i) k[i] += layer.bk[i];
       for (size_t i = 0; i < v.size(); ++i) v[i] += layer.bv[i];
+    }
+    if (c.qk_norm) {
+      NormalizeEachHead(q, layer.q_norm, c.head_dim, c.norm_eps);
+      NormalizeEachHead(k, layer.k_norm, c.head_dim, c.norm_eps);
     }
     ApplyRope(q, c, c.n_heads, pos);
     ApplyRope(k, c, c.n_kv_heads, pos);

@@ -18,6 +18,9 @@
 // ("NEOX"); Llama 3 frequency scaling divides frequency i by factor i (the
 // rope_freqs.weight tensor, or computed from rope.scaling.type "llama3").
 // qwen2 adds biases to the Q, K and V projections (llama when present).
+// qwen3 has no biases but RMS-normalizes each head of Q and K (weights
+// attn_q_norm / attn_k_norm of head_dim) before RoPE, and its head size
+// (attention.key_length) need not be dim / n_heads.
 // Attention is grouped-query (query head h reads KV head h / (n_heads /
 // n_kv_heads)). Optionally the cached K/V rows are rounded to f16, as an
 // F16 KV cache stores them.
@@ -42,17 +45,18 @@ namespace lnpu::reference {
 // Hyper-parameters of a loaded model, as read from GGUF metadata and
 // cross-checked against the tensor shapes.
 struct ReferenceLlamaConfig {
-  std::string architecture;  // "llama" or "qwen2"
+  std::string architecture;  // "llama", "qwen2" or "qwen3"
   int vocab_size = 0;
   int dim = 0;         // llama.embedding_length
   int n_layers = 0;    // llama.block_count
   int n_heads = 0;     // llama.attention.head_count
   int n_kv_heads = 0;  // llama.attention.head_count_kv (defaults to n_heads)
-  int head_dim = 0;    // dim / n_heads
+  int head_dim = 0;    // <arch>.attention.key_length, else dim / n_heads
   int ffn_dim = 0;     // llama.feed_forward_length
   int rope_dim = 0;    // llama.rope.dimension_count (defaults to head_dim)
   float rope_theta = 10000.0f;  // <arch>.rope.freq_base
-  bool rope_neox = false;       // pairs (i, i + rope_dim / 2): qwen2
+  bool rope_neox = false;       // pairs (i, i + rope_dim / 2): qwen2, qwen3
+  bool qk_norm = false;         // qwen3: RMSNorm of each Q and K head before RoPE
   // Divisors of the RoPE frequencies (Llama 3 scaling); empty = none.
   std::vector<float> rope_freq_factors;
   float norm_eps = 0.0f;        // llama.attention.layer_norm_rms_epsilon
@@ -83,7 +87,7 @@ struct ReferenceOptions {
 
 class ReferenceLlama {
  public:
-  // Loads a "llama" or "qwen2" GGUF file with weights of any type
+  // Loads a "llama", "qwen2" or "qwen3" GGUF file with weights of any type
   // GgufFile::TensorToF32 can widen (F32, F16, BF16, Q8_0, Q4_0, Q4_K,
   // Q6_K). Fails with InvalidArgument when the architecture is another, a
   // required key or tensor is missing, or a tensor's shape disagrees with
