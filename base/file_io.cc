@@ -1,6 +1,7 @@
 #include "base/file_io.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +27,14 @@ absl::string_view FileKind(mode_t mode) {
 
 absl::Status ErrnoError(int err, absl::string_view what, absl::string_view path) {
   return absl::ErrnoToStatus(err, absl::StrCat(what, " '", path, "'"));
+}
+
+void ReleaseMappedPages(absl::Span<const uint8_t> bytes) {
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  // Whole pages inside `bytes` only: the neighbours may still be read.
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 std::string DirectoryOf(const std::string& path) {

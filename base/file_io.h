@@ -42,6 +42,12 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path, uint64_t ma
 absl::Status CheckOutputPath(const std::string& path, absl::Span<const std::string> inputs,
                              absl::string_view what);
 
+// Drops the whole pages inside `bytes` (part of a read-only file mapping)
+// from this process's resident set (MADV_DONTNEED): the page cache keeps
+// them and a later read faults them in again. Streaming over a large
+// mapping with it keeps peak RSS near one piece. Best effort.
+void ReleaseMappedPages(absl::Span<const uint8_t> bytes);
+
 // The directory part of `path` ("." when it has none).
 std::string DirectoryOf(const std::string& path);
 

@@ -1,6 +1,5 @@
 #include "runtime/model.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/file_io.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
@@ -64,15 +64,10 @@ absl::StatusOr<std::shared_ptr<const Buffer>> ImportWeights(
 // again), so that peak RSS holds the weights once rather than twice.
 void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst) {
   constexpr size_t kPiece = size_t{32} << 20;
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   for (size_t offset = 0; offset < src.size(); offset += kPiece) {
     const size_t bytes = std::min(kPiece, src.size() - offset);
     std::memcpy(dst + offset, src.data() + offset, bytes);
-    // Whole pages inside the piece only: its neighbours may still be read.
-    const uintptr_t begin =
-        (reinterpret_cast<uintptr_t>(src.data() + offset) + page - 1) / page * page;
-    const uintptr_t end = reinterpret_cast<uintptr_t>(src.data() + offset + bytes) / page * page;
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    ReleaseMappedPages(src.subspan(offset, bytes));
   }
 }
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/file_io.h"
 #include "base/half.h"
 #include "base/quant_blocks.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
@@ -179,20 +180,6 @@ absl::Status NonFiniteError(const gguf::GgufFile& file, const std::string& tenso
       file.path(), tensor, index));
 }
 
-// Drops the page-cache pages of `bytes` (a read-only file mapping) from
-// this process's resident set; they are read again from the file if
-// touched later. Best effort: a failure only costs memory.
-void ReleasePages(absl::Span<const uint8_t> bytes) {
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin =
-      (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
-  const uintptr_t end =
-      (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
-  if (end > begin) {
-    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-  }
-}
-
 }  // namespace
 
 std::string LayerTensorName(uint32_t layer, absl::string_view role,
@@ -334,7 +321,7 @@ absl::Status WeightPlan::Write(
                                 done / unit_bytes * unit_elements + static_cast<uint64_t>(bad));
         }
         if (auto s = writer.WriteData(w.offset + done, piece); !s.ok()) return s;
-        ReleasePages(piece);
+        ReleaseMappedPages(piece);
         if (progress) progress(w.offset + done + piece.size(), data_size_);
       }
       continue;
@@ -372,7 +359,7 @@ absl::Status WeightPlan::Write(
           !s.ok()) {
         return s;
       }
-      ReleasePages(src.subspan(first * src_row_bytes, count * src_row_bytes));
+      ReleaseMappedPages(src.subspan(first * src_row_bytes, count * src_row_bytes));
       if (progress) progress(w.offset + (first + count) * dst_row_bytes, data_size_);
     }
   }

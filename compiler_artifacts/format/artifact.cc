@@ -112,6 +112,8 @@ absl::Status Artifact::VerifyData() const {
     const absl::Span<const uint8_t> piece =
         data_.subspan(begin, std::min<uint64_t>(chunk, data_.size() - begin));
     const uint32_t crc = Crc32c(piece);
+    // Reading every page must not leave the whole file in RSS.
+    ReleaseMappedPages(piece);
     if (crc == checksums->crc32c()->Get(i)) continue;
     // Name the weights the corrupt bytes may belong to.
     std::vector<std::string> names;
