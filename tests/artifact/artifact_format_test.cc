@@ -348,8 +348,10 @@ TEST_F(ArtifactOpenTest, RejectsBadGraphSets) {
 TEST_F(ArtifactOpenTest, RejectsInconsistentHParams) {
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.hparams->n_kv_heads = 3; }),
               HasSubstr("n_heads 8 is not a multiple of n_kv_heads 3"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.hparams->head_dim = 1 << 18; }),
+              HasSubstr("head_dim 262144 * n_heads 8 exceeds"));
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.hparams->head_dim = 4; }),
-              HasSubstr("head_dim 4 * n_heads 8 != dim 64"));
+              HasSubstr("rope_dim 8 must be even and <= head_dim 4"));
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.hparams->dim = 0; }),
               HasSubstr("hparams.dim is 0"));
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.hparams->norm_eps = -1; }),
