@@ -128,7 +128,7 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
     return KeyError(file, "general.architecture",
                     absl::StrCat("is unreadable: ", arch.status().message()));
   }
-  if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3") {
+  if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3" && *arch != "phi3") {
     return absl::InvalidArgumentError(absl::StrCat(
         file.path(), ": architecture \"", *arch,
         "\" is not supported; this compiler supports ",
@@ -147,6 +147,7 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
   h.architecture = *arch;
   h.rope_mode = *arch == "llama" ? LNPU_ROPE_MODE_NORM : LNPU_ROPE_MODE_NEOX;
   h.qk_norm = *arch == "qwen3";
+  h.fused_projections = *arch == "phi3";
   absl::StatusOr<std::string> name =
       OrDefault<std::string>(file.GetString("general.name"), "");
   if (!name.ok()) return name.status();
@@ -261,6 +262,25 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
                     absl::StrCat("is \"", *scaling,
                                  "\"; supported: \"none\", \"linear\", "
                                  "\"llama3\""));
+  }
+
+  absl::StatusOr<float> attn_factor = PositiveFloat(file, p + "rope.scaling.attn_factor", 1.0f);
+  if (!attn_factor.ok()) return attn_factor.status();
+  h.rope_attn_factor = *attn_factor;
+  absl::StatusOr<uint64_t> original_context = OrDefault<uint64_t>(
+      file.GetUint(p + "rope.scaling.original_context_length"), h.context_length);
+  if (!original_context.ok()) return original_context.status();
+  absl::StatusOr<uint32_t> original =
+      Dimension(file, p + "rope.scaling.original_context_length", *original_context);
+  if (!original.ok()) return original.status();
+  h.rope_original_context = *original;
+  if (h.rope_attn_factor != 1.0f && h.rope_dim != h.head_dim) {
+    // The factor is folded into the attention scale, which is exact only
+    // when RoPE rotates whole heads.
+    return KeyError(file, p + "rope.scaling.attn_factor",
+                    absl::StrFormat("is %g with partial RoPE (%u of %u dimensions rotated); "
+                                    "an attention factor needs full RoPE in this compiler",
+                                    h.rope_attn_factor, h.rope_dim, h.head_dim));
   }
 
   const std::string eps_key = p + "attention.layer_norm_rms_epsilon";

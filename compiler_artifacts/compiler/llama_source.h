@@ -20,7 +20,8 @@ namespace lnpu::compiler {
 namespace fb = ::lnpu::artifact::fb;
 
 // The architectures the compiler lowers.
-inline constexpr const char* kSupportedArchitectures = "\"llama\", \"qwen2\", \"qwen3\"";
+inline constexpr const char* kSupportedArchitectures =
+    "\"llama\", \"qwen2\", \"qwen3\", \"phi3\"";
 
 struct LlamaHParams {
   std::string architecture;  // general.architecture: "llama", "qwen2" or "qwen3"
@@ -39,6 +40,14 @@ struct LlamaHParams {
   // qwen3: Q and K are RMS-normalized per head (blk.N.attn_{q,k}_norm,
   // head_dim weights) before RoPE.
   bool qk_norm = false;
+  // phi3: one attn_qkv matrix (Q, K then V rows) and one ffn_up matrix
+  // (gate then up rows) instead of separate projections.
+  bool fused_projections = false;
+  // phi3 LongRoPE: <arch>.rope.scaling.attn_factor (1 when absent) scales
+  // the rotated dimensions of Q and K; the trained context length that
+  // selects the short or long frequency factors.
+  float rope_attn_factor = 1.0f;
+  uint32_t rope_original_context = 0;
   // Llama 3 frequency scaling (rope.scaling.type "llama3"): rope_dim / 2
   // divisors of the RoPE frequencies, computed as llama.cpp's converter
   // does. Empty without it; a rope_freqs.weight tensor takes precedence.

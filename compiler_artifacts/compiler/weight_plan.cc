@@ -40,7 +40,21 @@ std::vector<ExpectedTensor> LlamaTensors(const LlamaHParams& h,
   std::vector<ExpectedTensor> t;
   t.push_back({"token_embd.weight", {h.vocab_size, h.dim}, Role::kMatrix});
   t.push_back({kRopeFreqsName, {h.rope_dim / 2}, Role::kVector, false});
-  for (uint32_t l = 0; l < h.n_layers; ++l) {
+  if (h.fused_projections) {
+    // phi3: fused Q/K/V and gate/up projections, LongRoPE factors.
+    t.push_back({kRopeFactorsShortName, {h.rope_dim / 2}, Role::kVector, false});
+    t.push_back({kRopeFactorsLongName, {h.rope_dim / 2}, Role::kVector, false});
+    for (uint32_t l = 0; l < h.n_layers; ++l) {
+      t.push_back({LayerTensorName(l, "attn_norm"), {h.dim}, Role::kVector});
+      t.push_back({LayerTensorName(l, "attn_qkv"), {h.q_dim() + 2ull * h.kv_dim(), h.dim},
+                   Role::kMatrix});
+      t.push_back({LayerTensorName(l, "attn_output"), {h.dim, h.q_dim()}, Role::kMatrix});
+      t.push_back({LayerTensorName(l, "ffn_norm"), {h.dim}, Role::kVector});
+      t.push_back({LayerTensorName(l, "ffn_up"), {2ull * h.ffn_dim, h.dim}, Role::kMatrix});
+      t.push_back({LayerTensorName(l, "ffn_down"), {h.dim, h.ffn_dim}, Role::kMatrix});
+    }
+  }
+  for (uint32_t l = 0; l < h.n_layers && !h.fused_projections; ++l) {
     t.push_back({LayerTensorName(l, "attn_norm"), {h.dim}, Role::kVector});
     t.push_back({LayerTensorName(l, "attn_q"), {h.q_dim(), h.dim}, Role::kMatrix});
     t.push_back({LayerTensorName(l, "attn_q", "bias"), {h.q_dim()},

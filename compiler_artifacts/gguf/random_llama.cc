@@ -223,9 +223,10 @@ absl::Status InvalidSpec(std::string_view message) {
 
 absl::Status ValidateSpec(const RandomLlamaSpec& spec, uint32_t vocab_size) {
   if (spec.architecture != "llama" && spec.architecture != "qwen2" &&
-      spec.architecture != "qwen3") {
+      spec.architecture != "qwen3" && spec.architecture != "phi3") {
     return InvalidSpec(absl::StrCat("architecture \"", spec.architecture,
-                                    "\" is not supported: use \"llama\", \"qwen2\" or \"qwen3\""));
+                                    "\" is not supported: use \"llama\", \"qwen2\", \"qwen3\" "
+                                    "or \"phi3\""));
   }
   if (spec.vocabulary_gguf.empty() &&
       (vocab_size < kMinVocab || vocab_size > kMaxRandomLlamaVocab)) {
@@ -257,6 +258,10 @@ absl::Status ValidateSpec(const RandomLlamaSpec& spec, uint32_t vocab_size) {
   }
   if (!(std::isfinite(spec.norm_eps) && spec.norm_eps > 0)) {
     return InvalidSpec(absl::StrCat("norm_eps ", spec.norm_eps, " must be positive and finite"));
+  }
+  if (!(std::isfinite(spec.rope_attn_factor) && spec.rope_attn_factor >= 0)) {
+    return InvalidSpec(absl::StrCat("rope_attn_factor ", spec.rope_attn_factor,
+                                    " must be 0 (none) or positive"));
   }
   if (!(std::isfinite(spec.llama3_rope_factor) && spec.llama3_rope_factor >= 0)) {
     return InvalidSpec(absl::StrCat("llama3_rope_factor ", spec.llama3_rope_factor,
@@ -561,6 +566,10 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
     set_f32(p + "rope.scaling.high_freq_factor", 4.0f);
     set_u32(p + "rope.scaling.original_context_length", 8192);
   }
+  if (spec.rope_attn_factor > 0) set_f32(p + "rope.scaling.attn_factor", spec.rope_attn_factor);
+  if (spec.rope_original_context > 0) {
+    set_u32(p + "rope.scaling.original_context_length", spec.rope_original_context);
+  }
   set_f32(p + "attention.layer_norm_rms_epsilon", spec.norm_eps);
   if (spec.vocabulary_gguf.empty()) {
     absl::StatusOr<LlamaVocabulary> vocabulary = MakeLlamaVocabulary(vocab_size);
@@ -596,7 +605,23 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
   matrix("token_embd.weight", dim, vocab, 1.0);
   const bool bias = spec.qkv_bias || arch == "qwen2";
   const double attn_std = 1.0 / std::sqrt(static_cast<double>(dim));
-  for (uint32_t layer = 0; layer < spec.n_layers; ++layer) {
+  const bool phi3 = arch == "phi3";
+  if (phi3) {
+    // LongRoPE frequency divisors, positive.
+    const uint32_t rope_dim = spec.rope_dim == 0 ? head_dim : spec.rope_dim;
+    vector("rope_factors_long.weight", rope_dim / 2, 4.0, 0.5);
+    vector("rope_factors_short.weight", rope_dim / 2, 1.5, 0.2);
+  }
+  for (uint32_t layer = 0; layer < spec.n_layers && phi3; ++layer) {
+    const std::string b = absl::StrCat("blk.", layer, ".");
+    vector(b + "attn_norm.weight", dim, 1.0, kNormStd);
+    matrix(b + "attn_qkv.weight", dim, q_dim + 2 * kv_dim, attn_std);
+    matrix(b + "attn_output.weight", q_dim, dim, 1.0 / std::sqrt(static_cast<double>(q_dim)));
+    vector(b + "ffn_norm.weight", dim, 1.0, kNormStd);
+    matrix(b + "ffn_up.weight", dim, 2 * ffn, attn_std);
+    matrix(b + "ffn_down.weight", ffn, dim, 1.0 / std::sqrt(static_cast<double>(ffn)));
+  }
+  for (uint32_t layer = 0; layer < spec.n_layers && !phi3; ++layer) {
     const std::string b = absl::StrCat("blk.", layer, ".");
     vector(b + "attn_norm.weight", dim, 1.0, kNormStd);
     matrix(b + "attn_q.weight", dim, q_dim, attn_std);

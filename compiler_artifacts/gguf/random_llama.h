@@ -23,7 +23,9 @@ struct RandomLlamaSpec {
   // "llama"; "qwen2": qwen2.* keys, QKV biases, NEOX RoPE (in the
   // compiler's reading of the architecture); "qwen3": qwen3.* keys, no
   // biases, per-head RMS norms of Q and K (blk.N.attn_{q,k}_norm.weight),
-  // attention.key_length / value_length, NEOX RoPE.
+  // attention.key_length / value_length, NEOX RoPE; "phi3": fused
+  // blk.N.attn_qkv and blk.N.ffn_up (gate then up rows), LongRoPE factor
+  // tensors rope_factors_{short,long}.weight, NEOX RoPE.
   std::string architecture = "llama";
   // With vocabulary_gguf empty: the synthetic vocabulary's size, >= 285
   // (3 control, 256 byte and 26 letter tokens). Else 0 or the token count
@@ -56,6 +58,10 @@ struct RandomLlamaSpec {
   // > 0: Llama 3 RoPE scaling keys (<arch>.rope.scaling.type "llama3",
   // factor, low/high_freq_factor 1 / 4, original_context_length 8192).
   float llama3_rope_factor = 0.0f;
+  // phi3: <arch>.rope.scaling.attn_factor (0 = not written) and
+  // original_context_length (0 = not written).
+  float rope_attn_factor = 0.0f;
+  uint32_t rope_original_context = 0;
   uint64_t seed = 1;
 };
 

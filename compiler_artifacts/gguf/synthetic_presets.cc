@@ -44,6 +44,25 @@ std::vector<SyntheticPreset> MakePresets() {
                      "qwen3, dim 1024, 28 layers, 16 heads of 128 (8 kv), ffn 3072, vocab 151936 "
                      "(real qwen2 BPE), tied, Q/K norms",
                      "ggml-vocab-qwen2.gguf", qwen3});
+  // Phi-3.5-mini (microsoft/Phi-3.5-mini-instruct): fused projections,
+  // LongRoPE trained on 4096 with the attention factor
+  // sqrt(1 + ln(32) / ln(4096)); its 32064-token SentencePiece vocabulary
+  // is not bundled, so a synthetic one of that size stands in.
+  RandomLlamaSpec phi35 =
+      Shape("phi3", 32064, 3072, 32, 32, 32, 8192, 10000.0f, 1e-5f, 131072, false);
+  phi35.rope_attn_factor = 1.1902381f;
+  phi35.rope_original_context = 4096;
+  presets.push_back({"phi-3.5-mini",
+                     "phi3, dim 3072, 32 layers, 32 heads (32 kv), ffn 8192, vocab 32064 "
+                     "(synthetic SentencePiece), untied, fused QKV and gate/up, LongRoPE",
+                     "", phi35});
+  // SmolLM2-135M (HuggingFaceTB/SmolLM2-135M): llama, tied, RoPE base 1e5;
+  // its byte-level BPE vocabulary is not bundled: a synthetic one of the
+  // real size 49152.
+  presets.push_back({"smollm2-135m",
+                     "llama, dim 576, 30 layers, 9 heads (3 kv), ffn 1536, vocab 49152 "
+                     "(synthetic SentencePiece), tied",
+                     "", Shape("llama", 49152, 576, 30, 9, 3, 1536, 100000.0f, 1e-5f, 8192, true)});
   // TinyLlama-1.1B (TinyLlama/TinyLlama-1.1B-Chat-v1.0): the Llama 2
   // SentencePiece vocabulary.
   presets.push_back({"tinyllama-1.1b",

@@ -573,6 +573,25 @@ TEST(CompilerTest, RejectsNonFiniteWeightsNamingTheTensorAndIndex) {
   }
 }
 
+TEST(CompilerTest, Phi3AttentionFactorNeedsFullRope) {
+  gguf::RandomLlamaSpec spec;
+  spec.architecture = "phi3";
+  spec.dim = 64;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 4;
+  spec.rope_dim = 8;  // of 16
+  spec.rope_attn_factor = 1.19f;
+  const std::string gguf_path = TempPath("phi3_partial.gguf");
+  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  const absl::Status status = CompileGguf(gguf_path, TempPath("phi3_partial.lnpu"), {});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("phi3.rope.scaling.attn_factor"));
+  EXPECT_THAT(status.message(), HasSubstr("partial RoPE (8 of 16 dimensions rotated)"));
+  spec.rope_attn_factor = 0.0f;  // no factor: partial RoPE is fine
+  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  EXPECT_TRUE(CompileGguf(gguf_path, TempPath("phi3_partial.lnpu"), {}).ok());
+}
+
 TEST(CompilerTest, RefusesAnOutputThatIsNotARegularFile) {
   const std::string fifo = TempPath("out.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

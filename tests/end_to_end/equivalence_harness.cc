@@ -67,6 +67,7 @@ LoadReferenceForArtifact(const std::string& gguf_path,
   reference::ReferenceOptions options;
   options.round_kv_to_f16 = art->model().kv_cache()->dtype() == LNPU_DTYPE_F16;
   options.quantize_kv_to_i8 = art->model().kv_cache()->dtype() == LNPU_DTYPE_I8;
+  options.context_length = static_cast<int>(art->model().kv_cache()->capacity());
   options.weight_values =
       [art](const std::string& name) -> absl::StatusOr<std::vector<float>> {
     for (const artifact::fb::Weight* w : *art->model().weights()) {

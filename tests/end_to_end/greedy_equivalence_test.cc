@@ -237,6 +237,8 @@ struct RandomCase {
   compiler::CompileOptions::KvType kv_dtype =
       compiler::CompileOptions::KvType::kF32;
   uint32_t head_dim = 0;  // 0 = dim / n_heads
+  float rope_attn_factor = 0.0f;       // phi3 LongRoPE; 0 = none
+  uint32_t rope_original_context = 0;  // phi3: long factors beyond it
 };
 
 void PrintTo(const RandomCase& c, std::ostream* os) { *os << c.name; }
@@ -268,6 +270,8 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   spec.architecture = c.architecture;
   spec.llama3_rope_factor = c.llama3_rope_factor;
   spec.head_dim = c.head_dim;
+  spec.rope_attn_factor = c.rope_attn_factor;
+  spec.rope_original_context = c.rope_original_context;
   spec.seed = 1000 + c.prompt_len;
   absl::StatusOr<std::string> gguf_path = WriteRandomLlamaToTempDir(spec, c.name);
   ASSERT_TRUE(gguf_path.ok()) << gguf_path.status();
@@ -390,7 +394,22 @@ INSTANTIATE_TEST_SUITE_P(
         RandomCase{"qwen3_q8_f16kv", 64, 8, 2, 160, 0, false,
                    gguf::GgmlType::kF32, 25, "qwen3",
                    compiler::CompileOptions::WeightType::kQ8, 0.0f,
-                   compiler::CompileOptions::KvType::kF16}),
+                   compiler::CompileOptions::KvType::kF16},
+        // phi3: fused QKV and gate/up, LongRoPE short factors (the cache of
+        // 128 fits the trained 4096) and long ones (trained on 64), with
+        // the attention factor; exact with f32 weights, teacher-forced q8.
+        RandomCase{"phi3_short_rope_f32", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 26, "phi3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF32, 0, 1.19f, 4096},
+        RandomCase{"phi3_long_rope_f32_f16kv", 64, 8, 8, 160, 0, false,
+                   gguf::GgmlType::kF32, 27, "phi3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF16, 0, 1.19f, 64},
+        RandomCase{"phi3_q8_f16kv", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kF16, 28, "phi3",
+                   compiler::CompileOptions::WeightType::kQ8, 0.0f,
+                   compiler::CompileOptions::KvType::kF16, 0, 1.19f, 4096}),
     [](const ::testing::TestParamInfo<RandomCase>& info) { return info.param.name; });
 
 }  // namespace

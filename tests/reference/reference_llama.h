@@ -18,6 +18,9 @@
 // ("NEOX"); Llama 3 frequency scaling divides frequency i by factor i (the
 // rope_freqs.weight tensor, or computed from rope.scaling.type "llama3").
 // qwen2 adds biases to the Q, K and V projections (llama when present).
+// phi3 fuses Q/K/V into attn_qkv and gate/up into ffn_up, and scales its
+// RoPE by LongRoPE factors (long beyond the trained context, else short)
+// and the attention factor, which multiplies the rotated dimensions.
 // qwen3 has no biases but RMS-normalizes each head of Q and K (weights
 // attn_q_norm / attn_k_norm of head_dim) before RoPE, and its head size
 // (attention.key_length) need not be dim / n_heads.
@@ -57,6 +60,13 @@ struct ReferenceLlamaConfig {
   float rope_theta = 10000.0f;  // <arch>.rope.freq_base
   bool rope_neox = false;       // pairs (i, i + rope_dim / 2): qwen2, qwen3
   bool qk_norm = false;         // qwen3: RMSNorm of each Q and K head before RoPE
+  // phi3: attn_qkv (Q, K, V rows) and ffn_up (gate, up rows) are fused.
+  bool fused_projections = false;
+  // <arch>.rope.scaling.attn_factor: multiplies the rotated dimensions.
+  double rope_attn_factor = 1.0;
+  // <arch>.rope.scaling.original_context_length (0 when absent): phi3 uses
+  // rope_factors_long beyond it, rope_factors_short up to it.
+  int rope_original_context = 0;
   // Divisors of the RoPE frequencies (Llama 3 scaling); empty = none.
   std::vector<float> rope_freq_factors;
   float norm_eps = 0.0f;        // llama.attention.layer_norm_rms_epsilon
@@ -83,6 +93,9 @@ struct ReferenceOptions {
   // in f32, q = round-half-even(x / d)), as an NPU multiplying Q8_0 / Q4_0
   // weights quantizes its activations.
   std::function<bool(const std::string& name)> int8_matmul_inputs;
+  // The context the model runs with (the compiled cache capacity): selects
+  // phi3's long or short LongRoPE factors.
+  int context_length = 0;
 };
 
 class ReferenceLlama {
