@@ -194,8 +194,10 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                        .dim = h.head_dim,
                        .eps = h.norm_eps});
     }
-    rope(q, h.n_heads);
-    rope(staging(l, 0), h.n_kv_heads);
+    if (h.no_rope_layer_step == 0 || (l + 1) % h.no_rope_layer_step != 0) {
+      rope(q, h.n_heads);
+      rope(staging(l, 0), h.n_kv_heads);
+    }
     // Scores and weighted values over at most every slot and new row.
     const uint64_t attention_macs = 2ull * t * (buffers.capacity + t) *
                                     h.n_heads * h.head_dim;

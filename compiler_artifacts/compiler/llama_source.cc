@@ -128,7 +128,8 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
     return KeyError(file, "general.architecture",
                     absl::StrCat("is unreadable: ", arch.status().message()));
   }
-  if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3" && *arch != "phi3") {
+  if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3" && *arch != "phi3" &&
+      *arch != "smollm3") {
     return absl::InvalidArgumentError(absl::StrCat(
         file.path(), ": architecture \"", *arch,
         "\" is not supported; this compiler supports ",
@@ -145,7 +146,9 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
 
   LlamaHParams h;
   h.architecture = *arch;
-  h.rope_mode = *arch == "llama" ? LNPU_ROPE_MODE_NORM : LNPU_ROPE_MODE_NEOX;
+  h.rope_mode = *arch == "llama" || *arch == "smollm3" ? LNPU_ROPE_MODE_NORM
+                                                       : LNPU_ROPE_MODE_NEOX;
+  h.no_rope_layer_step = *arch == "smollm3" ? 4 : 0;
   h.qk_norm = *arch == "qwen3";
   h.fused_projections = *arch == "phi3";
   absl::StatusOr<std::string> name =

@@ -21,7 +21,7 @@ namespace fb = ::lnpu::artifact::fb;
 
 // The architectures the compiler lowers.
 inline constexpr const char* kSupportedArchitectures =
-    "\"llama\", \"qwen2\", \"qwen3\", \"phi3\"";
+    "\"llama\", \"qwen2\", \"qwen3\", \"phi3\", \"smollm3\"";
 
 struct LlamaHParams {
   std::string architecture;  // general.architecture: "llama", "qwen2" or "qwen3"
@@ -43,6 +43,10 @@ struct LlamaHParams {
   // phi3: one attn_qkv matrix (Q, K then V rows) and one ffn_up matrix
   // (gate then up rows) instead of separate projections.
   bool fused_projections = false;
+  // smollm3 ("NoPE" layers): layer l skips RoPE when (l + 1) is a multiple
+  // of this step (4, as llama.cpp fixes it; the file has no key). 0 = every
+  // layer rotates.
+  uint32_t no_rope_layer_step = 0;
   // phi3 LongRoPE: <arch>.rope.scaling.attn_factor (1 when absent) scales
   // the rotated dimensions of Q and K; the trained context length that
   // selects the short or long frequency factors.

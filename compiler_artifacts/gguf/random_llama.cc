@@ -223,10 +223,11 @@ absl::Status InvalidSpec(std::string_view message) {
 
 absl::Status ValidateSpec(const RandomLlamaSpec& spec, uint32_t vocab_size) {
   if (spec.architecture != "llama" && spec.architecture != "qwen2" &&
-      spec.architecture != "qwen3" && spec.architecture != "phi3") {
+      spec.architecture != "qwen3" && spec.architecture != "phi3" &&
+      spec.architecture != "smollm3") {
     return InvalidSpec(absl::StrCat("architecture \"", spec.architecture,
-                                    "\" is not supported: use \"llama\", \"qwen2\", \"qwen3\" "
-                                    "or \"phi3\""));
+                                    "\" is not supported: use \"llama\", \"qwen2\", \"qwen3\", "
+                                    "\"phi3\" or \"smollm3\""));
   }
   if (spec.vocabulary_gguf.empty() &&
       (vocab_size < kMinVocab || vocab_size > kMaxRandomLlamaVocab)) {

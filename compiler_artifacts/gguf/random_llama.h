@@ -25,7 +25,8 @@ struct RandomLlamaSpec {
   // biases, per-head RMS norms of Q and K (blk.N.attn_{q,k}_norm.weight),
   // attention.key_length / value_length, NEOX RoPE; "phi3": fused
   // blk.N.attn_qkv and blk.N.ffn_up (gate then up rows), LongRoPE factor
-  // tensors rope_factors_{short,long}.weight, NEOX RoPE.
+  // tensors rope_factors_{short,long}.weight, NEOX RoPE; "smollm3": the
+  // llama layout (every fourth layer without RoPE is the architecture's).
   std::string architecture = "llama";
   // With vocabulary_gguf empty: the synthetic vocabulary's size, >= 285
   // (3 control, 256 byte and 26 letter tokens). Else 0 or the token count

@@ -63,6 +63,14 @@ std::vector<SyntheticPreset> MakePresets() {
                      "llama, dim 576, 30 layers, 9 heads (3 kv), ffn 1536, vocab 49152 "
                      "(synthetic SentencePiece), tied",
                      "", Shape("llama", 49152, 576, 30, 9, 3, 1536, 100000.0f, 1e-5f, 8192, true)});
+  // SmolLM3-3B (HuggingFaceTB/SmolLM3-3B): llama layout with every fourth
+  // layer without RoPE, tied, RoPE base 5e6; its 128256-token byte-level
+  // BPE vocabulary is not bundled: a synthetic one of that size.
+  presets.push_back({"smollm3-3b",
+                     "smollm3, dim 2048, 36 layers, 16 heads (4 kv), ffn 11008, vocab 128256 "
+                     "(synthetic SentencePiece), tied, no RoPE in every fourth layer",
+                     "", Shape("smollm3", 128256, 2048, 36, 16, 4, 11008, 5000000.0f, 1e-6f,
+                               65536, true)});
   // TinyLlama-1.1B (TinyLlama/TinyLlama-1.1B-Chat-v1.0): the Llama 2
   // SentencePiece vocabulary.
   presets.push_back({"tinyllama-1.1b",

@@ -239,6 +239,7 @@ struct RandomCase {
   uint32_t head_dim = 0;  // 0 = dim / n_heads
   float rope_attn_factor = 0.0f;       // phi3 LongRoPE; 0 = none
   uint32_t rope_original_context = 0;  // phi3: long factors beyond it
+  uint32_t n_layers = 2;
 };
 
 void PrintTo(const RandomCase& c, std::ostream* os) { *os << c.name; }
@@ -259,7 +260,7 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   gguf::RandomLlamaSpec spec;
   spec.vocab_size = 320;
   spec.dim = c.dim;
-  spec.n_layers = 2;
+  spec.n_layers = c.n_layers;
   spec.n_heads = c.n_heads;
   spec.n_kv_heads = c.n_kv_heads;
   spec.ffn_dim = c.ffn_dim;
@@ -406,6 +407,11 @@ INSTANTIATE_TEST_SUITE_P(
                    gguf::GgmlType::kF32, 27, "phi3",
                    compiler::CompileOptions::WeightType::kF32, 0.0f,
                    compiler::CompileOptions::KvType::kF16, 0, 1.19f, 64},
+        // smollm3: layers 3 and 7 of 8 without RoPE.
+        RandomCase{"smollm3_nope_layers_f32", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 29, "smollm3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF32, 0, 0.0f, 0, 8},
         RandomCase{"phi3_q8_f16kv", 64, 8, 2, 160, 0, false,
                    gguf::GgmlType::kF16, 28, "phi3",
                    compiler::CompileOptions::WeightType::kQ8, 0.0f,

@@ -238,15 +238,19 @@ absl::StatusOr<int> GetPositiveInt(const gguf::GgufFile& file,
 absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
   const absl::StatusOr<std::string> arch = file.GetString("general.architecture");
   if (!arch.ok() ||
-      (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3" && *arch != "phi3")) {
+      (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3" && *arch != "phi3" &&
+       *arch != "smollm3")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "general.architecture is '", arch.ok() ? *arch : "(missing)",
-        "'; the reference implements the 'llama', 'qwen2', 'qwen3' and 'phi3' architectures"));
+        "'; the reference implements the 'llama', 'qwen2', 'qwen3', 'phi3' and 'smollm3' "
+        "architectures"));
   }
   const std::string p = *arch + ".";
   ReferenceLlamaConfig c;
   c.architecture = *arch;
-  c.rope_neox = *arch != "llama";
+  c.rope_neox = *arch != "llama" && *arch != "smollm3";
+  // SmolLM3: every fourth layer (3, 7, 11, ...) has no positional encoding.
+  c.nope_every = *arch == "smollm3" ? 4 : 0;
   c.fused_projections = *arch == "phi3";
   c.qk_norm = *arch == "qwen3";
   absl::Status status;
@@ -526,8 +530,10 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
       NormalizeEachHead(q, layer.q_norm, c.head_dim, c.norm_eps);
       NormalizeEachHead(k, layer.k_norm, c.head_dim, c.norm_eps);
     }
-    ApplyRope(q, c, c.n_heads, pos);
-    ApplyRope(k, c, c.n_kv_heads, pos);
+    if (c.nope_every == 0 || (l + 1) % c.nope_every != 0) {
+      ApplyRope(q, c, c.n_heads, pos);
+      ApplyRope(k, c, c.n_kv_heads, pos);
+    }
     // The cache keeps each row as stored (f16-rounded with that option),
     // and the current token reads its own row from there too.
     if (round_kv_to_f16_) {

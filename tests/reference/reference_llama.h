@@ -62,6 +62,8 @@ struct ReferenceLlamaConfig {
   bool qk_norm = false;         // qwen3: RMSNorm of each Q and K head before RoPE
   // phi3: attn_qkv (Q, K, V rows) and ffn_up (gate, up rows) are fused.
   bool fused_projections = false;
+  // smollm3: layers l with (l + 1) % nope_every == 0 skip RoPE; 0 = none.
+  int nope_every = 0;
   // <arch>.rope.scaling.attn_factor: multiplies the rotated dimensions.
   double rope_attn_factor = 1.0;
   // <arch>.rope.scaling.original_context_length (0 when absent): phi3 uses
