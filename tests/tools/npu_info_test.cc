@@ -9,9 +9,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/tools/tool_test_support.h"
 
 namespace {
 
@@ -38,9 +41,12 @@ ProcessResult Shell(const std::string& command) {
   return run;
 }
 
+// The command that runs npu-info (under the cross build's wrapper, if any).
 std::string NpuInfo() {
   const char* path = std::getenv("LNPU_NPU_INFO");
-  return path != nullptr ? path : "npu-info";
+  std::vector<std::string> command = lnpu::tools::testing::ExeWrapper();
+  command.push_back(path != nullptr ? path : "npu-info");
+  return absl::StrJoin(command, " ");
 }
 
 // Runs npu-info with `args` on the software NPU.

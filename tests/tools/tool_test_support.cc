@@ -11,6 +11,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/str_split.h"
+
 extern char** environ;
 
 namespace lnpu::tools::testing {
@@ -22,6 +24,12 @@ std::string& DirectoryPath() {
 }
 
 }  // namespace
+
+std::vector<std::string> ExeWrapper() {
+  const char* wrapper = std::getenv("MESON_EXE_WRAPPER");
+  if (wrapper == nullptr) return {};
+  return absl::StrSplit(wrapper, ' ', absl::SkipEmpty());
+}
 
 void TestDirectory::SetUp() {
   std::string pattern = ::testing::TempDir() + prefix_ + ".XXXXXX";
@@ -58,14 +66,14 @@ ToolRun RunTool(const char* tool_env, const std::vector<std::string>& args,
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> argv_storage = {tool};
+  std::vector<std::string> argv_storage = ExeWrapper();
+  argv_storage.push_back(tool);
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& arg : argv_storage) argv.push_back(arg.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
-  const int spawned =
-      posix_spawn(&pid, tool, &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) {
     ADD_FAILURE() << "cannot start " << tool << ": error " << spawned;

@@ -34,8 +34,14 @@ struct ToolRun {
   std::string err;
 };
 
+// The command that runs a program of this build: in a cross build, meson
+// test runs the test under the cross file's exe_wrapper (qemu-aarch64) and
+// names it in $MESON_EXE_WRAPPER, which the programs the test starts need
+// as well; empty in a native build. Split at spaces.
+std::vector<std::string> ExeWrapper();
+
 // Runs the program whose path is in environment variable `tool_env` (meson
-// test sets it) with `args`, `input` on stdin, and stdout / stderr captured
+// test sets it), under ExeWrapper(), with `args`, `input` on stdin, and stdout / stderr captured
 // through files in the TestDirectory. Adds a test failure and returns a
 // default ToolRun when the variable is unset or the program cannot start.
 // Not thread-safe (the capture files are shared).

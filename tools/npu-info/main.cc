@@ -24,7 +24,7 @@ constexpr char kUsage[] =
     "  --validate   run the self-test: NOP latency, DMA bandwidth, matmul\n"
     "               throughput and a known-answer check, each against its\n"
     "               threshold; exit 0 if all pass, 1 if one fails\n"
-    "  --help       this text\n";
+    "  -h, --help   show this help\n";
 
 struct Options {
   std::string device = "auto";

@@ -9,8 +9,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -19,8 +19,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -28,6 +26,7 @@
 #include "framework/chat_template.h"
 #include "framework/llm.h"
 #include "framework/session.h"
+#include "tools/common/flag_command_line.h"
 
 ABSL_FLAG(std::string, m, "", "compiled model artifact (.lnpu), from npu-compile");
 ABSL_FLAG(std::string, p, "", "prompt text (one-shot), or the first user turn with --chat");
@@ -72,6 +71,16 @@ ABSL_FLAG(std::string, device, "auto",
           "or a device node path");
 
 namespace {
+
+constexpr char kSynopsis[] =
+    R"(usage: npu-llm -m MODEL.lnpu -p PROMPT [options]
+       npu-llm chat -m MODEL.lnpu [-p FIRST_TURN] [options]
+
+Generates text with a compiled model on the NPU, streaming it to stdout, then
+prints the request's statistics and peak memory to stderr. `npu-llm chat`
+(or --chat) reads one user turn per stdin line until EOF and continues the
+same session, so earlier turns are never prefilled again.
+)";
 
 using lnpu::framework::ChatMessage;
 using lnpu::framework::GenerationConfig;
@@ -244,28 +253,9 @@ absl::StatusOr<GenerationResult> Reply(lnpu::framework::Session& session,
   return result;
 }
 
-// absl flags are spelled with underscores; accept --save-session as well
-// as --save_session by rewriting the name part of each "--flag[=value]".
-void AcceptDashedFlagNames(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    char* arg = argv[i];
-    if (std::strncmp(arg, "--", 2) != 0) continue;
-    if (arg[2] == '\0') break;  // "--": the rest are not flags
-    for (char* c = arg + 2; *c != '\0' && *c != '='; ++c) {
-      if (*c == '-') *c = '_';
-    }
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "generates text on the NPU.\n"
-      "usage: npu-llm -m MODEL.lnpu -p PROMPT [-n N] [--temp T] [--seed S] [--stop S]\n"
-      "       npu-llm chat -m MODEL.lnpu [--system TEXT] [--chat-template FAMILY] "
-      "[--verbose-prompt] [--save-session F] [--load-session F] [--context ring]\n"
-      "       (npu-llm --chat ... is the same as npu-llm chat ...)");
   // The `chat` subcommand is --chat.
   bool chat_subcommand = false;
   if (argc > 1 && std::strcmp(argv[1], "chat") == 0) {
@@ -273,8 +263,8 @@ int main(int argc, char** argv) {
     std::copy(argv + 2, argv + argc + 1, argv + 1);  // argv[argc] is nullptr
     --argc;
   }
-  AcceptDashedFlagNames(argc, argv);
-  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> positional =
+      lnpu::tools::ParseFlagCommandLine(argc, argv, kSynopsis, __FILE__);
   if (positional.size() > 1) {
     return Fail(absl::StrFormat("unexpected argument '%s': the only subcommand is chat, and "
                                 "the prompt goes in -p",

@@ -17,8 +17,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "framework/llm.h"
@@ -27,6 +25,7 @@
 #include "kernel_iface/driver/device.h"
 #include "runtime/model.h"
 #include "runtime/sequence.h"
+#include "tools/common/flag_command_line.h"
 
 ABSL_FLAG(std::string, m, "", "compiled model artifact (.lnpu)");
 ABSL_FLAG(std::string, full, "",
@@ -132,10 +131,11 @@ double Perplexity(lnpu::runtime::Sequence& session, const std::vector<int32_t>& 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "prints session reuse and ring-policy figures.\n"
-      "usage: npu-llm-session-bench -m MODEL.lnpu [--full BIG_CACHE_MODEL.lnpu]");
-  absl::ParseCommandLine(argc, argv);
+  lnpu::tools::ParseFlagCommandLine(
+      argc, argv,
+      "usage: npu-llm-session-bench -m MODEL.lnpu [--full BIG_CACHE_MODEL.lnpu] [options]\n\n"
+      "Prints session reuse and ring-policy figures.\n",
+      __FILE__);
   const std::string path = absl::GetFlag(FLAGS_m);
   if (path.empty()) {
     std::cerr << "npu-llm-session-bench: pass -m MODEL.lnpu\n";

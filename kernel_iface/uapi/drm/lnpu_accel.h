@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * lnpu: UAPI of the LLM NPU accel device.
+/**
+ * DOC: lnpu UAPI
  *
- * This header is the whole contract between user space and an lnpu kernel
- * driver (or the in-process software NPU, which serves the same ioctls).
- * A driver for real hardware implements exactly what is written here; see
- * docs/uapi.md for the prose reference.
+ * The UAPI of the LLM NPU accel device: the whole contract between user
+ * space and an lnpu kernel driver (or the in-process software NPU, which
+ * serves the same ioctls). A driver for real hardware implements exactly
+ * what is written here. The comments are kernel-doc; the field, parameter,
+ * capability and flag tables of docs/uapi.md are generated from them
+ * (tools/scripts/uapi_doc.py), and its prose refers to them.
  *
  * Conventions (as in drivers/accel/{ivpu,rocket,ethosu}):
  *  - fixed-size types only; user pointers travel as __u64; every struct is a
@@ -20,7 +22,8 @@
  *  - handles are per open file and non-zero; an unknown handle gives ENOENT;
  *  - an unknown ioctl number gives ENOTTY, a null argument EFAULT.
  *
- * Fields are marked [in] (set by user space) or [out] (set by the driver).
+ * Ioctl fields are marked [in] (set by user space) or [out] (set by the
+ * driver).
  */
 #ifndef LNPU_ACCEL_H_
 #define LNPU_ACCEL_H_
@@ -61,47 +64,119 @@ extern "C" {
 /* ---------------------------------------------------------------------- */
 /* DRM_LNPU_GET_PARAM: read one device parameter.                          */
 
-#define DRM_LNPU_PARAM_UAPI_VERSION 0     /* (major << 16) | minor */
-#define DRM_LNPU_PARAM_DEVICE_ID 1        /* vendor-defined device id */
-#define DRM_LNPU_PARAM_CAPABILITIES 2     /* DRM_LNPU_CAP_* bit mask */
+/* Parameter ids (the comment of each is its value). */
+#define DRM_LNPU_PARAM_UAPI_VERSION 0     /* major << 16 | minor */
+#define DRM_LNPU_PARAM_DEVICE_ID 1        /* vendor-defined; the software NPU
+                                             reports 0x534e5055 ("SNPU") */
+#define DRM_LNPU_PARAM_CAPABILITIES 2     /* DRM_LNPU_CAP_* bits */
 #define DRM_LNPU_PARAM_MEMORY_SIZE 3      /* bytes of device memory */
-#define DRM_LNPU_PARAM_MEMORY_USED 4      /* bytes currently allocated, all files */
-#define DRM_LNPU_PARAM_ENGINE_MASK 5      /* bit (1 << DRM_LNPU_ENGINE_*) per engine */
-#define DRM_LNPU_PARAM_BO_ALIGNMENT 6     /* size and device-address granule */
-#define DRM_LNPU_PARAM_MAX_CMD_SIZE 7     /* max bytes of one job's command stream */
-#define DRM_LNPU_PARAM_MAX_JOB_BOS 8      /* max bo_count of one submit */
-#define DRM_LNPU_PARAM_JOB_TIMEOUT_MS 9   /* a job running longer is aborted */
-#define DRM_LNPU_PARAM_COMPUTE_UNITS 10   /* parallel compute units (cores) */
-#define DRM_LNPU_PARAM_MAX_IN_FENCES 11   /* max in_fence_count of one submit */
+#define DRM_LNPU_PARAM_MEMORY_USED 4      /* bytes of device memory held by
+                                             live BOs, all files (rounded
+                                             sizes; imports excluded) */
+#define DRM_LNPU_PARAM_ENGINE_MASK 5      /* bit 1 << DRM_LNPU_ENGINE_* per
+                                             engine present */
+#define DRM_LNPU_PARAM_BO_ALIGNMENT 6     /* granule of BO sizes, device
+                                             addresses, mmap offsets and
+                                             USERPTR imports (4096) */
+#define DRM_LNPU_PARAM_MAX_CMD_SIZE 7     /* largest cmd_size of one submit
+                                             (software NPU: 1 MiB) */
+#define DRM_LNPU_PARAM_MAX_JOB_BOS 8      /* largest bo_count of one submit
+                                             (4096) */
+#define DRM_LNPU_PARAM_JOB_TIMEOUT_MS 9   /* a job running longer is aborted
+                                             and its file banned */
+#define DRM_LNPU_PARAM_COMPUTE_UNITS 10   /* parallel compute units (cores)
+                                             one compute job uses */
+#define DRM_LNPU_PARAM_MAX_IN_FENCES 11   /* largest in_fence_count of a
+                                             submit and fence_count of a
+                                             wait (32) */
 /* Since 1.1. Device-wide counters since the device was created (all files);
  * every submitted job ends as exactly one of completed, faulted, timed out
  * or cancelled, so submitted - (the four) = jobs queued or running. */
-#define DRM_LNPU_PARAM_JOBS_SUBMITTED 12  /* SUBMITs that returned 0 */
-#define DRM_LNPU_PARAM_JOBS_COMPLETED 13  /* jobs that ran without error */
-#define DRM_LNPU_PARAM_JOB_FAULTS 14      /* jobs that faulted: job_error -EIO */
-#define DRM_LNPU_PARAM_RESETS 15          /* engine resets = jobs timed out */
-#define DRM_LNPU_PARAM_MEMORY_FREE 16     /* MEMORY_SIZE - MEMORY_USED */
-#define DRM_LNPU_PARAM_MEMORY_IMPORTED 17 /* bytes of live USERPTR BOs */
-#define DRM_LNPU_PARAM_JOBS_CANCELLED 18  /* not run: banned file, failed
-                                             in-fence, device shutdown */
+#define DRM_LNPU_PARAM_JOBS_SUBMITTED 12  /* since 1.1: SUBMITs that
+                                             returned 0, all files */
+#define DRM_LNPU_PARAM_JOBS_COMPLETED 13  /* since 1.1: jobs that ran to the
+                                             end (job_error 0) */
+#define DRM_LNPU_PARAM_JOB_FAULTS 14      /* since 1.1: jobs that faulted
+                                             (job_error -EIO) */
+#define DRM_LNPU_PARAM_RESETS 15          /* since 1.1: engine resets, one
+                                             per job that timed out or hung */
+#define DRM_LNPU_PARAM_MEMORY_FREE 16     /* since 1.1: MEMORY_SIZE -
+                                             MEMORY_USED */
+#define DRM_LNPU_PARAM_MEMORY_IMPORTED 17 /* since 1.1: bytes of user memory
+                                             wrapped by live USERPTR BOs,
+                                             all files */
+#define DRM_LNPU_PARAM_JOBS_CANCELLED 18  /* since 1.1: jobs that never ran
+                                             (banned file, failed in-fence,
+                                             device shutdown) */
 #define DRM_LNPU_PARAM_COUNT 19           /* first unknown id: EINVAL */
 
-/* Capabilities. */
-#define DRM_LNPU_CAP_DTYPE_F16 (1ull << 0)  /* F16 weights, tables */
-#define DRM_LNPU_CAP_IN_FENCES (1ull << 1)  /* submit may wait on fences */
-#define DRM_LNPU_CAP_SOFTWARE (1ull << 2)   /* device is the software model */
-#define DRM_LNPU_CAP_USERPTR (1ull << 3)    /* DRM_LNPU_BO_USERPTR imports */
+/* Capabilities (DRM_LNPU_PARAM_CAPABILITIES bits). */
+#define DRM_LNPU_CAP_DTYPE_F16 (1ull << 0)  /* F16 weights and tables */
+#define DRM_LNPU_CAP_IN_FENCES (1ull << 1)  /* SUBMIT may wait on fences */
+#define DRM_LNPU_CAP_SOFTWARE (1ull << 2)   /* the device is the software
+                                               model */
+#define DRM_LNPU_CAP_USERPTR (1ull << 3)    /* since 1.1:
+                                               DRM_LNPU_BO_USERPTR imports */
 
+/**
+ * struct drm_lnpu_get_param - read one device parameter
+ * @param: [in] a DRM_LNPU_PARAM_* id
+ * @pad: [in] must be 0
+ * @value: [out] the parameter
+ *
+ * Errors: EINVAL unknown id (>= DRM_LNPU_PARAM_COUNT) or pad not 0.
+ */
 struct drm_lnpu_get_param {
-  __u32 param; /* [in] DRM_LNPU_PARAM_* */
-  __u32 pad;   /* [in] must be 0 */
-  __u64 value; /* [out] */
+  __u32 param;
+  __u32 pad;
+  __u64 value;
 };
 
 /* ---------------------------------------------------------------------- */
 /* DRM_LNPU_BO_CREATE: allocate a buffer object in device memory, or      */
 /* import user memory as one (DRM_LNPU_BO_USERPTR).                        */
-/*
+
+/* Buffer object flags (struct drm_lnpu_bo_create). */
+#define DRM_LNPU_BO_CMDBUF (1u << 0)    /* holds command streams: may be a
+                                           submit's cmd_handle, never one of
+                                           its bo_handles */
+#define DRM_LNPU_BO_USERPTR (1u << 1)   /* since 1.1, with
+                                           DRM_LNPU_CAP_USERPTR: the BO is
+                                           the user memory at user_ptr, used
+                                           in place without a copy */
+#define DRM_LNPU_BO_READ_ONLY (1u << 2) /* since 1.1: commands may only read
+                                           the BO (the CPU may still write
+                                           it through a mapping) */
+#define DRM_LNPU_BO_FLAGS_ALL \
+  (DRM_LNPU_BO_CMDBUF | DRM_LNPU_BO_USERPTR | DRM_LNPU_BO_READ_ONLY)
+
+/**
+ * struct drm_lnpu_bo_create - allocate device memory, or import user memory
+ * @size: [in] bytes; rounded up to DRM_LNPU_PARAM_BO_ALIGNMENT. For USERPTR:
+ *        a multiple of it
+ * @flags: [in] DRM_LNPU_BO_*
+ * @handle: [out] non-zero, valid in this open file only, never reused while
+ *          the file lives
+ * @device_addr: [out] where commands address the buffer; never 0; never
+ *               reused
+ * @user_ptr: [in] since 1.1: the memory to import with DRM_LNPU_BO_USERPTR,
+ *            else 0
+ *
+ * A device BO is zero-filled. A DRM_LNPU_BO_CMDBUF BO may be named as
+ * cmd_handle of a submit and must not appear in the job's bo_handles
+ * (commands cannot touch it).
+ *
+ * A DRM_LNPU_BO_USERPTR BO is the user memory at user_ptr (size bytes, both
+ * multiples of DRM_LNPU_PARAM_BO_ALIGNMENT), used in place without a copy
+ * (weights mapped from a file). It is counted in MEMORY_IMPORTED, not
+ * MEMORY_USED. The memory must stay mapped until the BO is released (last
+ * handle closed and its jobs ended). It has no mmap offset (BO_INFO
+ * reports 0): user space already maps it.
+ *
+ * With DRM_LNPU_BO_READ_ONLY, SUBMIT rejects (EINVAL) a job with a command
+ * that writes into the BO. Required to import memory that is not writable
+ * (a read-only file mapping).
+ *
  * Errors: EINVAL size 0, size above MEMORY_SIZE, unknown flags, CMDBUF
  *         combined with USERPTR or READ_ONLY, user_ptr != 0 without
  *         USERPTR, USERPTR size not a multiple of BO_ALIGNMENT;
@@ -111,48 +186,60 @@ struct drm_lnpu_get_param {
  *         ENOMEM device memory (or host memory) exhausted;
  *         ENOSPC the device address space is exhausted.
  */
-
-/* The BO holds a command stream. It may be named as cmd_handle of a submit
- * and must not appear in the job's bo_handles (commands cannot touch it). */
-#define DRM_LNPU_BO_CMDBUF (1u << 0)
-/* Since 1.1, with DRM_LNPU_CAP_USERPTR. The BO is the user memory at
- * user_ptr (size bytes), used in place without a copy (weights mapped from
- * a file). Both must be multiples of DRM_LNPU_PARAM_BO_ALIGNMENT. Counted
- * in MEMORY_IMPORTED, not MEMORY_USED. The memory must stay mapped until
- * the BO is released (last handle closed and its jobs ended). A USERPTR BO
- * has no mmap offset (BO_INFO reports 0): user space already maps it. */
-#define DRM_LNPU_BO_USERPTR (1u << 1)
-/* Since 1.1. Commands may only read the BO: SUBMIT rejects (EINVAL) a job
- * with a command that writes into it. Required to import memory that is
- * not writable (a read-only file mapping). */
-#define DRM_LNPU_BO_READ_ONLY (1u << 2)
-#define DRM_LNPU_BO_FLAGS_ALL \
-  (DRM_LNPU_BO_CMDBUF | DRM_LNPU_BO_USERPTR | DRM_LNPU_BO_READ_ONLY)
-
 struct drm_lnpu_bo_create {
-  __u64 size;        /* [in] bytes; rounded up to DRM_LNPU_PARAM_BO_ALIGNMENT */
-  __u32 flags;       /* [in] DRM_LNPU_BO_* */
-  __u32 handle;      /* [out] non-zero, valid in this open file only */
-  __u64 device_addr; /* [out] address commands use; never 0 */
-  __u64 user_ptr;    /* [in] since 1.1: USERPTR memory, else must be 0 */
+  __u64 size;
+  __u32 flags;
+  __u32 handle;
+  __u64 device_addr;
+  __u64 user_ptr;
 };
 
 /* ---------------------------------------------------------------------- */
 /* DRM_LNPU_BO_INFO: query a BO; mmap_offset is passed to mmap(2).         */
-/* Errors: ENOENT unknown handle; EINVAL pad != 0.                         */
 
+/**
+ * struct drm_lnpu_bo_info - size, flags, device address and mmap offset of a BO
+ * @handle: [in] a BO handle of this file
+ * @flags: [out] the flags given at creation
+ * @size: [out] the allocated (rounded) size
+ * @mmap_offset: [out] fake offset to pass to mmap(2) on this file; 0 for a
+ *               DRM_LNPU_BO_USERPTR BO (not mappable)
+ * @device_addr: [out] as returned by BO_CREATE
+ *
+ * Errors: ENOENT unknown handle.
+ */
 struct drm_lnpu_bo_info {
-  __u32 handle;      /* [in] */
-  __u32 flags;       /* [out] flags given at creation */
-  __u64 size;        /* [out] allocated (rounded) size */
-  __u64 mmap_offset; /* [out] fake offset for mmap(2) on this file; 0 for
-                        a DRM_LNPU_BO_USERPTR BO (not mappable) */
-  __u64 device_addr; /* [out] */
+  __u32 handle;
+  __u32 flags;
+  __u64 size;
+  __u64 mmap_offset;
+  __u64 device_addr;
 };
 
 /* ---------------------------------------------------------------------- */
 /* DRM_LNPU_SUBMIT: queue a command stream on one engine.                  */
-/*
+
+#define DRM_LNPU_ENGINE_COMPUTE 0
+#define DRM_LNPU_ENGINE_DMA 1
+#define DRM_LNPU_ENGINE_COUNT 2
+
+/**
+ * struct drm_lnpu_submit - queue a command stream on an engine
+ * @bo_handles: [in] pointer to __u32[bo_count]: every BO any command reads
+ *              or writes (duplicates harmless)
+ * @in_fences: [in] pointer to __u64[in_fence_count]: fences of this file
+ *             the job waits for
+ * @bo_count: [in] 0..DRM_LNPU_PARAM_MAX_JOB_BOS
+ * @in_fence_count: [in] 0..DRM_LNPU_PARAM_MAX_IN_FENCES
+ * @engine: [in] DRM_LNPU_ENGINE_COMPUTE (0) or DRM_LNPU_ENGINE_DMA (1)
+ * @cmd_handle: [in] a DRM_LNPU_BO_CMDBUF BO holding the stream
+ * @cmd_offset: [in] multiple of 8, inside the BO
+ * @cmd_size: [in] multiple of 8, > 0, at most DRM_LNPU_PARAM_MAX_CMD_SIZE,
+ *            inside the BO
+ * @flags: [in] must be 0
+ * @pad: [in] must be 0
+ * @fence: [out] the job's fence: a per-file sequence number, starting at 1
+ *
  * The command stream is cmd_size bytes at cmd_offset of BO cmd_handle (a
  * DRM_LNPU_BO_CMDBUF BO). Every buffer that any command reads or writes
  * must be listed in bo_handles; before anything runs, the driver parses the
@@ -170,30 +257,41 @@ struct drm_lnpu_bo_info {
  *         ENOENT unknown BO handle or in-fence; EFAULT null array pointer;
  *         ECANCELED the file's context was banned after a job timeout.
  */
-#define DRM_LNPU_ENGINE_COMPUTE 0
-#define DRM_LNPU_ENGINE_DMA 1
-#define DRM_LNPU_ENGINE_COUNT 2
-
 struct drm_lnpu_submit {
-  __u64 bo_handles;     /* [in] pointer to __u32[bo_count] */
-  __u64 in_fences;      /* [in] pointer to __u64[in_fence_count] */
-  __u32 bo_count;       /* [in] 0..DRM_LNPU_PARAM_MAX_JOB_BOS */
-  __u32 in_fence_count; /* [in] 0..DRM_LNPU_PARAM_MAX_IN_FENCES */
-  __u32 engine;         /* [in] DRM_LNPU_ENGINE_* */
-  __u32 cmd_handle;     /* [in] DRM_LNPU_BO_CMDBUF BO */
-  __u32 cmd_offset;     /* [in] multiple of 8, inside the BO */
-  __u32 cmd_size;       /* [in] multiple of 8, > 0, inside the BO */
-  __u32 flags;          /* [in] must be 0 */
-  __u32 pad;            /* [in] must be 0 */
-  __u64 fence;          /* [out] fence id of this job, > 0, per file */
+  __u64 bo_handles;
+  __u64 in_fences;
+  __u32 bo_count;
+  __u32 in_fence_count;
+  __u32 engine;
+  __u32 cmd_handle;
+  __u32 cmd_offset;
+  __u32 cmd_size;
+  __u32 flags;
+  __u32 pad;
+  __u64 fence;
 };
 
 /* ---------------------------------------------------------------------- */
 /* DRM_LNPU_WAIT: wait until fences signal.                                */
-/*
- * timeout_ns is an absolute CLOCK_MONOTONIC time; the call is restartable
- * after EINTR with the same arguments. With DRM_LNPU_WAIT_ANY it returns
- * when one fence signalled, else when all did.
+
+#define DRM_LNPU_WAIT_ANY (1u << 0)
+#define DRM_LNPU_WAIT_FLAGS_ALL (DRM_LNPU_WAIT_ANY)
+
+/**
+ * struct drm_lnpu_wait - wait for fences
+ * @fences: [in] pointer to __u64[fence_count]: fences of this file
+ * @fence_count: [in] 1..DRM_LNPU_PARAM_MAX_IN_FENCES
+ * @flags: [in] DRM_LNPU_WAIT_ANY (bit 0): return when one fence signalled,
+ *         else when all did
+ * @timeout_ns: [in] absolute CLOCK_MONOTONIC deadline in ns (a past one
+ *              polls)
+ * @job_error: [out] 0 if every waited job completed, else the first
+ *             failure: -EIO faulted, -ECANCELED aborted or cancelled
+ * @signalled: [out] with DRM_LNPU_WAIT_ANY: index of a signalled fence;
+ *             else 0
+ *
+ * timeout_ns is absolute, so the call is restartable after EINTR with the
+ * same arguments.
  *
  * Errors: ETIMEDOUT deadline passed; ENOENT unknown fence; EINVAL flags,
  * pad or count; EFAULT null array pointer.
@@ -201,16 +299,13 @@ struct drm_lnpu_submit {
  * negative errno of the first failed one: -EIO the job faulted while
  * running, -ECANCELED it was aborted (timeout, reset or banned context).
  */
-#define DRM_LNPU_WAIT_ANY (1u << 0)
-#define DRM_LNPU_WAIT_FLAGS_ALL (DRM_LNPU_WAIT_ANY)
-
 struct drm_lnpu_wait {
-  __u64 fences;      /* [in] pointer to __u64[fence_count] */
-  __u32 fence_count; /* [in] 1..DRM_LNPU_PARAM_MAX_IN_FENCES */
-  __u32 flags;       /* [in] DRM_LNPU_WAIT_* */
-  __s64 timeout_ns;  /* [in] absolute CLOCK_MONOTONIC deadline */
-  __s32 job_error;   /* [out] 0, -EIO or -ECANCELED */
-  __u32 signalled;   /* [out] index of a signalled fence (WAIT_ANY) */
+  __u64 fences;
+  __u32 fence_count;
+  __u32 flags;
+  __s64 timeout_ns;
+  __s32 job_error;
+  __u32 signalled;
 };
 
 /* ====================================================================== */
@@ -259,86 +354,169 @@ struct drm_lnpu_wait {
 #define LNPU_OP_SCATTER_ROWS 9 /* D   KV rows into cache slots */
 #define LNPU_OP_COUNT 10
 
+/**
+ * struct lnpu_cmd_header - the start of every command
+ * @opcode: LNPU_OP_*
+ * @flags: per opcode; unknown bits rejected
+ * @size: bytes of the whole command
+ */
 struct lnpu_cmd_header {
-  __u16 opcode; /* LNPU_OP_* */
-  __u16 flags;  /* per opcode; unknown bits rejected */
-  __u32 size;   /* bytes of the whole command */
+  __u16 opcode;
+  __u16 flags;
+  __u32 size;
 };
 
+/**
+ * struct lnpu_cmd_nop - does nothing (latency tests); compute and DMA
+ * @hdr: opcode LNPU_OP_NOP
+ */
 struct lnpu_cmd_nop {
   struct lnpu_cmd_header hdr;
 };
 
-/* dst[i][:] = f32(table[indices[i]][:]) for i < count. An index outside
- * [0, table_rows) faults the job. table dtype F32 or F16. */
+/**
+ * struct lnpu_cmd_gather_rows - rows of a table by index (embedding lookup)
+ * @hdr: opcode LNPU_OP_GATHER_ROWS
+ * @table: table_rows x row_len, table_dtype
+ * @indices: I32[count]
+ * @dst: F32[count][row_len]
+ * @table_dtype: F32 or F16
+ * @row_len: elements per row
+ * @table_rows: rows of the table
+ * @count: rows to gather
+ *
+ * dst[i][:] = f32(table[indices[i]][:]) for i < count. An index outside
+ * [0, table_rows) faults the job.
+ */
 struct lnpu_cmd_gather_rows {
   struct lnpu_cmd_header hdr;
-  __u64 table;   /* table_rows x row_len, table_dtype */
-  __u64 indices; /* I32[count] */
-  __u64 dst;     /* F32[count][row_len] */
+  __u64 table;
+  __u64 indices;
+  __u64 dst;
   __u32 table_dtype;
   __u32 row_len;
   __u32 table_rows;
   __u32 count;
 };
 
-/* dst[r] = src[r] / sqrt(mean(src[r]^2) + eps) * weight. In-place allowed. */
+/**
+ * struct lnpu_cmd_rms_norm - RMSNorm of each row with an F32 weight
+ * @hdr: opcode LNPU_OP_RMS_NORM
+ * @src: F32[rows][dim]
+ * @weight: F32[dim]
+ * @dst: F32[rows][dim]
+ * @rows: rows to normalize
+ * @dim: elements per row
+ * @eps: > 0
+ * @pad: must be 0
+ *
+ * dst[r] = src[r] / sqrt(mean(src[r]^2) + eps) * weight. In-place allowed.
+ */
 struct lnpu_cmd_rms_norm {
   struct lnpu_cmd_header hdr;
-  __u64 src;    /* F32[rows][dim] */
-  __u64 weight; /* F32[dim] */
-  __u64 dst;    /* F32[rows][dim] */
+  __u64 src;
+  __u64 weight;
+  __u64 dst;
   __u32 rows;
   __u32 dim;
-  float eps; /* > 0 */
+  float eps;
   __u32 pad;
 };
 
-/* dst[r][n] = sum_k src[r][k] * weight[n][k] (+ bias[n]) (+ dst[r][n] if
- * LNPU_MATMUL_ACCUMULATE). src and dst must not overlap. */
 #define LNPU_MATMUL_ACCUMULATE (1u << 0)
 #define LNPU_MATMUL_BIAS (1u << 1)
 #define LNPU_MATMUL_FLAGS_ALL (LNPU_MATMUL_ACCUMULATE | LNPU_MATMUL_BIAS)
+/**
+ * struct lnpu_cmd_matmul - matrix product with a transposed weight
+ * @hdr: opcode LNPU_OP_MATMUL; flags LNPU_MATMUL_*
+ * @src: F32[rows][k]
+ * @weight: weight_dtype[n][k]
+ * @bias: F32[n] with LNPU_MATMUL_BIAS, else must be 0
+ * @dst: F32[rows][n]
+ * @rows: rows of src and dst
+ * @k: inner dimension
+ * @n: output columns
+ * @weight_dtype: F32 or F16
+ *
+ * dst[r][n] = sum_k src[r][k] * weight[n][k] (+ bias[n]) (+ dst[r][n] if
+ * LNPU_MATMUL_ACCUMULATE). src and dst must not overlap.
+ */
 struct lnpu_cmd_matmul {
-  struct lnpu_cmd_header hdr; /* flags: LNPU_MATMUL_* */
-  __u64 src;    /* F32[rows][k] */
-  __u64 weight; /* weight_dtype[n][k] */
-  __u64 bias;   /* F32[n] with LNPU_MATMUL_BIAS, else must be 0 */
-  __u64 dst;    /* F32[rows][n] */
+  struct lnpu_cmd_header hdr;
+  __u64 src;
+  __u64 weight;
+  __u64 bias;
+  __u64 dst;
   __u32 rows;
   __u32 k;
   __u32 n;
-  __u32 weight_dtype; /* F32 or F16 */
+  __u32 weight_dtype;
 };
 
-/* Rotary position embedding on the first rope_dim (even) dims of each
- * head, at position positions[r] of row r. theta_i = pos * freq_scale *
- * theta_base^(-2i/rope_dim). NORM rotates pairs (2i, 2i+1) (llama); NEOX
- * rotates pairs (i, i + rope_dim/2) (qwen2, gpt-neox). In-place allowed. */
 #define LNPU_ROPE_MODE_NORM 0
 #define LNPU_ROPE_MODE_NEOX 1
 #define LNPU_ROPE_FREQ_FACTORS (1u << 0) /* hdr.flags */
+/**
+ * struct lnpu_cmd_rope - rotary position embedding
+ * @hdr: opcode LNPU_OP_ROPE; flags LNPU_ROPE_FREQ_FACTORS
+ * @src: F32[rows][heads][head_dim]
+ * @dst: F32[rows][heads][head_dim]
+ * @positions: I32[rows], >= 0 else the job faults
+ * @rows: rows (tokens)
+ * @heads: heads per row
+ * @head_dim: elements per head
+ * @rope_dim: even, <= head_dim
+ * @theta_base: base of the inverse frequencies
+ * @freq_scale: factor on the position
+ * @mode: LNPU_ROPE_MODE_*
+ * @pad: must be 0
+ * @freq_factors: with LNPU_ROPE_FREQ_FACTORS: F32[rope_dim / 2]; theta_i is
+ *                divided by freq_factors[i] (Llama 3 frequency scaling).
+ *                Else must be 0
+ *
+ * Rotates the first rope_dim (even) dims of each head, at position
+ * positions[r] of row r. theta_i = pos * freq_scale *
+ * theta_base^(-2i/rope_dim). NORM rotates pairs (2i, 2i+1) (llama); NEOX
+ * rotates pairs (i, i + rope_dim/2) (qwen2, gpt-neox). In-place allowed.
+ */
 struct lnpu_cmd_rope {
   struct lnpu_cmd_header hdr;
-  __u64 src;       /* F32[rows][heads][head_dim] */
-  __u64 dst;       /* F32[rows][heads][head_dim] */
-  __u64 positions; /* I32[rows], >= 0 else the job faults */
+  __u64 src;
+  __u64 dst;
+  __u64 positions;
   __u32 rows;
   __u32 heads;
   __u32 head_dim;
-  __u32 rope_dim; /* even, <= head_dim */
+  __u32 rope_dim;
   float theta_base;
   float freq_scale;
-  __u32 mode; /* LNPU_ROPE_MODE_* */
+  __u32 mode;
   __u32 pad;
-  /* With LNPU_ROPE_FREQ_FACTORS: F32[rope_dim / 2]; theta_i is divided by
-   * freq_factors[i] (Llama 3 frequency scaling). Else must be 0. */
   __u64 freq_factors;
 };
 
-/* Grouped-query attention of `rows` new tokens over a fixed-capacity cache
- * plus themselves. Query row r, head h (kv head h / (heads / kv_heads))
- * attends to cache slot s iff mask[s] != 0, and to new row j iff j <= r.
+/**
+ * struct lnpu_cmd_attention - grouped-query attention over the cache
+ * @hdr: opcode LNPU_OP_ATTENTION
+ * @q: F32[rows][heads][head_dim]
+ * @k_new: F32[rows][kv_heads][head_dim]
+ * @v_new: F32[rows][kv_heads][head_dim]
+ * @k_cache: kv_dtype[capacity][kv_heads][head_dim]; I8: groups
+ * @v_cache: kv_dtype[capacity][kv_heads][head_dim]; I8: groups
+ * @mask: U8[capacity], 1 = slot visible
+ * @dst: F32[rows][heads][head_dim]
+ * @rows: new tokens
+ * @capacity: cache slots
+ * @heads: query heads, a multiple of kv_heads
+ * @kv_heads: key/value heads
+ * @head_dim: elements per head
+ * @kv_dtype: F32, F16 or (since 1.2) I8
+ * @scale: factor on q.k
+ * @pad: must be 0
+ *
+ * Attention of `rows` new tokens over a fixed-capacity cache plus
+ * themselves. Query row r, head h (kv head h / (heads / kv_heads)) attends
+ * to cache slot s iff mask[s] != 0, and to new row j iff j <= r.
  *   dst[r][h] = softmax(scale * q.k) . v
  * The cache holds `capacity` slots; nothing outside it is read. With
  * kv_dtype F16 the new rows are read rounded to f16 (nearest even), as
@@ -348,47 +526,72 @@ struct lnpu_cmd_rope {
  * (since 1.2) each slot holds kv_heads LNPU_DTYPE_I8 groups of head_dim
  * values (f32 scale + head_dim int8; head_dim a multiple of 4), and the new
  * rows are read quantized and dequantized by the same rule, as SCATTER_ROWS
- * with LNPU_SCATTER_F32_TO_I8 stores them. */
+ * with LNPU_SCATTER_F32_TO_I8 stores them.
+ */
 struct lnpu_cmd_attention {
   struct lnpu_cmd_header hdr;
-  __u64 q;       /* F32[rows][heads][head_dim] */
-  __u64 k_new;   /* F32[rows][kv_heads][head_dim] */
-  __u64 v_new;   /* F32[rows][kv_heads][head_dim] */
-  __u64 k_cache; /* kv_dtype[capacity][kv_heads][head_dim]; I8: groups */
-  __u64 v_cache; /* kv_dtype[capacity][kv_heads][head_dim]; I8: groups */
-  __u64 mask;    /* U8[capacity], 1 = slot visible */
-  __u64 dst;     /* F32[rows][heads][head_dim] */
+  __u64 q;
+  __u64 k_new;
+  __u64 v_new;
+  __u64 k_cache;
+  __u64 v_cache;
+  __u64 mask;
+  __u64 dst;
   __u32 rows;
   __u32 capacity;
-  __u32 heads;    /* multiple of kv_heads */
+  __u32 heads;
   __u32 kv_heads;
   __u32 head_dim;
-  __u32 kv_dtype; /* F32, F16 or (since 1.2) I8 */
+  __u32 kv_dtype;
   float scale;
   __u32 pad;
 };
 
-/* dst[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). */
+/**
+ * struct lnpu_cmd_swiglu - dst[i] = silu(gate[i]) * up[i]
+ * @hdr: opcode LNPU_OP_SWIGLU
+ * @gate: F32[count]
+ * @up: F32[count]
+ * @dst: F32[count]
+ * @count: elements
+ * @pad: must be 0
+ *
+ * silu(x) = x / (1 + exp(-x)).
+ */
 struct lnpu_cmd_swiglu {
   struct lnpu_cmd_header hdr;
-  __u64 gate; /* F32[count] */
-  __u64 up;   /* F32[count] */
-  __u64 dst;  /* F32[count] */
+  __u64 gate;
+  __u64 up;
+  __u64 dst;
   __u32 count;
   __u32 pad;
 };
 
-/* dst[i] = a[i] + b[i]. */
+/**
+ * struct lnpu_cmd_add - dst[i] = a[i] + b[i]
+ * @hdr: opcode LNPU_OP_ADD
+ * @a: F32[count]
+ * @b: F32[count]
+ * @dst: F32[count]
+ * @count: elements
+ * @pad: must be 0
+ */
 struct lnpu_cmd_add {
   struct lnpu_cmd_header hdr;
-  __u64 a;   /* F32[count] */
-  __u64 b;   /* F32[count] */
-  __u64 dst; /* F32[count] */
+  __u64 a;
+  __u64 b;
+  __u64 dst;
   __u32 count;
   __u32 pad;
 };
 
-/* memmove of `bytes` bytes. */
+/**
+ * struct lnpu_cmd_copy - memmove of `bytes` bytes; compute and DMA
+ * @hdr: opcode LNPU_OP_COPY
+ * @src: source address
+ * @dst: destination address
+ * @bytes: bytes to copy
+ */
 struct lnpu_cmd_copy {
   struct lnpu_cmd_header hdr;
   __u64 src;
@@ -396,7 +599,25 @@ struct lnpu_cmd_copy {
   __u64 bytes;
 };
 
-/* Row scatter, the KV-cache update:
+#define LNPU_SCATTER_F32_TO_F16 (1u << 0) /* hdr.flags */
+#define LNPU_SCATTER_F32_TO_I8 (1u << 1)  /* hdr.flags, since 1.2 */
+#define LNPU_CMD_SCATTER_ROWS_SIZE_1_1 64
+/**
+ * struct lnpu_cmd_scatter_rows - rows into cache slots (the KV-cache update)
+ * @hdr: opcode LNPU_OP_SCATTER_ROWS; flags LNPU_SCATTER_*
+ * @src: source rows
+ * @dst: destination slots
+ * @indices: I32[rows]
+ * @src_block_stride: bytes between source blocks
+ * @dst_block_stride: bytes between destination blocks
+ * @row_bytes: bytes per source row
+ * @rows: rows per block
+ * @blocks: blocks (2 x layers: every layer's K and V)
+ * @dst_rows: slots per destination block
+ * @group_len: since 1.2: values per scale with LNPU_SCATTER_F32_TO_I8,
+ *             else 0
+ * @pad: must be 0
+ *
  *   for b < blocks, i < rows with s = indices[i] >= 0:
  *     copy row_bytes from src + b*src_block_stride + i*row_bytes
  *                    to   dst + b*dst_block_stride + s*row_bytes
@@ -411,22 +632,21 @@ struct lnpu_cmd_copy {
  * become n + 4 * n / group_len bytes at dst + b*dst_block_stride +
  * s*(that): an int8 KV cache with one scale per (slot, kv head).
  * group_len must be 0 without F32_TO_I8; the two flags exclude each other.
- * The 1.1 command (hdr.size 64, without group_len and pad) stays valid. */
-#define LNPU_SCATTER_F32_TO_F16 (1u << 0) /* hdr.flags */
-#define LNPU_SCATTER_F32_TO_I8 (1u << 1)  /* hdr.flags, since 1.2 */
-#define LNPU_CMD_SCATTER_ROWS_SIZE_1_1 64
+ * The 1.1 command (hdr.size LNPU_CMD_SCATTER_ROWS_SIZE_1_1, without
+ * group_len and pad) stays valid.
+ */
 struct lnpu_cmd_scatter_rows {
   struct lnpu_cmd_header hdr;
   __u64 src;
   __u64 dst;
-  __u64 indices; /* I32[rows] */
+  __u64 indices;
   __u64 src_block_stride;
   __u64 dst_block_stride;
   __u32 row_bytes;
   __u32 rows;
   __u32 blocks;
-  __u32 dst_rows; /* slots per destination block */
-  __u32 group_len; /* since 1.2: values per scale with F32_TO_I8, else 0 */
+  __u32 dst_rows;
+  __u32 group_len;
   __u32 pad;
 };
 
