@@ -112,6 +112,13 @@ absl::Status CompileGguf(const std::string& gguf_path,
   if (!tokenizer.ok()) return tokenizer.status();
   absl::StatusOr<std::string> chat_template = ReadChatTemplate(**file);
   if (!chat_template.ok()) return chat_template.status();
+  if (options.validate_vocabulary) {
+    if (absl::Status valid = options.validate_vocabulary(*tokenizer); !valid.ok()) {
+      return absl::Status(valid.code(),
+                          absl::StrCat(gguf_path, ": the tokenizer would not load: ",
+                                       valid.message(), "; fix the model's tokenizer.ggml.* keys"));
+    }
+  }
   absl::StatusOr<LlamaHParams> hparams = ReadLlamaHParams(
       **file, static_cast<uint32_t>(tokenizer->tokens.size()));
   if (!hparams.ok()) return hparams.status();

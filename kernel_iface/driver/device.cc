@@ -19,10 +19,15 @@ namespace {
 // Maps an errno from `ioctl_name` to a status whose message says what the
 // caller can do about it.
 absl::Status IoctlError(absl::string_view ioctl_name, int err,
-                        absl::string_view detail) {
+                        absl::string_view detail, const KernelFile* file = nullptr) {
+  // The device's own reason for an argument it refused (EINVAL and
+  // friends), when it keeps one.
+  const std::string reason =
+      file != nullptr && err != ETIMEDOUT && err != ETIME ? file->LastRejection() : "";
   const std::string message =
       absl::StrCat(ioctl_name, " failed: ", std::strerror(err), " (errno ",
-                   err, ")", detail.empty() ? "" : ": ", detail);
+                   err, ")", detail.empty() ? "" : ": ", detail,
+                   reason.empty() ? "" : "; the device says: ", reason);
   switch (err) {
     case ENOENT:
       return absl::NotFoundError(message);
@@ -200,7 +205,8 @@ absl::StatusOr<Buffer> Device::CreateBufferObject(uint64_t size,
                          ? ""
                          : absl::StrCat(", user memory at 0x",
                                         absl::Hex(args.user_ptr)),
-                     " on ", file_->Describe()));
+                     " on ", file_->Describe()),
+        file_.get());
   }
   Buffer buffer;
   buffer.file_ = file_;
@@ -247,7 +253,8 @@ absl::StatusOr<uint64_t> Device::Submit(const SubmitArgs& args) {
         absl::StrCat("engine ", args.engine, ", ", args.cmd_size,
                      " command bytes at offset ", args.cmd_offset, ", ",
                      args.bo_handles.size(), " buffers, ",
-                     args.in_fences.size(), " in-fences"));
+                     args.in_fences.size(), " in-fences"),
+        file_.get());
   }
   return submit.fence;
 }

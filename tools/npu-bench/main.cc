@@ -25,6 +25,7 @@
 #include "tools/npu-bench/model_benchmark.h"
 #include "tools/npu-bench/read_bandwidth.h"
 #include "tools/npu-bench/synthetic_model.h"
+#include "tools/common/tool_main.h"
 
 namespace {
 
@@ -90,9 +91,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   absl::StatusOr<std::optional<lnpu::bench::CommandLine>> line =
       lnpu::bench::ParseCommandLine(argc, argv);
   if (!line.ok()) {
@@ -105,4 +104,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return lnpu::tools::RunToolMain("npu-bench", [&] { return Main(argc, argv); });
 }

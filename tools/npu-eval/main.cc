@@ -30,6 +30,7 @@
 #include "tools/common/model_tokenizer.h"
 #include "tools/npu-eval/quantization_eval.h"
 #include "tools/npu-eval/temp_directory.h"
+#include "tools/common/tool_main.h"
 
 namespace {
 
@@ -168,9 +169,9 @@ absl::StatusOr<std::vector<int32_t>> Tokens(const CommandLine& line,
   }
   std::string text;
   if (line.file) {
-    std::ifstream in(*line.file, std::ios::binary);
-    if (!in) return absl::NotFoundError("cannot read the text file " + *line.file);
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    absl::StatusOr<std::string> read = lnpu::tools::ReadTextFile(*line.file);
+    if (!read.ok()) return read.status();
+    text = *std::move(read);
   } else {
     text = *line.text;
   }
@@ -274,9 +275,7 @@ absl::Status Run(CommandLine line) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   absl::StatusOr<std::optional<CommandLine>> line = ParseCommandLine(argc, argv);
   if (!line.ok()) {
     std::cerr << "npu-eval: " << line.status().message() << " (see npu-eval --help)\n";
@@ -288,4 +287,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return lnpu::tools::RunToolMain("npu-eval", [&] { return Main(argc, argv); });
 }
