@@ -1,7 +1,7 @@
 // Quantized matmul paths: the inner loops of MATMUL with Q8_0 / Q4_0
 // weights, one implementation per instruction set (AMX, AVX-512 VNNI,
 // AVX-VNNI, Arm dot product, and the portable Highway path). Matmul in
-// kernels.h quantizes the activations, splits the work across the pool and
+// matmul.h quantizes the activations, splits the work across the pool and
 // calls the best path the CPU and OS support; each path file only supplies
 // the per-range loops below.
 //
@@ -17,7 +17,7 @@
 #include <span>
 #include <string_view>
 
-#include "kernel_iface/softnpu/compute/kernels.h"
+#include "kernel_iface/softnpu/compute/matmul.h"
 
 namespace lnpu::softnpu::compute {
 
