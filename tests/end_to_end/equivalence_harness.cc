@@ -38,9 +38,9 @@ std::string StoriesGgufPath() {
 }
 
 absl::StatusOr<std::string> WriteRandomLlamaToTempDir(
-    const gguf::RandomLlamaSpec& spec, const std::string& name) {
+    const synthetic::RandomLlamaSpec& spec, const std::string& name) {
   const std::string path = TempPath(name, ".gguf");
-  if (absl::Status status = gguf::WriteRandomLlamaGguf(spec, path); !status.ok()) {
+  if (absl::Status status = synthetic::WriteRandomLlamaGguf(spec, path); !status.ok()) {
     return status;
   }
   return path;

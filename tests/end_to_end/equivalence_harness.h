@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "framework/generation.h"
 #include "gtest/gtest.h"
 #include "tests/reference/reference_llama.h"
@@ -37,7 +37,7 @@ std::string StoriesGgufPath();
 // Writes the random llama model `spec` to <TempDir>/<name>.gguf and returns
 // that path.
 absl::StatusOr<std::string> WriteRandomLlamaToTempDir(
-    const gguf::RandomLlamaSpec& spec, const std::string& name);
+    const synthetic::RandomLlamaSpec& spec, const std::string& name);
 
 // Compiles `gguf_path` with `options` to <TempDir>/<name>.lnpu and returns
 // that path.

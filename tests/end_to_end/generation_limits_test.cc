@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "framework/generation.h"
 #include "framework/llm.h"
 #include "gmock/gmock.h"
@@ -30,8 +30,8 @@ constexpr uint32_t kCapacity = kMaxPromptLen + kMinResponseLen;
 constexpr uint32_t kVocabSize = 300;
 
 // One small grouped-query random model ...
-gguf::RandomLlamaSpec LimitsModelSpec() {
-  gguf::RandomLlamaSpec spec;
+synthetic::RandomLlamaSpec LimitsModelSpec() {
+  synthetic::RandomLlamaSpec spec;
   spec.vocab_size = kVocabSize;
   spec.dim = 48;
   spec.n_layers = 2;

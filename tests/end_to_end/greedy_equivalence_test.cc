@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "framework/generation.h"
 #include "framework/llm.h"
 #include "gmock/gmock.h"
@@ -253,7 +253,7 @@ class RandomModelEquivalenceTest : public ::testing::TestWithParam<RandomCase> {
 
 TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   const RandomCase& c = GetParam();
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   spec.vocab_size = 320;
   spec.dim = c.dim;
   spec.n_layers = 2;

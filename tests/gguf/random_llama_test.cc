@@ -1,4 +1,4 @@
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +9,7 @@
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/gguf/allocation_tracker.h"
 #include "tests/gguf/gguf_test_util.h"
 
 namespace lnpu::gguf {
@@ -16,6 +17,11 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using synthetic::LlamaTokenType;
+using synthetic::LlamaVocabulary;
+using synthetic::MakeLlamaVocabulary;
+using synthetic::RandomLlamaSpec;
+using synthetic::WriteRandomLlamaGguf;
 using testing::TempPath;
 
 std::unique_ptr<GgufFile> WriteAndOpen(const RandomLlamaSpec& spec, const std::string& path) {
@@ -115,6 +121,26 @@ TEST(RandomLlamaTest, WeightScales) {
     EXPECT_NEAR(actual.mean, tensor.mean, 0.3 * tensor.std) << tensor.name;
     EXPECT_NEAR(actual.std, tensor.std, 0.15 * tensor.std) << tensor.name;
   }
+}
+
+// Tensors are generated row by row while the file is written: no
+// allocation comes near the size of one tensor.
+TEST(RandomLlamaTest, StreamsTensorsWithoutHoldingThem) {
+  RandomLlamaSpec spec;
+  spec.dim = 512;
+  spec.ffn_dim = 1024;
+  spec.n_layers = 1;
+  size_t largest = 0;
+  {
+    testing::LargestAllocationTracker tracker;
+    ASSERT_TRUE(WriteRandomLlamaGguf(spec, TempPath("streamed.gguf")).ok());
+    largest = tracker.largest();
+  }
+  std::unique_ptr<GgufFile> file = std::move(*GgufFile::Open(TempPath("streamed.gguf")));
+  const TensorInfo* ffn_up = file->FindTensor("blk.0.ffn_up.weight");
+  ASSERT_NE(ffn_up, nullptr);
+  EXPECT_EQ(ffn_up->bytes, uint64_t{512} * 1024 * 4);
+  EXPECT_LT(largest, size_t{256} << 10);
 }
 
 TEST(RandomLlamaTest, DeterministicBySeed) {

@@ -27,7 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/format/artifact.h"
-#include "compiler_artifacts/gguf/synthetic_presets.h"
+#include "compiler_artifacts/synthetic/synthetic_presets.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace {
@@ -242,13 +242,13 @@ absl::StatusOr<std::string> WriteSyntheticGguf(const CommandLine& line) {
     const char* env = std::getenv("LNPU_MODELS_DIR");
     models_dir = env != nullptr ? env : "models";
   }
-  absl::StatusOr<lnpu::gguf::RandomLlamaSpec> spec =
-      lnpu::gguf::SyntheticPresetSpec(line.synthetic, models_dir,
-                                      SyntheticType(line.options.weights),
-                                      line.seed);
+  absl::StatusOr<lnpu::synthetic::RandomLlamaSpec> spec =
+      lnpu::synthetic::SyntheticPresetSpec(line.synthetic, models_dir,
+                                           SyntheticType(line.options.weights),
+                                           line.seed);
   if (!spec.ok()) return spec.status();
   const std::string path = line.output + ".synthetic.gguf";
-  if (absl::Status s = lnpu::gguf::WriteRandomLlamaGguf(*spec, path); !s.ok()) {
+  if (absl::Status s = lnpu::synthetic::WriteRandomLlamaGguf(*spec, path); !s.ok()) {
     return absl::Status(
         s.code(), absl::StrCat(s.message(), " (vocabularies are looked up in ",
                                models_dir, "/vocab; see --models-dir)"));
