@@ -106,6 +106,20 @@ LoadReferenceForArtifact(const std::string& gguf_path,
   return reference::ReferenceLlama::Load(gguf_path, std::move(options));
 }
 
+absl::StatusOr<ModelAndReference> LoadModelAndReference(
+    const std::string& gguf_path, const std::string& artifact_path) {
+  ModelAndReference model;
+  absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
+      framework::Llm::Load(artifact_path);
+  if (!llm.ok()) return llm.status();
+  model.llm = *std::move(llm);
+  absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
+      LoadReferenceForArtifact(gguf_path, artifact_path);
+  if (!reference.ok()) return reference.status();
+  model.reference = *std::move(reference);
+  return model;
+}
+
 framework::GenerationConfig GreedyConfig(int max_new_tokens) {
   framework::GenerationConfig config;
   config.max_new_tokens = max_new_tokens;
