@@ -153,11 +153,7 @@ template <typename WT>
 void GemmTileT(const MatmulArgs& a, size_t row_begin, size_t row_end,
                size_t col_begin, size_t col_end) {
   const WT* weight = static_cast<const WT*>(a.weight);
-  for (size_t r = row_begin; r < row_end; ++r) {
-    for (size_t c = col_begin; c < col_end; ++c) {
-      a.dst[r * a.n + c] = MatmulOutputBase(a, r, c);
-    }
-  }
+  InitMatmulOutputTile(a, row_begin, row_end, col_begin, col_end);
   for (size_t k0 = 0; k0 < a.k; k0 += kGemmKBlock) {
     const size_t k_len = std::min(kGemmKBlock, a.k - k0);
     const size_t vector_part = VectorPart(k_len);
@@ -325,11 +321,7 @@ void QuantGemmTileT(const MatmulArgs& a, const QuantizedActivations& x,
   const size_t blocks = a.k / kQuantBlock;
   const size_t row_bytes = blocks * W::kBlockBytes;
   const auto* weight = static_cast<const uint8_t*>(a.weight);
-  for (size_t r = row_begin; r < row_end; ++r) {
-    for (size_t c = col_begin; c < col_end; ++c) {
-      a.dst[r * a.n + c] = MatmulOutputBase(a, r, c);
-    }
-  }
+  InitMatmulOutputTile(a, row_begin, row_end, col_begin, col_end);
   for (size_t b0 = 0; b0 < blocks; b0 += kQuantGemmKBlocks) {
     const size_t b1 = std::min(blocks, b0 + kQuantGemmKBlocks);
     for (size_t r = row_begin; r < row_end; r += 4) {

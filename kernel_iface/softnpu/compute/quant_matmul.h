@@ -43,6 +43,19 @@ inline float MatmulOutputBase(const MatmulArgs& a, size_t r, size_t c) {
   return base;
 }
 
+// dst[r][c] = MatmulOutputBase(a, r, c) over rows [row_begin, row_end) x
+// columns [col_begin, col_end): the start of a GEMM tile whose loops then
+// add their partial dot products into dst.
+inline void InitMatmulOutputTile(const MatmulArgs& a, size_t row_begin,
+                                 size_t row_end, size_t col_begin,
+                                 size_t col_end) {
+  for (size_t r = row_begin; r < row_end; ++r) {
+    for (size_t c = col_begin; c < col_end; ++c) {
+      a.dst[r * a.n + c] = MatmulOutputBase(a, r, c);
+    }
+  }
+}
+
 // One quantized-matmul implementation. Both loops handle Q8_0 and Q4_0
 // weights (a.weight_type), any n, any k that is a multiple of 32, and write
 // dst = MatmulOutputBase + dot for exactly the given range. They may be
