@@ -15,7 +15,7 @@
 //       48    4 next_position (i32)
 //       52    4 written_slots
 //       56    8 payload_size
-//       64    4 payload_crc32 (CRC-32 of the payload, format/crc32.h)
+//       64    4 payload_crc32 (CRC-32 of the payload, base/crc32.h)
 //       68    4 pending_count
 //       72    4 reserved (0)
 //       76    4 header_crc32 (CRC-32 of header bytes [0, 76))

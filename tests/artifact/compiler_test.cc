@@ -20,7 +20,7 @@
 #include "base/half.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -370,7 +370,7 @@ TEST(CompilerTest, Q8KvCacheHasAScalePerHeadOfEachSlot) {
 }
 
 TEST(CompilerTest, Q8KvCacheNeedsHeadDimAMultipleOf4) {
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   spec.vocab_size = 300;
   spec.dim = 36;  // 6 heads of 6
   spec.n_layers = 1;
@@ -378,7 +378,7 @@ TEST(CompilerTest, Q8KvCacheNeedsHeadDimAMultipleOf4) {
   spec.n_kv_heads = 2;
   spec.ffn_dim = 64;
   const std::string gguf_path = TempPath("head_dim6.gguf");
-  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
   CompileOptions options;
   options.max_prompt_len = 16;
   options.min_response_len = 16;
@@ -396,7 +396,7 @@ TEST(CompilerTest, Q8KvCacheNeedsHeadDimAMultipleOf4) {
 }
 
 TEST(CompilerTest, RandomTiedF16ModelKeepsF16AndReusesTheEmbedding) {
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   spec.vocab_size = 300;
   spec.dim = 48;
   spec.n_layers = 2;
@@ -408,7 +408,7 @@ TEST(CompilerTest, RandomTiedF16ModelKeepsF16AndReusesTheEmbedding) {
   spec.tied_embeddings = true;
   spec.weight_type = gguf::GgmlType::kF16;
   const std::string gguf_path = TempPath("random.gguf");
-  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
   CompileOptions options;
   options.max_prompt_len = 32;
   options.min_response_len = 32;
@@ -574,7 +574,7 @@ TEST(CompilerTest, RejectsNonFiniteWeightsNamingTheTensorAndIndex) {
 }
 
 TEST(CompilerTest, Phi3AttentionFactorNeedsFullRope) {
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   spec.architecture = "phi3";
   spec.dim = 64;
   spec.n_heads = 4;
@@ -582,13 +582,13 @@ TEST(CompilerTest, Phi3AttentionFactorNeedsFullRope) {
   spec.rope_dim = 8;  // of 16
   spec.rope_attn_factor = 1.19f;
   const std::string gguf_path = TempPath("phi3_partial.gguf");
-  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
   const absl::Status status = CompileGguf(gguf_path, TempPath("phi3_partial.lnpu"), {});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("phi3.rope.scaling.attn_factor"));
   EXPECT_THAT(status.message(), HasSubstr("partial RoPE (8 of 16 dimensions rotated)"));
   spec.rope_attn_factor = 0.0f;  // no factor: partial RoPE is fine
-  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
   EXPECT_TRUE(CompileGguf(gguf_path, TempPath("phi3_partial.lnpu"), {}).ok());
 }
 
@@ -685,7 +685,7 @@ TEST(CompilerTest, RejectsMissingTensors) {
 std::string PatchedRandomModel(const std::string& name,
                                void (*patch)(std::vector<uint8_t>&)) {
   const std::string gguf_path = TempPath(name);
-  EXPECT_TRUE(gguf::WriteRandomLlamaGguf({}, gguf_path).ok());
+  EXPECT_TRUE(synthetic::WriteRandomLlamaGguf({}, gguf_path).ok());
   std::vector<uint8_t> bytes = ReadFileBytes(gguf_path);
   patch(bytes);
   WriteFileBytes(gguf_path, bytes);
@@ -736,12 +736,12 @@ TEST(CompilerTest, ConvertsEveryTensorTypeToEveryWeightFormat) {
   for (gguf::GgmlType type : {gguf::GgmlType::kF32, gguf::GgmlType::kF16, gguf::GgmlType::kBF16,
                               gguf::GgmlType::kQ8_0, gguf::GgmlType::kQ4_0, gguf::GgmlType::kQ4_K,
                               gguf::GgmlType::kQ6_K}) {
-    gguf::RandomLlamaSpec spec;
+    synthetic::RandomLlamaSpec spec;
     spec.dim = 256;
     spec.n_layers = 1;
     spec.weight_type = type;
     const std::string gguf_path = TempPath("typed.gguf");
-    ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+    ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
     absl::StatusOr<std::unique_ptr<gguf::GgufFile>> gguf = gguf::GgufFile::Open(gguf_path);
     ASSERT_TRUE(gguf.ok()) << gguf.status();
     for (auto [weights, dtype] : {std::pair{WeightType::kQ8, LNPU_DTYPE_Q8_0},

@@ -7,7 +7,7 @@
 // bound is that of f32 accumulation, independent of cancellation), with
 // kRelTol = 2e-5 and kAbsTol = 1e-6; copies, gathers and scatters are
 // exact. Matmuls with Q8_0 / Q4_0 weights quantize their activations to int8
-// per block of 32 and add that documented error bound (kernels.h):
+// per block of 32 and add that documented error bound (matmul.h):
 // sum over blocks of (max|x_b| / 127 / 2) * sum |w_b|.
 #include <algorithm>
 #include <atomic>

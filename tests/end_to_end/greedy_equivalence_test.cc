@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "framework/generation.h"
 #include "framework/llm.h"
 #include "gmock/gmock.h"
@@ -36,38 +36,16 @@ compiler::CompileOptions ExactOptions() {
 
 // stories260K compiled with ExactOptions (capacity 1024 + 128 slots,
 // prefill chunks {16, 64, 256}), shared by the suite.
-class StoriesEquivalenceTest : public ::testing::Test {
+class StoriesEquivalenceTest
+    : public SharedModelTest<StoriesEquivalenceTest> {
  protected:
   static void SetUpTestSuite() {
     absl::StatusOr<std::string> artifact =
         CompileToTempDir(StoriesGgufPath(), "stories260K_f32", ExactOptions());
     ASSERT_TRUE(artifact.ok()) << artifact.status();
-    absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
-        LoadReferenceForArtifact(StoriesGgufPath(), *artifact);
-    ASSERT_TRUE(reference.ok()) << reference.status();
-    absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
-        framework::Llm::Load(*artifact);
-    ASSERT_TRUE(llm.ok()) << llm.status();
-    reference_ = reference->release();
-    llm_ = llm->release();
+    ShareModel(LoadModelAndReference(StoriesGgufPath(), *artifact));
   }
-  static void TearDownTestSuite() {
-    delete llm_;
-    llm_ = nullptr;
-    delete reference_;
-    reference_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(llm_, nullptr) << "suite set-up failed";
-    ASSERT_NE(reference_, nullptr) << "suite set-up failed";
-  }
-
-  static reference::ReferenceLlama* reference_;
-  static framework::Llm* llm_;
 };
-
-reference::ReferenceLlama* StoriesEquivalenceTest::reference_ = nullptr;
-framework::Llm* StoriesEquivalenceTest::llm_ = nullptr;
 
 TEST_F(StoriesEquivalenceTest, ShortPromptMatchesReferenceFor200Tokens) {
   absl::StatusOr<framework::GenerationResult> result =
@@ -163,23 +141,22 @@ void CheckStories(const compiler::CompileOptions& options,
   absl::StatusOr<std::string> artifact =
       CompileToTempDir(StoriesGgufPath(), name, options);
   ASSERT_TRUE(artifact.ok()) << artifact.status();
-  absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
-      LoadReferenceForArtifact(StoriesGgufPath(), *artifact);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
-      framework::Llm::Load(*artifact);
-  ASSERT_TRUE(llm.ok()) << llm.status();
+  absl::StatusOr<ModelAndReference> model =
+      LoadModelAndReference(StoriesGgufPath(), *artifact);
+  ASSERT_TRUE(model.ok()) << model.status();
+  framework::Llm& llm = *model->llm;
+  reference::ReferenceLlama& reference = *model->reference;
   const auto check = [&](absl::Span<const int32_t> prompt,
                          absl::Span<const int32_t> generated) {
     return int8_activations
-               ? FollowsReferenceTeacherForced(**reference, prompt, generated,
+               ? FollowsReferenceTeacherForced(reference, prompt, generated,
                                                kInt8FlipMargin,
                                                kInt8FlipFraction)
-               : MatchesReferenceGreedy(**reference, prompt, generated);
+               : MatchesReferenceGreedy(reference, prompt, generated);
   };
 
   absl::StatusOr<framework::GenerationResult> result =
-      (*llm)->GenerateFromTokens(kStoriesPrompt, GreedyConfig(200));
+      llm.GenerateFromTokens(kStoriesPrompt, GreedyConfig(200));
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->tokens.size(), 200u);
   EXPECT_TRUE(check(kStoriesPrompt, result->tokens));
@@ -187,7 +164,7 @@ void CheckStories(const compiler::CompileOptions& options,
   std::vector<int32_t> prompt(std::begin(kStoriesPrompt), std::end(kStoriesPrompt));
   prompt.insert(prompt.end(), result->tokens.begin(), result->tokens.begin() + 94);
   absl::StatusOr<framework::GenerationResult> chunked =
-      (*llm)->GenerateFromTokens(prompt, GreedyConfig(100));
+      llm.GenerateFromTokens(prompt, GreedyConfig(100));
   ASSERT_TRUE(chunked.ok()) << chunked.status();
   EXPECT_TRUE(check(prompt, chunked->tokens));
 }
@@ -257,7 +234,7 @@ class RandomModelEquivalenceTest : public ::testing::TestWithParam<RandomCase> {
 
 TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   const RandomCase& c = GetParam();
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   spec.vocab_size = 320;
   spec.dim = c.dim;
   spec.n_layers = c.n_layers;
@@ -285,16 +262,14 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   options.kv_dtype = c.kv_dtype;
   absl::StatusOr<std::string> artifact = CompileToTempDir(*gguf_path, c.name, options);
   ASSERT_TRUE(artifact.ok()) << artifact.status();
-  absl::StatusOr<std::unique_ptr<framework::Llm>> llm = framework::Llm::Load(*artifact);
-  ASSERT_TRUE(llm.ok()) << llm.status();
-  absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
-      LoadReferenceForArtifact(*gguf_path, *artifact);
-  ASSERT_TRUE(reference.ok()) << reference.status();
+  absl::StatusOr<ModelAndReference> model =
+      LoadModelAndReference(*gguf_path, *artifact);
+  ASSERT_TRUE(model.ok()) << model.status();
 
   const std::vector<int32_t> prompt =
       SeededPrompt(c.prompt_len, spec.vocab_size, /*seed=*/c.prompt_len);
   absl::StatusOr<framework::GenerationResult> result =
-      (*llm)->GenerateFromTokens(prompt, GreedyConfig(1000));
+      model->llm->GenerateFromTokens(prompt, GreedyConfig(1000));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->finish_reason, framework::FinishReason::kLength);
   ASSERT_EQ(result->tokens.size(), kCapacity - prompt.size());
@@ -305,11 +280,11 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
        (c.weight_type == gguf::GgmlType::kQ8_0 ||
         c.weight_type == gguf::GgmlType::kQ4_0));
   if (int8_activations) {
-    EXPECT_TRUE(FollowsReferenceTeacherForced(**reference, prompt,
+    EXPECT_TRUE(FollowsReferenceTeacherForced(*model->reference, prompt,
                                               result->tokens, kInt8FlipMargin,
                                               kInt8FlipFraction));
   } else {
-    EXPECT_TRUE(MatchesReferenceGreedy(**reference, prompt, result->tokens));
+    EXPECT_TRUE(MatchesReferenceGreedy(*model->reference, prompt, result->tokens));
   }
 }
 

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernel_iface/driver/device.h"
@@ -790,7 +790,7 @@ TEST_F(RuntimeTest, EvictedSlotsAreNeverAttended) {
 // gives the same logits however the tokens are split into Forward() calls.
 struct RandomCase {
   std::string name;
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   std::vector<uint32_t> prefill_chunks;
 };
 
@@ -835,7 +835,7 @@ TEST_P(RandomModelTest, ChunkingDoesNotChangeTheLogits) {
   const std::string dir = NewTempDir();
   const std::string gguf_path = dir + "/model.gguf";
   const std::string artifact_path = dir + "/model.lnpu";
-  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(param.spec, gguf_path).ok());
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(param.spec, gguf_path).ok());
   compiler::CompileOptions options;
   options.max_prompt_len = 40;
   options.min_response_len = 8;

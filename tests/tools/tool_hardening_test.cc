@@ -15,7 +15,7 @@
 #include "absl/time/time.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/gguf/gguf_writer.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tools/tool_test_support.h"
@@ -147,11 +147,11 @@ TEST(ToolHardeningTest, ACompileNeverWritesAnArtifactWhoseTokenizerWouldNotLoad)
   vocabulary.SetInt32Array("tokenizer.ggml.token_type", types);
   const std::string vocab_path = TestDirectory::Path("all_a.vocab.gguf");
   ASSERT_TRUE(vocabulary.Write(vocab_path).ok());
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   spec.vocabulary_gguf = vocab_path;
   spec.vocab_size = 0;
   const std::string gguf_path = TestDirectory::Path("all_a.gguf");
-  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
   const std::string out = TestDirectory::Path("all_a.lnpu");
   const ToolRun compile = RunTool("LNPU_NPU_COMPILE", {gguf_path, "-o", out});
   ExpectCleanFailure(compile, "npu-compile with a broken vocabulary");

@@ -28,11 +28,11 @@
 #include "absl/strings/str_split.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/format/artifact.h"
-#include "compiler_artifacts/gguf/synthetic_presets.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/crc32.h"
 #include "base/interrupt.h"
+#include "compiler_artifacts/synthetic/synthetic_presets.h"
 #include "framework/tokenizer/tokenizer.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "tools/common/tool_main.h"
@@ -265,13 +265,13 @@ absl::StatusOr<std::string> WriteSyntheticGguf(const CommandLine& line) {
     const char* env = std::getenv("LNPU_MODELS_DIR");
     models_dir = env != nullptr ? env : "models";
   }
-  absl::StatusOr<lnpu::gguf::RandomLlamaSpec> spec =
-      lnpu::gguf::SyntheticPresetSpec(line.synthetic, models_dir,
-                                      SyntheticType(line.options.weights),
-                                      line.seed);
+  absl::StatusOr<lnpu::synthetic::RandomLlamaSpec> spec =
+      lnpu::synthetic::SyntheticPresetSpec(line.synthetic, models_dir,
+                                           SyntheticType(line.options.weights),
+                                           line.seed);
   if (!spec.ok()) return spec.status();
   const std::string path = line.output + ".synthetic.gguf";
-  if (absl::Status s = lnpu::gguf::WriteRandomLlamaGguf(*spec, path); !s.ok()) {
+  if (absl::Status s = lnpu::synthetic::WriteRandomLlamaGguf(*spec, path); !s.ok()) {
     return absl::Status(
         s.code(), absl::StrCat(s.message(), " (vocabularies are looked up in ",
                                models_dir, "/vocab; see --models-dir)"));

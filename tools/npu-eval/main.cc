@@ -23,8 +23,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "compiler_artifacts/gguf/random_llama.h"
-#include "compiler_artifacts/gguf/synthetic_presets.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
+#include "compiler_artifacts/synthetic/synthetic_presets.h"
 #include "framework/tokenizer/tokenizer.h"
 #include "tools/common/json.h"
 #include "tools/common/model_tokenizer.h"
@@ -242,7 +242,7 @@ absl::Status Run(CommandLine line) {
       const char* env = std::getenv("LNPU_MODELS_DIR");
       models_dir = env != nullptr ? env : "models";
     }
-    absl::StatusOr<lnpu::gguf::RandomLlamaSpec> spec = lnpu::gguf::SyntheticPresetSpec(
+    absl::StatusOr<lnpu::synthetic::RandomLlamaSpec> spec = lnpu::synthetic::SyntheticPresetSpec(
         line.preset, models_dir, lnpu::gguf::GgmlType::kF32, /*seed=*/1);
     if (!spec.ok()) return spec.status();
     absl::StatusOr<std::unique_ptr<lnpu::eval::TempDirectory>> dir =
@@ -251,7 +251,7 @@ absl::Status Run(CommandLine line) {
     synthetic_dir = *std::move(dir);
     gguf_path = synthetic_dir->path() + "/model.gguf";
     if (!line.json) std::cerr << "npu-eval: writing the synthetic " << line.preset << " model\n";
-    if (absl::Status s = lnpu::gguf::WriteRandomLlamaGguf(*spec, gguf_path); !s.ok()) {
+    if (absl::Status s = lnpu::synthetic::WriteRandomLlamaGguf(*spec, gguf_path); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(s.message(), " (vocabularies are read from ",
                                                  models_dir, "/vocab; see --models-dir)"));
     }

@@ -1,12 +1,13 @@
-#ifndef LNPU_COMPILER_ARTIFACTS_GGUF_RANDOM_LLAMA_H_
-#define LNPU_COMPILER_ARTIFACTS_GGUF_RANDOM_LLAMA_H_
+#ifndef LNPU_COMPILER_ARTIFACTS_SYNTHETIC_RANDOM_LLAMA_H_
+#define LNPU_COMPILER_ARTIFACTS_SYNTHETIC_RANDOM_LLAMA_H_
 
 // Random-weight models of the llama family (architectures "llama" and
 // "qwen2") with a synthetic SentencePiece-style vocabulary or a real one
 // copied from a vocabulary GGUF, written as GGUF files laid out exactly like
 // llama.cpp's conversions, for tests and benchmarks of the compiler, runtime
-// and tokenizer. Files are written streaming, one row at a time, so
-// multi-gigabyte models need only a few MiB of memory.
+// and tokenizer. Files are written through GgufWriter with every tensor
+// streamed one row at a time, so multi-gigabyte models need only a few MiB
+// of memory.
 
 #include <cstdint>
 #include <string>
@@ -16,8 +17,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "compiler_artifacts/gguf/ggml_type.h"
+#include "compiler_artifacts/synthetic/synthetic_vocabulary.h"
 
-namespace lnpu::gguf {
+namespace lnpu::synthetic {
 
 struct RandomLlamaSpec {
   // "llama"; "qwen2": qwen2.* keys, QKV biases, NEOX RoPE (in the
@@ -28,8 +30,8 @@ struct RandomLlamaSpec {
   // tensors rope_factors_{short,long}.weight, NEOX RoPE; "smollm3": the
   // llama layout (every fourth layer without RoPE is the architecture's).
   std::string architecture = "llama";
-  // With vocabulary_gguf empty: the synthetic vocabulary's size, >= 285
-  // (3 control, 256 byte and 26 letter tokens). Else 0 or the token count
+  // With vocabulary_gguf empty: the synthetic vocabulary's size
+  // (synthetic_vocabulary.h), >= kMinLlamaVocab. Else 0 or the token count
   // of that file.
   uint32_t vocab_size = 512;
   // A GGUF file whose tokenizer.* keys (a real vocabulary, e.g.
@@ -53,7 +55,7 @@ struct RandomLlamaSpec {
   // Q6_K. A matrix whose rows are not a multiple of the type's block (32,
   // or 256 for the K types) is written as F16, as llama.cpp's quantizer
   // falls back. Norms and biases are always F32.
-  GgmlType weight_type = GgmlType::kF32;
+  gguf::GgmlType weight_type = gguf::GgmlType::kF32;
   // blk.N.attn_{q,k,v}.bias tensors (std 0.1); always written for qwen2.
   bool qkv_bias = false;
   // > 0: Llama 3 RoPE scaling keys (<arch>.rope.scaling.type "llama3",
@@ -66,31 +68,6 @@ struct RandomLlamaSpec {
   uint64_t seed = 1;
 };
 
-// Token types of tokenizer.ggml.token_type (llama.cpp's llama_token_type).
-enum class LlamaTokenType : int32_t {
-  kNormal = 1,
-  kUnknown = 2,
-  kControl = 3,
-  kUserDefined = 4,
-  kUnused = 5,
-  kByte = 6,
-};
-
-// A SentencePiece-style vocabulary: "<unk>" (0), "<s>" (1), "</s>" (2), the
-// byte tokens "<0x00>".."<0xFF>" (3..258), then normal pieces by decreasing
-// score: the letters a..z, "▁" (U+2581, word start), "▁"-prefixed letters,
-// capitals, digits, punctuation, frequent bigrams and suffixes, common
-// English words with their prefixes,
-// then letter n-grams until `vocab_size` pieces exist. Deterministic.
-struct LlamaVocabulary {
-  std::vector<std::string> tokens;
-  std::vector<float> scores;
-  std::vector<int32_t> token_types;  // LlamaTokenType values.
-};
-// InvalidArgument if vocab_size < 285 or > kMaxRandomLlamaVocab.
-inline constexpr uint32_t kMaxRandomLlamaVocab = 1u << 22;
-absl::StatusOr<LlamaVocabulary> MakeLlamaVocabulary(uint32_t vocab_size);
-
 // Writes a model with the spec's shapes and seeded random weights: matmul
 // weights have std 1/sqrt(fan_in), token embeddings std 1, norm weights
 // 1 + N(0, 0.05^2), so activations stay O(1) through the layers (normal
@@ -102,6 +79,6 @@ absl::StatusOr<LlamaVocabulary> MakeLlamaVocabulary(uint32_t vocab_size);
 // models above 64 GiB; I/O errors naming the path otherwise.
 absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string& path);
 
-}  // namespace lnpu::gguf
+}  // namespace lnpu::synthetic
 
-#endif  // LNPU_COMPILER_ARTIFACTS_GGUF_RANDOM_LLAMA_H_
+#endif  // LNPU_COMPILER_ARTIFACTS_SYNTHETIC_RANDOM_LLAMA_H_

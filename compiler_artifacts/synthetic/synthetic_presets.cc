@@ -1,11 +1,13 @@
-#include "compiler_artifacts/gguf/synthetic_presets.h"
+#include "compiler_artifacts/synthetic/synthetic_presets.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
-namespace lnpu::gguf {
+namespace lnpu::synthetic {
 namespace {
+
+using gguf::ToAbsl;
 
 RandomLlamaSpec Shape(std::string architecture, uint32_t vocab_size, uint32_t dim,
                       uint32_t n_layers, uint32_t n_heads, uint32_t n_kv_heads, uint32_t ffn_dim,
@@ -103,7 +105,7 @@ const std::vector<SyntheticPreset>& SyntheticPresets() {
 
 absl::StatusOr<RandomLlamaSpec> SyntheticPresetSpec(std::string_view name,
                                                     const std::string& models_dir,
-                                                    GgmlType weight_type, uint64_t seed) {
+                                                    gguf::GgmlType weight_type, uint64_t seed) {
   std::vector<std::string> names;
   for (const SyntheticPreset& preset : SyntheticPresets()) {
     names.emplace_back(preset.name);
@@ -121,4 +123,4 @@ absl::StatusOr<RandomLlamaSpec> SyntheticPresetSpec(std::string_view name,
                                                  absl::StrJoin(names, ", ")));
 }
 
-}  // namespace lnpu::gguf
+}  // namespace lnpu::synthetic

@@ -1,98 +1,36 @@
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <numbers>
 #include <string_view>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/cleanup/cleanup.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "compiler_artifacts/gguf/gguf_value.h"
 #include "base/half.h"
+#include "compiler_artifacts/gguf/gguf_writer.h"
 #include "compiler_artifacts/gguf/quantize.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
-namespace lnpu::gguf {
+namespace lnpu::synthetic {
 namespace {
 
-constexpr absl::string_view kWordStart = "\xE2\x96\x81";  // U+2581, SentencePiece's space.
-constexpr uint32_t kSpecialAndByteTokens = 3 + 256;
-constexpr uint32_t kLetters = 26;
-constexpr uint32_t kMinVocab = kSpecialAndByteTokens + kLetters;
+using gguf::GgmlType;
+using gguf::GgmlTypeBlock;
+using gguf::GgmlTypeName;
+using gguf::GgufFile;
+using gguf::GgufValue;
+using gguf::GgufValueType;
+using gguf::GgufWriter;
+using gguf::QuantizeRowQ4_0;
+using gguf::QuantizeRowQ8_0;
+using gguf::ToAbsl;
+
 constexpr uint64_t kMaxModelBytes = uint64_t{64} << 30;
-
-// Frequent English letter bigrams and suffixes, most frequent first.
-constexpr std::string_view kCommonGrams[] = {
-    "th", "he", "in", "er", "an", "re", "on", "at", "en", "nd", "ti", "es", "or", "te",
-    "of", "ed", "is", "it", "al", "ar", "st", "to", "nt", "ng", "se", "ha", "as", "ou",
-    "io", "le", "ve", "co", "me", "de", "hi", "ri", "ro", "ic", "ne", "ea", "ra", "ce",
-    "li", "ch", "ll", "be", "ma", "si", "om", "ur", "ing", "ion", "ent", "ly", "ay",
-};
-
-// Common English words (many from children's stories), each added with all
-// its "▁"-prefixed prefixes so that SentencePiece merges can reach it.
-constexpr std::string_view kCommonWords[] = {
-    "the",   "and",    "was",    "to",     "a",     "she",   "he",     "it",     "of",
-    "in",    "her",    "his",    "they",   "with",  "that",  "day",    "said",   "play",
-    "little", "girl",  "boy",    "named",  "Lily",  "Tim",   "Once",   "upon",   "time",
-    "there", "loved",  "outside", "park",  "big",   "happy", "friend", "mom",    "saw",
-    "very",  "went",   "one",    "had",    "but",   "so",    "wanted", "tree",   "dog",
-    "cat",   "ball",   "fun",    "sun",    "together", "is", "you",    "not",    "for",
-};
-
-// Builds the normal pieces in decreasing-score order, without duplicates.
-class PieceList {
- public:
-  explicit PieceList(size_t wanted) : wanted_(wanted) { pieces_.reserve(wanted); }
-
-  bool full() const { return pieces_.size() >= wanted_; }
-  void Add(std::string piece) {
-    if (!full() && seen_.insert(piece).second) pieces_.push_back(std::move(piece));
-  }
-  std::vector<std::string> Take() && { return std::move(pieces_); }
-
- private:
-  size_t wanted_;
-  std::vector<std::string> pieces_;
-  absl::flat_hash_set<std::string> seen_;
-};
-
-std::vector<std::string> MakeNormalPieces(size_t count) {
-  PieceList pieces(count);
-  for (char c = 'a'; c <= 'z'; ++c) pieces.Add(std::string(1, c));
-  pieces.Add(std::string(kWordStart));
-  for (char c = 'a'; c <= 'z'; ++c) pieces.Add(absl::StrCat(kWordStart, std::string(1, c)));
-  for (char c = 'A'; c <= 'Z'; ++c) pieces.Add(std::string(1, c));
-  for (char c = 'A'; c <= 'Z'; ++c) pieces.Add(absl::StrCat(kWordStart, std::string(1, c)));
-  for (char c = '0'; c <= '9'; ++c) pieces.Add(std::string(1, c));
-  for (char c : std::string_view(".,!?'\"-:;()")) pieces.Add(std::string(1, c));
-  for (std::string_view gram : kCommonGrams) pieces.Add(std::string(gram));
-  for (std::string_view word : kCommonWords) {
-    for (size_t length = 1; length <= word.size(); ++length) {
-      pieces.Add(absl::StrCat(kWordStart, ToAbsl(word.substr(0, length))));
-    }
-  }
-  // Letter n-grams, bare and word-initial, n = 2, 3, ... until full.
-  for (size_t n = 2; !pieces.full(); ++n) {
-    std::string gram(n, 'a');
-    while (!pieces.full()) {
-      pieces.Add(gram);
-      pieces.Add(absl::StrCat(kWordStart, gram));
-      size_t position = n;  // Next n-gram in lexicographic order.
-      while (position > 0 && gram[position - 1] == 'z') gram[--position] = 'a';
-      if (position == 0) break;
-      ++gram[position - 1];
-    }
-  }
-  return std::move(pieces).Take();
-}
 
 // SplitMix64: small, fast, and identical on every platform (unlike the
 // standard distributions), so a seed always gives the same model.
@@ -132,6 +70,9 @@ constexpr uint32_t kKBlockElements = 256;
 constexpr uint32_t kQ4_KBlockBytes = 144;
 constexpr uint32_t kQ6_KBlockBytes = 210;
 
+// The types RandomRow writes. The same set as GgufFile::TensorToF32 reads,
+// by choice (tests read every generated model back), not by construction:
+// each list states what its own code implements.
 bool IsSupportedWeightType(GgmlType type) {
   switch (type) {
     case GgmlType::kF32:
@@ -230,8 +171,8 @@ absl::Status ValidateSpec(const RandomLlamaSpec& spec, uint32_t vocab_size) {
                                     "\"phi3\" or \"smollm3\""));
   }
   if (spec.vocabulary_gguf.empty() &&
-      (vocab_size < kMinVocab || vocab_size > kMaxRandomLlamaVocab)) {
-    return InvalidSpec(absl::StrCat("vocab_size ", vocab_size, " must be in [", kMinVocab,
+      (vocab_size < kMinLlamaVocab || vocab_size > kMaxRandomLlamaVocab)) {
+    return InvalidSpec(absl::StrCat("vocab_size ", vocab_size, " must be in [", kMinLlamaVocab,
                                     ", ", kMaxRandomLlamaVocab,
                                     "] (3 control + 256 byte + 26 letter tokens at least)"));
   }
@@ -380,139 +321,17 @@ absl::Status CopyVocabulary(const std::string& path,
   return absl::OkStatus();
 }
 
-// A GGUF v3 file written front to back: the header (metadata and tensor
-// infos) first, then each tensor's data in order, each padded to the
-// alignment. The file is <path>.tmp until Finish renames it; destroying an
-// unfinished writer deletes it.
-class StreamingGgufWriter {
- public:
-  struct Tensor {
-    std::string name;
-    GgmlType type;
-    std::vector<uint64_t> dims;  // GGUF order, dims[0] contiguous
-    uint64_t bytes;
-  };
-
-  static absl::StatusOr<std::unique_ptr<StreamingGgufWriter>> Create(
-      const std::string& path,
-      const std::vector<std::pair<std::string, GgufValue>>& metadata,
-      std::vector<Tensor> tensors) {
-    std::unique_ptr<StreamingGgufWriter> writer(new StreamingGgufWriter(path));
-    writer->file_ = std::fopen(writer->tmp_path_.c_str(), "wb");
-    if (writer->file_ == nullptr) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", writer->tmp_path_));
-    }
-    std::vector<uint8_t> header;
-    Append<uint32_t>(header, kGgufMagic);
-    Append<uint32_t>(header, kGgufVersion);
-    Append<uint64_t>(header, tensors.size());
-    Append<uint64_t>(header, metadata.size());
-    for (const auto& [key, value] : metadata) {
-      AppendString(header, key);
-      Append<uint32_t>(header, static_cast<uint32_t>(value.type()));
-      header.insert(header.end(), value.encoded().begin(), value.encoded().end());
-    }
-    uint64_t offset = 0;
-    for (const Tensor& tensor : tensors) {
-      AppendString(header, tensor.name);
-      Append<uint32_t>(header, static_cast<uint32_t>(tensor.dims.size()));
-      for (uint64_t dim : tensor.dims) Append<uint64_t>(header, dim);
-      Append<uint32_t>(header, static_cast<uint32_t>(tensor.type));
-      Append<uint64_t>(header, offset);
-      offset += Padded(tensor.bytes);
-    }
-    header.resize(Padded(header.size()), 0);
-    if (absl::Status s = writer->Write(header); !s.ok()) return s;
-    return writer;
-  }
-
-  ~StreamingGgufWriter() {
-    if (file_ != nullptr) std::fclose(file_);
-    if (!finished_) std::remove(tmp_path_.c_str());
-  }
-
-  absl::Status Write(absl::Span<const uint8_t> bytes) {
-    if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", tmp_path_));
-    }
-    written_ += bytes.size();
-    return absl::OkStatus();
-  }
-  // Zero padding after a tensor's data.
-  absl::Status Pad() {
-    static constexpr uint8_t kZeros[kGgufDefaultAlignment] = {};
-    return Write(absl::MakeConstSpan(kZeros, Padded(written_) - written_));
-  }
-  absl::Status Finish() {
-    const int closed = std::fclose(file_);
-    file_ = nullptr;
-    if (closed != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot close ", tmp_path_));
-    if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("cannot rename ", tmp_path_, " to ", path_));
-    }
-    finished_ = true;
-    return absl::OkStatus();
-  }
-
- private:
-  explicit StreamingGgufWriter(std::string path)
-      : path_(std::move(path)), tmp_path_(path_ + ".tmp") {}
-
-  static uint64_t Padded(uint64_t size) {
-    return (size + kGgufDefaultAlignment - 1) / kGgufDefaultAlignment * kGgufDefaultAlignment;
-  }
-  template <typename T>
-  static void Append(std::vector<uint8_t>& out, T value) {
-    uint8_t bytes[sizeof(T)];
-    std::memcpy(bytes, &value, sizeof(T));
-    out.insert(out.end(), bytes, bytes + sizeof(T));
-  }
-  static void AppendString(std::vector<uint8_t>& out, std::string_view text) {
-    Append<uint64_t>(out, text.size());
-    out.insert(out.end(), text.begin(), text.end());
-  }
-
-  std::string path_;
-  std::string tmp_path_;
-  std::FILE* file_ = nullptr;
-  uint64_t written_ = 0;
-  bool finished_ = false;
-};
-
-// A tensor to generate: its layout and value distribution.
+// A tensor to generate: its layout (GGUF order, dims[0] contiguous) and
+// value distribution.
 struct TensorRecipe {
-  StreamingGgufWriter::Tensor layout;
+  std::string name;
+  GgmlType type;
+  std::vector<uint64_t> dims;
   double mean;
   double std;
 };
 
 }  // namespace
-
-absl::StatusOr<LlamaVocabulary> MakeLlamaVocabulary(uint32_t vocab_size) {
-  if (vocab_size < kMinVocab || vocab_size > kMaxRandomLlamaVocab) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "llama vocabulary size ", vocab_size, " must be in [", kMinVocab, ", ",
-        kMaxRandomLlamaVocab, "] (3 control + 256 byte + 26 letter tokens at least)"));
-  }
-  LlamaVocabulary vocabulary;
-  vocabulary.tokens.reserve(vocab_size);
-  vocabulary.scores.reserve(vocab_size);
-  vocabulary.token_types.reserve(vocab_size);
-  auto add = [&](std::string token, float score, LlamaTokenType type) {
-    vocabulary.tokens.push_back(std::move(token));
-    vocabulary.scores.push_back(score);
-    vocabulary.token_types.push_back(static_cast<int32_t>(type));
-  };
-  add("<unk>", 0.0f, LlamaTokenType::kUnknown);
-  add("<s>", 0.0f, LlamaTokenType::kControl);
-  add("</s>", 0.0f, LlamaTokenType::kControl);
-  for (int byte = 0; byte < 256; ++byte) add(absl::StrFormat("<0x%02X>", byte), 0.0f, LlamaTokenType::kByte);
-  std::vector<std::string> pieces = MakeNormalPieces(vocab_size - kSpecialAndByteTokens);
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    add(std::move(pieces[i]), -static_cast<float>(i), LlamaTokenType::kNormal);
-  }
-  return vocabulary;
-}
 
 absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string& path) {
   std::vector<std::pair<std::string, GgufValue>> metadata;
@@ -594,12 +413,10 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
   std::vector<TensorRecipe> recipes;
   auto matrix = [&](std::string name, uint64_t inputs, uint64_t outputs, double std) {
     const GgmlType type = RowType(spec.weight_type, inputs);
-    recipes.push_back({{std::move(name), type, {inputs, outputs},
-                        RowBytes(type, inputs) * outputs},
-                       0.0, std});
+    recipes.push_back({std::move(name), type, {inputs, outputs}, 0.0, std});
   };
   auto vector = [&](std::string name, uint64_t size, double mean, double std) {
-    recipes.push_back({{std::move(name), GgmlType::kF32, {size}, size * 4}, mean, std});
+    recipes.push_back({std::move(name), GgmlType::kF32, {size}, mean, std});
   };
   constexpr double kNormStd = 0.05;
   constexpr double kBiasStd = 0.1;
@@ -644,28 +461,32 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
   vector("output_norm.weight", dim, 1.0, kNormStd);
   if (!spec.tied_embeddings) matrix("output.weight", dim, vocab, attn_std);
 
-  std::vector<StreamingGgufWriter::Tensor> layouts;
-  for (const TensorRecipe& recipe : recipes) layouts.push_back(recipe.layout);
-  absl::StatusOr<std::unique_ptr<StreamingGgufWriter>> writer =
-      StreamingGgufWriter::Create(path, metadata, std::move(layouts));
-  if (!writer.ok()) return writer.status();
+  GgufWriter writer;
+  for (auto& [key, value] : metadata) writer.Set(std::move(key), std::move(value));
+  // Each tensor is generated row by row while the file is written, into one
+  // row buffer shared by all tensors (they are written one after another).
   std::vector<float> values;
   std::vector<uint8_t> row;
   for (const TensorRecipe& recipe : recipes) {
-    const StreamingGgufWriter::Tensor& t = recipe.layout;
-    Random random(TensorSeed(spec.seed, t.name));
-    values.resize(t.dims[0]);
-    const uint64_t rows = t.dims.size() > 1 ? t.dims[1] : 1;
-    for (uint64_t r = 0; r < rows; ++r) {
-      if (absl::Status s = RandomRow(random, t.type, recipe.mean, recipe.std, values, row);
-          !s.ok()) {
-        return s;
+    auto generate = [&spec, &recipe, &values, &row](GgufWriter::DataSink sink) {
+      Random random(TensorSeed(spec.seed, recipe.name));
+      values.resize(recipe.dims[0]);
+      const uint64_t rows = recipe.dims.size() > 1 ? recipe.dims[1] : 1;
+      for (uint64_t r = 0; r < rows; ++r) {
+        if (absl::Status s = RandomRow(random, recipe.type, recipe.mean, recipe.std, values, row);
+            !s.ok()) {
+          return s;
+        }
+        if (absl::Status s = sink(row); !s.ok()) return s;
       }
-      if (absl::Status s = (*writer)->Write(row); !s.ok()) return s;
+      return absl::OkStatus();
+    };
+    if (absl::Status s = writer.AddStreamedTensor(recipe.name, recipe.type, recipe.dims, generate);
+        !s.ok()) {
+      return s;
     }
-    if (absl::Status s = (*writer)->Pad(); !s.ok()) return s;
   }
-  return (*writer)->Finish();
+  return writer.Write(path);
 }
 
-}  // namespace lnpu::gguf
+}  // namespace lnpu::synthetic

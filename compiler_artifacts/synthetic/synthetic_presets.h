@@ -1,5 +1,5 @@
-#ifndef LNPU_COMPILER_ARTIFACTS_GGUF_SYNTHETIC_PRESETS_H_
-#define LNPU_COMPILER_ARTIFACTS_GGUF_SYNTHETIC_PRESETS_H_
+#ifndef LNPU_COMPILER_ARTIFACTS_SYNTHETIC_SYNTHETIC_PRESETS_H_
+#define LNPU_COMPILER_ARTIFACTS_SYNTHETIC_SYNTHETIC_PRESETS_H_
 
 // Synthetic models: random weights in the exact shapes of real models, with
 // a real vocabulary where one is available, so benchmarks and tests run on
@@ -12,9 +12,9 @@
 
 #include "absl/status/statusor.h"
 #include "compiler_artifacts/gguf/ggml_type.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 
-namespace lnpu::gguf {
+namespace lnpu::synthetic {
 
 struct SyntheticPreset {
   std::string_view name;         // e.g. "qwen2.5-0.5b"
@@ -33,8 +33,8 @@ const std::vector<SyntheticPreset>& SyntheticPresets();
 // InvalidArgument naming the known presets for an unknown name.
 absl::StatusOr<RandomLlamaSpec> SyntheticPresetSpec(std::string_view name,
                                                     const std::string& models_dir,
-                                                    GgmlType weight_type, uint64_t seed);
+                                                    gguf::GgmlType weight_type, uint64_t seed);
 
-}  // namespace lnpu::gguf
+}  // namespace lnpu::synthetic
 
-#endif  // LNPU_COMPILER_ARTIFACTS_GGUF_SYNTHETIC_PRESETS_H_
+#endif  // LNPU_COMPILER_ARTIFACTS_SYNTHETIC_SYNTHETIC_PRESETS_H_
