@@ -10,12 +10,13 @@
 #include "absl/strings/str_cat.h"
 #include "base/file_io.h"
 #include "base/interrupt.h"
+#include "base/status_macros.h"
 
 namespace lnpu {
 
 absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Create(
     const std::string& path, absl::string_view what, absl::Span<const std::string> inputs) {
-  if (absl::Status s = CheckOutputPath(path, inputs, what); !s.ok()) return s;
+  LNPU_RETURN_IF_ERROR(CheckOutputPath(path, inputs, what));
   const std::string temporary = path + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError(errno, absl::StrCat("cannot create the ", what), temporary);

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace lnpu::runtime {
 
@@ -50,7 +51,7 @@ absl::Status KvCacheState::ValidatePolicy(const CacheFullPolicy& policy, uint32_
 }
 
 absl::Status KvCacheState::SetPolicy(const CacheFullPolicy& policy) {
-  if (absl::Status valid = ValidatePolicy(policy, capacity()); !valid.ok()) return valid;
+  LNPU_RETURN_IF_ERROR(ValidatePolicy(policy, capacity()));
   if (wrapped() && !(policy == policy_)) {
     return absl::FailedPreconditionError(
         "the cache has wrapped around its ring, whose slot layout depends on the policy: "
@@ -87,7 +88,7 @@ absl::StatusOr<SlotPlacement> KvCacheState::Reserve(uint32_t n) const {
         capacity() - policy_.sinks(), " slots (capacity ", capacity(), " minus ",
         policy_.sinks(), " sink slots): run fewer tokens per step or use fewer sink slots"));
   }
-  if (absl::Status room = CheckRoomFor(n); !room.ok()) return room;
+  LNPU_RETURN_IF_ERROR(CheckRoomFor(n));
   SlotPlacement placement;
   placement.first_position = next_position_;
   placement.count = n;
@@ -164,7 +165,7 @@ void KvCacheState::Clear() {
 absl::Status KvCacheState::Restore(const CacheFullPolicy& policy, int32_t next_position,
                                    absl::Span<const uint8_t> mask,
                                    absl::Span<const int32_t> slot_tokens) {
-  if (absl::Status valid = ValidatePolicy(policy, capacity()); !valid.ok()) return valid;
+  LNPU_RETURN_IF_ERROR(ValidatePolicy(policy, capacity()));
   if (next_position < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("restored next position ", next_position, " is negative"));

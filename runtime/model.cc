@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/file_io.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
@@ -89,7 +90,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
       artifact::Artifact::Open(artifact_path);
   if (!artifact.ok()) return artifact.status();  // its message names the path
   if (options.verify_weights) {
-    if (absl::Status intact = (*artifact)->VerifyData(); !intact.ok()) return intact;
+    LNPU_RETURN_IF_ERROR((*artifact)->VerifyData());
   }
 
   DeviceLimits limits;

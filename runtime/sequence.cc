@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "base/status_macros.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/prefill_plan.h"
 
@@ -127,7 +128,7 @@ absl::StatusOr<absl::Span<const float>> Sequence::Forward(absl::Span<const int32
     }
   }
   // Also bounds n by INT32_MAX (positions are 32-bit).
-  if (absl::Status room = cache_.CheckRoomFor(tokens.size()); !room.ok()) return room;
+  LNPU_RETURN_IF_ERROR(cache_.CheckRoomFor(tokens.size()));
   const uint32_t n = static_cast<uint32_t>(tokens.size());
 
   const absl::Duration device_time_before = stats_.submit_time + stats_.wait_time;
@@ -240,9 +241,7 @@ absl::Status Sequence::StepError(size_t graph_index, size_t stream,
 }
 
 absl::Status Sequence::SetCacheFullPolicy(const CacheFullPolicy& policy) {
-  if (absl::Status fits = CheckCompatible(program_->info().identity, policy); !fits.ok()) {
-    return fits;
-  }
+  LNPU_RETURN_IF_ERROR(CheckCompatible(program_->info().identity, policy));
   return cache_.SetPolicy(policy);
 }
 
@@ -322,7 +321,7 @@ absl::StatusOr<CacheSnapshot> Sequence::SaveState(uint32_t max_tokens) const {
 }
 
 absl::Status Sequence::RestoreState(const CacheSnapshot& state) {
-  if (absl::Status fits = CheckCompatible(state.model, state.policy); !fits.ok()) return fits;
+  LNPU_RETURN_IF_ERROR(CheckCompatible(state.model, state.policy));
   const ModelIdentity& id = program_->info().identity;
   const uint64_t written = state.written_slots();
   if (state.kv_rows.size() != uint64_t{id.kv_blocks} * written * id.kv_row_bytes) {
@@ -360,10 +359,7 @@ absl::Status Sequence::CopyPrefixFrom(const Sequence& source, uint32_t tokens) {
   if (&source == this) {
     return absl::InvalidArgumentError("CopyPrefixFrom() needs another session as the source");
   }
-  if (absl::Status fits = CheckCompatible(source.program_->info().identity, cache_.policy());
-      !fits.ok()) {
-    return fits;
-  }
+  LNPU_RETURN_IF_ERROR(CheckCompatible(source.program_->info().identity, cache_.policy()));
   const KvCacheState& from = source.cache_;
   if (tokens > static_cast<uint32_t>(from.next_position())) {
     return absl::InvalidArgumentError(absl::StrCat("cannot copy a prefix of ", tokens,

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/file_io.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/compiler/llama_graph.h"
 #include "compiler_artifacts/compiler/llama_source.h"
 #include "compiler_artifacts/compiler/weight_plan.h"
@@ -103,7 +104,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
         "(>= 1; the default is 4 G)");
   }
 
-  if (auto s = CheckOutputPath(output_path, {gguf_path}, "artifact"); !s.ok()) return s;
+  LNPU_RETURN_IF_ERROR(CheckOutputPath(output_path, {gguf_path}, "artifact"));
 
   absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file =
       gguf::GgufFile::Open(gguf_path);
@@ -249,9 +250,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
       artifact::ArtifactWriter::Create(output_path, metadata,
                                        weights->data_size());
   if (!writer.ok()) return writer.status();
-  if (auto s = weights->Write(**file, **writer, options.progress); !s.ok()) {
-    return s;
-  }
+  LNPU_RETURN_IF_ERROR(weights->Write(**file, **writer, options.progress));
   return (*writer)->Commit();
 }
 

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "framework/llm.h"
 #include "framework/session.h"
 
@@ -219,7 +220,7 @@ npu_llm_status npu_llm_session_generate(npu_llm_session* session, const char* te
     npu_llm_config defaults;
     npu_llm_config_init(&defaults);
     const npu_llm_config& c = config != nullptr ? *config : defaults;
-    if (absl::Status arrays = CheckArrays(c); !arrays.ok()) return arrays;
+    LNPU_RETURN_IF_ERROR(CheckArrays(c));
     lnpu::framework::StreamCallback on_token;
     if (callback != nullptr) {
       on_token = [&](int32_t token, std::string_view piece) {

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "base/status_macros.h"
 #include "runtime/sequence.h"
 
 namespace lnpu::bench {
@@ -102,7 +103,7 @@ absl::Status CheckOptions(const ModelBenchmarkOptions& options, uint32_t capacit
 absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
                                                        const ModelBenchmarkOptions& options) {
   const uint32_t capacity = model.info().kv_capacity;
-  if (absl::Status status = CheckOptions(options, capacity); !status.ok()) return status;
+  LNPU_RETURN_IF_ERROR(CheckOptions(options, capacity));
   absl::StatusOr<std::unique_ptr<runtime::Sequence>> created = model.CreateSequence();
   if (!created.ok()) return created.status();
   runtime::Sequence& session = **created;

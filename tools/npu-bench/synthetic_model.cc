@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/synthetic/random_llama.h"
 #include "compiler_artifacts/synthetic/synthetic_presets.h"
@@ -61,10 +62,7 @@ absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
     return absl::Status(s.code(), absl::StrCat(s.message(), " (vocabularies are read from ",
                                                models_dir, "/vocab; see --models-dir)"));
   }
-  if (absl::Status s = compiler::CompileGguf(artifact->gguf_path_, artifact->path(), options);
-      !s.ok()) {
-    return s;
-  }
+  LNPU_RETURN_IF_ERROR(compiler::CompileGguf(artifact->gguf_path_, artifact->path(), options));
   unlink(artifact->gguf_path_.c_str());  // the source is no longer needed
   return artifact;
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "kernel_iface/driver/device.h"
 #include "runtime/sequence.h"
@@ -55,7 +56,7 @@ absl::StatusOr<LoadedModel> CompileAndLoad(const std::shared_ptr<Device>& device
   options.weights = weights;
   options.kv_dtype = kv;
   const std::string path = directory + "/model.lnpu";
-  if (absl::Status s = compiler::CompileGguf(gguf_path, path, options); !s.ok()) return s;
+  LNPU_RETURN_IF_ERROR(compiler::CompileGguf(gguf_path, path, options));
   LoadedModel loaded;
   std::error_code size_error;
   loaded.artifact_bytes = std::filesystem::file_size(path, size_error);
@@ -79,7 +80,7 @@ absl::Status RunTeacherForced(
       return absl::Status(logits.status().code(),
                           absl::StrCat("token ", i, ": ", logits.status().message()));
     }
-    if (absl::Status s = visit(i, *logits); !s.ok()) return s;
+    LNPU_RETURN_IF_ERROR(visit(i, *logits));
   }
   return absl::OkStatus();
 }
