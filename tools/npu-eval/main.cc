@@ -30,6 +30,7 @@
 #include "tools/common/model_tokenizer.h"
 #include "tools/npu-eval/quantization_eval.h"
 #include "tools/npu-eval/temp_directory.h"
+#include "base/interrupt.h"
 #include "tools/common/tool_main.h"
 
 namespace {
@@ -282,9 +283,12 @@ int Main(int argc, char** argv) {
     return 1;
   }
   if (!line->has_value()) return 0;  // --help
+  // An interrupt ends the evaluation between two tokens; the temporary
+  // directory is removed on the way out.
+  lnpu::InterruptScope interrupt_scope;
   if (absl::Status status = Run(**std::move(line)); !status.ok()) {
     std::cerr << "npu-eval: " << status.message() << "\n";
-    return 1;
+    return lnpu::InterruptRequested() ? lnpu::InterruptExitCode() : 1;
   }
   return 0;
 }

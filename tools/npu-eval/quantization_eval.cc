@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/interrupt.h"
 #include "base/status_macros.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "kernel_iface/driver/device.h"
@@ -75,6 +76,9 @@ absl::Status RunTeacherForced(
   absl::StatusOr<std::unique_ptr<runtime::Sequence>> session = model.CreateSequence();
   if (!session.ok()) return session.status();
   for (size_t i = 0; i < tokens.size(); ++i) {
+    // SIGINT / SIGTERM inside the program's InterruptScope: stop here, so
+    // that the temporary directory is removed on the way out.
+    if (InterruptRequested()) return absl::CancelledError("interrupted");
     absl::StatusOr<absl::Span<const float>> logits = (*session)->Forward(tokens.subspan(i, 1));
     if (!logits.ok()) {
       return absl::Status(logits.status().code(),
