@@ -126,10 +126,7 @@ ParserRun RunArtifactTarget(absl::Span<const uint8_t> input) {
         opened.status().ToString()));
   }
   if (!opened.ok()) {
-    if (opened.status().message().find(file->path()) == std::string::npos) {
-      run.Fail(absl::StrCat("the error does not name the file: ",
-                            opened.status().ToString()));
-    }
+    run.ExpectErrorNamesFile(opened.status(), file->path());
     return run;
   }
   const artifact::Artifact& a = **opened;

@@ -21,6 +21,8 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 
 namespace lnpu::fuzz {
@@ -35,6 +37,14 @@ struct ParserRun {
   // Records `what` unless a violation is recorded already.
   void Fail(std::string what) {
     if (violation.empty()) violation = std::move(what);
+  }
+  // Records a violation unless `error` names the file at `path`: every
+  // parser's error says which file it rejects.
+  void ExpectErrorNamesFile(const absl::Status& error, std::string_view path) {
+    if (error.message().find(absl::string_view(path.data(), path.size())) ==
+        absl::string_view::npos) {
+      Fail(absl::StrCat("the error does not name the file: ", error.ToString()));
+    }
   }
 };
 

@@ -119,6 +119,11 @@ class ProgramWriter {
     for (uint8_t s : fence_selectors) U8(s);
     return U8(0).U8(0).U8(abi);
   }
+  // Submits the last stream written into the command buffer (record 1)
+  // with the data buffer (record 0) on `engine` and waits for it.
+  ProgramWriter& SubmitAndWait(uint8_t engine) {
+    return Submit(engine, 1, {0}).Wait(1, 0, 50000);
+  }
   // Waits up to 2 us * `ticks` for the `count` most recent fences.
   ProgramWriter& Wait(uint8_t count, uint8_t flags, uint16_t ticks,
                       uint8_t abi = 0) {
@@ -198,8 +203,7 @@ std::vector<uint8_t> ComputeChain() {
       .Command(LNPU_OP_COPY, 0, Addr{kData, 0}, Addr{kData, 12288},
                Bytes{64})
       .Command(LNPU_OP_NOP, 0)
-      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
-      .Wait(1, 0, 50000);
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
 
@@ -356,8 +360,7 @@ std::vector<uint8_t> OpGatherRows() {
                Addr{kData, Out(0)}, kDtypeF32, Dim{8}, Dim{8}, Dim{4})
       .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, 0}, Addr{kData, 4096},
                Addr{kData, Out(1)}, kDtypeF16, Dim{8}, Dim{8}, Dim{16})
-      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
-      .Wait(1, 0, 50000);
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
 
@@ -372,8 +375,7 @@ std::vector<uint8_t> OpRmsNorm() {
       // In place.
       .Command(LNPU_OP_RMS_NORM, 0, Addr{kData, Out(0)}, Addr{kData, 256},
                Addr{kData, Out(0)}, Dim{2}, Dim{8}, kF32Eps, kZero)
-      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
-      .Wait(1, 0, 50000);
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
 
@@ -403,8 +405,7 @@ std::vector<uint8_t> OpMatmul() {
       .Command(LNPU_OP_MATMUL, LNPU_MATMUL_ACCUMULATE | LNPU_MATMUL_BIAS,
                Addr{kData, 0}, Addr{kData, 1024}, Addr{kData, 3072},
                Addr{kData, Out(1)}, Dim{2}, Dim{8}, Dim{8}, kDtypeF16)
-      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
-      .Wait(1, 0, 50000);
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
 
@@ -426,8 +427,7 @@ std::vector<uint8_t> OpRope() {
       .Command(LNPU_OP_ROPE, 0, Addr{kData, Out(0)}, Addr{kData, Out(0)},
                Addr{kData, 4096}, Dim{2}, Dim{2}, Dim{8}, Dim{8},
                kF32TenThousand, kF32One, kRopeNeox, kZero, Addr{-1})
-      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
-      .Wait(1, 0, 50000);
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
 
@@ -450,8 +450,7 @@ std::vector<uint8_t> OpAttention() {
                Addr{kData, 7168}, Addr{kData, Out(2)}, Dim{2}, Dim{4},
                Dim{4}, Dim{2}, Dim{4}, WideDtype{LNPU_DTYPE_I8}, kF32Half,
                kZero)
-      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
-      .Wait(1, 0, 50000);
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
 
@@ -464,8 +463,7 @@ std::vector<uint8_t> OpElementwise(uint8_t opcode) {
                Addr{kData, Out(0)}, Dim{64}, kZero)
       .Command(opcode, 0, Addr{kData, Out(0)}, Addr{kData, 512},
                Addr{kData, Out(0)}, Dim{1}, kZero)
-      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
-      .Wait(1, 0, 50000);
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
 
@@ -508,8 +506,7 @@ std::vector<uint8_t> OpScatterRows() {
       .Command(LNPU_OP_SCATTER_ROWS, LNPU_SCATTER_F32_TO_I8, Addr{kData, 0},
                Addr{kData, Out(3)}, Addr{kData, 4160}, Bytes{256},
                Bytes{256}, Dim{32}, Dim{3}, Dim{2}, Dim{8}, Dim{4}, kZero)
-      .Submit(DRM_LNPU_ENGINE_DMA, kCmdHandle, {kDataHandle})
-      .Wait(1, 0, 50000);
+      .SubmitAndWait(DRM_LNPU_ENGINE_DMA);
   return p.Take();
 }
 

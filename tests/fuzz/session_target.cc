@@ -66,10 +66,7 @@ ParserRun RunSessionTarget(absl::Span<const uint8_t> input) {
   const absl::StatusOr<runtime::SessionState> state =
       runtime::ReadSessionStateFile(file->path());
   if (!state.ok()) {
-    if (state.status().message().find(file->path()) == std::string::npos) {
-      run.Fail(absl::StrCat("the error does not name the file: ",
-                            state.status().ToString()));
-    }
+    run.ExpectErrorNamesFile(state.status(), file->path());
     return run;
   }
   run.accepted = true;
