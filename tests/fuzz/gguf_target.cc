@@ -9,7 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
-#include "compiler_artifacts/gguf/half.h"
+#include "base/half.h"
 #include "tests/fuzz/memory_file.h"
 #include "tests/fuzz/parser_targets.h"
 
@@ -79,8 +79,8 @@ bool ExactElement(GgmlType type, absl::Span<const uint8_t> data, size_t i,
     case GgmlType::kBF16: {
       const uint16_t bits = static_cast<uint16_t>(
           data[2 * i] | (static_cast<uint16_t>(data[2 * i + 1]) << 8));
-      value = type == GgmlType::kF16 ? gguf::Float16ToFloat(bits)
-                                     : gguf::BFloat16ToFloat(bits);
+      value = type == GgmlType::kF16 ? Float16ToFloat(bits)
+                                     : BFloat16ToFloat(bits);
       return true;
     }
     default:

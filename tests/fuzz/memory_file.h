@@ -1,6 +1,6 @@
 // MemoryFile: a file that lives in memory (memfd_create) but has a path,
 // so that parsers which open a path (GgufFile::Open, Artifact::Open,
-// ReadSessionStateFile) can read fuzz input without touching the disk.
+// ReadCacheSnapshotFile) can read fuzz input without touching the disk.
 //
 // Thread-safety: none; one object per thread.
 #ifndef TESTS_FUZZ_MEMORY_FILE_H_

@@ -11,9 +11,9 @@
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/format/artifact_file.h"
 #include "compiler_artifacts/gguf/gguf_writer.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
-#include "runtime/session_state.h"
+#include "runtime/cache_snapshot.h"
 #include "tests/fuzz/memory_file.h"
 
 namespace lnpu::fuzz {
@@ -120,14 +120,14 @@ absl::StatusOr<std::vector<Seed>> GgufSeeds() {
 
 struct TinyModel {
   std::string name;
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   compiler::CompileOptions options;
 };
 
 // Compiles `model` in the scratch directory and returns the .lnpu bytes.
 absl::StatusOr<std::vector<uint8_t>> CompileTiny(const TinyModel& model) {
   const std::string base = absl::StrCat(ScratchDirectory(), "/", model.name);
-  if (absl::Status s = gguf::WriteRandomLlamaGguf(model.spec, base + ".gguf");
+  if (absl::Status s = synthetic::WriteRandomLlamaGguf(model.spec, base + ".gguf");
       !s.ok()) {
     return s;
   }
@@ -198,20 +198,19 @@ absl::StatusOr<std::vector<Seed>> ArtifactSeeds() {
 // ------------------------------------------------------------- session
 
 absl::StatusOr<std::vector<uint8_t>> SessionFile(
-    const runtime::SessionState& state) {
+    const runtime::CacheSnapshot& state) {
   const std::string path = ScratchDirectory() + "/seed.session";
-  if (absl::Status s = runtime::WriteSessionStateFile(state, path); !s.ok()) {
+  if (absl::Status s = runtime::WriteCacheSnapshotFile(state, path); !s.ok()) {
     return s;
   }
   return ReadBytes(path);
 }
 
-runtime::SessionState SessionWith(uint32_t capacity, int32_t next_position,
+runtime::CacheSnapshot SessionWith(uint32_t capacity, int32_t next_position,
                                   bool ring) {
-  runtime::SessionState state;
+  runtime::CacheSnapshot state;
   state.model = {0x1234u, 0x5678u, capacity, LNPU_DTYPE_F16, 2, 16};
-  state.policy.ring = ring;
-  state.policy.sink_slots = ring ? 2 : 0;
+  state.policy = ring ? runtime::CacheFullPolicy::Ring(2) : runtime::CacheFullPolicy{};
   state.next_position = next_position;
   const uint32_t written =
       std::min<uint32_t>(static_cast<uint32_t>(next_position), capacity);

@@ -69,10 +69,11 @@ ParserRun RunGgufTarget(absl::Span<const uint8_t> input);
 // flatbuffers Verifier and VerifyModel accept the metadata and the header
 // is well-formed; the decoded header re-encodes to the same bytes; an
 // accepted artifact loads onto a software NPU (runtime::Model::Load) and
-// gets a session (CreateSession), unless device memory runs out.
+// gets a sequence (CreateSequence), unless device memory runs out; its data
+// checksums either hold or fail with DataLoss.
 ParserRun RunArtifactTarget(absl::Span<const uint8_t> input);
 
-// Session files (ReadSessionStateFile). Repaired mode: the harness sets
+// Session files (ReadCacheSnapshotFile). Repaired mode: the harness sets
 // both CRCs. Accepted files: the state is consistent (written slots =
 // min(next position, capacity), one mask byte and token per written slot,
 // kv_blocks * written * kv_row_bytes cache bytes); written again and read

@@ -5,15 +5,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_artifacts/format/crc32.h"
-#include "runtime/session_state.h"
+#include "base/crc32.h"
+#include "runtime/cache_snapshot.h"
 #include "tests/fuzz/memory_file.h"
 #include "tests/fuzz/parser_targets.h"
 
 namespace lnpu::fuzz {
 namespace {
 
-// Offsets in the session file header (runtime/session_state.h).
+// Offsets in the session file header (runtime/cache_snapshot.h).
 constexpr size_t kHeaderSize = 80;
 constexpr size_t kPayloadCrcOffset = 64;
 constexpr size_t kHeaderCrcOffset = 76;
@@ -22,14 +22,14 @@ void StoreU32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
-bool SameState(const runtime::SessionState& a, const runtime::SessionState& b) {
+bool SameState(const runtime::CacheSnapshot& a, const runtime::CacheSnapshot& b) {
   return a.model == b.model && a.policy == b.policy &&
          a.next_position == b.next_position && a.mask == b.mask &&
          a.slot_tokens == b.slot_tokens && a.kv_rows == b.kv_rows &&
          a.pending_tokens == b.pending_tokens;
 }
 
-void CheckState(const runtime::SessionState& state, ParserRun& run) {
+void CheckState(const runtime::CacheSnapshot& state, ParserRun& run) {
   const uint64_t written = state.written_slots();
   if (written != std::min<uint64_t>(
                      static_cast<uint64_t>(state.next_position),
@@ -55,16 +55,16 @@ ParserRun RunSessionTarget(absl::Span<const uint8_t> input) {
   std::vector<uint8_t> bytes(input.begin(), input.end());
   if (repaired && bytes.size() >= kHeaderSize) {
     StoreU32(bytes.data() + kPayloadCrcOffset,
-             artifact::Crc32(absl::MakeConstSpan(bytes).subspan(kHeaderSize)));
+             Crc32(absl::MakeConstSpan(bytes).subspan(kHeaderSize)));
     StoreU32(bytes.data() + kHeaderCrcOffset,
-             artifact::Crc32(absl::MakeConstSpan(bytes).first(kHeaderCrcOffset)));
+             Crc32(absl::MakeConstSpan(bytes).first(kHeaderCrcOffset)));
   }
   if (absl::Status s = file->Assign(bytes); !s.ok()) {
     run.Fail(s.ToString());
     return run;
   }
-  const absl::StatusOr<runtime::SessionState> state =
-      runtime::ReadSessionStateFile(file->path());
+  const absl::StatusOr<runtime::CacheSnapshot> state =
+      runtime::ReadCacheSnapshotFile(file->path());
   if (!state.ok()) {
     run.ExpectErrorNamesFile(state.status(), file->path());
     return run;
@@ -73,7 +73,7 @@ ParserRun RunSessionTarget(absl::Span<const uint8_t> input) {
   CheckState(*state, run);
 
   const std::string copy = ScratchDirectory() + "/session";
-  if (absl::Status s = runtime::WriteSessionStateFile(*state, copy); !s.ok()) {
+  if (absl::Status s = runtime::WriteCacheSnapshotFile(*state, copy); !s.ok()) {
     run.Fail(absl::StrCat("a session read cannot be written: ", s.ToString()));
     return run;
   }
@@ -81,8 +81,8 @@ ParserRun RunSessionTarget(absl::Span<const uint8_t> input) {
   if (std::filesystem::file_size(copy, error) != bytes.size()) {
     run.Fail("the session written again differs in size from the file read");
   }
-  const absl::StatusOr<runtime::SessionState> again =
-      runtime::ReadSessionStateFile(copy);
+  const absl::StatusOr<runtime::CacheSnapshot> again =
+      runtime::ReadCacheSnapshotFile(copy);
   if (!again.ok()) {
     run.Fail(absl::StrCat("a session written again does not read: ",
                           again.status().ToString()));

@@ -18,7 +18,6 @@ namespace lnpu::fuzz {
 namespace {
 
 using framework::Tokenizer;
-using framework::TokenizerType;
 
 // tests/data, from $LNPU_TEST_DATA (meson test sets it) or as built.
 std::string TestDataDir() {
