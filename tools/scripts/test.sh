@@ -12,7 +12,7 @@
 #      test case; prints its executions      $BUILD_DIR-fuzz (build-fuzz/)
 #   5. every suite cross-built for aarch64
 #      and run under qemu-aarch64 (the
-#      compute suites on three emulated CPUs) $BUILD_DIR-aarch64 (build-aarch64/)
+#      compute suites on two more CPUs)      $BUILD_DIR-aarch64 (build-aarch64/)
 # FUZZ_SECONDS (default 120) bounds the fuzz run. Build directories are
 # reused when run again. Sanitizer reports fail the run that printed them.
 set -euo pipefail
