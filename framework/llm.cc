@@ -5,30 +5,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace lnpu::framework {
-namespace {
-
-Vocabulary VocabularyOf(const runtime::ModelInfo& info) {
-  Vocabulary vocabulary;
-  vocabulary.type = info.tokenizer_is_byte_level_bpe
-                        ? TokenizerType::kByteLevelBpe
-                        : TokenizerType::kSentencePiece;
-  vocabulary.pre = info.tokenizer_pre;
-  vocabulary.tokens = info.tokens;
-  vocabulary.scores = info.scores;
-  vocabulary.token_types = info.token_types;
-  vocabulary.merges = info.merges;
-  vocabulary.bos_id = info.bos_id;
-  vocabulary.eos_id = info.eos_id;
-  vocabulary.unk_id = info.unk_id;
-  vocabulary.pad_id = info.pad_id;
-  vocabulary.add_bos = info.add_bos;
-  vocabulary.add_eos = info.add_eos;
-  vocabulary.add_space_prefix = info.add_space_prefix;
-  return vocabulary;
-}
-
-}  // namespace
-
 std::string_view FinishReasonName(FinishReason reason) {
   switch (reason) {
     case FinishReason::kStop:
@@ -49,28 +25,25 @@ absl::StatusOr<std::unique_ptr<Llm>> Llm::Load(const std::string& artifact_path,
   auto device = Device::Open(options.device);
   if (!device.ok()) return device.status();
   llm->device_ = *std::move(device);
-  auto model = runtime::Model::Load(*llm->device_, artifact_path,
-                                    {.import_weights = options.import_weights});
+  auto model = runtime::Model::Load(llm->device_, artifact_path,
+                                    {.weights = options.weights});
   if (!model.ok()) return model.status();
   llm->model_ = *std::move(model);
-  auto tokenizer = Tokenizer::Create(VocabularyOf(llm->model_->info()));
+  auto tokenizer = Tokenizer::Create(llm->model_->info().vocabulary);
   if (!tokenizer.ok()) {
     return absl::Status(tokenizer.status().code(),
                         absl::StrCat(artifact_path, ": tokenizer: ",
                                      tokenizer.status().message()));
   }
   llm->tokenizer_ = *std::move(tokenizer);
+  llm->artifact_path_ = artifact_path;
   auto session = llm->CreateSession();
   if (!session.ok()) return session.status();
   llm->session_ = *std::move(session);
   return llm;
 }
 
-Llm::~Llm() {
-  // Device buffers must go before the device that owns them.
-  session_.reset();
-  model_.reset();
-}
+Llm::~Llm() = default;
 
 absl::StatusOr<ChatTemplate> Llm::GetChatTemplate(std::optional<ChatFamily> family) const {
   const ChatSpecialTokens specials = SpecialTokensOf(*tokenizer_);
@@ -79,9 +52,9 @@ absl::StatusOr<ChatTemplate> Llm::GetChatTemplate(std::optional<ChatFamily> fami
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Llm::CreateSession() const {
-  absl::StatusOr<std::unique_ptr<runtime::Session>> runtime = model_->CreateSession();
+  absl::StatusOr<std::unique_ptr<runtime::Sequence>> runtime = model_->CreateSequence();
   if (!runtime.ok()) return runtime.status();
-  return std::unique_ptr<Session>(new Session(*this, *std::move(runtime)));
+  return std::unique_ptr<Session>(new Session(tokenizer_, artifact_path_, *std::move(runtime)));
 }
 
 absl::StatusOr<GenerationResult> Llm::Generate(std::string_view prompt,

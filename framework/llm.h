@@ -27,7 +27,7 @@
 #include "framework/tokenizer/tokenizer.h"
 #include "kernel_iface/driver/device.h"
 #include "runtime/model.h"
-#include "runtime/session.h"
+#include "runtime/sequence.h"
 
 namespace lnpu::framework {
 
@@ -35,9 +35,9 @@ struct LlmOptions {
   // "auto" (an lnpu /dev/accel node, else the software NPU), "soft", or a
   // device node path.
   std::string device = "auto";
-  // Map the weights from the artifact file into the device without a copy
-  // when the device supports it (runtime::LoadOptions).
-  bool import_weights = true;
+  // Copy the weights into device memory or import the artifact's file
+  // mapping (runtime::WeightPlacement; kAuto copies when memory allows).
+  runtime::WeightPlacement weights = runtime::WeightPlacement::kAuto;
 };
 
 class Llm {
@@ -51,6 +51,8 @@ class Llm {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const runtime::ModelInfo& info() const { return model_->info(); }
   const Device& device() const { return *device_; }
+  // The artifact the model was loaded from.
+  const std::string& artifact_path() const { return artifact_path_; }
   // Device memory of the shared weights.
   uint64_t weights_device_memory_bytes() const { return model_->device_memory_bytes(); }
   // True when the weights are the artifact's file mapping imported into the
@@ -65,8 +67,9 @@ class Llm {
       std::optional<ChatFamily> family = std::nullopt) const;
 
   // A new conversation with an empty cache (allocates its device buffers;
-  // Session::device_memory_bytes() says how much). The session must be
-  // destroyed before this Llm.
+  // Session::device_memory_bytes() says how much). The session shares
+  // ownership of the device, weights and tokenizer, so it may outlive this
+  // Llm.
   absl::StatusOr<std::unique_ptr<Session>> CreateSession() const;
 
   // Tokenizes `prompt` and generates from it (see GenerateFromTokens).
@@ -85,14 +88,12 @@ class Llm {
       const StreamCallback& on_token = nullptr);
 
  private:
-  friend class Session;
   Llm() = default;
 
-  runtime::Model& model() const { return *model_; }
-
-  std::unique_ptr<Device> device_;
+  std::shared_ptr<Device> device_;
   std::unique_ptr<runtime::Model> model_;
-  std::unique_ptr<Tokenizer> tokenizer_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::string artifact_path_;
   std::unique_ptr<Session> session_;  // of Generate/GenerateFromTokens
 };
 

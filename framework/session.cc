@@ -9,40 +9,25 @@
 #include "framework/sampler.h"
 #include "framework/stop_strings.h"
 #include "framework/tokenizer/streaming_detokenizer.h"
-#include "runtime/session_state.h"
+#include "runtime/cache_snapshot.h"
 
 namespace lnpu::framework {
 namespace {
 
 double Milliseconds(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
-runtime::CacheFullPolicy RuntimePolicy(const ContextPolicy& policy) {
-  runtime::CacheFullPolicy out;
-  out.ring = policy.on_full == ContextPolicy::OnFull::kRing;
-  out.sink_slots = out.ring ? policy.sink_tokens : 0;
-  return out;
-}
-
-ContextPolicy FrameworkPolicy(const runtime::CacheFullPolicy& policy) {
-  ContextPolicy out;
-  if (policy.ring) {
-    out.on_full = ContextPolicy::OnFull::kRing;
-    out.sink_tokens = policy.sink_slots;
-  }
-  return out;
-}
-
 }  // namespace
 
-Session::Session(const Llm& llm, std::unique_ptr<runtime::Session> runtime)
-    : llm_(llm), runtime_(std::move(runtime)) {}
+Session::Session(std::shared_ptr<const Tokenizer> tokenizer, std::string artifact_path,
+                 std::unique_ptr<runtime::Sequence> runtime)
+    : tokenizer_(std::move(tokenizer)),
+      artifact_path_(std::move(artifact_path)),
+      runtime_(std::move(runtime)) {}
 
 Session::~Session() = default;
 
-absl::Status Session::SetContextPolicy(const ContextPolicy& policy) {
-  absl::Status set = runtime_->SetCacheFullPolicy(RuntimePolicy(policy));
-  if (set.ok()) policy_ = policy;
-  return set;
+absl::Status Session::SetCacheFullPolicy(const runtime::CacheFullPolicy& policy) {
+  return runtime_->SetCacheFullPolicy(policy);
 }
 
 void Session::Reset() {
@@ -62,21 +47,21 @@ uint32_t Session::free_slots() const { return runtime_->cache().free_slots(); }
 
 bool Session::StartsWithBos(bool add_bos) const {
   const bool empty = runtime_->cache().next_position() == 0 && pending_.empty();
-  return add_bos && empty && llm_.tokenizer().vocabulary().add_bos;
+  return add_bos && empty && tokenizer_->vocabulary().add_bos;
 }
 
 absl::StatusOr<std::vector<int32_t>> Session::Tokenize(std::string_view text,
                                                        bool add_bos) const {
-  return llm_.tokenizer().Encode(text, StartsWithBos(add_bos));
+  return tokenizer_->Encode(text, StartsWithBos(add_bos));
 }
 
 absl::StatusOr<std::vector<int32_t>> Session::TokenizeSegments(
     absl::Span<const TextSegment> prompt, bool add_bos) const {
-  return llm_.tokenizer().EncodeSegments(prompt, StartsWithBos(add_bos));
+  return tokenizer_->EncodeSegments(prompt, StartsWithBos(add_bos));
 }
 
 absl::StatusOr<absl::Span<const float>> Session::RunInput(absl::Span<const int32_t> tokens) {
-  const runtime::ModelInfo& info = llm_.info();
+  const runtime::ModelInfo& info = runtime_->info();
   std::vector<int32_t> input = pending_;
   input.insert(input.end(), tokens.begin(), tokens.end());
   if (input.empty()) {
@@ -96,7 +81,7 @@ absl::StatusOr<absl::Span<const float>> Session::RunInput(absl::Span<const int32
         info.max_prompt_len, ": shorten the prompt, or recompile with npu-compile "
         "--max-prompt-len ", input.size(), " or more"));
   }
-  if (!cache.policy().ring && input.size() > cache.free_slots()) {
+  if (!cache.policy().ring() && input.size() > cache.free_slots()) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the conversation holds ", cache.written_slots(), " of ", cache.capacity(),
         " cache slots and the ", input.size(), " new tokens do not fit: reset the session, "
@@ -133,12 +118,12 @@ absl::StatusOr<GenerationResult> Session::GenerateFromTokens(absl::Span<const in
                                                              const GenerationConfig& config,
                                                              const StreamCallback& on_token) {
   const absl::Time start = absl::Now();
-  const Tokenizer& tokenizer = llm_.tokenizer();
+  const Tokenizer& tokenizer = *tokenizer_;
   if (config.max_new_tokens < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_new_tokens is ", config.max_new_tokens, ": ask for at least 1"));
   }
-  if (absl::Status valid = Sampler::Validate(config, static_cast<int32_t>(llm_.info().vocab_size));
+  if (absl::Status valid = Sampler::Validate(config, static_cast<int32_t>(runtime_->info().vocab_size));
       !valid.ok()) {
     return valid;
   }
@@ -197,7 +182,7 @@ absl::StatusOr<GenerationResult> Session::GenerateFromTokens(absl::Span<const in
       break;
     }
     if (result.tokens.size() >= static_cast<size_t>(config.max_new_tokens) ||
-        (!cache.policy().ring && cache.free_slots() <= 1)) {
+        (!cache.policy().ring() && cache.free_slots() <= 1)) {
       // Without ring, the reply ends when the token takes the last free
       // slot, which stays for it: the conversation still fits the cache.
       result.finish_reason = FinishReason::kLength;
@@ -232,15 +217,15 @@ absl::StatusOr<GenerationResult> Session::GenerateFromTokens(absl::Span<const in
   return result;
 }
 
-absl::StatusOr<runtime::SessionState> Session::SaveState() const {
-  absl::StatusOr<runtime::SessionState> state = runtime_->SaveState();
+absl::StatusOr<runtime::CacheSnapshot> Session::SaveState() const {
+  absl::StatusOr<runtime::CacheSnapshot> state = runtime_->SaveState();
   if (!state.ok()) return state.status();
   state->pending_tokens = pending_;
   return state;
 }
 
-absl::Status Session::RestoreState(const runtime::SessionState& state) {
-  const uint32_t vocab_size = llm_.info().vocab_size;
+absl::Status Session::RestoreState(const runtime::CacheSnapshot& state) {
+  const uint32_t vocab_size = runtime_->info().vocab_size;
   for (int32_t token : state.pending_tokens) {
     if (token < 0 || static_cast<uint32_t>(token) >= vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -250,19 +235,18 @@ absl::Status Session::RestoreState(const runtime::SessionState& state) {
   }
   absl::Status restored = runtime_->RestoreState(state);
   if (!restored.ok()) return restored;
-  policy_ = FrameworkPolicy(state.policy);
   pending_ = state.pending_tokens;
   return absl::OkStatus();
 }
 
 absl::Status Session::SaveToFile(const std::string& path) const {
-  absl::StatusOr<runtime::SessionState> state = SaveState();
+  absl::StatusOr<runtime::CacheSnapshot> state = SaveState();
   if (!state.ok()) return state.status();
-  return runtime::WriteSessionStateFile(*state, path);
+  return runtime::WriteCacheSnapshotFile(*state, path, {artifact_path_});
 }
 
 absl::Status Session::LoadFromFile(const std::string& path) {
-  absl::StatusOr<runtime::SessionState> state = runtime::ReadSessionStateFile(path);
+  absl::StatusOr<runtime::CacheSnapshot> state = runtime::ReadCacheSnapshotFile(path);
   if (!state.ok()) return state.status();
   absl::Status restored = RestoreState(*state);
   if (!restored.ok()) {

@@ -15,8 +15,8 @@
 // CopyPrefixFrom shares e.g. a system prompt between live sessions without
 // recomputing it.
 //
-// Lifetime: created by Llm::CreateSession; must be destroyed before that
-// Llm. Thread-safety: a Session is used by one thread at a time; different
+// Lifetime: created by Llm::CreateSession; shares ownership of the device,
+// weights and tokenizer, so it may outlive that Llm. Thread-safety: a Session is used by one thread at a time; different
 // sessions of one Llm may run on different threads at once.
 #ifndef FRAMEWORK_SESSION_H_
 #define FRAMEWORK_SESSION_H_
@@ -30,10 +30,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "framework/context_policy.h"
 #include "framework/generation.h"
 #include "framework/tokenizer/tokenizer.h"
-#include "runtime/session.h"
+#include "runtime/sequence.h"
 
 namespace lnpu::framework {
 
@@ -91,8 +90,8 @@ class Session {
   // InvalidArgument when the ring cannot hold the largest compiled prefill
   // chunk; FailedPrecondition after the ring wrapped under another policy
   // (Reset first).
-  absl::Status SetContextPolicy(const ContextPolicy& policy);
-  const ContextPolicy& context_policy() const { return policy_; }
+  absl::Status SetCacheFullPolicy(const runtime::CacheFullPolicy& policy);
+  const runtime::CacheFullPolicy& cache_full_policy() const { return runtime_->cache().policy(); }
 
   // Forgets the conversation (the policy stays).
   void Reset();
@@ -106,7 +105,9 @@ class Session {
   // Free cache slots (0 once the ring wrapped: it reuses slots).
   uint32_t free_slots() const;
 
-  // Writes the conversation to `path` (runtime/session_state.h format).
+  // Writes the conversation to `path` (runtime/cache_snapshot.h format).
+  // InvalidArgument when `path` is the model's artifact or not a regular
+  // file.
   absl::Status SaveToFile(const std::string& path) const;
   // Replaces the conversation by the one saved at `path`. The file
   // reader's errors (NotFound, InvalidArgument for a corrupt or truncated
@@ -115,23 +116,24 @@ class Session {
   // error.
   absl::Status LoadFromFile(const std::string& path);
   // The same in memory.
-  absl::StatusOr<runtime::SessionState> SaveState() const;
-  absl::Status RestoreState(const runtime::SessionState& state);
+  absl::StatusOr<runtime::CacheSnapshot> SaveState() const;
+  absl::Status RestoreState(const runtime::CacheSnapshot& state);
 
   // Makes this conversation the first `tokens` tokens of `source`'s (which
   // must have run them through the model and not wrapped), copying their
   // K/V instead of recomputing them. `source` must not be used by another
-  // thread meanwhile. Errors as runtime::Session::CopyPrefixFrom.
+  // thread meanwhile. Errors as runtime::Sequence::CopyPrefixFrom.
   absl::Status CopyPrefixFrom(const Session& source, uint32_t tokens);
 
   // Device memory of this session's own buffers (KV cache, activations,
   // IO, commands), excluding the shared weights.
   uint64_t device_memory_bytes() const { return runtime_->device_memory_bytes(); }
-  const runtime::SessionStats& runtime_stats() const { return runtime_->stats(); }
+  const runtime::SequenceStats& runtime_stats() const { return runtime_->stats(); }
 
  private:
   friend class Llm;
-  Session(const Llm& llm, std::unique_ptr<runtime::Session> runtime);
+  Session(std::shared_ptr<const Tokenizer> tokenizer, std::string artifact_path,
+          std::unique_ptr<runtime::Sequence> runtime);
 
   // Checks and runs pending_ + `tokens`; on success pending_ is empty and
   // the last token's logits are returned. On a device error, the tokens
@@ -140,9 +142,9 @@ class Session {
   // Whether a prompt tokenized now starts with BOS (see Tokenize).
   bool StartsWithBos(bool add_bos) const;
 
-  const Llm& llm_;
-  std::unique_ptr<runtime::Session> runtime_;
-  ContextPolicy policy_;
+  const std::shared_ptr<const Tokenizer> tokenizer_;
+  const std::string artifact_path_;  // never replaced by SaveToFile
+  std::unique_ptr<runtime::Sequence> runtime_;
   std::vector<int32_t> pending_;
 };
 

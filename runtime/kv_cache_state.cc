@@ -8,15 +8,16 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace lnpu::runtime {
 
 int32_t SlotOf(int32_t position, uint32_t capacity, const CacheFullPolicy& policy) {
   const uint32_t p = static_cast<uint32_t>(position);
   if (p < capacity) return position;
-  if (!policy.ring) return -1;
-  const uint32_t ring = capacity - policy.sink_slots;
-  return static_cast<int32_t>(policy.sink_slots + (p - policy.sink_slots) % ring);
+  if (!policy.ring()) return -1;
+  const uint32_t ring = capacity - policy.sinks();
+  return static_cast<int32_t>(policy.sinks() + (p - policy.sinks()) % ring);
 }
 
 int32_t SlotPlacement::slot(uint32_t i) const {
@@ -41,16 +42,16 @@ uint32_t KvCacheState::written_slots() const {
 }
 
 absl::Status KvCacheState::ValidatePolicy(const CacheFullPolicy& policy, uint32_t capacity) {
-  if (policy.ring && policy.sink_slots >= capacity) {
+  if (policy.ring() && policy.sinks() >= capacity) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "ring policy with ", policy.sink_slots, " sink slots leaves no ring in a cache of ",
+        "ring policy with ", policy.sinks(), " sink slots leaves no ring in a cache of ",
         capacity, " slots: use fewer sink slots than the capacity"));
   }
   return absl::OkStatus();
 }
 
 absl::Status KvCacheState::SetPolicy(const CacheFullPolicy& policy) {
-  if (absl::Status valid = ValidatePolicy(policy, capacity()); !valid.ok()) return valid;
+  LNPU_RETURN_IF_ERROR(ValidatePolicy(policy, capacity()));
   if (wrapped() && !(policy == policy_)) {
     return absl::FailedPreconditionError(
         "the cache has wrapped around its ring, whose slot layout depends on the policy: "
@@ -61,7 +62,7 @@ absl::Status KvCacheState::SetPolicy(const CacheFullPolicy& policy) {
 }
 
 absl::Status KvCacheState::CheckRoomFor(uint64_t n) const {
-  if (!policy_.ring && n > free_slots()) {
+  if (!policy_.ring() && n > free_slots()) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "KV cache full: ", written_slots(), " of ", capacity(), " slots used, ", n,
         " more requested; start over with Reset() or a new session, enable the ring "
@@ -81,13 +82,13 @@ absl::StatusOr<SlotPlacement> KvCacheState::Reserve(uint32_t n) const {
     return absl::InvalidArgumentError(
         "KV cache reservation of 0 slots: request at least one token");
   }
-  if (policy_.ring && n > capacity() - policy_.sink_slots) {
+  if (policy_.ring() && n > capacity() - policy_.sinks()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a step of ", n, " tokens does not fit in the ring of ",
-        capacity() - policy_.sink_slots, " slots (capacity ", capacity(), " minus ",
-        policy_.sink_slots, " sink slots): run fewer tokens per step or use fewer sink slots"));
+        capacity() - policy_.sinks(), " slots (capacity ", capacity(), " minus ",
+        policy_.sinks(), " sink slots): run fewer tokens per step or use fewer sink slots"));
   }
-  if (absl::Status room = CheckRoomFor(n); !room.ok()) return room;
+  LNPU_RETURN_IF_ERROR(CheckRoomFor(n));
   SlotPlacement placement;
   placement.first_position = next_position_;
   placement.count = n;
@@ -97,7 +98,7 @@ absl::StatusOr<SlotPlacement> KvCacheState::Reserve(uint32_t n) const {
 }
 
 void KvCacheState::CheckPlacement(const SlotPlacement& placement, const char* caller) const {
-  const bool fits = policy_.ring ? placement.count <= capacity() - policy_.sink_slots
+  const bool fits = policy_.ring() ? placement.count <= capacity() - policy_.sinks()
                                  : placement.count <= free_slots();
   if (placement.first_position != next_position_ || placement.capacity != capacity() ||
       !(placement.policy == policy_) || placement.count == 0 || !fits) {
@@ -144,10 +145,10 @@ std::vector<int32_t> KvCacheState::TokensInContext() const {
   std::vector<int32_t> tokens;
   tokens.reserve(used_);
   const int32_t first_kept =
-      wrapped() ? next_position_ - static_cast<int32_t>(capacity() - policy_.sink_slots)
-                : static_cast<int32_t>(policy_.sink_slots);
+      wrapped() ? next_position_ - static_cast<int32_t>(capacity() - policy_.sinks())
+                : static_cast<int32_t>(policy_.sinks());
   for (int32_t p = 0; p < next_position_; ++p) {
-    if (p >= static_cast<int32_t>(policy_.sink_slots) && p < first_kept) p = first_kept;
+    if (p >= static_cast<int32_t>(policy_.sinks()) && p < first_kept) p = first_kept;
     const size_t slot = static_cast<size_t>(SlotOf(p, capacity(), policy_));
     if (mask_[slot] != 0) tokens.push_back(slot_tokens_[slot]);
   }
@@ -164,13 +165,13 @@ void KvCacheState::Clear() {
 absl::Status KvCacheState::Restore(const CacheFullPolicy& policy, int32_t next_position,
                                    absl::Span<const uint8_t> mask,
                                    absl::Span<const int32_t> slot_tokens) {
-  if (absl::Status valid = ValidatePolicy(policy, capacity()); !valid.ok()) return valid;
+  LNPU_RETURN_IF_ERROR(ValidatePolicy(policy, capacity()));
   if (next_position < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("restored next position ", next_position, " is negative"));
   }
   const uint64_t written = std::min<uint64_t>(static_cast<uint64_t>(next_position), capacity());
-  if (static_cast<uint64_t>(next_position) > capacity() && !policy.ring) {
+  if (static_cast<uint64_t>(next_position) > capacity() && !policy.ring()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "restored state has ", next_position, " positions but no ring in a cache of ",
         capacity(), " slots"));

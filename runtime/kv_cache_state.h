@@ -3,14 +3,14 @@
 // The cache has `capacity` slots. The token at RoPE position p lives in
 // slot SlotOf(p). Until the cache is full that is slot p, so the used slots
 // are [0, used()). What happens when tokens no longer fit is the cache's
-// CacheFullPolicy:
-//   - refuse (the default): Reserve() returns ResourceExhausted;
-//   - ring: the first `sink_slots` slots keep the first tokens for good
+// CacheFullPolicy (runtime/cache_full_policy.h):
+//   - kFinish (the default): Reserve() returns ResourceExhausted;
+//   - kRing: the first sinks() slots keep the first tokens for good
 //     ("attention sinks"); the other slots form a ring in which each new
 //     token overwrites the oldest non-sink token. Positions keep
 //     increasing, so RoPE distances between the kept tokens stay right:
-//     position p >= sink_slots goes to slot
-//     sink_slots + (p - sink_slots) % (capacity - sink_slots).
+//     position p >= sinks goes to slot
+//     sinks + (p - sinks) % (capacity - sinks).
 //
 // A slot is visible to attention when its mask byte is 1. A step that
 // writes slots runs as: Reserve() -> Evict() (before the step runs: the
@@ -18,7 +18,7 @@
 // Commit() (after it completed: the new slots become visible). This is pure
 // host logic; the device only reads the mask.
 //
-// Thread-safety: none; owned by one Session (or test) at a time.
+// Thread-safety: none; owned by one Sequence (or test) at a time.
 #ifndef RUNTIME_KV_CACHE_STATE_H_
 #define RUNTIME_KV_CACHE_STATE_H_
 
@@ -28,19 +28,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "runtime/cache_full_policy.h"
 
 namespace lnpu::runtime {
-
-// What Reserve() does when new tokens do not fit in the free slots.
-struct CacheFullPolicy {
-  // false: refuse (ResourceExhausted). true: evict the oldest non-sink
-  // tokens, ring-wise.
-  bool ring = false;
-  // Ring only: slots [0, sink_slots) are never evicted. < capacity.
-  uint32_t sink_slots = 0;
-
-  bool operator==(const CacheFullPolicy&) const = default;
-};
 
 // Where `count` new tokens go: token i takes slot slot(i) at RoPE position
 // first_position + i. The slots are consecutive until they wrap around the
@@ -87,7 +77,7 @@ class KvCacheState {
 
   const CacheFullPolicy& policy() const { return policy_; }
   // Sets what happens when the cache is full. InvalidArgument for a ring
-  // whose sink_slots is not below the capacity; FailedPrecondition when the
+  // whose sinks() is not below the capacity; FailedPrecondition when the
   // cache has wrapped under another policy (its slot layout depends on it):
   // Clear() first.
   absl::Status SetPolicy(const CacheFullPolicy& policy);

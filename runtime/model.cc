@@ -1,6 +1,5 @@
 #include "runtime/model.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/file_io.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
@@ -64,33 +65,33 @@ absl::StatusOr<std::shared_ptr<const Buffer>> ImportWeights(
 // again), so that peak RSS holds the weights once rather than twice.
 void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst) {
   constexpr size_t kPiece = size_t{32} << 20;
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   for (size_t offset = 0; offset < src.size(); offset += kPiece) {
     const size_t bytes = std::min(kPiece, src.size() - offset);
     std::memcpy(dst + offset, src.data() + offset, bytes);
-    // Whole pages inside the piece only: its neighbours may still be read.
-    const uintptr_t begin =
-        (reinterpret_cast<uintptr_t>(src.data() + offset) + page - 1) / page * page;
-    const uintptr_t end = reinterpret_cast<uintptr_t>(src.data() + offset + bytes) / page * page;
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    ReleaseMappedPages(src.subspan(offset, bytes));
   }
 }
 
 }  // namespace
 
-Model::Model(Device& device, std::shared_ptr<const Program> program,
+Model::Model(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
              std::shared_ptr<const Buffer> weights, bool chain_with_fences)
-    : device_(device),
+    : device_(std::move(device)),
       program_(std::move(program)),
       weights_(std::move(weights)),
       chain_with_fences_(chain_with_fences) {}
 
-absl::StatusOr<std::unique_ptr<Model>> Model::Load(Device& device,
+absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> shared_device,
                                                    const std::string& artifact_path,
                                                    const LoadOptions& options) {
+  if (shared_device == nullptr) return absl::InvalidArgumentError("Model::Load: no device");
+  Device& device = *shared_device;
   absl::StatusOr<std::unique_ptr<artifact::Artifact>> artifact =
       artifact::Artifact::Open(artifact_path);
   if (!artifact.ok()) return artifact.status();  // its message names the path
+  if (options.verify_weights) {
+    LNPU_RETURN_IF_ERROR((*artifact)->VerifyData());
+  }
 
   DeviceLimits limits;
   uint64_t capabilities = 0, max_in_fences = 0;
@@ -108,8 +109,16 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(Device& device,
 
   // Weights: the mapped file itself when the device can import it, else a
   // device copy.
+  bool import = options.weights == WeightPlacement::kImport;
+  if (options.weights == WeightPlacement::kAuto) {
+    uint64_t sequence_bytes = 0;
+    for (const BufferSpec& spec : program->buffers().subspan(1)) sequence_bytes += spec.size;
+    absl::StatusOr<uint64_t> free = device.GetParam(DRM_LNPU_PARAM_MEMORY_FREE);
+    if (!free.ok()) return WithPath(free.status(), artifact_path);
+    import = *free < (*artifact)->data().size() + 2 * sequence_bytes;
+  }
   absl::StatusOr<std::shared_ptr<const Buffer>> weights =
-      ImportWeights(device, options.import_weights ? capabilities : 0, *artifact);
+      ImportWeights(device, import ? capabilities : 0, *artifact);
   if (!weights.ok()) return WithPath(weights.status(), artifact_path);
   if (*weights == nullptr) {
     const absl::Span<const uint8_t> data = (*artifact)->data();
@@ -124,12 +133,12 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(Device& device,
   const bool chain_with_fences =
       (capabilities & DRM_LNPU_CAP_IN_FENCES) != 0 && max_in_fences >= 1;
   return std::unique_ptr<Model>(
-      new Model(device, std::make_shared<const Program>(*std::move(program)),
+      new Model(std::move(shared_device), std::make_shared<const Program>(*std::move(program)),
                 *std::move(weights), chain_with_fences));
 }
 
-absl::StatusOr<std::unique_ptr<Session>> Model::CreateSession() {
-  return Session::Create(device_, program_, weights_, chain_with_fences_);
+absl::StatusOr<std::unique_ptr<Sequence>> Model::CreateSequence() {
+  return Sequence::Create(device_, program_, weights_, chain_with_fences_);
 }
 
 }  // namespace lnpu::runtime

@@ -1,14 +1,14 @@
 // A compiled model loaded onto a device.
 //
 // Load() reads and validates an artifact and places its weights in one
-// device buffer, which every session of the model shares: on a device with
+// device buffer, which every sequence of the model shares: on a device with
 // DRM_LNPU_CAP_USERPTR the artifact's mapped data section is imported
 // read-only without a copy (the mapping then lives as long as the buffer),
-// otherwise the weights are copied into device memory. Sessions hold
+// otherwise the weights are copied into device memory. Sequences hold
 // their own activations, KV cache, IO buffers and recorded command streams.
 //
-// Lifetime: the Device must outlive the Model and all of its sessions. A
-// Session may outlive the Model that created it (it shares the weights).
+// Lifetime: the Model and each Sequence share ownership of the Device, the
+// program and the weights, so they may be destroyed in any order.
 // Thread-safety: all methods may be called from several threads at once.
 #ifndef RUNTIME_MODEL_H_
 #define RUNTIME_MODEL_H_
@@ -22,14 +22,32 @@
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/model_info.h"
 #include "runtime/program.h"
-#include "runtime/session.h"
+#include "runtime/sequence.h"
 
 namespace lnpu::runtime {
 
+// Where the weights go.
+enum class WeightPlacement {
+  // kCopy when the device's free memory holds the weights and two
+  // sequences' buffers besides, else kImport (when the device can). The
+  // default: on the software NPU a copy sits on huge pages and decodes
+  // about twice as fast as the imported file mapping (docs/performance.md).
+  kAuto,
+  // Copied into device memory (pieces of the file mapping are released as
+  // they are copied, so peak RSS holds the weights once).
+  kCopy,
+  // The artifact's mapped data section imported without a copy
+  // (DRM_LNPU_CAP_USERPTR); a copy when the device cannot import.
+  kImport,
+};
+
 struct LoadOptions {
-  // Import the weights from the artifact mapping when the device can
-  // (DRM_LNPU_CAP_USERPTR); false always copies them into device memory.
-  bool import_weights = true;
+  WeightPlacement weights = WeightPlacement::kAuto;
+  // Check the weights against the artifact's CRC-32C checksums before
+  // placing them (Artifact::VerifyData): reads the whole data section once
+  // (cost: docs/artifact-format.md). DataLoss naming the weight on a
+  // mismatch.
+  bool verify_weights = true;
 };
 
 class Model {
@@ -38,7 +56,7 @@ class Model {
   // Errors: the artifact reader's (NotFound, InvalidArgument for a corrupt
   // file, ...); InvalidArgument when its streams exceed the device's
   // limits; device errors as returned by the driver.
-  static absl::StatusOr<std::unique_ptr<Model>> Load(Device& device,
+  static absl::StatusOr<std::unique_ptr<Model>> Load(std::shared_ptr<Device> device,
                                                      const std::string& artifact_path,
                                                      const LoadOptions& options = {});
 
@@ -46,10 +64,11 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   const ModelInfo& info() const { return program_->info(); }
+  Device& device() const { return *device_; }
 
-  // A new session with an empty cache: allocates and zeroes its buffers
+  // A new sequence with an empty cache: allocates and zeroes its buffers
   // and records its command streams.
-  absl::StatusOr<std::unique_ptr<Session>> CreateSession();
+  absl::StatusOr<std::unique_ptr<Sequence>> CreateSequence();
 
   // Device memory of the shared weights (imported or copied).
   uint64_t device_memory_bytes() const { return weights_->size(); }
@@ -57,10 +76,10 @@ class Model {
   bool weights_imported() const { return (weights_->flags() & DRM_LNPU_BO_USERPTR) != 0; }
 
  private:
-  Model(Device& device, std::shared_ptr<const Program> program,
+  Model(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
         std::shared_ptr<const Buffer> weights, bool chain_with_fences);
 
-  Device& device_;
+  const std::shared_ptr<Device> device_;
   const std::shared_ptr<const Program> program_;
   const std::shared_ptr<const Buffer> weights_;
   const bool chain_with_fences_;  // the device supports in-fences

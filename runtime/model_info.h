@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/vocabulary.h"
+
 namespace lnpu::runtime {
 
 // What a saved KV cache depends on: a state saved by one model can only be
@@ -43,20 +45,9 @@ struct ModelInfo {
   // Row counts of the compiled prefill graphs, strictly ascending.
   std::vector<uint32_t> prefill_chunks;
 
-  // Tokenizer (GGUF tokenizer.ggml.*).
-  bool tokenizer_is_byte_level_bpe = false;  // else SentencePiece-style BPE
-  std::string tokenizer_pre;
-  std::vector<std::string> tokens;
-  std::vector<float> scores;
-  std::vector<int32_t> token_types;
-  std::vector<std::string> merges;
-  int32_t bos_id = -1;
-  int32_t eos_id = -1;
-  int32_t unk_id = -1;
-  int32_t pad_id = -1;
-  bool add_bos = false;
-  bool add_eos = false;
-  bool add_space_prefix = false;
+  // The tokenizer description and the chat template (GGUF
+  // tokenizer.chat_template, may be empty).
+  Vocabulary vocabulary;
   std::string chat_template;
 
   uint64_t weight_bytes = 0;  // size of the artifact's data section

@@ -7,8 +7,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/crc32.h"
 #include "compiler_artifacts/format/artifact.h"
-#include "compiler_artifacts/format/crc32.h"
+#include "compiler_artifacts/format/vocabulary_table.h"
 #include "compiler_artifacts/format/model_generated.h"
 
 namespace lnpu::runtime {
@@ -17,20 +18,6 @@ namespace {
 namespace fb = ::lnpu::artifact::fb;
 
 std::string StringOf(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
-
-template <typename T>
-std::vector<T> VectorOf(const flatbuffers::Vector<T>* v) {
-  return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>();
-}
-
-std::vector<std::string> StringsOf(
-    const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
-  std::vector<std::string> out;
-  if (v == nullptr) return out;
-  out.reserve(v->size());
-  for (const flatbuffers::String* s : *v) out.push_back(StringOf(s));
-  return out;
-}
 
 BufferKind KindOf(fb::BufferKind kind) {
   switch (kind) {
@@ -64,20 +51,8 @@ ModelInfo InfoOf(const fb::Model& model, uint64_t data_bytes) {
   info.kv_capacity = kv.capacity();
   info.max_prompt_len = kv.max_prompt_len();
   info.min_response_len = kv.min_response_len();
-  info.tokenizer_is_byte_level_bpe = tok.model() == fb::TokenizerModel::Gpt2;
-  info.tokenizer_pre = StringOf(tok.pre());
-  info.tokens = StringsOf(tok.tokens());
-  info.scores = VectorOf(tok.scores());
-  info.token_types = VectorOf(tok.token_types());
-  info.merges = StringsOf(tok.merges());
-  info.bos_id = tok.bos_id();
-  info.eos_id = tok.eos_id();
-  info.unk_id = tok.unk_id();
-  info.pad_id = tok.pad_id();
-  info.add_bos = tok.add_bos();
-  info.add_eos = tok.add_eos();
-  info.add_space_prefix = tok.add_space_prefix();
-  info.chat_template = StringOf(tok.chat_template());
+  info.vocabulary = artifact::VocabularyFromTable(tok);
+  info.chat_template = artifact::ChatTemplateFromTable(tok);
   info.weight_bytes = data_bytes;
   return info;
 }
@@ -89,11 +64,11 @@ BufferLocation LocationOf(const fb::Operand& op) { return {op.buffer(), op.offse
 // sample (e.g. two random or two fine-tuned models of one architecture).
 uint32_t WeightsFingerprint(absl::Span<const uint8_t> data) {
   constexpr uint64_t kSamples = 64, kSampleBytes = 4096;
-  if (data.size() <= kSamples * kSampleBytes) return artifact::Crc32(data);
+  if (data.size() <= kSamples * kSampleBytes) return Crc32(data);
   const uint64_t stride = (data.size() - kSampleBytes) / (kSamples - 1);
   uint32_t crc = 0;
   for (uint64_t i = 0; i < kSamples; ++i) {
-    crc = artifact::Crc32(data.subspan(i * stride, kSampleBytes), crc);
+    crc = Crc32(data.subspan(i * stride, kSampleBytes), crc);
   }
   return crc;
 }

@@ -1,7 +1,5 @@
 #include "compiler_artifacts/compiler/compiler.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -12,6 +10,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file_io.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/compiler/llama_graph.h"
 #include "compiler_artifacts/compiler/llama_source.h"
 #include "compiler_artifacts/compiler/weight_plan.h"
@@ -19,6 +19,7 @@
 #include "compiler_artifacts/format/artifact_verifier.h"
 #include "compiler_artifacts/format/artifact_writer.h"
 #include "compiler_artifacts/format/model_generated.h"
+#include "compiler_artifacts/format/vocabulary_table.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "flatbuffers/flatbuffers.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -64,22 +65,10 @@ absl::StatusOr<std::vector<uint32_t>> PrefillSizes(
   return sizes;
 }
 
-absl::Status CheckDistinctPaths(const std::string& gguf_path,
-                                const std::string& output_path) {
-  if (output_path.empty()) {
-    return absl::InvalidArgumentError("the output path is empty");
-  }
-  struct stat in, out;
-  if (gguf_path == output_path ||
-      (::stat(gguf_path.c_str(), &in) == 0 &&
-       ::stat(output_path.c_str(), &out) == 0 && in.st_dev == out.st_dev &&
-       in.st_ino == out.st_ino)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the output ", output_path, " is the input model; choose another "
-        "output path"));
-  }
-  return absl::OkStatus();
-}
+// The data section is checksummed in pieces of this size (model.fbs
+// DataChecksums): small enough to name the corrupt weight, large enough
+// that the table stays small (4 bytes per MiB).
+constexpr uint32_t kDataChecksumChunk = 1 << 20;
 
 // Bump allocator for the Io buffer.
 class IoAllocator {
@@ -115,13 +104,22 @@ absl::Status CompileGguf(const std::string& gguf_path,
         "(>= 1; the default is 4 G)");
   }
 
-  if (auto s = CheckDistinctPaths(gguf_path, output_path); !s.ok()) return s;
+  LNPU_RETURN_IF_ERROR(CheckOutputPath(output_path, {gguf_path}, "artifact"));
 
   absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file =
       gguf::GgufFile::Open(gguf_path);
   if (!file.ok()) return file.status();
-  absl::StatusOr<TokenizerSource> tokenizer = ReadTokenizer(**file);
+  absl::StatusOr<Vocabulary> tokenizer = ReadVocabulary(**file);
   if (!tokenizer.ok()) return tokenizer.status();
+  absl::StatusOr<std::string> chat_template = ReadChatTemplate(**file);
+  if (!chat_template.ok()) return chat_template.status();
+  if (options.validate_vocabulary) {
+    if (absl::Status valid = options.validate_vocabulary(*tokenizer); !valid.ok()) {
+      return absl::Status(valid.code(),
+                          absl::StrCat(gguf_path, ": the tokenizer would not load: ",
+                                       valid.message(), "; fix the model's tokenizer.ggml.* keys"));
+    }
+  }
   absl::StatusOr<LlamaHParams> hparams = ReadLlamaHParams(
       **file, static_cast<uint32_t>(tokenizer->tokens.size()));
   if (!hparams.ok()) return hparams.status();
@@ -196,7 +194,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
 
   flatbuffers::FlatBufferBuilder builder(1 << 20);
   const auto hparams_fb = SerializeHParams(*hparams, builder);
-  const auto tokenizer_fb = SerializeTokenizer(*tokenizer, builder);
+  const auto tokenizer_fb = artifact::SerializeVocabulary(*tokenizer, *chat_template, builder);
   const auto weights_fb = weights->Serialize(builder);
   const std::vector<flatbuffers::Offset<fb::Buffer>> buffer_list = {
       fb::CreateBufferDirect(builder, "weights", fb::BufferKind::Weights,
@@ -218,11 +216,18 @@ absl::Status CompileGguf(const std::string& gguf_path,
                                      spec.name, spec.kind, spec.tokens,
                                      spec.io, options.max_job_macs));
   }
+  // Placeholders: the writer fills in each chunk's CRC-32C as the weights
+  // stream through it.
+  const uint64_t checksum_chunks =
+      (weights->data_size() + kDataChecksumChunk - 1) / kDataChecksumChunk;
+  const auto checksums_fb = fb::CreateDataChecksums(
+      builder, kDataChecksumChunk,
+      builder.CreateVector(std::vector<uint32_t>(checksum_chunks, 0)));
   const auto model = fb::CreateModel(
       builder, hparams_fb, tokenizer_fb, weights_fb,
       builder.CreateVector(buffer_list), kv_cache_fb,
       builder.CreateVector(graphs), builder.CreateString(kProducer),
-      builder.CreateString(BaseName(gguf_path)));
+      builder.CreateString(BaseName(gguf_path)), checksums_fb);
   fb::FinishModelBuffer(builder, model);
   const absl::Span<const uint8_t> metadata(builder.GetBufferPointer(),
                                            builder.GetSize());
@@ -245,9 +250,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
       artifact::ArtifactWriter::Create(output_path, metadata,
                                        weights->data_size());
   if (!writer.ok()) return writer.status();
-  if (auto s = weights->Write(**file, **writer, options.progress); !s.ok()) {
-    return s;
-  }
+  LNPU_RETURN_IF_ERROR(weights->Write(**file, **writer, options.progress));
   return (*writer)->Commit();
 }
 

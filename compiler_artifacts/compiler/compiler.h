@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/vocabulary.h"
 
 namespace lnpu::compiler {
 
@@ -49,6 +50,12 @@ struct CompileOptions {
   // When set, called from the compiling thread while the weights are
   // written, with (bytes written, total bytes) of the data section.
   std::function<void(uint64_t, uint64_t)> progress;
+  // When set, called with the model's vocabulary before anything is
+  // written; an error ends the compile with it. The tools pass the
+  // tokenizer's own validation (framework::Tokenizer::Create), which lives
+  // above this layer, so that no artifact is written that the runtime
+  // would refuse to load.
+  std::function<absl::Status(const Vocabulary&)> validate_vocabulary;
 };
 
 // Compiles the GGUF model at `gguf_path` (architecture "llama" or "qwen2";

@@ -102,21 +102,38 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
   ComputeJobs jobs(max_job_macs);
   // Element-wise commands cost one unit per element touched.
   const uint64_t row_work = uint64_t{t} * h.dim;
-  auto matmul = [&](fb::Operand src, uint32_t k, const PlannedWeight& w,
-                    fb::Operand dst, uint32_t rows, bool accumulate,
-                    const PlannedWeight* bias = nullptr) {
-    jobs.For(uint64_t{rows} * k * w.shape[0]).Matmul({.src = src,
-                    .weight = w.operand(),
+  // dst[rows][n] (+)= src[rows][k] x weight rows [first, first + n).
+  auto matmul_rows = [&](fb::Operand src, uint32_t k, const PlannedWeight& w, uint64_t first,
+                         uint32_t n, fb::Operand dst, uint32_t rows, bool accumulate,
+                         const PlannedWeight* bias = nullptr) {
+    jobs.For(uint64_t{rows} * k * n).Matmul({.src = src,
+                    .weight = w.rows_operand(first),
                     .dst = dst,
                     .rows = rows,
                     .k = k,
-                    .n = static_cast<uint32_t>(w.shape[0]),
+                    .n = n,
                     .weight_dtype = w.dtype,
                     .accumulate = accumulate,
                     .bias = bias ? std::optional(bias->operand())
                                  : std::nullopt});
   };
+  auto matmul = [&](fb::Operand src, uint32_t k, const PlannedWeight& w,
+                    fb::Operand dst, uint32_t rows, bool accumulate,
+                    const PlannedWeight* bias = nullptr) {
+    matmul_rows(src, k, w, 0, static_cast<uint32_t>(w.shape[0]), dst, rows, accumulate, bias);
+  };
+  // phi3 LongRoPE: the short factors while the compiled cache fits the
+  // trained context, the long ones beyond it.
   const PlannedWeight* freq_factors = weights.Find(kRopeFreqsName);
+  if (h.fused_projections) {
+    const PlannedWeight* longrope = weights.Find(
+        buffers.capacity > h.rope_original_context ? kRopeFactorsLongName : kRopeFactorsShortName);
+    if (longrope != nullptr) freq_factors = longrope;
+  }
+  // RoPE's attention factor scales the rotated (here: all) dimensions of Q
+  // and K, so every score by its square.
+  const float attention_scale = h.rope_attn_factor * h.rope_attn_factor /
+                                std::sqrt(static_cast<float>(h.head_dim));
   auto rope = [&](fb::Operand data, uint32_t heads) {
     jobs.For(uint64_t{t} * heads * h.head_dim).Rope({.data = data,
                   .positions = io.positions,
@@ -146,16 +163,41 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                      .rows = t,
                      .dim = h.dim,
                      .eps = h.norm_eps});
-    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_q")), q, t,
-           false, weights.Find(LayerTensorName(l, "attn_q", "bias")));
-    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_k")),
-           staging(l, 0), t, false,
-           weights.Find(LayerTensorName(l, "attn_k", "bias")));
-    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_v")),
-           staging(l, 1), t, false,
-           weights.Find(LayerTensorName(l, "attn_v", "bias")));
-    rope(q, h.n_heads);
-    rope(staging(l, 0), h.n_kv_heads);
+    if (h.fused_projections) {
+      const PlannedWeight& qkv = weights.Get(LayerTensorName(l, "attn_qkv"));
+      matmul_rows(normed, h.dim, qkv, 0, h.q_dim(), q, t, false);
+      matmul_rows(normed, h.dim, qkv, h.q_dim(), h.kv_dim(), staging(l, 0), t, false);
+      matmul_rows(normed, h.dim, qkv, uint64_t{h.q_dim()} + h.kv_dim(), h.kv_dim(),
+                  staging(l, 1), t, false);
+    } else {
+      matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_q")), q, t,
+             false, weights.Find(LayerTensorName(l, "attn_q", "bias")));
+      matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_k")),
+             staging(l, 0), t, false,
+             weights.Find(LayerTensorName(l, "attn_k", "bias")));
+      matmul(normed, h.dim, weights.Get(LayerTensorName(l, "attn_v")),
+             staging(l, 1), t, false,
+             weights.Find(LayerTensorName(l, "attn_v", "bias")));
+    }
+    if (h.qk_norm) {
+      // Per-head RMS norm: each head of each row is a row of head_dim.
+      jobs.For(uint64_t{t} * h.q_dim()).RmsNorm({.src = q,
+                       .weight = weights.Get(LayerTensorName(l, "attn_q_norm")).operand(),
+                       .dst = q,
+                       .rows = t * h.n_heads,
+                       .dim = h.head_dim,
+                       .eps = h.norm_eps});
+      jobs.For(uint64_t{t} * h.kv_dim()).RmsNorm({.src = staging(l, 0),
+                       .weight = weights.Get(LayerTensorName(l, "attn_k_norm")).operand(),
+                       .dst = staging(l, 0),
+                       .rows = t * h.n_kv_heads,
+                       .dim = h.head_dim,
+                       .eps = h.norm_eps});
+    }
+    if (h.no_rope_layer_step == 0 || (l + 1) % h.no_rope_layer_step != 0) {
+      rope(q, h.n_heads);
+      rope(staging(l, 0), h.n_kv_heads);
+    }
     // Scores and weighted values over at most every slot and new row.
     const uint64_t attention_macs = 2ull * t * (buffers.capacity + t) *
                                     h.n_heads * h.head_dim;
@@ -172,7 +214,7 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                        .kv_heads = h.n_kv_heads,
                        .head_dim = h.head_dim,
                        .kv_dtype = buffers.kv_dtype,
-                       .scale = 1.0f / std::sqrt(static_cast<float>(h.head_dim))});
+                       .scale = attention_scale});
     matmul(At(act, a.attn), h.q_dim(),
            weights.Get(LayerTensorName(l, "attn_output")), x, t, true);
     jobs.For(row_work).RmsNorm({.src = x,
@@ -181,10 +223,16 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
                      .rows = t,
                      .dim = h.dim,
                      .eps = h.norm_eps});
-    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "ffn_gate")),
-           At(act, a.gate), t, false);
-    matmul(normed, h.dim, weights.Get(LayerTensorName(l, "ffn_up")),
-           At(act, a.up), t, false);
+    if (h.fused_projections) {
+      const PlannedWeight& gate_up = weights.Get(LayerTensorName(l, "ffn_up"));
+      matmul_rows(normed, h.dim, gate_up, 0, h.ffn_dim, At(act, a.gate), t, false);
+      matmul_rows(normed, h.dim, gate_up, h.ffn_dim, h.ffn_dim, At(act, a.up), t, false);
+    } else {
+      matmul(normed, h.dim, weights.Get(LayerTensorName(l, "ffn_gate")),
+             At(act, a.gate), t, false);
+      matmul(normed, h.dim, weights.Get(LayerTensorName(l, "ffn_up")),
+             At(act, a.up), t, false);
+    }
     jobs.For(uint64_t{t} * h.ffn_dim).Swiglu({.gate = At(act, a.gate),
                     .up = At(act, a.up),
                     .dst = At(act, a.swiglu),

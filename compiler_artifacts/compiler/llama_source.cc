@@ -128,7 +128,8 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
     return KeyError(file, "general.architecture",
                     absl::StrCat("is unreadable: ", arch.status().message()));
   }
-  if (*arch != "llama" && *arch != "qwen2") {
+  if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3" && *arch != "phi3" &&
+      *arch != "smollm3") {
     return absl::InvalidArgumentError(absl::StrCat(
         file.path(), ": architecture \"", *arch,
         "\" is not supported; this compiler supports ",
@@ -145,7 +146,11 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
 
   LlamaHParams h;
   h.architecture = *arch;
-  h.rope_mode = *arch == "qwen2" ? LNPU_ROPE_MODE_NEOX : LNPU_ROPE_MODE_NORM;
+  h.rope_mode = *arch == "llama" || *arch == "smollm3" ? LNPU_ROPE_MODE_NORM
+                                                       : LNPU_ROPE_MODE_NEOX;
+  h.no_rope_layer_step = *arch == "smollm3" ? 4 : 0;
+  h.qk_norm = *arch == "qwen3";
+  h.fused_projections = *arch == "phi3";
   absl::StatusOr<std::string> name =
       OrDefault<std::string>(file.GetString("general.name"), "");
   if (!name.ok()) return name.status();
@@ -182,7 +187,21 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
                           h.n_heads));
   if (!kv_heads.ok()) return kv_heads.status();
   h.n_kv_heads = *kv_heads;
-  if (h.dim % h.n_heads != 0) {
+  // The head size: attention.key_length when given (qwen3 decouples it
+  // from the width), else embedding_length / head_count.
+  absl::StatusOr<uint64_t> key_length =
+      OrDefault<uint64_t>(file.GetUint(p + "attention.key_length"), 0);
+  if (!key_length.ok()) return key_length.status();
+  absl::StatusOr<uint64_t> value_length =
+      OrDefault<uint64_t>(file.GetUint(p + "attention.value_length"), *key_length);
+  if (!value_length.ok()) return value_length.status();
+  if (*value_length != *key_length) {
+    return KeyError(file, p + "attention.value_length",
+                    absl::StrFormat("is %u but key_length is %u; heads with K and V of "
+                                    "different sizes are not supported",
+                                    *value_length, *key_length));
+  }
+  if (*key_length == 0 && h.dim % h.n_heads != 0) {
     return KeyError(file, p + "attention.head_count",
                     absl::StrFormat("(%u) does not divide embedding_length %u",
                                     h.n_heads, h.dim));
@@ -192,7 +211,13 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
                     absl::StrFormat("(%u) does not divide head_count %u",
                                     h.n_kv_heads, h.n_heads));
   }
-  h.head_dim = h.dim / h.n_heads;
+  if (*key_length != 0) {
+    absl::StatusOr<uint32_t> head = Dimension(file, p + "attention.key_length", *key_length);
+    if (!head.ok()) return head.status();
+    h.head_dim = *head;
+  } else {
+    h.head_dim = h.dim / h.n_heads;
+  }
   absl::StatusOr<uint32_t> rope_dim = Dimension(
       file, p + "rope.dimension_count",
       OrDefault<uint64_t>(file.GetUint(p + "rope.dimension_count"),
@@ -242,6 +267,25 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
                                  "\"llama3\""));
   }
 
+  absl::StatusOr<float> attn_factor = PositiveFloat(file, p + "rope.scaling.attn_factor", 1.0f);
+  if (!attn_factor.ok()) return attn_factor.status();
+  h.rope_attn_factor = *attn_factor;
+  absl::StatusOr<uint64_t> original_context = OrDefault<uint64_t>(
+      file.GetUint(p + "rope.scaling.original_context_length"), h.context_length);
+  if (!original_context.ok()) return original_context.status();
+  absl::StatusOr<uint32_t> original =
+      Dimension(file, p + "rope.scaling.original_context_length", *original_context);
+  if (!original.ok()) return original.status();
+  h.rope_original_context = *original;
+  if (h.rope_attn_factor != 1.0f && h.rope_dim != h.head_dim) {
+    // The factor is folded into the attention scale, which is exact only
+    // when RoPE rotates whole heads.
+    return KeyError(file, p + "rope.scaling.attn_factor",
+                    absl::StrFormat("is %g with partial RoPE (%u of %u dimensions rotated); "
+                                    "an attention factor needs full RoPE in this compiler",
+                                    h.rope_attn_factor, h.rope_dim, h.head_dim));
+  }
+
   const std::string eps_key = p + "attention.layer_norm_rms_epsilon";
   absl::StatusOr<float> eps = file.GetFloat(eps_key);
   if (absl::IsNotFound(eps.status())) {
@@ -255,8 +299,8 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
   return h;
 }
 
-absl::StatusOr<TokenizerSource> ReadTokenizer(const gguf::GgufFile& file) {
-  TokenizerSource t;
+absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file) {
+  Vocabulary t;
   absl::StatusOr<std::string> model = file.GetString("tokenizer.ggml.model");
   if (absl::IsNotFound(model.status())) {
     return KeyError(file, "tokenizer.ggml.model",
@@ -264,15 +308,15 @@ absl::StatusOr<TokenizerSource> ReadTokenizer(const gguf::GgufFile& file) {
   }
   if (!model.ok()) return model.status();
   if (*model == "llama") {
-    t.model = fb::TokenizerModel::Llama;
+    t.type = TokenizerType::kSentencePiece;
   } else if (*model == "gpt2") {
-    t.model = fb::TokenizerModel::Gpt2;
+    t.type = TokenizerType::kByteLevelBpe;
   } else {
     return KeyError(file, "tokenizer.ggml.model",
                     absl::StrCat("is \"", *model,
                                  "\"; supported: \"llama\", \"gpt2\""));
   }
-  const bool spm = t.model == fb::TokenizerModel::Llama;
+  const bool spm = t.type == TokenizerType::kSentencePiece;
 
   absl::StatusOr<std::vector<std::string>> tokens =
       file.GetStringArray("tokenizer.ggml.tokens");
@@ -352,11 +396,11 @@ absl::StatusOr<TokenizerSource> ReadTokenizer(const gguf::GgufFile& file) {
     return KeyError(file, "tokenizer.ggml.add_eos_token",
                     "is true but there is no tokenizer.ggml.eos_token_id");
   }
-  absl::StatusOr<std::string> chat_template =
-      OrDefault<std::string>(file.GetString("tokenizer.chat_template"), "");
-  if (!chat_template.ok()) return chat_template.status();
-  t.chat_template = *chat_template;
   return t;
+}
+
+absl::StatusOr<std::string> ReadChatTemplate(const gguf::GgufFile& file) {
+  return OrDefault<std::string>(file.GetString("tokenizer.chat_template"), "");
 }
 
 flatbuffers::Offset<fb::HParams> SerializeHParams(
@@ -368,25 +412,6 @@ flatbuffers::Offset<fb::HParams> SerializeHParams(
       h.rope_mode == LNPU_ROPE_MODE_NEOX ? fb::RopeMode::Neox
                                          : fb::RopeMode::Norm,
       h.norm_eps, h.context_length);
-}
-
-flatbuffers::Offset<fb::Tokenizer> SerializeTokenizer(
-    const TokenizerSource& t, flatbuffers::FlatBufferBuilder& builder) {
-  const auto pre = builder.CreateString(t.pre);
-  const auto tokens = builder.CreateVectorOfStrings(t.tokens);
-  flatbuffers::Offset<flatbuffers::Vector<float>> scores;
-  if (!t.scores.empty()) scores = builder.CreateVector(t.scores);
-  flatbuffers::Offset<flatbuffers::Vector<int32_t>> types;
-  if (!t.token_types.empty()) types = builder.CreateVector(t.token_types);
-  flatbuffers::Offset<
-      flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>>
-      merges;
-  if (!t.merges.empty()) merges = builder.CreateVectorOfStrings(t.merges);
-  const auto chat_template = builder.CreateString(t.chat_template);
-  return fb::CreateTokenizer(builder, t.model, pre, tokens, scores, types,
-                             merges, t.bos_id, t.eos_id, t.unk_id, t.pad_id,
-                             t.add_bos, t.add_eos, t.add_space_prefix,
-                             chat_template);
 }
 
 }  // namespace lnpu::compiler

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/vocabulary.h"
 #include "compiler_artifacts/format/model_generated.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "flatbuffers/flatbuffers.h"
@@ -19,10 +20,11 @@ namespace lnpu::compiler {
 namespace fb = ::lnpu::artifact::fb;
 
 // The architectures the compiler lowers.
-inline constexpr const char* kSupportedArchitectures = "\"llama\", \"qwen2\"";
+inline constexpr const char* kSupportedArchitectures =
+    "\"llama\", \"qwen2\", \"qwen3\", \"phi3\", \"smollm3\"";
 
 struct LlamaHParams {
-  std::string architecture;  // general.architecture: "llama" or "qwen2"
+  std::string architecture;  // general.architecture: "llama", "qwen2" or "qwen3"
   std::string name;          // general.name, may be empty
   uint32_t vocab_size = 0;
   uint32_t dim = 0;
@@ -34,7 +36,22 @@ struct LlamaHParams {
   uint32_t rope_dim = 0;
   float rope_theta = 10000.0f;
   float rope_freq_scale = 1.0f;
-  uint32_t rope_mode = 0;  // LNPU_ROPE_MODE_NORM (llama) or _NEOX (qwen2)
+  uint32_t rope_mode = 0;  // LNPU_ROPE_MODE_NORM (llama) or _NEOX (qwen2, qwen3)
+  // qwen3: Q and K are RMS-normalized per head (blk.N.attn_{q,k}_norm,
+  // head_dim weights) before RoPE.
+  bool qk_norm = false;
+  // phi3: one attn_qkv matrix (Q, K then V rows) and one ffn_up matrix
+  // (gate then up rows) instead of separate projections.
+  bool fused_projections = false;
+  // smollm3 ("NoPE" layers): layer l skips RoPE when (l + 1) is a multiple
+  // of this step (4, as llama.cpp fixes it; the file has no key). 0 = every
+  // layer rotates.
+  uint32_t no_rope_layer_step = 0;
+  // phi3 LongRoPE: <arch>.rope.scaling.attn_factor (1 when absent) scales
+  // the rotated dimensions of Q and K; the trained context length that
+  // selects the short or long frequency factors.
+  float rope_attn_factor = 1.0f;
+  uint32_t rope_original_context = 0;
   // Llama 3 frequency scaling (rope.scaling.type "llama3"): rope_dim / 2
   // divisors of the RoPE frequencies, computed as llama.cpp's converter
   // does. Empty without it; a rope_freqs.weight tensor takes precedence.
@@ -44,23 +61,6 @@ struct LlamaHParams {
 
   uint32_t q_dim() const { return n_heads * head_dim; }
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
-};
-
-struct TokenizerSource {
-  fb::TokenizerModel model = fb::TokenizerModel::Llama;
-  std::string pre;
-  std::vector<std::string> tokens;
-  std::vector<float> scores;
-  std::vector<int32_t> token_types;
-  std::vector<std::string> merges;
-  int32_t bos_id = -1;
-  int32_t eos_id = -1;
-  int32_t unk_id = -1;
-  int32_t pad_id = -1;
-  bool add_bos = false;
-  bool add_eos = false;
-  bool add_space_prefix = false;
-  std::string chat_template;
 };
 
 // Reads and checks general.architecture ("llama" or "qwen2"; anything else
@@ -79,12 +79,12 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
 // llama.cpp: add_bos true and add_space_prefix true for "llama", false for
 // "gpt2"; add_eos false. InvalidArgument naming the key on inconsistencies
 // (array lengths, special ids out of range).
-absl::StatusOr<TokenizerSource> ReadTokenizer(const gguf::GgufFile& file);
+absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file);
+// tokenizer.chat_template ("" when absent).
+absl::StatusOr<std::string> ReadChatTemplate(const gguf::GgufFile& file);
 
 flatbuffers::Offset<fb::HParams> SerializeHParams(
     const LlamaHParams& hparams, flatbuffers::FlatBufferBuilder& builder);
-flatbuffers::Offset<fb::Tokenizer> SerializeTokenizer(
-    const TokenizerSource& tokenizer, flatbuffers::FlatBufferBuilder& builder);
 
 }  // namespace lnpu::compiler
 

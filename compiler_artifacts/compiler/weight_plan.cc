@@ -5,13 +5,18 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/file_io.h"
+#include "base/half.h"
+#include "base/quant_blocks.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
-#include "compiler_artifacts/gguf/half.h"
+#include "compiler_artifacts/gguf/ggml_type.h"
 #include "compiler_artifacts/gguf/quantize.h"
 
 namespace lnpu::compiler {
@@ -35,7 +40,21 @@ std::vector<ExpectedTensor> LlamaTensors(const LlamaHParams& h,
   std::vector<ExpectedTensor> t;
   t.push_back({"token_embd.weight", {h.vocab_size, h.dim}, Role::kMatrix});
   t.push_back({kRopeFreqsName, {h.rope_dim / 2}, Role::kVector, false});
-  for (uint32_t l = 0; l < h.n_layers; ++l) {
+  if (h.fused_projections) {
+    // phi3: fused Q/K/V and gate/up projections, LongRoPE factors.
+    t.push_back({kRopeFactorsShortName, {h.rope_dim / 2}, Role::kVector, false});
+    t.push_back({kRopeFactorsLongName, {h.rope_dim / 2}, Role::kVector, false});
+    for (uint32_t l = 0; l < h.n_layers; ++l) {
+      t.push_back({LayerTensorName(l, "attn_norm"), {h.dim}, Role::kVector});
+      t.push_back({LayerTensorName(l, "attn_qkv"), {h.q_dim() + 2ull * h.kv_dim(), h.dim},
+                   Role::kMatrix});
+      t.push_back({LayerTensorName(l, "attn_output"), {h.dim, h.q_dim()}, Role::kMatrix});
+      t.push_back({LayerTensorName(l, "ffn_norm"), {h.dim}, Role::kVector});
+      t.push_back({LayerTensorName(l, "ffn_up"), {2ull * h.ffn_dim, h.dim}, Role::kMatrix});
+      t.push_back({LayerTensorName(l, "ffn_down"), {h.dim, h.ffn_dim}, Role::kMatrix});
+    }
+  }
+  for (uint32_t l = 0; l < h.n_layers && !h.fused_projections; ++l) {
     t.push_back({LayerTensorName(l, "attn_norm"), {h.dim}, Role::kVector});
     t.push_back({LayerTensorName(l, "attn_q"), {h.q_dim(), h.dim}, Role::kMatrix});
     t.push_back({LayerTensorName(l, "attn_q", "bias"), {h.q_dim()},
@@ -46,6 +65,10 @@ std::vector<ExpectedTensor> LlamaTensors(const LlamaHParams& h,
     t.push_back({LayerTensorName(l, "attn_v"), {h.kv_dim(), h.dim}, Role::kMatrix});
     t.push_back({LayerTensorName(l, "attn_v", "bias"), {h.kv_dim()},
                  Role::kVector, bias_required});
+    if (h.qk_norm) {
+      t.push_back({LayerTensorName(l, "attn_q_norm"), {h.head_dim}, Role::kVector});
+      t.push_back({LayerTensorName(l, "attn_k_norm"), {h.head_dim}, Role::kVector});
+    }
     t.push_back({LayerTensorName(l, "attn_output"), {h.dim, h.q_dim()}, Role::kMatrix});
     t.push_back({LayerTensorName(l, "ffn_norm"), {h.dim}, Role::kVector});
     t.push_back({LayerTensorName(l, "ffn_gate"), {h.ffn_dim, h.dim}, Role::kMatrix});
@@ -117,7 +140,7 @@ absl::Status EncodeRow(absl::Span<const float> row, uint32_t dtype,
     case LNPU_DTYPE_Q4_0: return gguf::QuantizeRowQ4_0(row, dst);
     case LNPU_DTYPE_F16:
       for (size_t i = 0; i < row.size(); ++i) {
-        const uint16_t half = gguf::FloatToFloat16(row[i]);
+        const uint16_t half = FloatToFloat16(row[i]);
         std::memcpy(dst.data() + 2 * i, &half, 2);
       }
       return absl::OkStatus();
@@ -127,18 +150,48 @@ absl::Status EncodeRow(absl::Span<const float> row, uint32_t dtype,
   }
 }
 
-// Drops the page-cache pages of `bytes` (a read-only file mapping) from
-// this process's resident set; they are read again from the file if
-// touched later. Best effort: a failure only costs memory.
-void ReleasePages(absl::Span<const uint8_t> bytes) {
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin =
-      (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
-  const uintptr_t end =
-      (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
-  if (end > begin) {
-    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+// The index of the first element of `bytes` (a tensor of `type` copied
+// bit-exactly: F32, F16, or Q8_0 / Q4_0 whose block scales are checked)
+// whose value or scale is not finite, or -1 when all are.
+int64_t FirstNonFinite(gguf::GgmlType type, absl::Span<const uint8_t> bytes) {
+  auto half_is_finite = [&](size_t at) {
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + at, 2);
+    return (h & 0x7c00u) != 0x7c00u;
+  };
+  switch (type) {
+    case gguf::GgmlType::kF32:
+      for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+        float f;
+        std::memcpy(&f, bytes.data() + i, 4);
+        if (!std::isfinite(f)) return static_cast<int64_t>(i / 4);
+      }
+      return -1;
+    case gguf::GgmlType::kF16:
+      for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
+        if (!half_is_finite(i)) return static_cast<int64_t>(i / 2);
+      }
+      return -1;
+    case gguf::GgmlType::kQ8_0:
+    case gguf::GgmlType::kQ4_0: {
+      const size_t block_bytes =
+          type == gguf::GgmlType::kQ8_0 ? kQ8_0BlockBytes : kQ4_0BlockBytes;
+      for (size_t b = 0; (b + 1) * block_bytes <= bytes.size(); ++b) {
+        if (!half_is_finite(b * block_bytes)) return static_cast<int64_t>(b * kQuantBlock);
+      }
+      return -1;
+    }
+    default:
+      return -1;
   }
+}
+
+absl::Status NonFiniteError(const gguf::GgufFile& file, const std::string& tensor,
+                            uint64_t index) {
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s: tensor '%s' holds a non-finite value (NaN or infinity) at element %u; the model "
+      "file is corrupt or was exported wrongly: convert it again from the original weights",
+      file.path(), tensor, index));
 }
 
 }  // namespace
@@ -268,11 +321,21 @@ absl::Status WeightPlan::Write(
           std::string(gguf::GgmlTypeName(w.source->type))));
     }
     if (w.source->type == GgmlTypeOf(w.dtype)) {
-      // Bit-exact copy, in batches so the mapped pages can be released.
-      for (uint64_t done = 0; done < src.size(); done += kBatchBytes) {
-        const absl::Span<const uint8_t> piece = src.subspan(done, kBatchBytes);
+      // Bit-exact copy, in batches of whole elements or blocks so the
+      // mapped pages can be released; each batch is checked for
+      // non-finite values first.
+      absl::StatusOr<std::pair<uint32_t, uint32_t>> block = gguf::GgmlTypeBlock(w.source->type);
+      if (!block.ok()) return block.status();
+      const auto [unit_elements, unit_bytes] = *block;
+      const uint64_t batch_bytes = kBatchBytes / unit_bytes * unit_bytes;
+      for (uint64_t done = 0; done < src.size(); done += batch_bytes) {
+        const absl::Span<const uint8_t> piece = src.subspan(done, batch_bytes);
+        if (const int64_t bad = FirstNonFinite(w.source->type, piece); bad >= 0) {
+          return NonFiniteError(file, w.name,
+                                done / unit_bytes * unit_elements + static_cast<uint64_t>(bad));
+        }
         if (auto s = writer.WriteData(w.offset + done, piece); !s.ok()) return s;
-        ReleasePages(piece);
+        ReleaseMappedPages(piece);
         if (progress) progress(w.offset + done + piece.size(), data_size_);
       }
       continue;
@@ -291,6 +354,9 @@ absl::Status WeightPlan::Write(
         absl::Status s = gguf::DequantizeRow(w.source->type, src_row,
                                              absl::MakeSpan(row));
         if (s.ok()) {
+          for (size_t i = 0; i < row.size(); ++i) {
+            if (!std::isfinite(row[i])) return NonFiniteError(file, w.name, index * row.size() + i);
+          }
           s = EncodeRow(row, w.dtype,
                         absl::MakeSpan(batch).subspan(r * dst_row_bytes,
                                                       dst_row_bytes));
@@ -307,7 +373,7 @@ absl::Status WeightPlan::Write(
           !s.ok()) {
         return s;
       }
-      ReleasePages(src.subspan(first * src_row_bytes, count * src_row_bytes));
+      ReleaseMappedPages(src.subspan(first * src_row_bytes, count * src_row_bytes));
       if (progress) progress(w.offset + (first + count) * dst_row_bytes, data_size_);
     }
   }

@@ -38,6 +38,10 @@ std::string LayerTensorName(uint32_t layer, absl::string_view role,
 // Name of the RoPE frequency factors (a GGUF tensor, or computed from the
 // Llama 3 scaling keys).
 inline constexpr char kRopeFreqsName[] = "rope_freqs.weight";
+// phi3's LongRoPE frequency divisors: "short" for contexts up to the
+// trained original_context_length, "long" beyond it.
+inline constexpr char kRopeFactorsShortName[] = "rope_factors_short.weight";
+inline constexpr char kRopeFactorsLongName[] = "rope_factors_long.weight";
 
 struct PlannedWeight {
   std::string name;                          // GGUF tensor name
@@ -53,6 +57,12 @@ struct PlannedWeight {
   uint64_t rows() const;
   // Location in the artifact's buffers (the data section is buffers[0]).
   fb::Operand operand() const { return fb::Operand(0, offset); }
+  // Rows [first, first + count) of a matrix as a matrix of their own (rows
+  // are contiguous in every dtype): the Q, K and V parts of a fused
+  // attn_qkv, the gate and up halves of a fused ffn_up.
+  fb::Operand rows_operand(uint64_t first) const {
+    return fb::Operand(0, offset + first * (size / rows()));
+  }
 };
 
 // Immutable after Create; valid while the GgufFile lives.

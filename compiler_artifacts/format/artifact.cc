@@ -6,33 +6,22 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/crc32.h"
+#include "base/file_io.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
-#include "compiler_artifacts/format/crc32.h"
 #include "flatbuffers/flatbuffers.h"
 
 namespace lnpu::artifact {
 namespace {
-
-absl::Status ErrnoError(const std::string& what, const std::string& path) {
-  const int err = errno;
-  const std::string message =
-      absl::StrCat(path, ": ", what, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(message);
-    default:
-      return absl::UnavailableError(message);
-  }
-}
 
 absl::Status WithPath(const std::string& path, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat(path, ": ", status.message()));
@@ -53,10 +42,10 @@ Artifact::~Artifact() {
 absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(
     const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot open artifact", path);
+  if (fd < 0) return ErrnoError(errno, "cannot open artifact", path);
   struct stat st;
   if (::fstat(fd, &st) != 0) {
-    absl::Status error = ErrnoError("cannot stat artifact", path);
+    absl::Status error = ErrnoError(errno, "cannot stat artifact", path);
     ::close(fd);
     return error;
   }
@@ -76,8 +65,7 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(
   const int mmap_errno = errno;
   ::close(fd);
   if (mapping == MAP_FAILED) {
-    errno = mmap_errno;
-    return ErrnoError("cannot map artifact", path);
+    return ErrnoError(mmap_errno, "cannot map artifact", path);
   }
   std::unique_ptr<Artifact> artifact(
       new Artifact(path, static_cast<const uint8_t*>(mapping), file_size));
@@ -113,6 +101,41 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(
     return WithPath(path, s);
   }
   return artifact;
+}
+
+absl::Status Artifact::VerifyData() const {
+  const fb::DataChecksums* checksums = model_->data_checksums();
+  if (checksums == nullptr) return absl::OkStatus();
+  const uint64_t chunk = checksums->chunk_bytes();
+  for (uint32_t i = 0; i < checksums->crc32c()->size(); ++i) {
+    const uint64_t begin = uint64_t{i} * chunk;
+    const absl::Span<const uint8_t> piece =
+        data_.subspan(begin, std::min<uint64_t>(chunk, data_.size() - begin));
+    const uint32_t crc = Crc32c(piece);
+    // Reading every page must not leave the whole file in RSS.
+    ReleaseMappedPages(piece);
+    if (crc == checksums->crc32c()->Get(i)) continue;
+    // Name the weights the corrupt bytes may belong to.
+    std::vector<std::string> names;
+    for (const fb::Weight* w : *model_->weights()) {
+      if (w->offset() < begin + piece.size() && begin < w->offset() + w->size()) {
+        names.push_back(absl::StrCat("'", w->name()->str(), "'"));
+      }
+    }
+    std::string weight = "padding between weights";
+    if (names.size() == 1) weight = "weight " + names[0];
+    if (names.size() > 1) {
+      const size_t shown = std::min<size_t>(names.size(), 4);
+      weight = absl::StrCat(
+          "weights ", absl::StrJoin(names.begin(), names.begin() + shown, ", "),
+          names.size() > shown ? absl::StrCat(" and ", names.size() - shown, " more") : "");
+    }
+    return absl::DataLossError(absl::StrFormat(
+        "%s: the weights are corrupt: bytes [%u, %u) of the data section (in %s) have "
+        "CRC-32C 0x%08x, the artifact records 0x%08x; copy the file again or recompile it",
+        path_, begin, begin + piece.size(), weight, crc, checksums->crc32c()->Get(i)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace lnpu::artifact

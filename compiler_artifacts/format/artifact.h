@@ -32,6 +32,12 @@ class Artifact {
   Artifact& operator=(const Artifact&) = delete;
   ~Artifact();
 
+  // Checks the data section against the model's data_checksums (CRC-32C
+  // per chunk). DataLoss naming the byte range and the weight it belongs
+  // to; OK for an artifact without checksums. Reads the whole data section
+  // (documented cost: docs/artifact-format.md).
+  absl::Status VerifyData() const;
+
   const fb::Model& model() const { return *model_; }
   // The data section (buffers[0]), page-aligned, mapped from the file.
   absl::Span<const uint8_t> data() const { return data_; }

@@ -4,7 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "compiler_artifacts/format/crc32.h"
+#include "base/crc32.h"
 
 namespace lnpu::artifact {
 namespace {

@@ -9,16 +9,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 // Returns the status of `expr` if it is an error.
-#define LNPU_RETURN_IF_ERROR(expr)            \
-  do {                                        \
-    if (absl::Status s_ = (expr); !s_.ok()) { \
-      return s_;                              \
-    }                                         \
-  } while (false)
-
 namespace lnpu::artifact {
 namespace {
 
@@ -53,9 +47,10 @@ absl::Status VerifyHParams(const fb::HParams* h) {
     return Invalid("hparams.n_heads %u is not a multiple of n_kv_heads %u",
                    h->n_heads(), h->n_kv_heads());
   }
-  if (uint64_t{h->head_dim()} * h->n_heads() != h->dim()) {
-    return Invalid("hparams.head_dim %u * n_heads %u != dim %u", h->head_dim(),
-                   h->n_heads(), h->dim());
+  // head_dim * n_heads may differ from dim (qwen3: attention.key_length).
+  if (uint64_t{h->head_dim()} * h->n_heads() > kMaxModelDimension) {
+    return Invalid("hparams.head_dim %u * n_heads %u exceeds %u", h->head_dim(), h->n_heads(),
+                   kMaxModelDimension);
   }
   if (h->rope_dim() % 2 != 0 || h->rope_dim() > h->head_dim()) {
     return Invalid("hparams.rope_dim %u must be even and <= head_dim %u",
@@ -404,6 +399,21 @@ absl::Status VerifyGraphs(const fb::Model& model) {
   return absl::OkStatus();
 }
 
+absl::Status VerifyDataChecksums(const fb::DataChecksums* checksums, uint64_t data_size) {
+  if (checksums == nullptr) return absl::OkStatus();  // written before checksums existed
+  if (checksums->chunk_bytes() == 0 || checksums->crc32c() == nullptr) {
+    return absl::InvalidArgumentError(
+        "data_checksums: chunk_bytes must be > 0 and crc32c present");
+  }
+  const uint64_t chunks = (data_size + checksums->chunk_bytes() - 1) / checksums->chunk_bytes();
+  if (checksums->crc32c()->size() != chunks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data_checksums: ", checksums->crc32c()->size(), " checksums for ", chunks,
+        " chunks of ", checksums->chunk_bytes(), " bytes in a data section of ", data_size));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 uint64_t DtypeSize(uint32_t dtype) {
@@ -452,9 +462,9 @@ absl::Status VerifyModel(const fb::Model& model, uint64_t data_size) {
   LNPU_RETURN_IF_ERROR(VerifyBuffers(model, data_size));
   LNPU_RETURN_IF_ERROR(VerifyWeights(model, data_size));
   LNPU_RETURN_IF_ERROR(VerifyKvCache(model));
+  LNPU_RETURN_IF_ERROR(VerifyDataChecksums(model.data_checksums(), data_size));
   return VerifyGraphs(model);
 }
 
 }  // namespace lnpu::artifact
 
-#undef LNPU_RETURN_IF_ERROR

@@ -1,44 +1,22 @@
 #include "compiler_artifacts/format/artifact_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
+#include <array>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "compiler_artifacts/format/crc32.h"
+#include "base/crc32.h"
+#include "flatbuffers/flatbuffers.h"
+#include "base/status_macros.h"
+#include "compiler_artifacts/format/model_generated.h"
 
 namespace lnpu::artifact {
-namespace {
-
-absl::Status ErrnoError(const std::string& what, const std::string& path) {
-  const int err = errno;
-  return absl::UnavailableError(
-      absl::StrCat(what, " ", path, ": ", std::strerror(err)));
-}
-
-std::string DirectoryOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<ArtifactWriter>> ArtifactWriter::Create(
-    const std::string& path, absl::Span<const uint8_t> metadata,
-    uint64_t data_size) {
-  if (path.empty()) {
-    return absl::InvalidArgumentError("artifact output path is empty");
-  }
-  if (metadata.empty()) {
-    return absl::InvalidArgumentError("artifact metadata is empty");
-  }
+    const std::string& path, absl::Span<const uint8_t> metadata, uint64_t data_size) {
+  if (path.empty()) return absl::InvalidArgumentError("artifact output path is empty");
+  if (metadata.empty()) return absl::InvalidArgumentError("artifact metadata is empty");
   ArtifactHeader header;
   header.metadata_size = metadata.size();
   header.data_offset = DataOffsetFor(metadata.size());
@@ -46,76 +24,64 @@ absl::StatusOr<std::unique_ptr<ArtifactWriter>> ArtifactWriter::Create(
   header.file_size = header.data_offset + data_size;
   header.metadata_crc32 = Crc32(metadata);
 
-  const std::string tmp_path = path + ".tmp";
-  const int fd =
-      ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("cannot create", tmp_path);
-  std::unique_ptr<ArtifactWriter> writer(
-      new ArtifactWriter(path, fd, header));
+  uint32_t checksum_chunk = 0;
+  flatbuffers::Verifier verifier(metadata.data(), metadata.size());
+  if (fb::VerifyModelBuffer(verifier)) {
+    const fb::DataChecksums* checksums = fb::GetModel(metadata.data())->data_checksums();
+    if (checksums != nullptr && checksums->chunk_bytes() > 0 && checksums->crc32c() != nullptr &&
+        checksums->crc32c()->size() ==
+            (data_size + checksums->chunk_bytes() - 1) / checksums->chunk_bytes()) {
+      checksum_chunk = checksums->chunk_bytes();
+    }
+  }
+
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file,
+                        AtomicFileWriter::Create(path, "artifact"));
   // The real header is written by Commit(); until then the file starts
   // with zeros and can never pass as an artifact.
   const std::array<uint8_t, kArtifactHeaderSize> placeholder{};
-  if (auto s = writer->WriteAt(0, placeholder); !s.ok()) return s;
-  if (auto s = writer->WriteAt(header.metadata_offset, metadata); !s.ok()) {
-    return s;
-  }
-  if (auto s = writer->ZeroFill(header.metadata_offset + metadata.size(),
-                                header.data_offset);
-      !s.ok()) {
-    return s;
-  }
-  return writer;
+  LNPU_RETURN_IF_ERROR(file->WriteAt(0, placeholder));
+  LNPU_RETURN_IF_ERROR(file->WriteAt(header.metadata_offset, metadata));
+  return std::unique_ptr<ArtifactWriter>(new ArtifactWriter(
+      std::move(file), header, std::vector<uint8_t>(metadata.begin(), metadata.end()),
+      checksum_chunk));
 }
 
-ArtifactWriter::ArtifactWriter(std::string path, int fd, ArtifactHeader header)
-    : path_(std::move(path)),
-      tmp_path_(path_ + ".tmp"),
-      fd_(fd),
-      header_(header) {}
+ArtifactWriter::ArtifactWriter(std::unique_ptr<AtomicFileWriter> file, ArtifactHeader header,
+                               std::vector<uint8_t> metadata, uint32_t checksum_chunk)
+    : file_(std::move(file)),
+      header_(header),
+      metadata_(std::move(metadata)),
+      checksum_chunk_(checksum_chunk) {}
 
-ArtifactWriter::~ArtifactWriter() { Abandon(); }
-
-void ArtifactWriter::Abandon() {
-  if (fd_ < 0) return;
-  ::close(fd_);
-  fd_ = -1;
-  ::unlink(tmp_path_.c_str());
-}
-
-absl::Status ArtifactWriter::WriteAt(uint64_t file_offset,
-                                     absl::Span<const uint8_t> bytes) {
+void ArtifactWriter::ChecksumData(absl::Span<const uint8_t> bytes) {
+  if (checksum_chunk_ == 0) return;
   while (!bytes.empty()) {
-    const size_t chunk = std::min<size_t>(bytes.size(), size_t{1} << 30);
-    const ssize_t n = ::pwrite(fd_, bytes.data(), chunk,
-                               static_cast<off_t>(file_offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("cannot write", tmp_path_);
+    const size_t n = std::min<uint64_t>(bytes.size(), checksum_chunk_ - chunk_filled_);
+    chunk_crc_ = Crc32c(bytes.first(n), chunk_crc_);
+    chunk_filled_ += n;
+    bytes.remove_prefix(n);
+    if (chunk_filled_ == checksum_chunk_) {
+      checksums_.push_back(chunk_crc_);
+      chunk_crc_ = 0;
+      chunk_filled_ = 0;
     }
-    bytes.remove_prefix(static_cast<size_t>(n));
-    file_offset += static_cast<uint64_t>(n);
   }
-  return absl::OkStatus();
 }
 
-absl::Status ArtifactWriter::ZeroFill(uint64_t from, uint64_t to) {
-  static constexpr std::array<uint8_t, 4096> kZeros{};
-  while (from < to) {
-    const uint64_t n = std::min<uint64_t>(to - from, kZeros.size());
-    if (auto s = WriteAt(from, absl::MakeConstSpan(kZeros.data(), n));
-        !s.ok()) {
-      return s;
-    }
-    from += n;
+void ArtifactWriter::ChecksumZeros(uint64_t count) {
+  static constexpr std::array<uint8_t, 65536> kZeros{};
+  while (checksum_chunk_ != 0 && count > 0) {
+    const uint64_t n = std::min<uint64_t>(count, kZeros.size());
+    ChecksumData(absl::MakeConstSpan(kZeros.data(), n));
+    count -= n;
   }
-  return absl::OkStatus();
 }
 
-absl::Status ArtifactWriter::WriteData(uint64_t offset,
-                                       absl::Span<const uint8_t> bytes) {
-  if (fd_ < 0) {
+absl::Status ArtifactWriter::WriteData(uint64_t offset, absl::Span<const uint8_t> bytes) {
+  if (finished_) {
     return absl::FailedPreconditionError(
-        absl::StrCat("artifact writer for ", path_, " is already finished"));
+        absl::StrCat("artifact writer for ", path(), " is already finished"));
   }
   if (offset < data_written_ || offset > header_.data_size ||
       bytes.size() > header_.data_size - offset) {
@@ -124,52 +90,36 @@ absl::Status ArtifactWriter::WriteData(uint64_t offset,
         "(%u bytes) or before the previous write's end %u",
         bytes.size(), offset, header_.data_size, data_written_));
   }
-  if (auto s = ZeroFill(header_.data_offset + data_written_,
-                        header_.data_offset + offset);
-      !s.ok()) {
-    return s;
-  }
-  if (auto s = WriteAt(header_.data_offset + offset, bytes); !s.ok()) {
-    return s;
-  }
+  LNPU_RETURN_IF_ERROR(file_->WriteAt(header_.data_offset + offset, bytes));
+  ChecksumZeros(offset - data_written_);
+  ChecksumData(bytes);
   data_written_ = offset + bytes.size();
   return absl::OkStatus();
 }
 
 absl::Status ArtifactWriter::Commit() {
-  if (fd_ < 0) {
+  if (finished_) {
     return absl::FailedPreconditionError(
-        absl::StrCat("artifact writer for ", path_, " is already finished"));
+        absl::StrCat("artifact writer for ", path(), " is already finished"));
   }
-  absl::Status status = ZeroFill(header_.data_offset + data_written_,
-                                 header_.file_size);
-  if (status.ok()) status = WriteAt(0, EncodeArtifactHeader(header_));
-  if (status.ok() && ::fsync(fd_) != 0) {
-    status = ErrnoError("cannot fsync", tmp_path_);
+  finished_ = true;
+  if (checksum_chunk_ != 0) {
+    ChecksumZeros(header_.data_size - data_written_);
+    if (chunk_filled_ > 0) checksums_.push_back(chunk_crc_);
+    flatbuffers::Vector<uint32_t>* crcs =
+        fb::GetMutableModel(metadata_.data())->mutable_data_checksums()->mutable_crc32c();
+    for (uint32_t i = 0; i < crcs->size() && i < checksums_.size(); ++i) crcs->Mutate(i, checksums_[i]);
+    header_.metadata_crc32 = Crc32(metadata_);
+    LNPU_RETURN_IF_ERROR(file_->WriteAt(header_.metadata_offset, metadata_));
   }
-  if (!status.ok()) {
-    Abandon();
-    return status;
+  // Gaps and the unwritten tail read as zeros: the file's length is set
+  // by writing the header into a file of the final size.
+  if (file_->size() < header_.file_size) {
+    static constexpr uint8_t kZero = 0;
+    LNPU_RETURN_IF_ERROR(file_->WriteAt(header_.file_size - 1, absl::MakeConstSpan(&kZero, 1)));
   }
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    ::unlink(tmp_path_.c_str());
-    return ErrnoError("cannot close", tmp_path_);
-  }
-  fd_ = -1;
-  if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-    absl::Status rename_error = ErrnoError("cannot rename to", path_);
-    ::unlink(tmp_path_.c_str());
-    return rename_error;
-  }
-  // Make the rename itself durable.
-  const std::string dir = DirectoryOf(path_);
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return ErrnoError("cannot open directory", dir);
-  const bool synced = ::fsync(dir_fd) == 0;
-  ::close(dir_fd);
-  if (!synced) return ErrnoError("cannot fsync directory", dir);
-  return absl::OkStatus();
+  LNPU_RETURN_IF_ERROR(file_->WriteAt(0, EncodeArtifactHeader(header_)));
+  return file_->Commit();
 }
 
 }  // namespace lnpu::artifact

@@ -7,9 +7,10 @@
 #include <limits>
 #include <utility>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/atomic_file.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
 namespace lnpu::gguf {
@@ -68,8 +69,8 @@ void GgufWriter::SetInt32Array(std::string key, std::vector<int32_t> values) {
   Set(std::move(key), GgufValue::Int32Array(values));
 }
 
-absl::Status GgufWriter::AddTensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
-                                   std::vector<uint8_t> data) {
+absl::StatusOr<uint64_t> GgufWriter::CheckedTensorBytes(const std::string& name, GgmlType type,
+                                                        const std::vector<uint64_t>& dims) const {
   const std::string what = absl::StrCat("GGUF tensor '", name, "'");
   if (name.empty()) return absl::InvalidArgumentError("GGUF tensor name is empty");
   if (tensor_index_.contains(name)) {
@@ -98,15 +99,40 @@ absl::Status GgufWriter::AddTensor(std::string name, GgmlType type, std::vector<
         " elements (dims[0]), not a multiple of the type's block size ", block_elements));
   }
   const uint64_t blocks = elements / block_elements;
-  if (blocks > std::numeric_limits<uint64_t>::max() / block_bytes ||
-      blocks * block_bytes != data.size()) {
+  if (blocks > std::numeric_limits<uint64_t>::max() / block_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " of type ", ToAbsl(GgmlTypeName(type)),
+                                                   " and dims [", absl::StrJoin(dims, ", "),
+                                                   "] has more bytes than fit 64 bits"));
+  }
+  return blocks * block_bytes;
+}
+
+absl::Status GgufWriter::AddTensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
+                                   std::vector<uint8_t> data) {
+  absl::StatusOr<uint64_t> bytes = CheckedTensorBytes(name, type, dims);
+  if (!bytes.ok()) return bytes.status();
+  if (*bytes != data.size()) {
+    const uint32_t block_bytes = GgmlTypeBlock(type)->second;  // type checked above
     return absl::InvalidArgumentError(absl::StrCat(
-        what, " of type ", ToAbsl(GgmlTypeName(type)), " and dims [", absl::StrJoin(dims, ", "),
-        "] needs ", blocks, " blocks of ", block_bytes, " bytes but got ", data.size(),
-        " bytes of data"));
+        "GGUF tensor '", name, "' of type ", ToAbsl(GgmlTypeName(type)), " and dims [",
+        absl::StrJoin(dims, ", "), "] needs ", *bytes / block_bytes, " blocks of ", block_bytes,
+        " bytes but got ", data.size(), " bytes of data"));
   }
   tensor_index_.emplace(name, tensors_.size());
-  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), std::move(data)});
+  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), *bytes, std::move(data), {}});
+  return absl::OkStatus();
+}
+
+absl::Status GgufWriter::AddStreamedTensor(std::string name, GgmlType type,
+                                           std::vector<uint64_t> dims, DataSource source) {
+  absl::StatusOr<uint64_t> bytes = CheckedTensorBytes(name, type, dims);
+  if (!bytes.ok()) return bytes.status();
+  if (!source) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GGUF tensor '", name, "' has no data source"));
+  }
+  tensor_index_.emplace(name, tensors_.size());
+  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), *bytes, {}, std::move(source)});
   return absl::OkStatus();
 }
 
@@ -123,6 +149,23 @@ absl::StatusOr<uint64_t> GgufWriter::Alignment() const {
         ToAbsl(kGgufAlignmentKey), " must be a uint32 power of two; set it with SetUint32 (e.g. 32)"));
   }
   return alignment;
+}
+
+absl::Status GgufWriter::EmitTensorData(const Tensor& tensor, Sink sink) const {
+  if (!tensor.source) return sink(tensor.data);
+  uint64_t produced = 0;
+  absl::Status status = tensor.source([&](absl::Span<const uint8_t> piece) {
+    produced += piece.size();
+    if (produced > tensor.bytes) return absl::OkStatus();  // reported below
+    return sink(piece);
+  });
+  if (!status.ok()) return status;
+  if (produced != tensor.bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the data source of GGUF tensor '", tensor.name, "' produced ", produced,
+        " bytes; the tensor has ", tensor.bytes));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status GgufWriter::Emit(Sink sink) const {
@@ -149,15 +192,15 @@ absl::Status GgufWriter::Emit(Sink sink) const {
     for (uint64_t dim : tensor.dims) Append<uint64_t>(header, dim);
     Append<uint32_t>(header, static_cast<uint32_t>(tensor.type));
     Append<uint64_t>(header, offset);
-    offset += tensor.data.size() + Padding(tensor.data.size(), *alignment);
+    offset += tensor.bytes + Padding(tensor.bytes, *alignment);
   }
   header.resize(header.size() + Padding(header.size(), *alignment), 0);
   if (absl::Status status = sink(header); !status.ok()) return status;
 
   const std::vector<uint8_t> zeros(*alignment, 0);
   for (const Tensor& tensor : tensors_) {
-    if (absl::Status status = sink(tensor.data); !status.ok()) return status;
-    const uint64_t padding = Padding(tensor.data.size(), *alignment);
+    if (absl::Status status = EmitTensorData(tensor, sink); !status.ok()) return status;
+    const uint64_t padding = Padding(tensor.bytes, *alignment);
     if (absl::Status status = sink(absl::MakeConstSpan(zeros).first(padding)); !status.ok()) {
       return status;
     }
@@ -176,31 +219,11 @@ absl::StatusOr<std::vector<uint8_t>> GgufWriter::Serialize() const {
 }
 
 absl::Status GgufWriter::Write(const std::string& path) const {
-  const std::string temporary = path + ".tmp";
-  std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", temporary));
-  }
-  bool keep = false;
-  absl::Cleanup discard = [&] {
-    if (file != nullptr) std::fclose(file);
-    if (!keep) std::remove(temporary.c_str());
-  };
-  absl::Status status = Emit([&](absl::Span<const uint8_t> piece) {
-    if (!piece.empty() && std::fwrite(piece.data(), 1, piece.size(), file) != piece.size()) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", temporary));
-    }
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
-  const int close_result = std::fclose(file);
-  file = nullptr;
-  if (close_result != 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot close ", temporary));
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot rename ", temporary, " to ", path));
-  }
-  keep = true;
-  return absl::OkStatus();
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file,
+                        AtomicFileWriter::Create(path, "GGUF file"));
+  LNPU_RETURN_IF_ERROR(
+      Emit([&file](absl::Span<const uint8_t> piece) { return file->Append(piece); }));
+  return file->Commit();
 }
 
 }  // namespace lnpu::gguf

@@ -2,6 +2,7 @@
 #define LNPU_COMPILER_ARTIFACTS_GGUF_GGUF_WRITER_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,10 @@ namespace lnpu::gguf {
 
 // Builds a GGUF v3 file: metadata in the order keys were first set, tensors
 // in the order they were added, each tensor's data aligned to
-// general.alignment (32 unless set with SetUint32). Holds all tensor data in
-// memory until written.
+// general.alignment (32 unless set with SetUint32). Tensors added with
+// AddTensor are held in memory until written; those added with
+// AddStreamedTensor are generated piece by piece while the file is written,
+// so that multi-gigabyte files need little memory.
 //
 // Not thread-safe: use one writer from one thread at a time.
 class GgufWriter {
@@ -41,12 +44,24 @@ class GgufWriter {
   absl::Status AddTensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
                          std::vector<uint8_t> data);
 
+  // Receives a streamed tensor's data, piece by piece.
+  using DataSink = absl::FunctionRef<absl::Status(absl::Span<const uint8_t>)>;
+  // Generates a tensor's data into the sink: consecutive pieces adding up
+  // to exactly the tensor's byte size. Called once by every Serialize /
+  // Write, so it must produce the same bytes each time it is called.
+  using DataSource = std::function<absl::Status(DataSink)>;
+  // Adds a tensor whose data `source` produces while the file is written.
+  // The same checks as AddTensor for the name, type and dims. Serialize /
+  // Write return the source's error, or InvalidArgument naming the tensor
+  // if it produces more or fewer bytes than the tensor's size.
+  absl::Status AddStreamedTensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
+                                 DataSource source);
+
   // The complete file contents.
   absl::StatusOr<std::vector<uint8_t>> Serialize() const;
-  // Writes the file to `path` + ".tmp", then renames it to `path`, so that
-  // readers see either the old file or the complete new one (the data is not
-  // fsync'ed: after a system crash the new file may be incomplete). On
-  // failure the temporary file is removed.
+  // Writes the file to `path` through base/atomic_file.h: readers see
+  // either the old file or the complete, fsynced new one; a non-regular
+  // `path` is refused; on failure nothing is left behind.
   absl::Status Write(const std::string& path) const;
 
  private:
@@ -58,12 +73,18 @@ class GgufWriter {
     std::string name;
     GgmlType type;
     std::vector<uint64_t> dims;
-    std::vector<uint8_t> data;
+    uint64_t bytes;
+    std::vector<uint8_t> data;  // AddTensor
+    DataSource source;          // AddStreamedTensor
   };
   // Receives the file contents piece by piece.
-  using Sink = absl::FunctionRef<absl::Status(absl::Span<const uint8_t>)>;
+  using Sink = DataSink;
 
+  // The byte size of a new tensor, after the checks both Add functions make.
+  absl::StatusOr<uint64_t> CheckedTensorBytes(const std::string& name, GgmlType type,
+                                              const std::vector<uint64_t>& dims) const;
   absl::StatusOr<uint64_t> Alignment() const;
+  absl::Status EmitTensorData(const Tensor& tensor, Sink sink) const;
   absl::Status Emit(Sink sink) const;
 
   std::vector<Entry> metadata_;

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "compiler_artifacts/gguf/half.h"
+#include "base/half.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
 namespace lnpu::gguf {

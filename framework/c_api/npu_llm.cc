@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "framework/llm.h"
 #include "framework/session.h"
 
@@ -162,8 +163,8 @@ void npu_llm_model_info_get(const npu_llm* llm, npu_llm_model_info* info) {
   info->vocab_size = model.vocab_size;
   info->kv_capacity = model.kv_capacity;
   info->max_prompt_len = model.max_prompt_len;
-  info->bos_id = model.bos_id;
-  info->eos_id = model.eos_id;
+  info->bos_id = model.vocabulary.bos_id;
+  info->eos_id = model.vocabulary.eos_id;
   info->weights_bytes = llm->llm->weights_device_memory_bytes();
 }
 
@@ -219,7 +220,7 @@ npu_llm_status npu_llm_session_generate(npu_llm_session* session, const char* te
     npu_llm_config defaults;
     npu_llm_config_init(&defaults);
     const npu_llm_config& c = config != nullptr ? *config : defaults;
-    if (absl::Status arrays = CheckArrays(c); !arrays.ok()) return arrays;
+    LNPU_RETURN_IF_ERROR(CheckArrays(c));
     lnpu::framework::StreamCallback on_token;
     if (callback != nullptr) {
       on_token = [&](int32_t token, std::string_view piece) {
@@ -266,11 +267,11 @@ npu_llm_status npu_llm_session_set_context_policy(npu_llm_session* session, int 
                                                   uint32_t sink_tokens) {
   if (session == nullptr) return NullArgument("session");
   return Guarded([&] {
-    lnpu::framework::ContextPolicy policy;
-    policy.on_full = ring != 0 ? lnpu::framework::ContextPolicy::OnFull::kRing
-                               : lnpu::framework::ContextPolicy::OnFull::kFinish;
+    lnpu::runtime::CacheFullPolicy policy;
+    policy.on_full = ring != 0 ? lnpu::runtime::CacheFullPolicy::OnFull::kRing
+                               : lnpu::runtime::CacheFullPolicy::OnFull::kFinish;
     policy.sink_tokens = sink_tokens;
-    return session->session->SetContextPolicy(policy);
+    return session->session->SetCacheFullPolicy(policy);
   });
 }
 

@@ -7,8 +7,10 @@
  *
  * Ownership: a handle made by npu_llm_open / npu_llm_session_create is
  * owned by the caller and released with npu_llm_close /
- * npu_llm_session_destroy (both accept NULL). Every session must be
- * destroyed before its model is closed. Strings returned in
+ * npu_llm_session_destroy (both accept NULL). Handles may be released in
+ * any order: a session keeps what it needs of its model (device, weights,
+ * tokenizer), so the model's memory goes with the last of them. Strings
+ * returned in
  * npu_llm_result::text are owned by the caller and released with
  * npu_llm_result_clear. Text passed to callbacks is valid during the call
  * only. Input pointers are only read during the call.

@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "framework/tokenizer/pre_tokenizer.h"
 #include "framework/tokenizer/token_ids.h"
-#include "framework/tokenizer/vocabulary.h"
+#include "base/vocabulary.h"
 
 namespace lnpu::framework {
 

@@ -21,7 +21,7 @@
 #include "framework/tokenizer/byte_level_bpe_encoder.h"
 #include "framework/tokenizer/sentencepiece_encoder.h"
 #include "framework/tokenizer/token_ids.h"
-#include "framework/tokenizer/vocabulary.h"
+#include "base/vocabulary.h"
 
 namespace lnpu::framework {
 

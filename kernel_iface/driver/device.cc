@@ -19,10 +19,15 @@ namespace {
 // Maps an errno from `ioctl_name` to a status whose message says what the
 // caller can do about it.
 absl::Status IoctlError(absl::string_view ioctl_name, int err,
-                        absl::string_view detail) {
+                        absl::string_view detail, const KernelFile* file = nullptr) {
+  // The device's own reason for an argument it refused (EINVAL and
+  // friends), when it keeps one.
+  const std::string reason =
+      file != nullptr && err != ETIMEDOUT && err != ETIME ? file->LastRejection() : "";
   const std::string message =
       absl::StrCat(ioctl_name, " failed: ", std::strerror(err), " (errno ",
-                   err, ")", detail.empty() ? "" : ": ", detail);
+                   err, ")", detail.empty() ? "" : ": ", detail,
+                   reason.empty() ? "" : "; the device says: ", reason);
   switch (err) {
     case ENOENT:
       return absl::NotFoundError(message);
@@ -70,7 +75,7 @@ int64_t MonotonicDeadlineNs(absl::Time deadline) {
 // ---------------------------------------------------------------- Buffer
 
 Buffer::Buffer(Buffer&& other) noexcept
-    : file_(std::exchange(other.file_, nullptr)),
+    : file_(std::move(other.file_)),
       handle_(std::exchange(other.handle_, 0)),
       flags_(std::exchange(other.flags_, 0)),
       size_(std::exchange(other.size_, 0)),
@@ -81,7 +86,7 @@ Buffer::Buffer(Buffer&& other) noexcept
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
     Release();
-    file_ = std::exchange(other.file_, nullptr);
+    file_ = std::move(other.file_);
     handle_ = std::exchange(other.handle_, 0);
     flags_ = std::exchange(other.flags_, 0);
     size_ = std::exchange(other.size_, 0);
@@ -105,6 +110,7 @@ void Buffer::Release() {
   handle_ = 0;
   mapped_ = nullptr;
   owns_mapping_ = false;
+  file_.reset();
 }
 
 absl::StatusOr<absl::Span<uint8_t>> Buffer::Map() {
@@ -199,10 +205,11 @@ absl::StatusOr<Buffer> Device::CreateBufferObject(uint64_t size,
                          ? ""
                          : absl::StrCat(", user memory at 0x",
                                         absl::Hex(args.user_ptr)),
-                     " on ", file_->Describe()));
+                     " on ", file_->Describe()),
+        file_.get());
   }
   Buffer buffer;
-  buffer.file_ = file_.get();
+  buffer.file_ = file_;
   buffer.handle_ = args.handle;
   buffer.flags_ = flags;
   buffer.device_addr_ = args.device_addr;
@@ -246,7 +253,8 @@ absl::StatusOr<uint64_t> Device::Submit(const SubmitArgs& args) {
         absl::StrCat("engine ", args.engine, ", ", args.cmd_size,
                      " command bytes at offset ", args.cmd_offset, ", ",
                      args.bo_handles.size(), " buffers, ",
-                     args.in_fences.size(), " in-fences"));
+                     args.in_fences.size(), " in-fences"),
+        file_.get());
   }
   return submit.fence;
 }

@@ -4,8 +4,11 @@
 //
 // Thread-safety: Device and Buffer methods may be called from several
 // threads at once (the kernel serializes what must be); a Buffer must not be
-// destroyed while another thread uses it. Buffers must not outlive their
-// Device.
+// destroyed while another thread uses it.
+//
+// Lifetime: the open file is shared by the Device and each of its Buffers,
+// so a Buffer may outlive its Device (its handle stays valid until the
+// Buffer is destroyed; the file closes with the last of them).
 #ifndef KERNEL_IFACE_DRIVER_DEVICE_H_
 #define KERNEL_IFACE_DRIVER_DEVICE_H_
 
@@ -52,7 +55,7 @@ class Buffer {
   friend class Device;
   void Release();
 
-  KernelFile* file_ = nullptr;
+  std::shared_ptr<KernelFile> file_;  // shared with the Device
   uint32_t handle_ = 0;
   uint32_t flags_ = 0;
   uint64_t size_ = 0;
@@ -124,7 +127,7 @@ class Device {
   absl::StatusOr<Buffer> CreateBufferObject(uint64_t size, uint32_t flags,
                                             void* user_ptr);
 
-  std::unique_ptr<KernelFile> file_;
+  std::shared_ptr<KernelFile> file_;  // shared with every Buffer
 };
 
 }  // namespace lnpu

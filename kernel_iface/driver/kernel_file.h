@@ -44,6 +44,11 @@ class KernelFile {
   // lnpu device writes) among others. The default, for files whose device
   // publishes no figures, is "" (a kernel driver without show_fdinfo).
   virtual std::string FdInfo() const { return ""; }
+  // Why the device most recently rejected an ioctl, as its log says it
+  // (the software NPU's diagnostic log; a kernel driver logs to dmesg,
+  // which a process cannot read back: ""). Device adds it to the errors
+  // it returns, so that a bare EINVAL names the field and the rule.
+  virtual std::string LastRejection() const { return ""; }
 };
 
 }  // namespace lnpu

@@ -64,6 +64,8 @@ std::string SoftNpuFile::Describe() const {
   return "software NPU (in-process lnpu device)";
 }
 
+std::string SoftNpuFile::LastRejection() const { return device_->last_rejection_message(); }
+
 std::string SoftNpuFile::FdInfo() const {
   uint64_t device_bytes = 0;
   uint64_t imported_bytes = 0;

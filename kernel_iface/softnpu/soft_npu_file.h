@@ -57,6 +57,7 @@ class SoftNpuFile final : public KernelFile {
   // drm-{total,shared,resident}-memory (device-memory buffers with a handle
   // in this file) and drm-{total,shared}-userptr (imported buffers).
   std::string FdInfo() const override;
+  std::string LastRejection() const override;
 
  private:
   // Runs `handler` on a kernel copy of the ioctl argument `arg` (EFAULT if

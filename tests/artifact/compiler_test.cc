@@ -3,20 +3,24 @@
 // graphs, command streams, relocations), and its rejections.
 #include "compiler_artifacts/compiler/compiler.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/crc32.h"
+#include "base/half.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
-#include "compiler_artifacts/gguf/half.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -321,7 +325,7 @@ TEST(CompilerTest, ConvertsWeightsToF16) {
     for (size_t i = 0; i < source->size(); i += 97) {
       uint16_t half;
       std::memcpy(&half, artifact->data().data() + w->offset() + 2 * i, 2);
-      ASSERT_EQ(half, gguf::FloatToFloat16((*source)[i])) << i;
+      ASSERT_EQ(half, FloatToFloat16((*source)[i])) << i;
     }
   }
   EXPECT_EQ(FindWeight(m, "blk.0.attn_norm.weight")->dtype(),
@@ -366,7 +370,7 @@ TEST(CompilerTest, Q8KvCacheHasAScalePerHeadOfEachSlot) {
 }
 
 TEST(CompilerTest, Q8KvCacheNeedsHeadDimAMultipleOf4) {
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   spec.vocab_size = 300;
   spec.dim = 36;  // 6 heads of 6
   spec.n_layers = 1;
@@ -374,7 +378,7 @@ TEST(CompilerTest, Q8KvCacheNeedsHeadDimAMultipleOf4) {
   spec.n_kv_heads = 2;
   spec.ffn_dim = 64;
   const std::string gguf_path = TempPath("head_dim6.gguf");
-  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
   CompileOptions options;
   options.max_prompt_len = 16;
   options.min_response_len = 16;
@@ -392,7 +396,7 @@ TEST(CompilerTest, Q8KvCacheNeedsHeadDimAMultipleOf4) {
 }
 
 TEST(CompilerTest, RandomTiedF16ModelKeepsF16AndReusesTheEmbedding) {
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   spec.vocab_size = 300;
   spec.dim = 48;
   spec.n_layers = 2;
@@ -404,7 +408,7 @@ TEST(CompilerTest, RandomTiedF16ModelKeepsF16AndReusesTheEmbedding) {
   spec.tied_embeddings = true;
   spec.weight_type = gguf::GgmlType::kF16;
   const std::string gguf_path = TempPath("random.gguf");
-  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
   CompileOptions options;
   options.max_prompt_len = 32;
   options.min_response_len = 32;
@@ -525,8 +529,122 @@ TEST(CompilerTest, RejectsOverwritingTheInput) {
   const std::string gguf = TempPath("copy.gguf");
   WriteFileBytes(gguf, ReadFileBytes(Stories260KPath()));
   const absl::Status status = CompileGguf(gguf, gguf, {});
-  EXPECT_THAT(status.message(), HasSubstr("is the input model"));
+  EXPECT_THAT(status.message(), HasSubstr("is the input file"));
   EXPECT_EQ(ReadFileBytes(gguf), ReadFileBytes(Stories260KPath()));
+}
+
+TEST(CompilerTest, RejectsNonFiniteWeightsNamingTheTensorAndIndex) {
+  // stories260K (F32 tensors) with one value set to NaN or infinity: a
+  // vector (always copied bit-exactly) and a matrix (copied with --weights
+  // keep, converted with f16 and q8).
+  for (const auto& [tensor, element] : {std::pair<std::string, size_t>{"output_norm.weight", 5},
+                                        {"blk.0.attn_q.weight", 70}}) {
+    std::vector<uint8_t> bytes = ReadFileBytes(Stories260KPath());
+    size_t at = 0;
+    {
+      absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file =
+          gguf::GgufFile::Open(Stories260KPath());
+      ASSERT_TRUE(file.ok()) << file.status();
+      const gguf::TensorInfo* info = (*file)->FindTensor(tensor);
+      ASSERT_NE(info, nullptr);
+      ASSERT_EQ(info->type, gguf::GgmlType::kF32);
+      const absl::Span<const uint8_t> data = (*file)->TensorData(*info);
+      const std::string haystack(bytes.begin(), bytes.end());
+      at = haystack.find(std::string(data.begin(), data.begin() + 64));
+      ASSERT_NE(at, std::string::npos);
+    }
+    const float bad = element == 5 ? std::nanf("") : INFINITY;
+    std::memcpy(bytes.data() + at + element * sizeof(float), &bad, sizeof bad);
+    const std::string gguf = TempPath("nonfinite.gguf");
+    WriteFileBytes(gguf, bytes);
+    for (auto weights : {CompileOptions::WeightType::kKeep, CompileOptions::WeightType::kF16,
+                         CompileOptions::WeightType::kQ8}) {
+      CompileOptions options;
+      options.weights = weights;
+      const std::string out = TempPath("nonfinite.lnpu");
+      const absl::Status status = CompileGguf(gguf, out, options);
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << tensor;
+      EXPECT_THAT(status.message(),
+                  HasSubstr(absl::StrCat("tensor '", tensor, "' holds a non-finite value")));
+      EXPECT_THAT(status.message(), HasSubstr(absl::StrCat("at element ", element)));
+      EXPECT_FALSE(FileExists(out));
+      EXPECT_FALSE(FileExists(out + ".tmp"));
+    }
+  }
+}
+
+TEST(CompilerTest, Phi3AttentionFactorNeedsFullRope) {
+  synthetic::RandomLlamaSpec spec;
+  spec.architecture = "phi3";
+  spec.dim = 64;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 4;
+  spec.rope_dim = 8;  // of 16
+  spec.rope_attn_factor = 1.19f;
+  const std::string gguf_path = TempPath("phi3_partial.gguf");
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  const absl::Status status = CompileGguf(gguf_path, TempPath("phi3_partial.lnpu"), {});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("phi3.rope.scaling.attn_factor"));
+  EXPECT_THAT(status.message(), HasSubstr("partial RoPE (8 of 16 dimensions rotated)"));
+  spec.rope_attn_factor = 0.0f;  // no factor: partial RoPE is fine
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  EXPECT_TRUE(CompileGguf(gguf_path, TempPath("phi3_partial.lnpu"), {}).ok());
+}
+
+TEST(CompilerTest, RefusesAnOutputThatIsNotARegularFile) {
+  const std::string fifo = TempPath("out.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const absl::Status status = CompileGguf(Stories260KPath(), fifo, {});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("it is a FIFO"));
+  struct stat st;
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_FALSE(FileExists(fifo + ".tmp"));
+  EXPECT_EQ(CompileGguf(Stories260KPath(), "/dev/full", {}).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CompilerTest, DataChecksumsCoverTheWeightsAndNameACorruptWeight) {
+  const std::string out = TempPath("checked.lnpu");
+  ASSERT_TRUE(CompileGguf(Stories260KPath(), out, {}).ok());
+  std::vector<uint8_t> bytes = ReadFileBytes(out);
+  uint64_t data_offset = 0;
+  std::string weight_name;
+  {
+    absl::StatusOr<std::unique_ptr<Artifact>> artifact = Artifact::Open(out);
+    ASSERT_TRUE(artifact.ok()) << artifact.status();
+    const fb::DataChecksums* checksums = (*artifact)->model().data_checksums();
+    ASSERT_NE(checksums, nullptr);
+    EXPECT_EQ(checksums->chunk_bytes(), 1u << 20);
+    const uint64_t size = (*artifact)->data().size();
+    ASSERT_EQ(checksums->crc32c()->size(), (size + (1u << 20) - 1) >> 20);
+    // Each recorded value is the CRC-32C of its chunk, computed here.
+    for (uint32_t i = 0; i < checksums->crc32c()->size(); ++i) {
+      const uint64_t begin = uint64_t{i} << 20;
+      EXPECT_EQ(checksums->crc32c()->Get(i),
+                Crc32c((*artifact)->data().subspan(begin, std::min<uint64_t>(1 << 20, size - begin))))
+          << i;
+    }
+    EXPECT_TRUE((*artifact)->VerifyData().ok());
+    data_offset = (*artifact)->header().data_offset;
+    const fb::Weight* last = (*artifact)->model().weights()->Get(
+        (*artifact)->model().weights()->size() - 1);
+    weight_name = (*artifact)->model().weights()->Get(0)->name()->str();
+    // Flip one bit in the middle of the last weight.
+    bytes[data_offset + last->offset() + last->size() / 2] ^= 0x04;
+  }
+  WriteFileBytes(out, bytes);
+  absl::StatusOr<std::unique_ptr<Artifact>> corrupt = Artifact::Open(out);
+  ASSERT_TRUE(corrupt.ok()) << corrupt.status();  // the metadata is intact
+  const absl::Status status = (*corrupt)->VerifyData();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  // stories260K's data fits one 1 MiB chunk: the message lists the
+  // weights in it, up to four, the first of them by name.
+  EXPECT_THAT(status.message(), HasSubstr("weights '" + weight_name + "'"));
+  EXPECT_THAT(status.message(), HasSubstr("more)"));
+  EXPECT_THAT(status.message(), HasSubstr("the weights are corrupt"));
 }
 
 TEST(CompilerTest, RejectsMissingInput) {
@@ -567,7 +685,7 @@ TEST(CompilerTest, RejectsMissingTensors) {
 std::string PatchedRandomModel(const std::string& name,
                                void (*patch)(std::vector<uint8_t>&)) {
   const std::string gguf_path = TempPath(name);
-  EXPECT_TRUE(gguf::WriteRandomLlamaGguf({}, gguf_path).ok());
+  EXPECT_TRUE(synthetic::WriteRandomLlamaGguf({}, gguf_path).ok());
   std::vector<uint8_t> bytes = ReadFileBytes(gguf_path);
   patch(bytes);
   WriteFileBytes(gguf_path, bytes);
@@ -618,12 +736,12 @@ TEST(CompilerTest, ConvertsEveryTensorTypeToEveryWeightFormat) {
   for (gguf::GgmlType type : {gguf::GgmlType::kF32, gguf::GgmlType::kF16, gguf::GgmlType::kBF16,
                               gguf::GgmlType::kQ8_0, gguf::GgmlType::kQ4_0, gguf::GgmlType::kQ4_K,
                               gguf::GgmlType::kQ6_K}) {
-    gguf::RandomLlamaSpec spec;
+    synthetic::RandomLlamaSpec spec;
     spec.dim = 256;
     spec.n_layers = 1;
     spec.weight_type = type;
     const std::string gguf_path = TempPath("typed.gguf");
-    ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+    ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
     absl::StatusOr<std::unique_ptr<gguf::GgufFile>> gguf = gguf::GgufFile::Open(gguf_path);
     ASSERT_TRUE(gguf.ok()) << gguf.status();
     for (auto [weights, dtype] : {std::pair{WeightType::kQ8, LNPU_DTYPE_Q8_0},

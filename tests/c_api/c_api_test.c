@@ -192,6 +192,25 @@ int main(int argc, char** argv) {
   npu_llm_session_destroy(NULL);
   npu_llm_close(llm);
   npu_llm_close(NULL);
+
+  /* Closing the model before its session: the session keeps working and
+   * frees the model's memory with itself (ASan checks both). */
+  {
+    npu_llm* early = NULL;
+    npu_llm_session* orphan = NULL;
+    check(npu_llm_open(argv[1], "soft", &early) == NPU_LLM_OK &&
+              npu_llm_session_create(early, &orphan) == NPU_LLM_OK,
+          "open a model and a session");
+    npu_llm_close(early);
+    npu_llm_config_init(&config);
+    config.max_new_tokens = 4;
+    check(npu_llm_session_generate(orphan, "Once upon a time", &config, NULL, NULL, &result) ==
+                  NPU_LLM_OK &&
+              result.generated_tokens == 4,
+          "a session generates after its model was closed");
+    npu_llm_result_clear(&result);
+    npu_llm_session_destroy(orphan);
+  }
   printf("1..%d\n", test_number);
   return failures == 0 ? 0 : 1;
 }

@@ -73,6 +73,16 @@ void ExpectEachRejected(const Cmd& valid, const std::string& opcode,
   }
 }
 
+// `cmd` must pass, reporting (among others) the access `expected`.
+template <typename Cmd>
+void ExpectAccessReported(const Cmd& cmd, uint32_t engine,
+                          const OperandAccess& expected) {
+  std::vector<OperandAccess> accesses;
+  const auto ok = Validate(cmd, engine, &accesses);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_THAT(accesses, ::testing::Contains(expected));
+}
+
 // ------------------------------------------------------------- header
 
 TEST(CommandValidationTest, HeaderRules) {
@@ -243,18 +253,26 @@ TEST(CommandValidationTest, MatmulRules) {
        {"dst", [](auto& c) { c.dst = ~0ull - 31; }}});
 }
 
-TEST(CommandValidationTest, RopeRules) {
-  auto v = MakeCommand<lnpu_cmd_rope>(LNPU_OP_ROPE);
+// A valid ROPE of 2 rows, 4 heads of 16 with rope_dim 8, in `mode`; with
+// LNPU_ROPE_FREQ_FACTORS in `flags` the factors are at kD.
+lnpu_cmd_rope ValidRope(uint16_t flags, uint32_t mode) {
+  auto v = MakeCommand<lnpu_cmd_rope>(LNPU_OP_ROPE, flags);
   v.src = kA;
   v.dst = kB;
   v.positions = kC;
+  if ((flags & LNPU_ROPE_FREQ_FACTORS) != 0) v.freq_factors = kD;
   v.rows = 2;
   v.heads = 4;
   v.head_dim = 16;
   v.rope_dim = 8;
   v.theta_base = 10000.0f;
   v.freq_scale = 1.0f;
-  v.mode = LNPU_ROPE_MODE_NEOX;
+  v.mode = mode;
+  return v;
+}
+
+TEST(CommandValidationTest, RopeRules) {
+  const auto v = ValidRope(0, LNPU_ROPE_MODE_NEOX);
   ExpectEachRejected<lnpu_cmd_rope>(
       v, "LNPU_OP_ROPE",
       {{"rows", [](auto& c) { c.rows = 0; }},
@@ -418,11 +436,9 @@ TEST(CommandValidationTest, MatmulQuantizedWeightRules) {
          {"weight", [](auto& c) { c.weight = kB + 1; }},
          {"weight", [](auto& c) { c.n = 0xffffffffu; c.k = 0xffffffe0u; }},
          {"dst", [](auto& c) { c.dst = kB + 64; }}});
-    std::vector<OperandAccess> accesses;
-    ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
     const uint64_t block = dtype == LNPU_DTYPE_Q8_0 ? 34 : 18;
-    EXPECT_THAT(accesses, ::testing::Contains(
-                              OperandAccess{kB + 2, 3 * 2 * block, false}));
+    ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                         OperandAccess{kB + 2, 3 * 2 * block, false});
   }
 }
 
@@ -440,11 +456,9 @@ TEST(CommandValidationTest, GatherRowsQuantizedTableRules) {
         v, "LNPU_OP_GATHER_ROWS",
         {{"row_len", [](auto& c) { c.row_len = 95; }},
          {"table", [](auto& c) { c.table = kA + 1; }}});
-    std::vector<OperandAccess> accesses;
-    ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
     const uint64_t block = dtype == LNPU_DTYPE_Q8_0 ? 34 : 18;
-    EXPECT_THAT(accesses,
-                ::testing::Contains(OperandAccess{kA, 10 * 3 * block, false}));
+    ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                         OperandAccess{kA, 10 * 3 * block, false});
   }
 }
 
@@ -456,10 +470,8 @@ TEST(CommandValidationTest, AttentionF16CacheRules) {
       {{"k_cache", [](auto& c) { c.k_cache = kD + 1; }},
        {"v_cache", [](auto& c) { c.v_cache = kE + 3; }},
        {"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_Q4_0; }}});
-  std::vector<OperandAccess> accesses;
-  ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
-  EXPECT_THAT(accesses,
-              ::testing::Contains(OperandAccess{kD + 2, 64 * 2 * 16 * 2, false}));
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{kD + 2, 64 * 2 * 16 * 2, false});
 }
 
 TEST(CommandValidationTest, ScatterRowsF32ToF16Rules) {
@@ -485,10 +497,8 @@ TEST(CommandValidationTest, ScatterRowsF32ToF16Rules) {
        {"src", [](auto& c) { c.src = kA + 2; }},
        {"dst", [](auto& c) { c.dst = kB + 1; }}},
       DRM_LNPU_ENGINE_DMA);
-  std::vector<OperandAccess> accesses;
-  ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_DMA, &accesses).ok());
-  EXPECT_THAT(accesses, ::testing::Contains(OperandAccess{
-                            kB + 2, 3 * 16 * 128 + 16 * 128, true}));
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_DMA,
+                       OperandAccess{kB + 2, 3 * 16 * 128 + 16 * 128, true});
 }
 
 TEST(CommandValidationTest, AttentionI8CacheRules) {
@@ -500,11 +510,9 @@ TEST(CommandValidationTest, AttentionI8CacheRules) {
        {"k_cache", [](auto& c) { c.k_cache = kD + 2; }},
        {"v_cache", [](auto& c) { c.v_cache = kE + 1; }},
        {"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_I8 + 1; }}});
-  std::vector<OperandAccess> accesses;
-  ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
   // Per slot and kv head: an f32 scale and 16 int8 values.
-  EXPECT_THAT(accesses, ::testing::Contains(
-                            OperandAccess{kE + 8, 64 * 2 * (4 + 16), false}));
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{kE + 8, 64 * 2 * (4 + 16), false});
 }
 
 TEST(CommandValidationTest, ScatterRowsF32ToI8Rules) {
@@ -534,10 +542,8 @@ TEST(CommandValidationTest, ScatterRowsF32ToI8Rules) {
        {"src", [](auto& c) { c.src = kA + 2; }},
        {"dst", [](auto& c) { c.dst = kB + 2; }}},
       DRM_LNPU_ENGINE_DMA);
-  std::vector<OperandAccess> accesses;
-  ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_DMA, &accesses).ok());
-  EXPECT_THAT(accesses, ::testing::Contains(OperandAccess{
-                            kB + 4, 3 * 16 * 40 + 16 * 40, true}));
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_DMA,
+                       OperandAccess{kB + 4, 3 * 16 * 40 + 16 * 40, true});
 }
 
 // A UAPI 1.1 SCATTER_ROWS (64 bytes, before group_len) stays valid and
@@ -567,18 +573,7 @@ TEST(CommandValidationTest, ScatterRowsUapi11SizeAccepted) {
 }
 
 TEST(CommandValidationTest, RopeFreqFactorsRules) {
-  auto v = MakeCommand<lnpu_cmd_rope>(LNPU_OP_ROPE, LNPU_ROPE_FREQ_FACTORS);
-  v.src = kA;
-  v.dst = kB;
-  v.positions = kC;
-  v.freq_factors = kD;
-  v.rows = 2;
-  v.heads = 4;
-  v.head_dim = 16;
-  v.rope_dim = 8;
-  v.theta_base = 10000.0f;
-  v.freq_scale = 1.0f;
-  v.mode = LNPU_ROPE_MODE_NORM;
+  const auto v = ValidRope(LNPU_ROPE_FREQ_FACTORS, LNPU_ROPE_MODE_NORM);
   ExpectEachRejected<lnpu_cmd_rope>(
       v, "LNPU_OP_ROPE",
       {{"freq_factors", [](auto& c) { c.hdr.flags = 0; }},
@@ -586,9 +581,8 @@ TEST(CommandValidationTest, RopeFreqFactorsRules) {
        {"freq_factors", [](auto& c) { c.freq_factors = ~0ull - 7; }},
        {"hdr.flags", [](auto& c) { c.hdr.flags = 1u << 1; }},
        {"dst", [](auto& c) { c.dst = kD; }}});
-  std::vector<OperandAccess> accesses;
-  ASSERT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok());
-  EXPECT_THAT(accesses, ::testing::Contains(OperandAccess{kD, 4 * 4, false}));
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{kD, 4 * 4, false});
 }
 
 // ------------------------------------------------------------- accesses

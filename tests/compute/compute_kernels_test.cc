@@ -7,7 +7,7 @@
 // bound is that of f32 accumulation, independent of cancellation), with
 // kRelTol = 2e-5 and kAbsTol = 1e-6; copies, gathers and scatters are
 // exact. Matmuls with Q8_0 / Q4_0 weights quantize their activations to int8
-// per block of 32 and add that documented error bound (kernels.h):
+// per block of 32 and add that documented error bound (matmul.h):
 // sum over blocks of (max|x_b| / 127 / 2) * sum |w_b|.
 #include <algorithm>
 #include <atomic>
@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler_artifacts/gguf/half.h"
+#include "base/half.h"
 #include "compiler_artifacts/gguf/quantize.h"
 #include "gtest/gtest.h"
 #include "hwy/targets.h"
@@ -55,8 +55,8 @@ bool SkipAsTooLarge(uint64_t multiply_adds) {
 }
 
 // Portable binary16 conversions (g++ 12 has no _Float16 in C++ on aarch64).
-uint16_t ToHalf(float f) { return gguf::FloatToFloat16(f); }
-float FromHalf(uint16_t bits) { return gguf::Float16ToFloat(bits); }
+uint16_t ToHalf(float f) { return FloatToFloat16(f); }
+float FromHalf(uint16_t bits) { return Float16ToFloat(bits); }
 
 // LNPU_DTYPE_I8 groups of `group_len` (the header's rule, written out
 // independently of the kernel): per group an f32 scale d = max|x| / 127 and
@@ -826,7 +826,7 @@ TEST_P(ComputeKernelsTest, ScatterRowsConvertsF32ToF16) {
       if (indices[i] < 0) continue;
       for (size_t e = 0; e < elements; ++e) {
         want[(b * dst_rows + indices[i]) * elements + e] =
-            gguf::FloatToFloat16(src[(b * rows + i) * elements + e]);
+            FloatToFloat16(src[(b * rows + i) * elements + e]);
       }
     }
   }

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "compiler_artifacts/gguf/half.h"
+#include "base/half.h"
 #include "compiler_artifacts/gguf/quantize.h"
 #include "gtest/gtest.h"
 #include "kernel_iface/softnpu/compute/kernels.h"
@@ -46,7 +46,7 @@ QuantRow DecodeWeightRow(const uint8_t* row, size_t k, WeightType type) {
     const uint8_t* block = row + b * block_bytes;
     uint16_t half;
     std::memcpy(&half, block, 2);
-    out.scales.push_back(gguf::Float16ToFloat(half));
+    out.scales.push_back(Float16ToFloat(half));
     for (size_t j = 0; j < kQuantBlock; ++j) {
       if (type == WeightType::kQ8_0) {
         out.q.push_back(static_cast<int8_t>(block[2 + j]));

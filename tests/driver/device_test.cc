@@ -502,6 +502,15 @@ TEST(DeviceOpenTest, SoftwareNpuAnswersVersionAndParams) {
   EXPECT_NE(*caps & DRM_LNPU_CAP_SOFTWARE, 0u);
 }
 
+TEST(DeviceOpenTest, RejectedArgumentsCarryTheDevicesReason) {
+  auto device = Device::Open("soft");
+  ASSERT_TRUE(device.ok()) << device.status();
+  // Unknown flag bits: EINVAL, and the software NPU's log says which.
+  absl::StatusOr<Buffer> buffer = (*device)->CreateBuffer(4096, 0x80000000u);
+  EXPECT_EQ(buffer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(buffer.status().message()), HasSubstr("the device says: EINVAL (22): BO_CREATE: unknown flags 0x80000000"));
+}
+
 TEST(DeviceOpenTest, AutoFallsBackToSoftwareNpuWithoutNodes) {
   if (!ListAccelNodes().empty()) GTEST_SKIP() << "this machine has accel nodes";
   auto device = Device::Open("auto");

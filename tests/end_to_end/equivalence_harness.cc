@@ -38,9 +38,9 @@ std::string StoriesGgufPath() {
 }
 
 absl::StatusOr<std::string> WriteRandomLlamaToTempDir(
-    const gguf::RandomLlamaSpec& spec, const std::string& name) {
+    const synthetic::RandomLlamaSpec& spec, const std::string& name) {
   const std::string path = TempPath(name, ".gguf");
-  if (absl::Status status = gguf::WriteRandomLlamaGguf(spec, path); !status.ok()) {
+  if (absl::Status status = synthetic::WriteRandomLlamaGguf(spec, path); !status.ok()) {
     return status;
   }
   return path;
@@ -67,6 +67,7 @@ LoadReferenceForArtifact(const std::string& gguf_path,
   reference::ReferenceOptions options;
   options.round_kv_to_f16 = art->model().kv_cache()->dtype() == LNPU_DTYPE_F16;
   options.quantize_kv_to_i8 = art->model().kv_cache()->dtype() == LNPU_DTYPE_I8;
+  options.context_length = static_cast<int>(art->model().kv_cache()->capacity());
   options.weight_values =
       [art](const std::string& name) -> absl::StatusOr<std::vector<float>> {
     for (const artifact::fb::Weight* w : *art->model().weights()) {
@@ -104,6 +105,20 @@ LoadReferenceForArtifact(const std::string& gguf_path,
     return false;
   };
   return reference::ReferenceLlama::Load(gguf_path, std::move(options));
+}
+
+absl::StatusOr<ModelAndReference> LoadModelAndReference(
+    const std::string& gguf_path, const std::string& artifact_path) {
+  ModelAndReference model;
+  absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
+      framework::Llm::Load(artifact_path);
+  if (!llm.ok()) return llm.status();
+  model.llm = *std::move(llm);
+  absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
+      LoadReferenceForArtifact(gguf_path, artifact_path);
+  if (!reference.ok()) return reference.status();
+  model.reference = *std::move(reference);
+  return model;
 }
 
 framework::GenerationConfig GreedyConfig(int max_new_tokens) {

@@ -1,7 +1,8 @@
 // Shared set-up of the end-to-end tests: models compiled into the test's
-// temporary directory, greedy generation configs, and the comparison of the
-// product's generated tokens with the independent dynamic reference
-// (tests/reference/reference_llama.h).
+// temporary directory and loaded together with their reference, a fixture
+// sharing one such model across a suite, greedy generation configs, and the
+// comparison of the product's generated tokens with the independent dynamic
+// reference (tests/reference/reference_llama.h).
 //
 // Thread-safety: the functions are free of shared state; ReferenceLlama
 // arguments are mutated (reset and re-run) and must not be shared between
@@ -12,13 +13,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "framework/generation.h"
+#include "framework/llm.h"
 #include "gtest/gtest.h"
 #include "tests/reference/reference_llama.h"
 
@@ -37,7 +40,7 @@ std::string StoriesGgufPath();
 // Writes the random llama model `spec` to <TempDir>/<name>.gguf and returns
 // that path.
 absl::StatusOr<std::string> WriteRandomLlamaToTempDir(
-    const gguf::RandomLlamaSpec& spec, const std::string& name);
+    const synthetic::RandomLlamaSpec& spec, const std::string& name);
 
 // Compiles `gguf_path` with `options` to <TempDir>/<name>.lnpu and returns
 // that path.
@@ -53,6 +56,44 @@ absl::StatusOr<std::string> CompileToTempDir(
 absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>>
 LoadReferenceForArtifact(const std::string& gguf_path,
                          const std::string& artifact_path);
+
+// An artifact loaded on the (software) NPU through the framework, and its
+// reference (LoadReferenceForArtifact).
+struct ModelAndReference {
+  std::unique_ptr<framework::Llm> llm;
+  std::unique_ptr<reference::ReferenceLlama> reference;
+};
+absl::StatusOr<ModelAndReference> LoadModelAndReference(
+    const std::string& gguf_path, const std::string& artifact_path);
+
+// A fixture whose tests share one ModelAndReference, loaded once per suite:
+// Suite::SetUpTestSuite() passes it to ShareModel, and every test stops
+// with a failure if that failed. Suite is the deriving fixture (CRTP), so
+// that each suite has its own model.
+template <class Suite>
+class SharedModelTest : public ::testing::Test {
+ protected:
+  static void ShareModel(absl::StatusOr<ModelAndReference> model) {
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = new ModelAndReference(*std::move(model));
+    llm_ = model_->llm.get();
+    reference_ = model_->reference.get();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+    llm_ = nullptr;
+    reference_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(model_, nullptr) << "suite set-up failed";
+  }
+
+  static inline ModelAndReference* model_ = nullptr;
+  // The parts of model_.
+  static inline framework::Llm* llm_ = nullptr;
+  static inline reference::ReferenceLlama* reference_ = nullptr;
+};
 
 // Greedy decoding of exactly the given prompt tokens (no BOS added), not
 // stopping at end-of-generation tokens.

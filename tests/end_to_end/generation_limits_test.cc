@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "framework/generation.h"
 #include "framework/llm.h"
 #include "gmock/gmock.h"
@@ -30,8 +30,8 @@ constexpr uint32_t kCapacity = kMaxPromptLen + kMinResponseLen;
 constexpr uint32_t kVocabSize = 300;
 
 // One small grouped-query random model ...
-gguf::RandomLlamaSpec LimitsModelSpec() {
-  gguf::RandomLlamaSpec spec;
+synthetic::RandomLlamaSpec LimitsModelSpec() {
+  synthetic::RandomLlamaSpec spec;
   spec.vocab_size = kVocabSize;
   spec.dim = 48;
   spec.n_layers = 2;
@@ -53,7 +53,7 @@ compiler::CompileOptions LimitsCompileOptions() {
 }
 
 // The model above, shared by the suite.
-class GenerationLimitsTest : public ::testing::Test {
+class GenerationLimitsTest : public SharedModelTest<GenerationLimitsTest> {
  protected:
   static void SetUpTestSuite() {
     absl::StatusOr<std::string> gguf_path =
@@ -62,32 +62,9 @@ class GenerationLimitsTest : public ::testing::Test {
     absl::StatusOr<std::string> artifact =
         CompileToTempDir(*gguf_path, "generation_limits", LimitsCompileOptions());
     ASSERT_TRUE(artifact.ok()) << artifact.status();
-    absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
-        framework::Llm::Load(*artifact);
-    ASSERT_TRUE(llm.ok()) << llm.status();
-    absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
-        LoadReferenceForArtifact(*gguf_path, *artifact);
-    ASSERT_TRUE(reference.ok()) << reference.status();
-    llm_ = llm->release();
-    reference_ = reference->release();
+    ShareModel(LoadModelAndReference(*gguf_path, *artifact));
   }
-  static void TearDownTestSuite() {
-    delete llm_;
-    llm_ = nullptr;
-    delete reference_;
-    reference_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(llm_, nullptr) << "suite set-up failed";
-    ASSERT_NE(reference_, nullptr) << "suite set-up failed";
-  }
-
-  static framework::Llm* llm_;
-  static reference::ReferenceLlama* reference_;
 };
-
-framework::Llm* GenerationLimitsTest::llm_ = nullptr;
-reference::ReferenceLlama* GenerationLimitsTest::reference_ = nullptr;
 
 TEST_F(GenerationLimitsTest, PromptLongerThanMaxPromptLenIsRejectedWithBothNumbers) {
   const std::vector<int32_t> prompt =
@@ -196,17 +173,15 @@ TEST(GenerationJobsTest, GraphsCutIntoManyJobsMatchTheReference) {
   absl::StatusOr<std::string> artifact =
       CompileToTempDir(*gguf_path, "generation_jobs", options);
   ASSERT_TRUE(artifact.ok()) << artifact.status();
-  absl::StatusOr<std::unique_ptr<framework::Llm>> llm = framework::Llm::Load(*artifact);
-  ASSERT_TRUE(llm.ok()) << llm.status();
-  absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
-      LoadReferenceForArtifact(*gguf_path, *artifact);
-  ASSERT_TRUE(reference.ok()) << reference.status();
+  absl::StatusOr<ModelAndReference> model =
+      LoadModelAndReference(*gguf_path, *artifact);
+  ASSERT_TRUE(model.ok()) << model.status();
   const std::vector<int32_t> prompt = SeededPrompt(41, kVocabSize, /*seed=*/5);
   absl::StatusOr<framework::GenerationResult> result =
-      (*llm)->GenerateFromTokens(prompt, GreedyConfig(10 * kCapacity));
+      model->llm->GenerateFromTokens(prompt, GreedyConfig(10 * kCapacity));
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->tokens.size(), kCapacity - prompt.size());
-  EXPECT_TRUE(MatchesReferenceGreedy(**reference, prompt, result->tokens));
+  EXPECT_TRUE(MatchesReferenceGreedy(*model->reference, prompt, result->tokens));
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "framework/generation.h"
 #include "framework/llm.h"
 #include "gmock/gmock.h"
@@ -36,38 +36,16 @@ compiler::CompileOptions ExactOptions() {
 
 // stories260K compiled with ExactOptions (capacity 1024 + 128 slots,
 // prefill chunks {16, 64, 256}), shared by the suite.
-class StoriesEquivalenceTest : public ::testing::Test {
+class StoriesEquivalenceTest
+    : public SharedModelTest<StoriesEquivalenceTest> {
  protected:
   static void SetUpTestSuite() {
     absl::StatusOr<std::string> artifact =
         CompileToTempDir(StoriesGgufPath(), "stories260K_f32", ExactOptions());
     ASSERT_TRUE(artifact.ok()) << artifact.status();
-    absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
-        LoadReferenceForArtifact(StoriesGgufPath(), *artifact);
-    ASSERT_TRUE(reference.ok()) << reference.status();
-    absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
-        framework::Llm::Load(*artifact);
-    ASSERT_TRUE(llm.ok()) << llm.status();
-    reference_ = reference->release();
-    llm_ = llm->release();
+    ShareModel(LoadModelAndReference(StoriesGgufPath(), *artifact));
   }
-  static void TearDownTestSuite() {
-    delete llm_;
-    llm_ = nullptr;
-    delete reference_;
-    reference_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(llm_, nullptr) << "suite set-up failed";
-    ASSERT_NE(reference_, nullptr) << "suite set-up failed";
-  }
-
-  static reference::ReferenceLlama* reference_;
-  static framework::Llm* llm_;
 };
-
-reference::ReferenceLlama* StoriesEquivalenceTest::reference_ = nullptr;
-framework::Llm* StoriesEquivalenceTest::llm_ = nullptr;
 
 TEST_F(StoriesEquivalenceTest, ShortPromptMatchesReferenceFor200Tokens) {
   absl::StatusOr<framework::GenerationResult> result =
@@ -163,23 +141,22 @@ void CheckStories(const compiler::CompileOptions& options,
   absl::StatusOr<std::string> artifact =
       CompileToTempDir(StoriesGgufPath(), name, options);
   ASSERT_TRUE(artifact.ok()) << artifact.status();
-  absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
-      LoadReferenceForArtifact(StoriesGgufPath(), *artifact);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
-      framework::Llm::Load(*artifact);
-  ASSERT_TRUE(llm.ok()) << llm.status();
+  absl::StatusOr<ModelAndReference> model =
+      LoadModelAndReference(StoriesGgufPath(), *artifact);
+  ASSERT_TRUE(model.ok()) << model.status();
+  framework::Llm& llm = *model->llm;
+  reference::ReferenceLlama& reference = *model->reference;
   const auto check = [&](absl::Span<const int32_t> prompt,
                          absl::Span<const int32_t> generated) {
     return int8_activations
-               ? FollowsReferenceTeacherForced(**reference, prompt, generated,
+               ? FollowsReferenceTeacherForced(reference, prompt, generated,
                                                kInt8FlipMargin,
                                                kInt8FlipFraction)
-               : MatchesReferenceGreedy(**reference, prompt, generated);
+               : MatchesReferenceGreedy(reference, prompt, generated);
   };
 
   absl::StatusOr<framework::GenerationResult> result =
-      (*llm)->GenerateFromTokens(kStoriesPrompt, GreedyConfig(200));
+      llm.GenerateFromTokens(kStoriesPrompt, GreedyConfig(200));
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->tokens.size(), 200u);
   EXPECT_TRUE(check(kStoriesPrompt, result->tokens));
@@ -187,7 +164,7 @@ void CheckStories(const compiler::CompileOptions& options,
   std::vector<int32_t> prompt(std::begin(kStoriesPrompt), std::end(kStoriesPrompt));
   prompt.insert(prompt.end(), result->tokens.begin(), result->tokens.begin() + 94);
   absl::StatusOr<framework::GenerationResult> chunked =
-      (*llm)->GenerateFromTokens(prompt, GreedyConfig(100));
+      llm.GenerateFromTokens(prompt, GreedyConfig(100));
   ASSERT_TRUE(chunked.ok()) << chunked.status();
   EXPECT_TRUE(check(prompt, chunked->tokens));
 }
@@ -236,6 +213,10 @@ struct RandomCase {
   float llama3_rope_factor = 0.0f;
   compiler::CompileOptions::KvType kv_dtype =
       compiler::CompileOptions::KvType::kF32;
+  uint32_t head_dim = 0;  // 0 = dim / n_heads
+  float rope_attn_factor = 0.0f;       // phi3 LongRoPE; 0 = none
+  uint32_t rope_original_context = 0;  // phi3: long factors beyond it
+  uint32_t n_layers = 2;
 };
 
 void PrintTo(const RandomCase& c, std::ostream* os) { *os << c.name; }
@@ -253,10 +234,10 @@ class RandomModelEquivalenceTest : public ::testing::TestWithParam<RandomCase> {
 
 TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   const RandomCase& c = GetParam();
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   spec.vocab_size = 320;
   spec.dim = c.dim;
-  spec.n_layers = 2;
+  spec.n_layers = c.n_layers;
   spec.n_heads = c.n_heads;
   spec.n_kv_heads = c.n_kv_heads;
   spec.ffn_dim = c.ffn_dim;
@@ -266,6 +247,9 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   spec.weight_type = c.weight_type;
   spec.architecture = c.architecture;
   spec.llama3_rope_factor = c.llama3_rope_factor;
+  spec.head_dim = c.head_dim;
+  spec.rope_attn_factor = c.rope_attn_factor;
+  spec.rope_original_context = c.rope_original_context;
   spec.seed = 1000 + c.prompt_len;
   absl::StatusOr<std::string> gguf_path = WriteRandomLlamaToTempDir(spec, c.name);
   ASSERT_TRUE(gguf_path.ok()) << gguf_path.status();
@@ -278,16 +262,14 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   options.kv_dtype = c.kv_dtype;
   absl::StatusOr<std::string> artifact = CompileToTempDir(*gguf_path, c.name, options);
   ASSERT_TRUE(artifact.ok()) << artifact.status();
-  absl::StatusOr<std::unique_ptr<framework::Llm>> llm = framework::Llm::Load(*artifact);
-  ASSERT_TRUE(llm.ok()) << llm.status();
-  absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =
-      LoadReferenceForArtifact(*gguf_path, *artifact);
-  ASSERT_TRUE(reference.ok()) << reference.status();
+  absl::StatusOr<ModelAndReference> model =
+      LoadModelAndReference(*gguf_path, *artifact);
+  ASSERT_TRUE(model.ok()) << model.status();
 
   const std::vector<int32_t> prompt =
       SeededPrompt(c.prompt_len, spec.vocab_size, /*seed=*/c.prompt_len);
   absl::StatusOr<framework::GenerationResult> result =
-      (*llm)->GenerateFromTokens(prompt, GreedyConfig(1000));
+      model->llm->GenerateFromTokens(prompt, GreedyConfig(1000));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->finish_reason, framework::FinishReason::kLength);
   ASSERT_EQ(result->tokens.size(), kCapacity - prompt.size());
@@ -298,11 +280,11 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
        (c.weight_type == gguf::GgmlType::kQ8_0 ||
         c.weight_type == gguf::GgmlType::kQ4_0));
   if (int8_activations) {
-    EXPECT_TRUE(FollowsReferenceTeacherForced(**reference, prompt,
+    EXPECT_TRUE(FollowsReferenceTeacherForced(*model->reference, prompt,
                                               result->tokens, kInt8FlipMargin,
                                               kInt8FlipFraction));
   } else {
-    EXPECT_TRUE(MatchesReferenceGreedy(**reference, prompt, result->tokens));
+    EXPECT_TRUE(MatchesReferenceGreedy(*model->reference, prompt, result->tokens));
   }
 }
 
@@ -373,7 +355,42 @@ INSTANTIATE_TEST_SUITE_P(
         RandomCase{"gqa6x3_odd_ffn_f32_f16kv", 72, 6, 3, 131, 0, false,
                    gguf::GgmlType::kF32, 5, "llama",
                    compiler::CompileOptions::WeightType::kF32, 0.0f,
-                   compiler::CompileOptions::KvType::kF16}),
+                   compiler::CompileOptions::KvType::kF16},
+        // qwen3: per-head Q/K norms, heads of 32 on a width of 64 (q_dim
+        // 128 != dim), NEOX RoPE; exact with f32 weights (F32 and F16 KV),
+        // teacher-forced with q8 weights.
+        RandomCase{"qwen3_wide_heads_f32", 64, 4, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 21, "qwen3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF32, 32},
+        RandomCase{"qwen3_tied_f32_f16kv", 64, 4, 2, 160, 0, true,
+                   gguf::GgmlType::kF16, 24, "qwen3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF16, 32},
+        RandomCase{"qwen3_q8_f16kv", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 25, "qwen3",
+                   compiler::CompileOptions::WeightType::kQ8, 0.0f,
+                   compiler::CompileOptions::KvType::kF16},
+        // phi3: fused QKV and gate/up, LongRoPE short factors (the cache of
+        // 128 fits the trained 4096) and long ones (trained on 64), with
+        // the attention factor; exact with f32 weights, teacher-forced q8.
+        RandomCase{"phi3_short_rope_f32", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 26, "phi3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF32, 0, 1.19f, 4096},
+        RandomCase{"phi3_long_rope_f32_f16kv", 64, 8, 8, 160, 0, false,
+                   gguf::GgmlType::kF32, 27, "phi3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF16, 0, 1.19f, 64},
+        // smollm3: layers 3 and 7 of 8 without RoPE.
+        RandomCase{"smollm3_nope_layers_f32", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 29, "smollm3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF32, 0, 0.0f, 0, 8},
+        RandomCase{"phi3_q8_f16kv", 64, 8, 2, 160, 0, false,
+                   gguf::GgmlType::kF16, 28, "phi3",
+                   compiler::CompileOptions::WeightType::kQ8, 0.0f,
+                   compiler::CompileOptions::KvType::kF16, 0, 1.19f, 4096}),
     [](const ::testing::TestParamInfo<RandomCase>& info) { return info.param.name; });
 
 }  // namespace

@@ -4,6 +4,8 @@
 // on threads, stop strings, context policies and finish reasons.
 #include "framework/session.h"
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -158,6 +160,29 @@ TEST_F(SessionTest, SavedSessionContinuesIdentically) {
   std::remove(path.c_str());
 }
 
+TEST_F(SessionTest, SaveNeverReplacesTheModelOrANonRegularFile) {
+  std::unique_ptr<Session> session = NewSession();
+  Run(*session, kPrompt, Greedy(2));
+  const absl::Status model = session->SaveToFile(*artifact_);
+  EXPECT_EQ(model.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.message()), HasSubstr("destroy the input"));
+  // The artifact still loads.
+  EXPECT_TRUE(Llm::Load(*artifact_, {.device = "soft"}).ok());
+  const std::string fifo = *dir_ + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(session->SaveToFile(fifo).code(), absl::StatusCode::kInvalidArgument);
+  std::remove(fifo.c_str());
+}
+
+TEST_F(SessionTest, SessionOutlivesItsLlm) {
+  absl::StatusOr<std::unique_ptr<Llm>> llm = Llm::Load(*artifact_, {.device = "soft"});
+  ASSERT_TRUE(llm.ok()) << llm.status();
+  std::unique_ptr<Session> alone = (*llm)->CreateSession().value();
+  std::unique_ptr<Session> reference = NewSession();
+  llm->reset();  // the Llm goes first
+  EXPECT_EQ(Run(*alone, kPrompt, Greedy(8)).tokens, Run(*reference, kPrompt, Greedy(8)).tokens);
+}
+
 TEST_F(SessionTest, SharedPrefixIsCopiedNotRecomputed) {
   std::unique_ptr<Session> system = NewSession();
   ASSERT_TRUE(system->AppendTokens(kPrompt).ok());
@@ -262,7 +287,7 @@ TEST_F(SessionTest, FullCacheEndsWithLengthByDefault) {
 TEST_F(SessionTest, RingPolicyGeneratesFourTimesTheCapacity) {
   std::unique_ptr<Session> session = NewSession();
   ASSERT_TRUE(
-      session->SetContextPolicy({.on_full = ContextPolicy::OnFull::kRing, .sink_tokens = 4}).ok());
+      session->SetCacheFullPolicy(runtime::CacheFullPolicy::Ring(4)).ok());
   const GenerationResult result = Run(*session, kPrompt, Greedy(4 * kCapacity));
   EXPECT_EQ(result.finish_reason, FinishReason::kLength);
   EXPECT_EQ(result.tokens.size(), 4 * kCapacity);
@@ -277,12 +302,11 @@ TEST_F(SessionTest, RingPolicyGeneratesFourTimesTheCapacity) {
   EXPECT_EQ(kept.back(), result.tokens.back());
 
   // The policy cannot change once the ring wrapped...
-  EXPECT_EQ(session->SetContextPolicy({}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session->SetCacheFullPolicy({}).code(), absl::StatusCode::kFailedPrecondition);
   // ...and a ring too small for the largest prefill chunk is refused.
   session->Reset();
   EXPECT_EQ(session
-                ->SetContextPolicy(
-                    {.on_full = ContextPolicy::OnFull::kRing, .sink_tokens = kCapacity - 8})
+                ->SetCacheFullPolicy(runtime::CacheFullPolicy::Ring(kCapacity - 8))
                 .code(),
             absl::StatusCode::kInvalidArgument);
 }

@@ -11,15 +11,18 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "tests/fuzz/ioctl_program.h"
 #include "tests/fuzz/seed_corpus.h"
 
 namespace lnpu::fuzz {
 namespace {
 
+// The ioctl fuzzer's folder of $LNPU_FUZZ_CORPUS (tests/fuzz/corpus).
 std::filesystem::path CorpusDir() {
   const char* dir = std::getenv("LNPU_FUZZ_CORPUS");
-  return dir != nullptr ? dir : "tests/fuzz/corpus";
+  return std::filesystem::path(dir != nullptr ? dir : "tests/fuzz/corpus") /
+         "softnpu_ioctl";
 }
 
 std::map<std::string, std::vector<uint8_t>> ReadCorpus() {
@@ -62,6 +65,21 @@ TEST(SeedCorpusTest, FaultsFailBothJobs) {
   EXPECT_EQ(report.jobs_failed, 2u);
 }
 
+// The seed op_<name> of each opcode runs all its jobs to completion.
+TEST(SeedCorpusTest, EveryOpcodeHasASeedWhoseJobsComplete) {
+  const std::vector<OpcodeSeed> seeds = OpcodeSeeds();
+  ASSERT_EQ(seeds.size(), size_t{LNPU_OP_COUNT});
+  for (uint16_t opcode = 0; opcode < LNPU_OP_COUNT; ++opcode) {
+    const OpcodeSeed& seed = seeds[opcode];
+    EXPECT_EQ(seed.opcode, opcode) << seed.name;
+    const ProgramReport report = RunSeed(seed.name);
+    EXPECT_EQ(report.violation, "") << seed.name;
+    EXPECT_GT(report.jobs_submitted, 0u) << seed.name;
+    EXPECT_EQ(report.jobs_completed, report.jobs_submitted) << seed.name;
+    EXPECT_EQ(report.jobs_failed, 0u) << seed.name;
+  }
+}
+
 TEST(SeedCorpusTest, EverySeedKeepsTheContracts) {
   for (const Seed& seed : SeedCorpus()) {
     const ProgramReport report = RunIoctlProgram(seed.bytes);
@@ -76,10 +94,11 @@ TEST(SeedCorpusTest, CommittedCorpusMatchesTheGenerator) {
     auto it = files.find(seed.name);
     ASSERT_NE(it, files.end())
         << seed.name << " is missing from " << CorpusDir()
-        << "; run make_seed_corpus " << CorpusDir().string();
+        << "; run make_seed_corpus "
+        << CorpusDir().parent_path().string();
     EXPECT_EQ(it->second, seed.bytes)
         << seed.name << " is stale; run make_seed_corpus "
-        << CorpusDir().string();
+        << CorpusDir().parent_path().string();
   }
 }
 

@@ -50,7 +50,14 @@ struct Code {
   void WriteTo(FuzzInputWriter& w) const { w.U8(value); }
 };
 constexpr Code kF32Eps{0}, kF32One{1}, kF32TenThousand{2}, kF32Half{5};
-constexpr Code kDtypeF32{LNPU_DTYPE_F32}, kZero{0};
+constexpr Code kDtypeF32{LNPU_DTYPE_F32}, kDtypeF16{LNPU_DTYPE_F16},
+    kDtypeQ8_0{LNPU_DTYPE_Q8_0}, kDtypeQ4_0{LNPU_DTYPE_Q4_0}, kZero{0},
+    kRopeNorm{LNPU_ROPE_MODE_NORM}, kRopeNeox{LNPU_ROPE_MODE_NEOX};
+// A dtype outside the small codes (b % 6), e.g. LNPU_DTYPE_I8.
+struct WideDtype {
+  uint32_t value;
+  void WriteTo(FuzzInputWriter& w) const { w.U8(0xFF).U32(value); }
+};
 
 class ProgramWriter {
  public:
@@ -111,6 +118,11 @@ class ProgramWriter {
     U8(static_cast<uint8_t>(fence_selectors.size()));
     for (uint8_t s : fence_selectors) U8(s);
     return U8(0).U8(0).U8(abi);
+  }
+  // Submits the last stream written into the command buffer (record 1)
+  // with the data buffer (record 0) on `engine` and waits for it.
+  ProgramWriter& SubmitAndWait(uint8_t engine) {
+    return Submit(engine, 1, {0}).Wait(1, 0, 50000);
   }
   // Waits up to 2 us * `ticks` for the `count` most recent fences.
   ProgramWriter& Wait(uint8_t count, uint8_t flags, uint16_t ticks,
@@ -191,8 +203,7 @@ std::vector<uint8_t> ComputeChain() {
       .Command(LNPU_OP_COPY, 0, Addr{kData, 0}, Addr{kData, 12288},
                Bytes{64})
       .Command(LNPU_OP_NOP, 0)
-      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
-      .Wait(1, 0, 50000);
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
 
@@ -315,7 +326,208 @@ std::vector<uint8_t> AbiSizes() {
   return p.Take();
 }
 
+
+// One seed per opcode: each of its flags, dtypes and modes on valid
+// operands, in one job per engine that runs it, all completing. Inputs are
+// read from the F32 ramp at [0, 4096), indices/positions from 4096, the
+// mask from 7168; each command writes its own 1 KiB at Out(i).
+constexpr uint32_t Out(uint32_t i) { return 8192 + 1024 * i; }
+
+// Data and command buffers, a mask with slots 0, 1 and 3 visible.
+ProgramWriter& SetUpOpcodeSeed(ProgramWriter& p) {
+  return SetUpBuffers(p).FillRaw(kDataMap, 7168, {1, 1, 0, 1});
+}
+
+std::vector<uint8_t> OpNop() {
+  ProgramWriter p;
+  SetUpOpcodeSeed(p)
+      .WriteCommands(kCmdMap, 0, 2)
+      .Command(LNPU_OP_NOP, 0)
+      .Command(LNPU_OP_NOP, 0)
+      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
+      .WriteCommands(kCmdMap, 512, 1)
+      .Command(LNPU_OP_NOP, 0)
+      .Submit(DRM_LNPU_ENGINE_DMA, kCmdHandle, {kDataHandle})
+      .Wait(2, 0, 50000);
+  return p.Take();
+}
+
+std::vector<uint8_t> OpGatherRows() {
+  ProgramWriter p;
+  SetUpOpcodeSeed(p)
+      .WriteCommands(kCmdMap, 0, 2)
+      .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, 0}, Addr{kData, 4096},
+               Addr{kData, Out(0)}, kDtypeF32, Dim{8}, Dim{8}, Dim{4})
+      .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, 0}, Addr{kData, 4096},
+               Addr{kData, Out(1)}, kDtypeF16, Dim{8}, Dim{8}, Dim{16})
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
+  return p.Take();
+}
+
+std::vector<uint8_t> OpRmsNorm() {
+  ProgramWriter p;
+  SetUpOpcodeSeed(p)
+      .WriteCommands(kCmdMap, 0, 3)
+      .Command(LNPU_OP_RMS_NORM, 0, Addr{kData, 0}, Addr{kData, 256},
+               Addr{kData, Out(0)}, Dim{2}, Dim{8}, kF32Eps, kZero)
+      .Command(LNPU_OP_RMS_NORM, 0, Addr{kData, 0}, Addr{kData, 256},
+               Addr{kData, Out(1)}, Dim{1}, Dim{64}, kF32One, kZero)
+      // In place.
+      .Command(LNPU_OP_RMS_NORM, 0, Addr{kData, Out(0)}, Addr{kData, 256},
+               Addr{kData, Out(0)}, Dim{2}, Dim{8}, kF32Eps, kZero)
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
+  return p.Take();
+}
+
+// F32, F16, Q8_0 and Q4_0 weights; plain, accumulating, with a bias, both.
+std::vector<uint8_t> OpMatmul() {
+  ProgramWriter p;
+  SetUpOpcodeSeed(p)
+      .WriteCommands(kCmdMap, 0, 7)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, 1024},
+               Addr{-1}, Addr{kData, Out(0)}, Dim{2}, Dim{8}, Dim{8},
+               kDtypeF32)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, 1024},
+               Addr{-1}, Addr{kData, Out(1)}, Dim{2}, Dim{8}, Dim{8},
+               kDtypeF16)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, 2048},
+               Addr{-1}, Addr{kData, Out(2)}, Dim{2}, Dim{32}, Dim{4},
+               kDtypeQ8_0)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, 2048},
+               Addr{-1}, Addr{kData, Out(3)}, Dim{2}, Dim{32}, Dim{4},
+               kDtypeQ4_0)
+      .Command(LNPU_OP_MATMUL, LNPU_MATMUL_ACCUMULATE, Addr{kData, 0},
+               Addr{kData, 1024}, Addr{-1}, Addr{kData, Out(0)}, Dim{2},
+               Dim{8}, Dim{8}, kDtypeF32)
+      .Command(LNPU_OP_MATMUL, LNPU_MATMUL_BIAS, Addr{kData, 0},
+               Addr{kData, 2048}, Addr{kData, 3072}, Addr{kData, Out(4)},
+               Dim{2}, Dim{32}, Dim{4}, kDtypeQ8_0)
+      .Command(LNPU_OP_MATMUL, LNPU_MATMUL_ACCUMULATE | LNPU_MATMUL_BIAS,
+               Addr{kData, 0}, Addr{kData, 1024}, Addr{kData, 3072},
+               Addr{kData, Out(1)}, Dim{2}, Dim{8}, Dim{8}, kDtypeF16)
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
+  return p.Take();
+}
+
+// NORM and NEOX, partial rotation, Llama 3 frequency factors, in place.
+std::vector<uint8_t> OpRope() {
+  ProgramWriter p;
+  SetUpOpcodeSeed(p)
+      .WriteCommands(kCmdMap, 0, 4)
+      .Command(LNPU_OP_ROPE, 0, Addr{kData, 0}, Addr{kData, Out(0)},
+               Addr{kData, 4096}, Dim{2}, Dim{2}, Dim{8}, Dim{8},
+               kF32TenThousand, kF32One, kRopeNorm, kZero, Addr{-1})
+      .Command(LNPU_OP_ROPE, 0, Addr{kData, 0}, Addr{kData, Out(1)},
+               Addr{kData, 4096}, Dim{2}, Dim{2}, Dim{8}, Dim{4},
+               kF32TenThousand, kF32Half, kRopeNeox, kZero, Addr{-1})
+      .Command(LNPU_OP_ROPE, LNPU_ROPE_FREQ_FACTORS, Addr{kData, 0},
+               Addr{kData, Out(2)}, Addr{kData, 4096}, Dim{2}, Dim{2},
+               Dim{8}, Dim{8}, kF32TenThousand, kF32One, kRopeNorm, kZero,
+               Addr{kData, 3104})  // ramp values 1, 1.25, 1.5, 1.75
+      .Command(LNPU_OP_ROPE, 0, Addr{kData, Out(0)}, Addr{kData, Out(0)},
+               Addr{kData, 4096}, Dim{2}, Dim{2}, Dim{8}, Dim{8},
+               kF32TenThousand, kF32One, kRopeNeox, kZero, Addr{-1})
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
+  return p.Take();
+}
+
+// KV caches of F32, F16 and I8 (groups of head_dim 4: 8 bytes a group),
+// multi-head and grouped-query, three of four slots visible.
+std::vector<uint8_t> OpAttention() {
+  ProgramWriter p;
+  SetUpOpcodeSeed(p)
+      .WriteCommands(kCmdMap, 0, 3)
+      .Command(LNPU_OP_ATTENTION, 0, Addr{kData, 0}, Addr{kData, 256},
+               Addr{kData, 512}, Addr{kData, 1024}, Addr{kData, 2048},
+               Addr{kData, 7168}, Addr{kData, Out(0)}, Dim{2}, Dim{4},
+               Dim{2}, Dim{1}, Dim{4}, kDtypeF32, kF32Half, kZero)
+      .Command(LNPU_OP_ATTENTION, 0, Addr{kData, 0}, Addr{kData, 256},
+               Addr{kData, 512}, Addr{kData, 1024}, Addr{kData, 2048},
+               Addr{kData, 7168}, Addr{kData, Out(1)}, Dim{2}, Dim{4},
+               Dim{2}, Dim{2}, Dim{4}, kDtypeF16, kF32Half, kZero)
+      .Command(LNPU_OP_ATTENTION, 0, Addr{kData, 0}, Addr{kData, 256},
+               Addr{kData, 512}, Addr{kData, 1024}, Addr{kData, 2048},
+               Addr{kData, 7168}, Addr{kData, Out(2)}, Dim{2}, Dim{4},
+               Dim{4}, Dim{2}, Dim{4}, WideDtype{LNPU_DTYPE_I8}, kF32Half,
+               kZero)
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
+  return p.Take();
+}
+
+// `opcode` (SWIGLU or ADD) on separate operands and in place.
+std::vector<uint8_t> OpElementwise(uint8_t opcode) {
+  ProgramWriter p;
+  SetUpOpcodeSeed(p)
+      .WriteCommands(kCmdMap, 0, 2)
+      .Command(opcode, 0, Addr{kData, 0}, Addr{kData, 256},
+               Addr{kData, Out(0)}, Dim{64}, kZero)
+      .Command(opcode, 0, Addr{kData, Out(0)}, Addr{kData, 512},
+               Addr{kData, Out(0)}, Dim{1}, kZero)
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
+  return p.Take();
+}
+
+// Both engines; overlapping ranges (memmove).
+std::vector<uint8_t> OpCopy() {
+  ProgramWriter p;
+  SetUpOpcodeSeed(p)
+      .WriteCommands(kCmdMap, 0, 2)
+      .Command(LNPU_OP_COPY, 0, Addr{kData, 0}, Addr{kData, Out(0)},
+               Bytes{512})
+      .Command(LNPU_OP_COPY, 0, Addr{kData, Out(0)},
+               Addr{kData, Out(0) + 4}, Bytes{256})
+      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
+      .WriteCommands(kCmdMap, 512, 2)
+      .Command(LNPU_OP_COPY, 0, Addr{kData, 0}, Addr{kData, Out(1)},
+               Bytes{4})
+      .Command(LNPU_OP_COPY, 0, Addr{kData, Out(1) + 8},
+               Addr{kData, Out(1)}, Bytes{256})
+      .Submit(DRM_LNPU_ENGINE_DMA, kCmdHandle, {kDataHandle})
+      .Wait(2, 0, 50000);
+  return p.Take();
+}
+
+// Plain, F32 -> F16 and F32 -> I8 rows over two blocks, a skipped row
+// (negative index).
+std::vector<uint8_t> OpScatterRows() {
+  ProgramWriter p;
+  SetUpOpcodeSeed(p)
+      .FillRaw(kDataMap, 4160, {1, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 3, 0, 0, 0})
+      .WriteCommands(kCmdMap, 0, 4)
+      .Command(LNPU_OP_SCATTER_ROWS, 0, Addr{kData, 0}, Addr{kData, Out(0)},
+               Addr{kData, 4096}, Bytes{0}, Bytes{0}, Dim{32}, Dim{2},
+               Dim{1}, Dim{8}, Dim{0}, kZero)
+      .Command(LNPU_OP_SCATTER_ROWS, 0, Addr{kData, 0}, Addr{kData, Out(1)},
+               Addr{kData, 4160}, Bytes{256}, Bytes{512}, Dim{16}, Dim{3},
+               Dim{2}, Dim{8}, Dim{0}, kZero)
+      .Command(LNPU_OP_SCATTER_ROWS, LNPU_SCATTER_F32_TO_F16, Addr{kData, 0},
+               Addr{kData, Out(2)}, Addr{kData, 4160}, Bytes{256},
+               Bytes{256}, Dim{16}, Dim{3}, Dim{2}, Dim{8}, Dim{0}, kZero)
+      .Command(LNPU_OP_SCATTER_ROWS, LNPU_SCATTER_F32_TO_I8, Addr{kData, 0},
+               Addr{kData, Out(3)}, Addr{kData, 4160}, Bytes{256},
+               Bytes{256}, Dim{32}, Dim{3}, Dim{2}, Dim{8}, Dim{4}, kZero)
+      .SubmitAndWait(DRM_LNPU_ENGINE_DMA);
+  return p.Take();
+}
+
 }  // namespace
+
+std::vector<OpcodeSeed> OpcodeSeeds() {
+  std::vector<OpcodeSeed> seeds = {
+      {LNPU_OP_NOP, "op_nop", OpNop},
+      {LNPU_OP_GATHER_ROWS, "op_gather_rows", OpGatherRows},
+      {LNPU_OP_RMS_NORM, "op_rms_norm", OpRmsNorm},
+      {LNPU_OP_MATMUL, "op_matmul", OpMatmul},
+      {LNPU_OP_ROPE, "op_rope", OpRope},
+      {LNPU_OP_ATTENTION, "op_attention", OpAttention},
+      {LNPU_OP_SWIGLU, "op_swiglu", [] { return OpElementwise(LNPU_OP_SWIGLU); }},
+      {LNPU_OP_ADD, "op_add", [] { return OpElementwise(LNPU_OP_ADD); }},
+      {LNPU_OP_COPY, "op_copy", OpCopy},
+      {LNPU_OP_SCATTER_ROWS, "op_scatter_rows", OpScatterRows},
+  };
+  static_assert(LNPU_OP_COUNT == 10, "new opcode: add its seed");
+  return seeds;
+}
 
 std::vector<Seed> SeedCorpus() {
   std::vector<Seed> seeds;
@@ -326,6 +538,9 @@ std::vector<Seed> SeedCorpus() {
   seeds.push_back({"mapping_lifetime", MappingLifetime()});
   seeds.push_back({"params_and_errors", ParamsAndErrors()});
   seeds.push_back({"userptr_and_files", UserptrAndFiles()});
+  for (const OpcodeSeed& op : OpcodeSeeds()) {
+    seeds.push_back({op.name, op.program()});
+  }
   return seeds;
 }
 

@@ -19,7 +19,18 @@ struct Seed {
   std::vector<uint8_t> bytes;
 };
 
+// Every seed: the areas above and OpcodeSeeds().
 std::vector<Seed> SeedCorpus();
+
+// The seed "op_<name>" of each opcode of lnpu_accel.h, in opcode order:
+// every flag, dtype and mode of that opcode on valid operands, in jobs
+// that all complete.
+struct OpcodeSeed {
+  uint16_t opcode;  // LNPU_OP_*
+  std::string name;
+  std::vector<uint8_t> (*program)();
+};
+std::vector<OpcodeSeed> OpcodeSeeds();
 
 }  // namespace lnpu::fuzz
 

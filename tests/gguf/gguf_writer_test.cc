@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
-#include "compiler_artifacts/gguf/half.h"
+#include "base/half.h"
 #include "compiler_artifacts/gguf/quantize.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -271,6 +272,76 @@ TEST(GgufWriterTest, AddTensorValidates) {
   }
 }
 
+// A streamed tensor gives the same file as the same bytes added whole; its
+// source runs once per Serialize / Write and may hand over any pieces.
+TEST(GgufWriterTest, StreamedTensorMatchesAddedTensor) {
+  std::vector<uint8_t> data(3 * 34);  // 3 Q8_0 blocks
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7);
+  GgufWriter whole;
+  whole.SetUint32("x", 1);
+  ASSERT_TRUE(whole.AddTensor("a", GgmlType::kF32, {3}, std::vector<uint8_t>(12, 1)).ok());
+  ASSERT_TRUE(whole.AddTensor("q", GgmlType::kQ8_0, {32, 3}, data).ok());
+  GgufWriter streamed;
+  streamed.SetUint32("x", 1);
+  ASSERT_TRUE(streamed.AddTensor("a", GgmlType::kF32, {3}, std::vector<uint8_t>(12, 1)).ok());
+  int calls = 0;
+  ASSERT_TRUE(streamed
+                  .AddStreamedTensor("q", GgmlType::kQ8_0, {32, 3},
+                                     [&](GgufWriter::DataSink sink) {
+                                       ++calls;
+                                       const absl::Span<const uint8_t> all(data);
+                                       if (absl::Status s = sink(all.first(5)); !s.ok()) return s;
+                                       if (absl::Status s = sink({}); !s.ok()) return s;
+                                       return sink(all.subspan(5));
+                                     })
+                  .ok());
+  EXPECT_EQ(*streamed.Serialize(), *whole.Serialize());
+  EXPECT_EQ(calls, 1);
+  const std::string path = TempPath("streamed.gguf");
+  ASSERT_TRUE(streamed.Write(path).ok());
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(testing::ReadBytes(path), *whole.Serialize());
+}
+
+TEST(GgufWriterTest, StreamedTensorOfTheWrongSizeOrFailingIsAnError) {
+  for (const size_t produced : {size_t{7}, size_t{9}}) {
+    GgufWriter writer;
+    ASSERT_TRUE(writer
+                    .AddStreamedTensor("t", GgmlType::kF32, {2},
+                                       [produced](GgufWriter::DataSink sink) {
+                                         return sink(std::vector<uint8_t>(produced));
+                                       })
+                    .ok());
+    absl::StatusOr<std::vector<uint8_t>> bytes = writer.Serialize();
+    EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInvalidArgument) << produced;
+    EXPECT_THAT(std::string(bytes.status().message()),
+                HasSubstr(absl::StrCat("'t' produced ", produced, " bytes; the tensor has 8")));
+    const std::string path = TempPath("wrong_size.gguf");
+    EXPECT_FALSE(writer.Write(path).ok());
+    EXPECT_FALSE(std::filesystem::exists(path));
+    EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  }
+  GgufWriter failing;
+  ASSERT_TRUE(failing
+                  .AddStreamedTensor("t", GgmlType::kF32, {2},
+                                     [](GgufWriter::DataSink) {
+                                       return absl::DataLossError("generator broke");
+                                     })
+                  .ok());
+  EXPECT_EQ(failing.Serialize().status(), absl::DataLossError("generator broke"));
+  // The same checks as AddTensor, and a source is required.
+  GgufWriter checks;
+  EXPECT_THAT(std::string(checks
+                              .AddStreamedTensor("b", GgmlType::kQ8_0, {16},
+                                                 [](GgufWriter::DataSink) {
+                                                   return absl::OkStatus();
+                                                 })
+                              .message()),
+              HasSubstr("not a multiple of the type's block size 32"));
+  EXPECT_THAT(std::string(checks.AddStreamedTensor("n", GgmlType::kF32, {2}, nullptr).message()),
+              HasSubstr("'n' has no data source"));
+}
+
 TEST(GgufWriterTest, WriteIsAtomicAndReportsErrors) {
   GgufWriter writer;
   writer.SetUint32("x", 1);
@@ -282,7 +353,7 @@ TEST(GgufWriterTest, WriteIsAtomicAndReportsErrors) {
 
   absl::Status missing_dir = writer.Write("/nonexistent/dir/model.gguf");
   EXPECT_FALSE(missing_dir.ok());
-  EXPECT_THAT(std::string(missing_dir.message()), HasSubstr("/nonexistent/dir/model.gguf.tmp"));
+  EXPECT_THAT(std::string(missing_dir.message()), HasSubstr("/nonexistent/dir"));
 
   GgufWriter empty_key;
   empty_key.SetUint32("", 1);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler_artifacts/gguf/half.h"
+#include "base/half.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

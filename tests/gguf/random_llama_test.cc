@@ -1,4 +1,4 @@
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +9,7 @@
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/gguf/allocation_tracker.h"
 #include "tests/gguf/gguf_test_util.h"
 
 namespace lnpu::gguf {
@@ -16,6 +17,10 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using synthetic::LlamaVocabulary;
+using synthetic::MakeLlamaVocabulary;
+using synthetic::RandomLlamaSpec;
+using synthetic::WriteRandomLlamaGguf;
 using testing::TempPath;
 
 std::unique_ptr<GgufFile> WriteAndOpen(const RandomLlamaSpec& spec, const std::string& path) {
@@ -117,6 +122,26 @@ TEST(RandomLlamaTest, WeightScales) {
   }
 }
 
+// Tensors are generated row by row while the file is written: no
+// allocation comes near the size of one tensor.
+TEST(RandomLlamaTest, StreamsTensorsWithoutHoldingThem) {
+  RandomLlamaSpec spec;
+  spec.dim = 512;
+  spec.ffn_dim = 1024;
+  spec.n_layers = 1;
+  size_t largest = 0;
+  {
+    testing::LargestAllocationTracker tracker;
+    ASSERT_TRUE(WriteRandomLlamaGguf(spec, TempPath("streamed.gguf")).ok());
+    largest = tracker.largest();
+  }
+  std::unique_ptr<GgufFile> file = std::move(*GgufFile::Open(TempPath("streamed.gguf")));
+  const TensorInfo* ffn_up = file->FindTensor("blk.0.ffn_up.weight");
+  ASSERT_NE(ffn_up, nullptr);
+  EXPECT_EQ(ffn_up->bytes, uint64_t{512} * 1024 * 4);
+  EXPECT_LT(largest, size_t{256} << 10);
+}
+
 TEST(RandomLlamaTest, DeterministicBySeed) {
   RandomLlamaSpec spec;
   spec.seed = 42;
@@ -170,23 +195,23 @@ TEST(RandomLlamaTest, Vocabulary) {
   ASSERT_EQ(types.size(), 1000u);
   EXPECT_EQ(file->FindTensor("token_embd.weight")->dims[1], 1000u);
   EXPECT_EQ(tokens[0], "<unk>");
-  EXPECT_EQ(types[0], static_cast<int32_t>(LlamaTokenType::kUnknown));
+  EXPECT_EQ(types[0], static_cast<int32_t>(TokenType::kUnknown));
   EXPECT_EQ(tokens[1], "<s>");
   EXPECT_EQ(tokens[2], "</s>");
-  EXPECT_EQ(types[1], static_cast<int32_t>(LlamaTokenType::kControl));
-  EXPECT_EQ(types[2], static_cast<int32_t>(LlamaTokenType::kControl));
+  EXPECT_EQ(types[1], static_cast<int32_t>(TokenType::kControl));
+  EXPECT_EQ(types[2], static_cast<int32_t>(TokenType::kControl));
   for (int byte = 0; byte < 256; ++byte) {
     char name[8];
     std::snprintf(name, sizeof(name), "<0x%02X>", byte);
     EXPECT_EQ(tokens[3 + byte], name);
-    EXPECT_EQ(types[3 + byte], static_cast<int32_t>(LlamaTokenType::kByte));
+    EXPECT_EQ(types[3 + byte], static_cast<int32_t>(TokenType::kByte));
   }
   EXPECT_EQ(tokens[259], "a");
   EXPECT_EQ(tokens[284], "z");
   EXPECT_EQ(tokens[285], "\xE2\x96\x81");
   EXPECT_EQ(std::set<std::string>(tokens.begin(), tokens.end()).size(), tokens.size());
   for (size_t i = 259; i < tokens.size(); ++i) {
-    EXPECT_EQ(types[i], static_cast<int32_t>(LlamaTokenType::kNormal)) << i;
+    EXPECT_EQ(types[i], static_cast<int32_t>(TokenType::kNormal)) << i;
     if (i > 259) {
       EXPECT_LT(scores[i], scores[i - 1]) << i;
     }

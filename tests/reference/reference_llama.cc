@@ -35,6 +35,17 @@ struct Matrix {
   }
 };
 
+// Rows [first, first + count) of `m`.
+Matrix RowsOf(const Matrix& m, int first, int count) {
+  Matrix out;
+  out.rows = count;
+  out.cols = m.cols;
+  out.int8_inputs = m.int8_inputs;
+  out.data.assign(m.data.begin() + static_cast<size_t>(first) * m.cols,
+                  m.data.begin() + static_cast<size_t>(first + count) * m.cols);
+  return out;
+}
+
 [[noreturn]] void Die(const std::string& message) {
   std::fprintf(stderr, "ReferenceLlama: %s\n", message.c_str());
   std::abort();
@@ -95,6 +106,16 @@ std::vector<float> RmsNorm(const std::vector<float>& x,
   return y;
 }
 
+// RMSNorm of each head_dim-long head of `x` in place, all with `weight`.
+void NormalizeEachHead(std::vector<float>& x, const std::vector<float>& weight, int head_dim,
+                       float eps) {
+  for (size_t start = 0; start < x.size(); start += head_dim) {
+    const std::vector<float> head(x.begin() + start, x.begin() + start + head_dim);
+    const std::vector<float> normed = RmsNorm(head, weight, eps);
+    std::copy(normed.begin(), normed.end(), x.begin() + start);
+  }
+}
+
 // Rotates pair i < rope_dim / 2 of every head in place by
 // pos * theta^(-2i / rope_dim) / factors[i] (factor 1 without factors). The
 // pair is (2i, 2i+1), or (i, i + rope_dim / 2) with `neox`.
@@ -114,8 +135,9 @@ void ApplyRope(std::vector<float>& x, const ReferenceLlamaConfig& c,
       const int b = c.rope_neox ? i + rope_dim / 2 : 2 * i + 1;
       const double x0 = head[a];
       const double x1 = head[b];
-      head[a] = static_cast<float>(x0 * cos - x1 * sin);
-      head[b] = static_cast<float>(x0 * sin + x1 * cos);
+      // attn_factor (LongRoPE) scales the rotated dimensions only.
+      head[a] = static_cast<float>((x0 * cos - x1 * sin) * c.rope_attn_factor);
+      head[b] = static_cast<float>((x0 * sin + x1 * cos) * c.rope_attn_factor);
     }
   }
 }
@@ -215,15 +237,22 @@ absl::StatusOr<int> GetPositiveInt(const gguf::GgufFile& file,
 
 absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
   const absl::StatusOr<std::string> arch = file.GetString("general.architecture");
-  if (!arch.ok() || (*arch != "llama" && *arch != "qwen2")) {
+  if (!arch.ok() ||
+      (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3" && *arch != "phi3" &&
+       *arch != "smollm3")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "general.architecture is '", arch.ok() ? *arch : "(missing)",
-        "'; the reference implements the 'llama' and 'qwen2' architectures"));
+        "'; the reference implements the 'llama', 'qwen2', 'qwen3', 'phi3' and 'smollm3' "
+        "architectures"));
   }
   const std::string p = *arch + ".";
   ReferenceLlamaConfig c;
   c.architecture = *arch;
-  c.rope_neox = *arch == "qwen2";
+  c.rope_neox = *arch != "llama" && *arch != "smollm3";
+  // SmolLM3: every fourth layer (3, 7, 11, ...) has no positional encoding.
+  c.nope_every = *arch == "smollm3" ? 4 : 0;
+  c.fused_projections = *arch == "phi3";
+  c.qk_norm = *arch == "qwen3";
   absl::Status status;
   // Assigns the value of `key` to `field`, remembering the first failure.
   const auto read = [&](int& field, const std::string& key,
@@ -238,12 +267,16 @@ absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
   read(c.n_kv_heads, p + "attention.head_count_kv", c.n_heads);
   read(c.ffn_dim, p + "feed_forward_length");
   if (!status.ok()) return status;
-  if (c.dim % c.n_heads != 0) {
+  if (file.HasKey(p + "attention.key_length")) {
+    read(c.head_dim, p + "attention.key_length");
+    if (!status.ok()) return status;
+  } else if (c.dim % c.n_heads != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "embedding_length %d is not a multiple of head_count %d", c.dim,
         c.n_heads));
+  } else {
+    c.head_dim = c.dim / c.n_heads;
   }
-  c.head_dim = c.dim / c.n_heads;
   read(c.rope_dim, p + "rope.dimension_count", c.head_dim);
   if (!status.ok()) return status;
   if (c.n_heads % c.n_kv_heads != 0) {
@@ -265,6 +298,17 @@ absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
           p, "rope.freq_base = ", *theta, " must be a finite positive number"));
     }
     c.rope_theta = *theta;
+  }
+  if (file.HasKey(p + "rope.scaling.attn_factor")) {
+    const absl::StatusOr<float> factor = file.GetFloat(p + "rope.scaling.attn_factor");
+    if (!factor.ok()) return factor.status();
+    c.rope_attn_factor = *factor;
+  }
+  c.rope_original_context = 0;
+  if (file.HasKey(p + "rope.scaling.original_context_length")) {
+    const absl::StatusOr<uint64_t> original = file.GetUint(p + "rope.scaling.original_context_length");
+    if (!original.ok()) return original.status();
+    c.rope_original_context = static_cast<int>(*original);
   }
   const absl::StatusOr<std::string> scaling = file.GetString(p + "rope.scaling.type");
   if (scaling.ok() && *scaling == "llama3") {
@@ -319,6 +363,7 @@ struct ReferenceLlama::Weights {
     std::vector<float> attn_norm;
     Matrix wq, wk, wv, wo;
     std::vector<float> bq, bk, bv;  // empty without QKV biases
+    std::vector<float> q_norm, k_norm;  // qwen3: head_dim each
     std::vector<float> ffn_norm;
     Matrix w_gate, w_up, w_down;
   };
@@ -382,23 +427,55 @@ absl::StatusOr<std::unique_ptr<ReferenceLlama>> ReferenceLlama::Load(
     Weights::Layer& layer = weights->layers[l];
     const std::string p = absl::StrCat("blk.", l, ".");
     load_vector(layer.attn_norm, p + "attn_norm.weight", c.dim);
-    load_matrix(layer.wq, p + "attn_q.weight", q_dim, c.dim);
-    load_matrix(layer.wk, p + "attn_k.weight", kv_dim, c.dim);
-    load_matrix(layer.wv, p + "attn_v.weight", kv_dim, c.dim);
+    if (c.fused_projections) {
+      // phi3: attn_qkv holds the Q, K and V rows in that order.
+      Matrix qkv;
+      load_matrix(qkv, p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.dim);
+      if (status.ok()) {
+        layer.wq = RowsOf(qkv, 0, q_dim);
+        layer.wk = RowsOf(qkv, q_dim, kv_dim);
+        layer.wv = RowsOf(qkv, q_dim + kv_dim, kv_dim);
+      }
+    } else {
+      load_matrix(layer.wq, p + "attn_q.weight", q_dim, c.dim);
+      load_matrix(layer.wk, p + "attn_k.weight", kv_dim, c.dim);
+      load_matrix(layer.wv, p + "attn_v.weight", kv_dim, c.dim);
+    }
     if (c.architecture == "qwen2" || reader.Has(p + "attn_q.bias")) {
       load_vector(layer.bq, p + "attn_q.bias", q_dim);
       load_vector(layer.bk, p + "attn_k.bias", kv_dim);
       load_vector(layer.bv, p + "attn_v.bias", kv_dim);
     }
+    if (c.qk_norm) {
+      load_vector(layer.q_norm, p + "attn_q_norm.weight", c.head_dim);
+      load_vector(layer.k_norm, p + "attn_k_norm.weight", c.head_dim);
+    }
     load_matrix(layer.wo, p + "attn_output.weight", c.dim, q_dim);
     load_vector(layer.ffn_norm, p + "ffn_norm.weight", c.dim);
-    load_matrix(layer.w_gate, p + "ffn_gate.weight", c.ffn_dim, c.dim);
-    load_matrix(layer.w_up, p + "ffn_up.weight", c.ffn_dim, c.dim);
+    if (c.fused_projections) {
+      // phi3: ffn_up holds the gate rows, then the up rows.
+      Matrix gate_up;
+      load_matrix(gate_up, p + "ffn_up.weight", 2 * c.ffn_dim, c.dim);
+      if (status.ok()) {
+        layer.w_gate = RowsOf(gate_up, 0, c.ffn_dim);
+        layer.w_up = RowsOf(gate_up, c.ffn_dim, c.ffn_dim);
+      }
+    } else {
+      load_matrix(layer.w_gate, p + "ffn_gate.weight", c.ffn_dim, c.dim);
+      load_matrix(layer.w_up, p + "ffn_up.weight", c.ffn_dim, c.dim);
+    }
     load_matrix(layer.w_down, p + "ffn_down.weight", c.dim, c.ffn_dim);
   }
   load_vector(weights->output_norm, "output_norm.weight", c.dim);
   if (reader.Has("rope_freqs.weight")) {
     load_vector(c.rope_freq_factors, "rope_freqs.weight", c.rope_dim / 2);
+  }
+  // LongRoPE: the long factors once the context exceeds the trained one.
+  const char* longrope = options.context_length > c.rope_original_context
+                             ? "rope_factors_long.weight"
+                             : "rope_factors_short.weight";
+  if (c.fused_projections && reader.Has(longrope)) {
+    load_vector(c.rope_freq_factors, longrope, c.rope_dim / 2);
   }
   if (!c.tied_embeddings) {
     load_matrix(weights->output, "output.weight", c.vocab_size, c.dim);
@@ -449,8 +526,14 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
       for (size_t i = 0; i < k.size(); ++i) k[i] += layer.bk[i];
       for (size_t i = 0; i < v.size(); ++i) v[i] += layer.bv[i];
     }
-    ApplyRope(q, c, c.n_heads, pos);
-    ApplyRope(k, c, c.n_kv_heads, pos);
+    if (c.qk_norm) {
+      NormalizeEachHead(q, layer.q_norm, c.head_dim, c.norm_eps);
+      NormalizeEachHead(k, layer.k_norm, c.head_dim, c.norm_eps);
+    }
+    if (c.nope_every == 0 || (l + 1) % c.nope_every != 0) {
+      ApplyRope(q, c, c.n_heads, pos);
+      ApplyRope(k, c, c.n_kv_heads, pos);
+    }
     // The cache keeps each row as stored (f16-rounded with that option),
     // and the current token reads its own row from there too.
     if (round_kv_to_f16_) {

@@ -18,6 +18,12 @@
 // ("NEOX"); Llama 3 frequency scaling divides frequency i by factor i (the
 // rope_freqs.weight tensor, or computed from rope.scaling.type "llama3").
 // qwen2 adds biases to the Q, K and V projections (llama when present).
+// phi3 fuses Q/K/V into attn_qkv and gate/up into ffn_up, and scales its
+// RoPE by LongRoPE factors (long beyond the trained context, else short)
+// and the attention factor, which multiplies the rotated dimensions.
+// qwen3 has no biases but RMS-normalizes each head of Q and K (weights
+// attn_q_norm / attn_k_norm of head_dim) before RoPE, and its head size
+// (attention.key_length) need not be dim / n_heads.
 // Attention is grouped-query (query head h reads KV head h / (n_heads /
 // n_kv_heads)). Optionally the cached K/V rows are rounded to f16, as an
 // F16 KV cache stores them.
@@ -42,17 +48,27 @@ namespace lnpu::reference {
 // Hyper-parameters of a loaded model, as read from GGUF metadata and
 // cross-checked against the tensor shapes.
 struct ReferenceLlamaConfig {
-  std::string architecture;  // "llama" or "qwen2"
+  std::string architecture;  // "llama", "qwen2" or "qwen3"
   int vocab_size = 0;
   int dim = 0;         // llama.embedding_length
   int n_layers = 0;    // llama.block_count
   int n_heads = 0;     // llama.attention.head_count
   int n_kv_heads = 0;  // llama.attention.head_count_kv (defaults to n_heads)
-  int head_dim = 0;    // dim / n_heads
+  int head_dim = 0;    // <arch>.attention.key_length, else dim / n_heads
   int ffn_dim = 0;     // llama.feed_forward_length
   int rope_dim = 0;    // llama.rope.dimension_count (defaults to head_dim)
   float rope_theta = 10000.0f;  // <arch>.rope.freq_base
-  bool rope_neox = false;       // pairs (i, i + rope_dim / 2): qwen2
+  bool rope_neox = false;       // pairs (i, i + rope_dim / 2): qwen2, qwen3
+  bool qk_norm = false;         // qwen3: RMSNorm of each Q and K head before RoPE
+  // phi3: attn_qkv (Q, K, V rows) and ffn_up (gate, up rows) are fused.
+  bool fused_projections = false;
+  // smollm3: layers l with (l + 1) % nope_every == 0 skip RoPE; 0 = none.
+  int nope_every = 0;
+  // <arch>.rope.scaling.attn_factor: multiplies the rotated dimensions.
+  double rope_attn_factor = 1.0;
+  // <arch>.rope.scaling.original_context_length (0 when absent): phi3 uses
+  // rope_factors_long beyond it, rope_factors_short up to it.
+  int rope_original_context = 0;
   // Divisors of the RoPE frequencies (Llama 3 scaling); empty = none.
   std::vector<float> rope_freq_factors;
   float norm_eps = 0.0f;        // llama.attention.layer_norm_rms_epsilon
@@ -79,11 +95,14 @@ struct ReferenceOptions {
   // in f32, q = round-half-even(x / d)), as an NPU multiplying Q8_0 / Q4_0
   // weights quantizes its activations.
   std::function<bool(const std::string& name)> int8_matmul_inputs;
+  // The context the model runs with (the compiled cache capacity): selects
+  // phi3's long or short LongRoPE factors.
+  int context_length = 0;
 };
 
 class ReferenceLlama {
  public:
-  // Loads a "llama" or "qwen2" GGUF file with weights of any type
+  // Loads a "llama", "qwen2" or "qwen3" GGUF file with weights of any type
   // GgufFile::TensorToF32 can widen (F32, F16, BF16, Q8_0, Q4_0, Q4_K,
   // Q6_K). Fails with InvalidArgument when the architecture is another, a
   // required key or tensor is missing, or a tensor's shape disagrees with

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -194,7 +194,7 @@ class RandomReferenceTest : public ::testing::TestWithParam<RandomShape> {
  protected:
   std::string WriteModel(uint64_t seed) {
     const RandomShape& shape = GetParam();
-    gguf::RandomLlamaSpec spec;
+    synthetic::RandomLlamaSpec spec;
     spec.vocab_size = kRandomVocabSize;
     spec.dim = shape.dim;
     spec.n_layers = 2;
@@ -210,7 +210,7 @@ class RandomReferenceTest : public ::testing::TestWithParam<RandomShape> {
     spec.seed = seed;
     const std::string path = absl::StrCat(::testing::TempDir(), "/reference_",
                                           shape.name, "_", seed, ".gguf");
-    const absl::Status status = gguf::WriteRandomLlamaGguf(spec, path);
+    const absl::Status status = synthetic::WriteRandomLlamaGguf(spec, path);
     EXPECT_TRUE(status.ok()) << status;
     return path;
   }

@@ -113,7 +113,7 @@ TEST(KvCacheStateTest, ExternalMaskIsTheSourceOfTruth) {
 }
 
 TEST(KvCacheStateRingTest, SlotsWrapPastTheSinksAndPositionsKeepIncreasing) {
-  const CacheFullPolicy ring{.ring = true, .sink_slots = 2};
+  const CacheFullPolicy ring = CacheFullPolicy::Ring(2);
   // Capacity 6, 2 sinks: positions 0..5 in slots 0..5, then 6 -> 2, 7 -> 3,
   // 8 -> 4, 9 -> 5, 10 -> 2.
   EXPECT_EQ(SlotOf(5, 6, ring), 5);
@@ -158,9 +158,9 @@ TEST(KvCacheStateRingTest, SlotsWrapPastTheSinksAndPositionsKeepIncreasing) {
 
 TEST(KvCacheStateRingTest, StepsLargerThanTheRingAndBadPoliciesAreRefused) {
   KvCacheState cache(6);
-  EXPECT_EQ(cache.SetPolicy({.ring = true, .sink_slots = 6}).code(),
+  EXPECT_EQ(cache.SetPolicy(CacheFullPolicy::Ring(6)).code(),
             absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(cache.SetPolicy({.ring = true, .sink_slots = 2}).ok());
+  ASSERT_TRUE(cache.SetPolicy(CacheFullPolicy::Ring(2)).ok());
   absl::StatusOr<SlotPlacement> too_big = cache.Reserve(5);
   EXPECT_EQ(too_big.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(too_big.status().message()), HasSubstr("ring of 4 slots"));
@@ -168,9 +168,9 @@ TEST(KvCacheStateRingTest, StepsLargerThanTheRingAndBadPoliciesAreRefused) {
 
   cache.Commit(*cache.Reserve(4), Tokens(4));
   cache.Commit(*cache.Reserve(4), Tokens(4));  // wrapped
-  EXPECT_EQ(cache.SetPolicy({.ring = true, .sink_slots = 1}).code(),
+  EXPECT_EQ(cache.SetPolicy(CacheFullPolicy::Ring(1)).code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(cache.SetPolicy({.ring = true, .sink_slots = 2}).ok());  // unchanged
+  EXPECT_TRUE(cache.SetPolicy(CacheFullPolicy::Ring(2)).ok());  // unchanged
   cache.Clear();
   EXPECT_TRUE(cache.SetPolicy({}).ok());
 }
@@ -192,11 +192,11 @@ TEST(KvCacheStateRingTest, RestoreValidatesBeforeChangingAnything) {
   EXPECT_EQ(cache.next_position(), 2);
   EXPECT_THAT(cache.mask(), ElementsAre(1, 1, 0, 0));
 
-  ASSERT_TRUE(cache.Restore({.ring = true, .sink_slots = 1}, 9, {1, 1, 1, 1},
+  ASSERT_TRUE(cache.Restore(CacheFullPolicy::Ring(1), 9, {1, 1, 1, 1},
                             {1, 2, 3, 4}).ok());
   EXPECT_TRUE(cache.wrapped());
   EXPECT_EQ(cache.used(), 4u);
-  EXPECT_EQ(cache.Reserve(1)->slot(0), SlotOf(9, 4, {.ring = true, .sink_slots = 1}));
+  EXPECT_EQ(cache.Reserve(1)->slot(0), SlotOf(9, 4, CacheFullPolicy::Ring(1)));
 }
 
 TEST(KvCacheStateDeathTest, CommitOfStalePlacementAborts) {

@@ -37,6 +37,16 @@ class SubmitTest : public SoftNpuTest {
     return file_->Ioctl(DRM_IOCTL_LNPU_SUBMIT, &args);
   }
 
+  // Submits CopyJob() with `change` applied to its ioctl arguments; returns
+  // the errno.
+  template <class Change>
+  int SubmitCopyWith(const Change& change) {
+    const Submission job = CopyJob();
+    drm_lnpu_submit args = job.Args();
+    change(args);
+    return SubmitArgs(args);
+  }
+
   TestBuffer src_, dst_, cmd_;
 };
 
@@ -67,24 +77,18 @@ TEST_F(SubmitTest, FencesArePerFile) {
 }
 
 TEST_F(SubmitTest, NonZeroFlagsAreEinval) {
-  const Submission job = CopyJob();
-  drm_lnpu_submit args = job.Args();
-  args.flags = 1;
-  EXPECT_EQ(SubmitArgs(args), EINVAL);
+  EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) { a.flags = 1; }), EINVAL);
 }
 
 TEST_F(SubmitTest, NonZeroPadIsEinval) {
-  const Submission job = CopyJob();
-  drm_lnpu_submit args = job.Args();
-  args.pad = 1;
-  EXPECT_EQ(SubmitArgs(args), EINVAL);
+  EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) { a.pad = 1; }), EINVAL);
 }
 
 TEST_F(SubmitTest, UnknownEngineIsEinval) {
-  const Submission job = CopyJob();
-  drm_lnpu_submit args = job.Args();
-  args.engine = DRM_LNPU_ENGINE_COUNT;
-  EXPECT_EQ(SubmitArgs(args), EINVAL);
+  EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) {
+              a.engine = DRM_LNPU_ENGINE_COUNT;
+            }),
+            EINVAL);
 }
 
 TEST_F(SubmitTest, TooManyBuffersIsEinval) {
@@ -100,46 +104,43 @@ TEST_F(SubmitTest, TooManyInFencesIsEinval) {
 }
 
 TEST_F(SubmitTest, NullBufferListIsEfault) {
-  const Submission job = CopyJob();
-  drm_lnpu_submit args = job.Args();
-  args.bo_handles = 0;
-  EXPECT_EQ(SubmitArgs(args), EFAULT);
+  EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) {
+              a.bo_handles = 0;
+            }),
+            EFAULT);
 }
 
 TEST_F(SubmitTest, NullInFenceListIsEfault) {
-  const Submission job = CopyJob();
-  drm_lnpu_submit args = job.Args();
-  args.in_fences = 0;
-  args.in_fence_count = 1;
-  EXPECT_EQ(SubmitArgs(args), EFAULT);
+  EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) {
+              a.in_fences = 0;
+              a.in_fence_count = 1;
+            }),
+            EFAULT);
 }
 
 TEST_F(SubmitTest, CmdSizeZeroIsEinval) {
-  const Submission job = CopyJob();
-  drm_lnpu_submit args = job.Args();
-  args.cmd_size = 0;
-  EXPECT_EQ(SubmitArgs(args), EINVAL);
+  EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) { a.cmd_size = 0; }), EINVAL);
 }
 
 TEST_F(SubmitTest, CmdSizeNotAMultipleOfEightIsEinval) {
-  const Submission job = CopyJob();
-  drm_lnpu_submit args = job.Args();
-  args.cmd_size = 36;
-  EXPECT_EQ(SubmitArgs(args), EINVAL);
+  EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) {
+              a.cmd_size = 36;
+            }),
+            EINVAL);
 }
 
 TEST_F(SubmitTest, CmdSizeAboveMaximumIsEinval) {
-  const Submission job = CopyJob();
-  drm_lnpu_submit args = job.Args();
-  args.cmd_size = kMaxCommandBytes + 8;
-  EXPECT_EQ(SubmitArgs(args), EINVAL);
+  EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) {
+              a.cmd_size = kMaxCommandBytes + 8;
+            }),
+            EINVAL);
 }
 
 TEST_F(SubmitTest, MisalignedCmdOffsetIsEinval) {
-  const Submission job = CopyJob();
-  drm_lnpu_submit args = job.Args();
-  args.cmd_offset = 4;
-  EXPECT_EQ(SubmitArgs(args), EINVAL);
+  EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) {
+              a.cmd_offset = 4;
+            }),
+            EINVAL);
   EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("cmd_offset"));
 }
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tools/tool_test_support.h"
@@ -37,10 +37,10 @@ constexpr uint32_t kCapacity = 64;
 
 std::string CompileTinyModel() {
   static const std::string* const path = [] {
-    gguf::RandomLlamaSpec spec;  // the defaults are tiny
+    synthetic::RandomLlamaSpec spec;  // the defaults are tiny
     const std::string gguf_path = TestDirectory::Path("tiny.gguf");
     const std::string artifact_path = TestDirectory::Path("tiny.lnpu");
-    EXPECT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf_path).ok());
+    EXPECT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
     compiler::CompileOptions options;
     options.max_prompt_len = 48;
     options.min_response_len = kCapacity - 48;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "framework/tokenizer/tokenizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -186,7 +186,7 @@ class RandomModelBounds : public ::testing::TestWithParam<RandomModel> {};
 
 TEST_P(RandomModelBounds, Q8AndQ4) {
   const RandomModel& m = GetParam();
-  gguf::RandomLlamaSpec spec;
+  synthetic::RandomLlamaSpec spec;
   spec.architecture = m.architecture;
   spec.vocab_size = 512;
   spec.dim = 128;
@@ -199,7 +199,7 @@ TEST_P(RandomModelBounds, Q8AndQ4) {
   spec.context_length = 256;
   spec.seed = 7;
   const std::string gguf = TestDirectory::Path(m.name + ".gguf");
-  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(spec, gguf).ok());
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf).ok());
 
   std::mt19937 random(5);
   std::uniform_int_distribution<int32_t> id(0, spec.vocab_size - 1);
@@ -230,7 +230,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(EvaluateWeights, RejectsBadInput) {
   const std::string gguf = TestDirectory::Path("tiny.gguf");
-  ASSERT_TRUE(gguf::WriteRandomLlamaGguf(gguf::RandomLlamaSpec{}, gguf).ok());
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(synthetic::RandomLlamaSpec{}, gguf).ok());
   EvalOptions options;
   options.device = "soft";
   EXPECT_EQ(EvaluateWeights(gguf, {}, options).status().code(),
@@ -257,7 +257,7 @@ tools::testing::ToolRun RunEval(const std::vector<std::string>& args) {
 
 std::string TinyModel() {
   const std::string gguf = TestDirectory::Path("program.gguf");
-  EXPECT_TRUE(gguf::WriteRandomLlamaGguf(gguf::RandomLlamaSpec{}, gguf).ok());
+  EXPECT_TRUE(synthetic::WriteRandomLlamaGguf(synthetic::RandomLlamaSpec{}, gguf).ok());
   return gguf;
 }
 

@@ -11,7 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/gguf/random_llama.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tools/tool_test_support.h"
@@ -43,7 +43,7 @@ std::string CompileSmallQwen2() {
   static const std::string* const path = [] {
     const char* models = std::getenv("LNPU_MODELS_DIR");
     EXPECT_NE(models, nullptr) << "LNPU_MODELS_DIR is not set: run through meson test";
-    gguf::RandomLlamaSpec spec;
+    synthetic::RandomLlamaSpec spec;
     spec.architecture = "qwen2";
     spec.vocab_size = 0;
     spec.vocabulary_gguf = std::string(models ? models : "") + "/vocab/ggml-vocab-qwen2.gguf";
@@ -51,7 +51,7 @@ std::string CompileSmallQwen2() {
     spec.weight_type = gguf::GgmlType::kF32;
     const std::string gguf_path = TestDirectory::Path("qwen2-small.gguf");
     const std::string artifact_path = TestDirectory::Path("qwen2-small.lnpu");
-    const absl::Status written = gguf::WriteRandomLlamaGguf(spec, gguf_path);
+    const absl::Status written = synthetic::WriteRandomLlamaGguf(spec, gguf_path);
     EXPECT_TRUE(written.ok()) << written;
     compiler::CompileOptions options;
     options.max_prompt_len = 128;

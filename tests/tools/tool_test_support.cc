@@ -1,6 +1,7 @@
 #include "tests/tools/tool_test_support.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <iterator>
 
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 
 extern char** environ;
 
@@ -50,6 +52,12 @@ std::string ReadFileOrEmpty(const std::string& path) {
 
 ToolRun RunTool(const char* tool_env, const std::vector<std::string>& args,
                 const std::string& input) {
+  return RunToolInterrupted(tool_env, args, absl::InfiniteDuration(), input);
+}
+
+ToolRun RunToolInterrupted(const char* tool_env, const std::vector<std::string>& args,
+                           absl::Duration interrupt_after, const std::string& input,
+                           int signal) {
   const char* tool = std::getenv(tool_env);
   if (tool == nullptr) {
     ADD_FAILURE() << tool_env << " is not set: run through meson test";
@@ -80,6 +88,22 @@ ToolRun RunTool(const char* tool_env, const std::vector<std::string>& args,
     return {};
   }
   int status = 0;
+  if (interrupt_after != absl::InfiniteDuration()) {
+    // Poll for an early exit, then send the signal.
+    const absl::Time deadline = absl::Now() + interrupt_after;
+    while (absl::Now() < deadline) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        ADD_FAILURE() << tool << " exited before it could be interrupted";
+        ToolRun early;
+        early.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        early.out = ReadFileOrEmpty(out_path);
+        early.err = ReadFileOrEmpty(err_path);
+        return early;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    kill(pid, signal);
+  }
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   ToolRun run;

@@ -4,9 +4,12 @@
 #ifndef TESTS_TOOLS_TOOL_TEST_SUPPORT_H_
 #define TESTS_TOOLS_TOOL_TEST_SUPPORT_H_
 
+#include <signal.h>
+
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 namespace lnpu::tools::testing {
@@ -47,6 +50,12 @@ std::vector<std::string> ExeWrapper();
 // Not thread-safe (the capture files are shared).
 ToolRun RunTool(const char* tool_env, const std::vector<std::string>& args,
                 const std::string& input = "");
+
+// RunTool, with `signal` sent to the program `interrupt_after` it started
+// (a test failure when it exited before).
+ToolRun RunToolInterrupted(const char* tool_env, const std::vector<std::string>& args,
+                           absl::Duration interrupt_after, const std::string& input = "",
+                           int signal = SIGINT);
 
 // The whole content of the file at `path` ("" when unreadable).
 std::string ReadFileOrEmpty(const std::string& path);

@@ -8,16 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_artifacts/compiler/llama_source.h"
 #include "compiler_artifacts/format/artifact.h"
+#include "compiler_artifacts/format/vocabulary_table.h"
 #include "flatbuffers/flatbuffers.h"
 
 namespace lnpu::tools {
 namespace {
 
 namespace fb = ::lnpu::artifact::fb;
-
-std::string StringOf(const flatbuffers::String* s) {
-  return s == nullptr ? std::string() : s->str();
-}
 
 // The first bytes of `path`, enough for either magic.
 absl::StatusOr<std::string> ReadMagic(const std::string& path) {
@@ -39,53 +36,16 @@ absl::StatusOr<std::string> ReadMagic(const std::string& path) {
 
 }  // namespace
 
-ModelTokenizer ModelTokenizerFromArtifact(const fb::Tokenizer& tok) {
-  ModelTokenizer result;
-  framework::Vocabulary& v = result.vocabulary;
-  v.type = tok.model() == fb::TokenizerModel::Gpt2
-               ? framework::TokenizerType::kByteLevelBpe
-               : framework::TokenizerType::kSentencePiece;
-  v.pre = StringOf(tok.pre());
-  if (tok.tokens() != nullptr) {
-    for (const flatbuffers::String* token : *tok.tokens()) {
-      v.tokens.push_back(StringOf(token));
-    }
-  }
-  if (tok.scores() != nullptr) {
-    v.scores.assign(tok.scores()->begin(), tok.scores()->end());
-  }
-  if (tok.token_types() != nullptr && tok.token_types()->size() != 0) {
-    v.token_types.assign(tok.token_types()->begin(), tok.token_types()->end());
-  } else {
-    v.token_types.assign(v.tokens.size(),
-                         static_cast<int32_t>(framework::TokenType::kNormal));
-  }
-  if (tok.merges() != nullptr) {
-    for (const flatbuffers::String* merge : *tok.merges()) {
-      v.merges.push_back(StringOf(merge));
-    }
-  }
-  v.bos_id = tok.bos_id();
-  v.eos_id = tok.eos_id();
-  v.unk_id = tok.unk_id();
-  v.pad_id = tok.pad_id();
-  v.add_bos = tok.add_bos();
-  v.add_eos = tok.add_eos();
-  v.add_space_prefix = tok.add_space_prefix();
-  result.chat_template = StringOf(tok.chat_template());
-  return result;
+ModelTokenizer ModelTokenizerFromArtifact(const fb::Tokenizer& table) {
+  return {artifact::VocabularyFromTable(table), artifact::ChatTemplateFromTable(table)};
 }
 
-absl::StatusOr<ModelTokenizer> ModelTokenizerFromGguf(
-    const gguf::GgufFile& file) {
-  absl::StatusOr<compiler::TokenizerSource> source =
-      compiler::ReadTokenizer(file);
-  if (!source.ok()) return source.status();
-  // Through the artifact's table, so that both routes share one conversion.
-  flatbuffers::FlatBufferBuilder builder;
-  builder.Finish(compiler::SerializeTokenizer(*source, builder));
-  return ModelTokenizerFromArtifact(
-      *flatbuffers::GetRoot<fb::Tokenizer>(builder.GetBufferPointer()));
+absl::StatusOr<ModelTokenizer> ModelTokenizerFromGguf(const gguf::GgufFile& file) {
+  absl::StatusOr<Vocabulary> vocabulary = compiler::ReadVocabulary(file);
+  if (!vocabulary.ok()) return vocabulary.status();
+  absl::StatusOr<std::string> chat_template = compiler::ReadChatTemplate(file);
+  if (!chat_template.ok()) return chat_template.status();
+  return ModelTokenizer{*std::move(vocabulary), *std::move(chat_template)};
 }
 
 absl::StatusOr<ModelTokenizer> ReadModelTokenizer(const std::string& path) {

@@ -1,7 +1,8 @@
 // The tokenizer description of a model file, read without a device: from a
 // GGUF model (tokenizer.ggml.*, tokenizer.chat_template) or from a compiled
-// .lnpu artifact. Both routes give the same Vocabulary for the same model,
-// because the GGUF route reads what the compiler would store.
+// .lnpu artifact. Both routes give the same Vocabulary for the same model:
+// the GGUF route is the compiler's reader (compiler::ReadVocabulary), the
+// artifact route the format's one conversion (VocabularyFromTable).
 //
 // Stateless; thread-safe.
 #ifndef TOOLS_COMMON_MODEL_TOKENIZER_H_
@@ -12,12 +13,12 @@
 #include "absl/status/statusor.h"
 #include "compiler_artifacts/format/model_generated.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
-#include "framework/tokenizer/vocabulary.h"
+#include "base/vocabulary.h"
 
 namespace lnpu::tools {
 
 struct ModelTokenizer {
-  framework::Vocabulary vocabulary;
+  Vocabulary vocabulary;
   std::string chat_template;  // GGUF tokenizer.chat_template; may be empty
 };
 
@@ -29,7 +30,7 @@ struct ModelTokenizer {
 absl::StatusOr<ModelTokenizer> ReadModelTokenizer(const std::string& path);
 
 // tokenizer.ggml.* of `file`, with llama.cpp's defaults for absent keys
-// (compiler::ReadTokenizer).
+// (compiler::ReadVocabulary).
 absl::StatusOr<ModelTokenizer> ModelTokenizerFromGguf(
     const gguf::GgufFile& file);
 

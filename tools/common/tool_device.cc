@@ -1,6 +1,7 @@
 #include "tools/common/tool_device.h"
 
 #include "absl/status/status.h"
+#include "base/status_macros.h"
 #include "kernel_iface/softnpu/soft_npu.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
@@ -21,7 +22,7 @@ absl::StatusOr<std::unique_ptr<Device>> OpenToolDevice(const std::string& where,
   options.memory_bytes = *memory;
   options.compute_threads = static_cast<int>(*units);
   options.job_timeout_ms = soft_job_timeout_ms;
-  if (absl::Status valid = options.Validate(); !valid.ok()) return valid;
+  LNPU_RETURN_IF_ERROR(options.Validate());
   return std::make_unique<Device>(softnpu::SoftNpu::Create(options)->Open());
 }
 

@@ -25,6 +25,7 @@
 #include "tools/npu-bench/model_benchmark.h"
 #include "tools/npu-bench/read_bandwidth.h"
 #include "tools/npu-bench/synthetic_model.h"
+#include "tools/common/tool_main.h"
 
 namespace {
 
@@ -61,10 +62,10 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   absl::StatusOr<DecodeTraffic> traffic = ReadDecodeTraffic(artifact_path);
   if (!traffic.ok()) return traffic.status();
   lnpu::runtime::LoadOptions load;
-  load.import_weights = !line.copy_weights;
+  if (line.copy_weights) load.weights = lnpu::runtime::WeightPlacement::kCopy;
   if (line.copy_weights) absl::StrAppend(&report.model, ", weights copied into device memory");
   absl::StatusOr<std::unique_ptr<lnpu::runtime::Model>> model =
-      lnpu::runtime::Model::Load(**device, artifact_path, load);
+      lnpu::runtime::Model::Load(*std::move(device), artifact_path, load);
   if (!model.ok()) return model.status();
 
   absl::StatusOr<ModelBenchmarkResult> results = RunModelBenchmark(**model, line.benchmark);
@@ -78,7 +79,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   absl::StatusOr<ReadBandwidth> measured = MeasureReadBandwidth(bandwidth);
   if (!measured.ok()) return measured.status();
 
-  report.device = (*device)->Describe();
+  report.device = (*model)->device().Describe();
   report.compute_units = *units;
   report.shape = ModelShape::Of((*model)->info());
   report.reps = line.benchmark.reps;
@@ -90,9 +91,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   absl::StatusOr<std::optional<lnpu::bench::CommandLine>> line =
       lnpu::bench::ParseCommandLine(argc, argv);
   if (!line.ok()) {
@@ -105,4 +104,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return lnpu::tools::RunToolMain("npu-bench", [&] { return Main(argc, argv); });
 }

@@ -8,7 +8,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
-#include "runtime/session.h"
+#include "base/status_macros.h"
+#include "runtime/sequence.h"
 
 namespace lnpu::bench {
 namespace {
@@ -26,7 +27,7 @@ double Median(std::vector<double> values) {
 }
 
 // The per-token breakdown of the stats accumulated between two snapshots.
-StepBreakdown PerToken(const runtime::SessionStats& before, const runtime::SessionStats& after,
+StepBreakdown PerToken(const runtime::SequenceStats& before, const runtime::SequenceStats& after,
                        uint64_t tokens) {
   const double n = static_cast<double>(std::max<uint64_t>(tokens, 1));
   StepBreakdown b;
@@ -38,7 +39,7 @@ StepBreakdown PerToken(const runtime::SessionStats& before, const runtime::Sessi
 
 class Runner {
  public:
-  Runner(runtime::Session& session, uint32_t vocab_size, uint64_t seed)
+  Runner(runtime::Sequence& session, uint32_t vocab_size, uint64_t seed)
       : session_(session), random_(seed), token_(0, static_cast<int32_t>(vocab_size) - 1) {}
 
   std::vector<int32_t> RandomTokens(uint32_t n) {
@@ -57,7 +58,7 @@ class Runner {
   }
 
  private:
-  runtime::Session& session_;
+  runtime::Sequence& session_;
   std::mt19937_64 random_;
   std::uniform_int_distribution<int32_t> token_;
 };
@@ -102,10 +103,10 @@ absl::Status CheckOptions(const ModelBenchmarkOptions& options, uint32_t capacit
 absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
                                                        const ModelBenchmarkOptions& options) {
   const uint32_t capacity = model.info().kv_capacity;
-  if (absl::Status status = CheckOptions(options, capacity); !status.ok()) return status;
-  absl::StatusOr<std::unique_ptr<runtime::Session>> created = model.CreateSession();
+  LNPU_RETURN_IF_ERROR(CheckOptions(options, capacity));
+  absl::StatusOr<std::unique_ptr<runtime::Sequence>> created = model.CreateSequence();
   if (!created.ok()) return created.status();
-  runtime::Session& session = **created;
+  runtime::Sequence& session = **created;
   Runner runner(session, model.info().vocab_size, options.seed);
   const int runs = options.warmups + options.reps;
   ModelBenchmarkResult result;
@@ -113,7 +114,7 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
   for (uint32_t n : options.prompt_lengths) {
     const std::vector<int32_t> prompt = runner.RandomTokens(n);
     std::vector<double> seconds;
-    runtime::SessionStats before;
+    runtime::SequenceStats before;
     for (int run = 0; run < runs; ++run) {
       session.Reset();
       if (run == options.warmups) before = session.stats();
@@ -121,7 +122,7 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
       if (absl::StatusOr<int32_t> t = runner.Forward(prompt); !t.ok()) return t.status();
       if (run >= options.warmups) seconds.push_back(SecondsSince(start));
     }
-    const runtime::SessionStats& after = session.stats();
+    const runtime::SequenceStats& after = session.stats();
     PrefillResult prefill;
     prefill.tokens = n;
     prefill.graph_runs = static_cast<uint32_t>((after.steps - before.steps) / options.reps);
@@ -158,7 +159,7 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
       next = runner.RandomTokens(1)[0];
     }
     std::vector<double> ms_per_token;
-    runtime::SessionStats before;
+    runtime::SequenceStats before;
     uint32_t timed_first_slot = start_slots;
     for (int run = 0; run < runs; ++run) {
       if (run == options.warmups) {

@@ -8,9 +8,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/gguf/random_llama.h"
-#include "compiler_artifacts/gguf/synthetic_presets.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
+#include "compiler_artifacts/synthetic/synthetic_presets.h"
 
 namespace lnpu::bench {
 
@@ -45,8 +46,8 @@ absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
     return absl::InvalidArgumentError(
         absl::StrCat("synthetic weights '", weights, "': give q8, q4 or f16"));
   }
-  absl::StatusOr<gguf::RandomLlamaSpec> spec =
-      gguf::SyntheticPresetSpec(preset, models_dir, source_type, /*seed=*/1);
+  absl::StatusOr<synthetic::RandomLlamaSpec> spec =
+      synthetic::SyntheticPresetSpec(preset, models_dir, source_type, /*seed=*/1);
   if (!spec.ok()) return spec.status();
 
   const char* tmpdir = std::getenv("TMPDIR");
@@ -57,14 +58,11 @@ absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
                                                "; set TMPDIR to a writable directory"));
   }
   auto artifact = std::unique_ptr<TemporaryArtifact>(new TemporaryArtifact(pattern));
-  if (absl::Status s = gguf::WriteRandomLlamaGguf(*spec, artifact->gguf_path_); !s.ok()) {
+  if (absl::Status s = synthetic::WriteRandomLlamaGguf(*spec, artifact->gguf_path_); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(s.message(), " (vocabularies are read from ",
                                                models_dir, "/vocab; see --models-dir)"));
   }
-  if (absl::Status s = compiler::CompileGguf(artifact->gguf_path_, artifact->path(), options);
-      !s.ok()) {
-    return s;
-  }
+  LNPU_RETURN_IF_ERROR(compiler::CompileGguf(artifact->gguf_path_, artifact->path(), options));
   unlink(artifact->gguf_path_.c_str());  // the source is no longer needed
   return artifact;
 }

@@ -1,4 +1,4 @@
-// Synthetic models (compiler_artifacts/gguf/synthetic_presets.h: random
+// Synthetic models (compiler_artifacts/synthetic/synthetic_presets.h: random
 // weights in the shapes of real ones) compiled into a temporary artifact
 // for benchmarking: speed depends on shapes and weight type, not on the
 // weight values.
@@ -32,7 +32,7 @@ class TemporaryArtifact {
   const std::string artifact_path_;
 };
 
-// Writes the synthetic model `preset` of gguf::SyntheticPresets() (seed 1,
+// Writes the synthetic model `preset` of synthetic::SyntheticPresets() (seed 1,
 // its vocabulary read from `models_dir`/vocab) and compiles it with weights
 // `weights` ("q8", "q4" or "f16") and the compiler's defaults for everything
 // else (cache, chunks, KV type). InvalidArgument for an unknown preset or

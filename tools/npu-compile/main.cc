@@ -3,6 +3,7 @@
 //
 //   npu-compile MODEL.gguf -o OUT.lnpu [options]
 //   npu-compile --synthetic PRESET -o OUT.lnpu [--seed N] [options]
+//   npu-compile --verify FILE.lnpu
 //
 // Prints a summary of the artifact on success; prints the error and exits
 // with status 1 on failure (bad command line included). A progress bar
@@ -27,8 +28,14 @@
 #include "absl/strings/str_split.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/format/artifact.h"
-#include "compiler_artifacts/gguf/synthetic_presets.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "base/crc32.h"
+#include "base/interrupt.h"
+#include "compiler_artifacts/synthetic/synthetic_presets.h"
+#include "framework/tokenizer/tokenizer.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
+#include "tools/common/tool_main.h"
 
 namespace {
 
@@ -36,6 +43,7 @@ constexpr char kUsage[] =
     R"(usage: npu-compile MODEL.gguf -o OUT.lnpu [options]
 
        npu-compile --synthetic PRESET -o OUT.lnpu [options]
+       npu-compile --verify FILE.lnpu
 
 Compiles a GGUF model (architectures llama and qwen2; tensors F32, F16,
 BF16, Q8_0, Q4_0, Q4_K, Q6_K) into static NPU graphs.
@@ -66,7 +74,13 @@ options:
                              compute job (default 4096); long prefill graphs
                              are cut into several jobs so that each stays
                              inside the device's job timeout on slow devices
+  --verify FILE.lnpu         check an artifact without running it: header,
+                             metadata and every weight checksum; exit 0 when
+                             intact, 1 naming what is corrupt
   -h, --help                 show this help
+
+Interrupted (SIGINT, SIGTERM), npu-compile removes its temporary files and
+exits with 128 + the signal number; the output is never half-written.
 )";
 
 struct CommandLine {
@@ -75,6 +89,7 @@ struct CommandLine {
   uint64_t seed = 1;
   std::string models_dir;
   std::string output;
+  std::string verify;  // --verify FILE: check instead of compile
   lnpu::compiler::CompileOptions options;
 };
 
@@ -104,7 +119,7 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
                              arg == "--prefill-chunks" || arg == "--weights" ||
                              arg == "--kv-dtype" || arg == "--synthetic" ||
                              arg == "--seed" || arg == "--models-dir" ||
-                             arg == "--max-job-mmacs";
+                             arg == "--max-job-mmacs" || arg == "--verify";
     if (!takes_value) {
       if (!arg.empty() && arg[0] == '-') {
         return absl::InvalidArgumentError("unknown option " + arg);
@@ -144,6 +159,8 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
       line.options.max_job_macs = uint64_t{*n} * 1000000;
     } else if (arg == "--synthetic") {
       line.synthetic = value;
+    } else if (arg == "--verify") {
+      line.verify = value;
     } else if (arg == "--models-dir") {
       line.models_dir = value;
     } else if (arg == "--seed") {
@@ -180,6 +197,12 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
             "--weights expects q8, q4, f16, f32 or keep, got '" + value + "'");
       }
     }
+  }
+  if (!line.verify.empty()) {
+    if (!line.input.empty() || !line.synthetic.empty() || !line.output.empty()) {
+      return absl::InvalidArgumentError("--verify FILE takes no model, --synthetic or -o");
+    }
+    return line;
   }
   if (line.input.empty() == line.synthetic.empty()) {
     return absl::InvalidArgumentError(
@@ -242,13 +265,13 @@ absl::StatusOr<std::string> WriteSyntheticGguf(const CommandLine& line) {
     const char* env = std::getenv("LNPU_MODELS_DIR");
     models_dir = env != nullptr ? env : "models";
   }
-  absl::StatusOr<lnpu::gguf::RandomLlamaSpec> spec =
-      lnpu::gguf::SyntheticPresetSpec(line.synthetic, models_dir,
-                                      SyntheticType(line.options.weights),
-                                      line.seed);
+  absl::StatusOr<lnpu::synthetic::RandomLlamaSpec> spec =
+      lnpu::synthetic::SyntheticPresetSpec(line.synthetic, models_dir,
+                                           SyntheticType(line.options.weights),
+                                           line.seed);
   if (!spec.ok()) return spec.status();
   const std::string path = line.output + ".synthetic.gguf";
-  if (absl::Status s = lnpu::gguf::WriteRandomLlamaGguf(*spec, path); !s.ok()) {
+  if (absl::Status s = lnpu::synthetic::WriteRandomLlamaGguf(*spec, path); !s.ok()) {
     return absl::Status(
         s.code(), absl::StrCat(s.message(), " (vocabularies are looked up in ",
                                models_dir, "/vocab; see --models-dir)"));
@@ -304,9 +327,39 @@ void PrintSummary(const lnpu::artifact::Artifact& artifact) {
   }
 }
 
-}  // namespace
+// --verify: opens (header, metadata, structure) and checks every weight
+// checksum.
+int Verify(const std::string& path) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<lnpu::artifact::Artifact>> artifact =
+      lnpu::artifact::Artifact::Open(path);
+  absl::Status intact = artifact.ok() ? (*artifact)->VerifyData() : artifact.status();
+  if (!intact.ok()) {
+    std::fprintf(stderr, "npu-compile: %s\n", std::string(intact.message()).c_str());
+    return 1;
+  }
+  const lnpu::artifact::fb::DataChecksums* checksums = (*artifact)->model().data_checksums();
+  if (checksums == nullptr) {
+    std::printf("%s: metadata intact; its weights carry no checksums (compiled before they "
+                "existed): compile it again to protect them\n",
+                path.c_str());
+    return 0;
+  }
+  std::printf("%s: intact (%llu bytes of weights in %u checksummed chunks, CRC-32C via %s, "
+              "%.1f ms)\n",
+              path.c_str(), static_cast<unsigned long long>((*artifact)->data().size()),
+              checksums->crc32c()->size(), lnpu::Crc32cImplementation(),
+              absl::ToDoubleMilliseconds(absl::Now() - start));
+  return 0;
+}
 
-int main(int argc, char** argv) {
+// The tokenizer's own checks, so that nothing is written that
+// framework::Tokenizer would refuse to load.
+absl::Status ValidateVocabulary(const lnpu::Vocabulary& vocabulary) {
+  return lnpu::framework::Tokenizer::Create(vocabulary).status();
+}
+
+int Main(int argc, char** argv) {
   absl::StatusOr<std::optional<CommandLine>> line =
       ParseCommandLine(argc, argv);
   if (!line.ok()) {
@@ -316,6 +369,8 @@ int main(int argc, char** argv) {
   }
   if (!line->has_value()) return 0;
   CommandLine& args = **line;
+  if (!args.verify.empty()) return Verify(args.verify);
+  args.options.validate_vocabulary = ValidateVocabulary;
   ProgressBar progress;
   if (::isatty(STDERR_FILENO)) {
     args.options.progress = [&progress](uint64_t done, uint64_t total) {
@@ -332,9 +387,12 @@ int main(int argc, char** argv) {
     }
     input = *synthetic;
   }
+  // The synthetic GGUF is a temporary too: an interrupt removes it.
+  const int synthetic_slot = args.synthetic.empty() ? -1 : lnpu::RegisterTemporaryFile(input);
   const absl::Status compiled =
       lnpu::compiler::CompileGguf(input, args.output, args.options);
   if (!args.synthetic.empty()) std::remove(input.c_str());
+  lnpu::UnregisterTemporaryFile(synthetic_slot);
   if (!compiled.ok()) {
     std::fprintf(stderr, "npu-compile: %s\n", compiled.ToString().c_str());
     return 1;
@@ -363,4 +421,10 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return lnpu::tools::RunToolMain("npu-compile", [&] { return Main(argc, argv); });
 }

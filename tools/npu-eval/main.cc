@@ -23,13 +23,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "compiler_artifacts/gguf/random_llama.h"
-#include "compiler_artifacts/gguf/synthetic_presets.h"
+#include "compiler_artifacts/synthetic/random_llama.h"
+#include "compiler_artifacts/synthetic/synthetic_presets.h"
 #include "framework/tokenizer/tokenizer.h"
 #include "tools/common/json.h"
 #include "tools/common/model_tokenizer.h"
 #include "tools/npu-eval/quantization_eval.h"
 #include "tools/npu-eval/temp_directory.h"
+#include "base/interrupt.h"
+#include "tools/common/tool_main.h"
 
 namespace {
 
@@ -168,9 +170,9 @@ absl::StatusOr<std::vector<int32_t>> Tokens(const CommandLine& line,
   }
   std::string text;
   if (line.file) {
-    std::ifstream in(*line.file, std::ios::binary);
-    if (!in) return absl::NotFoundError("cannot read the text file " + *line.file);
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    absl::StatusOr<std::string> read = lnpu::tools::ReadTextFile(*line.file);
+    if (!read.ok()) return read.status();
+    text = *std::move(read);
   } else {
     text = *line.text;
   }
@@ -241,7 +243,7 @@ absl::Status Run(CommandLine line) {
       const char* env = std::getenv("LNPU_MODELS_DIR");
       models_dir = env != nullptr ? env : "models";
     }
-    absl::StatusOr<lnpu::gguf::RandomLlamaSpec> spec = lnpu::gguf::SyntheticPresetSpec(
+    absl::StatusOr<lnpu::synthetic::RandomLlamaSpec> spec = lnpu::synthetic::SyntheticPresetSpec(
         line.preset, models_dir, lnpu::gguf::GgmlType::kF32, /*seed=*/1);
     if (!spec.ok()) return spec.status();
     absl::StatusOr<std::unique_ptr<lnpu::eval::TempDirectory>> dir =
@@ -250,7 +252,7 @@ absl::Status Run(CommandLine line) {
     synthetic_dir = *std::move(dir);
     gguf_path = synthetic_dir->path() + "/model.gguf";
     if (!line.json) std::cerr << "npu-eval: writing the synthetic " << line.preset << " model\n";
-    if (absl::Status s = lnpu::gguf::WriteRandomLlamaGguf(*spec, gguf_path); !s.ok()) {
+    if (absl::Status s = lnpu::synthetic::WriteRandomLlamaGguf(*spec, gguf_path); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(s.message(), " (vocabularies are read from ",
                                                  models_dir, "/vocab; see --models-dir)"));
     }
@@ -274,18 +276,25 @@ absl::Status Run(CommandLine line) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   absl::StatusOr<std::optional<CommandLine>> line = ParseCommandLine(argc, argv);
   if (!line.ok()) {
     std::cerr << "npu-eval: " << line.status().message() << " (see npu-eval --help)\n";
     return 1;
   }
   if (!line->has_value()) return 0;  // --help
+  // An interrupt ends the evaluation between two tokens; the temporary
+  // directory is removed on the way out.
+  lnpu::InterruptScope interrupt_scope;
   if (absl::Status status = Run(**std::move(line)); !status.ok()) {
     std::cerr << "npu-eval: " << status.message() << "\n";
-    return 1;
+    return lnpu::InterruptRequested() ? lnpu::InterruptExitCode() : 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return lnpu::tools::RunToolMain("npu-eval", [&] { return Main(argc, argv); });
 }

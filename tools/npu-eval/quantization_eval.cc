@@ -7,9 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/interrupt.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "kernel_iface/driver/device.h"
-#include "runtime/session.h"
+#include "runtime/sequence.h"
 #include "tools/common/tool_device.h"
 #include "tools/npu-eval/temp_directory.h"
 
@@ -44,7 +46,8 @@ struct LoadedModel {
   uint64_t artifact_bytes = 0;
 };
 
-absl::StatusOr<LoadedModel> CompileAndLoad(Device& device, const std::string& gguf_path,
+absl::StatusOr<LoadedModel> CompileAndLoad(const std::shared_ptr<Device>& device,
+                                           const std::string& gguf_path,
                                            const std::string& directory, uint32_t tokens,
                                            WeightType weights, KvType kv) {
   compiler::CompileOptions options;
@@ -54,7 +57,7 @@ absl::StatusOr<LoadedModel> CompileAndLoad(Device& device, const std::string& gg
   options.weights = weights;
   options.kv_dtype = kv;
   const std::string path = directory + "/model.lnpu";
-  if (absl::Status s = compiler::CompileGguf(gguf_path, path, options); !s.ok()) return s;
+  LNPU_RETURN_IF_ERROR(compiler::CompileGguf(gguf_path, path, options));
   LoadedModel loaded;
   std::error_code size_error;
   loaded.artifact_bytes = std::filesystem::file_size(path, size_error);
@@ -70,15 +73,18 @@ absl::StatusOr<LoadedModel> CompileAndLoad(Device& device, const std::string& gg
 absl::Status RunTeacherForced(
     runtime::Model& model, absl::Span<const int32_t> tokens,
     const std::function<absl::Status(size_t, absl::Span<const float>)>& visit) {
-  absl::StatusOr<std::unique_ptr<runtime::Session>> session = model.CreateSession();
+  absl::StatusOr<std::unique_ptr<runtime::Sequence>> session = model.CreateSequence();
   if (!session.ok()) return session.status();
   for (size_t i = 0; i < tokens.size(); ++i) {
+    // SIGINT / SIGTERM inside the program's InterruptScope: stop here, so
+    // that the temporary directory is removed on the way out.
+    if (InterruptRequested()) return absl::CancelledError("interrupted");
     absl::StatusOr<absl::Span<const float>> logits = (*session)->Forward(tokens.subspan(i, 1));
     if (!logits.ok()) {
       return absl::Status(logits.status().code(),
                           absl::StrCat("token ", i, ": ", logits.status().message()));
     }
-    if (absl::Status s = visit(i, *logits); !s.ok()) return s;
+    LNPU_RETURN_IF_ERROR(visit(i, *logits));
   }
   return absl::OkStatus();
 }
@@ -105,8 +111,9 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   absl::StatusOr<std::unique_ptr<TempDirectory>> directory =
       TempDirectory::Create(options.temp_parent);
   if (!directory.ok()) return directory.status();
-  absl::StatusOr<std::unique_ptr<Device>> device = tools::OpenToolDevice(options.device);
-  if (!device.ok()) return device.status();
+  absl::StatusOr<std::unique_ptr<Device>> opened = tools::OpenToolDevice(options.device);
+  if (!opened.ok()) return opened.status();
+  const std::shared_ptr<Device> device = *std::move(opened);
   const auto n = static_cast<uint32_t>(tokens.size());
 
   EvalResult result;
@@ -115,7 +122,7 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   {
     if (options.on_compile) options.on_compile("f32 baseline");
     absl::StatusOr<LoadedModel> loaded = CompileAndLoad(
-        **device, gguf_path, (*directory)->path(), n, WeightType::kF32, KvType::kF32);
+        device, gguf_path, (*directory)->path(), n, WeightType::kF32, KvType::kF32);
     if (!loaded.ok()) return loaded.status();
     result.vocab_size = loaded->model->info().vocab_size;
     baseline.reserve(size_t{result.vocab_size} * tokens.size());
@@ -129,7 +136,7 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   for (size_t v = 0; v < variants.size(); ++v) {
     if (options.on_compile) options.on_compile(options.weights[v]);
     absl::StatusOr<LoadedModel> loaded = CompileAndLoad(
-        **device, gguf_path, (*directory)->path(), n, variants[v], *kv_dtype);
+        device, gguf_path, (*directory)->path(), n, variants[v], *kv_dtype);
     if (!loaded.ok()) return loaded.status();
     LogitAccuracy accuracy;
     const size_t vocab = result.vocab_size;

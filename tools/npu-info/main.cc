@@ -10,6 +10,7 @@
 #include "kernel_iface/driver/device.h"
 #include "tools/npu-info/device_report.h"
 #include "tools/npu-info/self_test.h"
+#include "tools/common/tool_main.h"
 
 namespace {
 
@@ -62,9 +63,7 @@ int ParseArgs(int argc, char** argv, Options* options) {
   return -1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   Options options;
   if (const int code = ParseArgs(argc, argv, &options); code >= 0) return code;
   auto device = lnpu::Device::Open(options.device);
@@ -83,4 +82,10 @@ int main(int argc, char** argv) {
   std::cout << (options.json ? lnpu::info::FormatJson(report)
                              : lnpu::info::FormatText(report));
   return report.complete() ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return lnpu::tools::RunToolMain("npu-info", [&] { return Main(argc, argv); });
 }

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/status_macros.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "tools/common/json.h"
 
@@ -77,10 +78,7 @@ class Job {
     const Clock::time_point start = Clock::now();
     absl::StatusOr<uint64_t> fence = device_->Submit(args);
     if (!fence.ok()) return fence.status();
-    if (absl::Status s = device_->Wait(*fence, absl::Now() + kJobDeadline);
-        !s.ok()) {
-      return s;
-    }
+    LNPU_RETURN_IF_ERROR(device_->Wait(*fence, absl::Now() + kJobDeadline));
     return Clock::now() - start;
   }
 

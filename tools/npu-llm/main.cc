@@ -23,10 +23,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/file_io.h"
+#include "base/interrupt.h"
 #include "framework/chat_template.h"
 #include "framework/llm.h"
+#include "framework/sampler.h"
 #include "framework/session.h"
 #include "tools/common/flag_command_line.h"
+#include "tools/common/tool_main.h"
 
 ABSL_FLAG(std::string, m, "", "compiled model artifact (.lnpu), from npu-compile");
 ABSL_FLAG(std::string, p, "", "prompt text (one-shot), or the first user turn with --chat");
@@ -138,10 +142,10 @@ std::optional<GenerationConfig> ConfigFromFlags(std::string* error) {
 // conversation: a control token's spelling (e.g. "<|im_end|>"), else its
 // bytes.
 std::string HeldText(const lnpu::framework::Tokenizer& tokenizer, int32_t id) {
-  const lnpu::framework::Vocabulary& vocabulary = tokenizer.vocabulary();
+  const lnpu::Vocabulary& vocabulary = tokenizer.vocabulary();
   if (id >= 0 && id < tokenizer.vocab_size() &&
       vocabulary.token_types[id] ==
-          static_cast<int32_t>(lnpu::framework::TokenType::kControl)) {
+          static_cast<int32_t>(lnpu::TokenType::kControl)) {
     return vocabulary.tokens[id];
   }
   return tokenizer.TokenBytes(id);
@@ -229,19 +233,27 @@ absl::StatusOr<std::vector<int32_t>> PromptTokens(lnpu::framework::Session& sess
   return tokens;
 }
 
-// Generates a reply to `prompt`, streaming it; prints its statistics.
+// Generates a reply to `prompt`, streaming it after `echo` (printed with
+// the first generated piece, so that nothing is printed for a prompt the
+// session refuses); prints its statistics. SIGINT / SIGTERM (inside the
+// caller's InterruptScope) stop it at a token boundary: FinishReason
+// kCancelled.
 absl::StatusOr<GenerationResult> Reply(lnpu::framework::Session& session,
                                        const std::vector<TextSegment>& prompt,
-                                       const GenerationConfig& config) {
+                                       const GenerationConfig& config, const std::string& echo) {
   absl::StatusOr<std::vector<int32_t>> tokens = PromptTokens(session, prompt, config.add_bos);
   if (!tokens.ok()) return tokens.status();
-  absl::StatusOr<GenerationResult> result =
-      session.GenerateFromTokens(*tokens, config, [](int32_t, std::string_view piece) {
+  bool echoed = false;
+  absl::StatusOr<GenerationResult> result = session.GenerateFromTokens(
+      *tokens, config, [&](int32_t, std::string_view piece) {
+        if (!echoed) std::cout << echo;
+        echoed = true;
         std::cout << piece << std::flush;
-        return true;
+        return !lnpu::InterruptRequested();
       });
-  std::cout << "\n" << std::flush;
   if (!result.ok()) return result.status();
+  if (!echoed) std::cout << echo;
+  std::cout << "\n" << std::flush;
   const auto& stats = result->stats;
   std::cerr << absl::StrFormat(
       "[prompt %d tokens (prefill %.2f ms), generated %d tokens, finish: %s%s; time to first "
@@ -253,9 +265,7 @@ absl::StatusOr<GenerationResult> Reply(lnpu::framework::Session& session,
   return result;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   // The `chat` subcommand is --chat.
   bool chat_subcommand = false;
   if (argc > 1 && std::strcmp(argv[1], "chat") == 0) {
@@ -278,9 +288,19 @@ int main(int argc, char** argv) {
   std::string error;
   const std::optional<GenerationConfig> config = ConfigFromFlags(&error);
   if (!config) return Fail(error);
-  lnpu::framework::ContextPolicy policy;
+  const std::string save = absl::GetFlag(FLAGS_save_session);
+  if (!save.empty()) {
+    // Before anything runs: a session file must never replace the model
+    // or a non-regular file, and an unwritable path must not cost a whole
+    // generation.
+    if (absl::Status writable = lnpu::CheckOutputPath(save, {model_path}, "session file");
+        !writable.ok()) {
+      return Fail(std::string(writable.message()));
+    }
+  }
+  lnpu::runtime::CacheFullPolicy policy;
   if (absl::GetFlag(FLAGS_context) == "ring") {
-    policy.on_full = lnpu::framework::ContextPolicy::OnFull::kRing;
+    policy.on_full = lnpu::runtime::CacheFullPolicy::OnFull::kRing;
     policy.sink_tokens = absl::GetFlag(FLAGS_sink_tokens);
   } else if (absl::GetFlag(FLAGS_context) != "finish") {
     return Fail("--context must be \"finish\" or \"ring\", got '" +
@@ -289,13 +309,13 @@ int main(int argc, char** argv) {
 
   lnpu::framework::LlmOptions options;
   options.device = absl::GetFlag(FLAGS_device);
-  options.import_weights = !absl::GetFlag(FLAGS_copy_weights);
+  if (absl::GetFlag(FLAGS_copy_weights)) options.weights = lnpu::runtime::WeightPlacement::kCopy;
   absl::StatusOr<std::unique_ptr<lnpu::framework::Llm>> llm =
       lnpu::framework::Llm::Load(model_path, options);
   if (!llm.ok()) return Fail(std::string(llm.status().message()));
   absl::StatusOr<std::unique_ptr<lnpu::framework::Session>> session = (*llm)->CreateSession();
   if (!session.ok()) return Fail(std::string(session.status().message()));
-  if (absl::Status set = (*session)->SetContextPolicy(policy); !set.ok()) {
+  if (absl::Status set = (*session)->SetCacheFullPolicy(policy); !set.ok()) {
     return Fail(std::string(set.message()));
   }
   const std::string load = absl::GetFlag(FLAGS_load_session);
@@ -329,6 +349,12 @@ int main(int argc, char** argv) {
     }
   }
   Conversation conversation(**session, (*llm)->tokenizer(), std::move(chat_template));
+  // Every setting is checked before the first prompt is echoed.
+  if (absl::Status valid = lnpu::framework::Sampler::Validate(
+          *config, static_cast<int32_t>((*llm)->info().vocab_size));
+      !valid.ok()) {
+    return Fail(std::string(valid.message()));
+  }
 
   const std::string system = absl::GetFlag(FLAGS_system);
   if (!system.empty()) {
@@ -344,14 +370,18 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Generation stops cleanly at a token boundary on SIGINT / SIGTERM: the
+  // summary is printed and the session saved, then the exit status is
+  // 128 + the signal. A second signal ends the program at once.
+  lnpu::InterruptScope interrupt_scope;
   auto turn = [&](const std::string& user) -> bool {
     absl::StatusOr<std::vector<TextSegment>> prompt = conversation.Add("user", user, true);
     if (!prompt.ok()) {
       std::cerr << "npu-llm: " << prompt.status().message() << "\n";
       return false;
     }
-    if (!chat) std::cout << user << std::flush;
-    absl::StatusOr<GenerationResult> result = Reply(**session, *prompt, *config);
+    absl::StatusOr<GenerationResult> result =
+        Reply(**session, *prompt, *config, chat ? std::string() : user);
     if (!result.ok()) {
       std::cerr << "npu-llm: " << result.status().message() << "\n";
       return false;
@@ -362,19 +392,29 @@ int main(int argc, char** argv) {
 
   bool ok = true;
   const std::string prompt = absl::GetFlag(FLAGS_p);
-  if (!prompt.empty()) ok = turn(prompt);
-  if (ok && chat) {
-    // A REPL on a terminal: a prompt before each turn.
+  if (!chat || !prompt.empty()) {
+    // One-shot with an empty prompt generates from BOS alone (as
+    // llama.cpp does); a vocabulary without BOS needs a prompt.
+    const lnpu::Vocabulary& vocabulary = (*llm)->tokenizer().vocabulary();
+    if (prompt.empty() && (!config->add_bos || !vocabulary.add_bos || vocabulary.bos_id < 0)) {
+      return Fail("the prompt is empty and this model's vocabulary adds no BOS token to start "
+                  "from: give a prompt with -p TEXT");
+    }
+    ok = turn(prompt);
+  }
+  if (chat) {
+    // A REPL on a terminal: a prompt before each turn. A line the session
+    // cannot take (invalid UTF-8, more than the cache holds) is reported
+    // and the next line is read; the exit status says that one failed.
     const bool interactive = isatty(STDIN_FILENO) != 0;
     std::string line;
-    while (ok) {
+    while (!lnpu::InterruptRequested()) {
       if (interactive) std::cout << "> " << std::flush;
       if (!std::getline(std::cin, line)) break;
-      if (!line.empty()) ok = turn(line);
+      if (!line.empty() && !turn(line)) ok = false;
     }
   }
 
-  const std::string save = absl::GetFlag(FLAGS_save_session);
   if (!save.empty()) {
     if (absl::Status saved = (*session)->SaveToFile(save); !saved.ok()) {
       return Fail(std::string(saved.message()));
@@ -388,5 +428,12 @@ int main(int argc, char** argv) {
       (*llm)->device().Describe(), (*llm)->weights_device_memory_bytes() / 1048576.0,
       (*llm)->weights_imported() ? " (imported file mapping, not copied)" : "",
       (*session)->device_memory_bytes() / 1048576.0, PeakRssMiB());
+  if (lnpu::InterruptRequested()) return lnpu::InterruptExitCode();
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return lnpu::tools::RunToolMain("npu-llm", [&] { return Main(argc, argv); });
 }

@@ -24,7 +24,7 @@
 #include "framework/session.h"
 #include "kernel_iface/driver/device.h"
 #include "runtime/model.h"
-#include "runtime/session.h"
+#include "runtime/sequence.h"
 #include "tools/common/flag_command_line.h"
 
 ABSL_FLAG(std::string, m, "", "compiled model artifact (.lnpu)");
@@ -79,7 +79,7 @@ double MedianMs(int repeats, F&& body) {
 
 // `n` tokens sampled from the model at temperature 1 after BOS (seeded):
 // text of the model's own distribution, without end-of-text tokens.
-std::vector<int32_t> SampleText(lnpu::runtime::Session& session, int n, int32_t bos,
+std::vector<int32_t> SampleText(lnpu::runtime::Sequence& session, int n, int32_t bos,
                                 int32_t eos) {
   GenerationConfig config;
   config.temperature = 1.0f;
@@ -108,7 +108,7 @@ enum class Overflow { kRing, kTruncate, kNone };
 // Perplexity of text[1:] fed token by token (teacher forcing). kRing uses
 // the session's policy; kTruncate resets a full cache and re-prefills the
 // latest capacity / 2 tokens; kNone needs a cache that holds the text.
-double Perplexity(lnpu::runtime::Session& session, const std::vector<int32_t>& text,
+double Perplexity(lnpu::runtime::Sequence& session, const std::vector<int32_t>& text,
                   Overflow overflow) {
   session.Reset();
   double nll = 0;
@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<Session> scratch = Check(llm->CreateSession(), "session");
   greedy.max_new_tokens = history + turn;
   const std::vector<int32_t> story = [&] {
-    std::vector<int32_t> t = {info.bos_id};
+    std::vector<int32_t> t = {info.vocabulary.bos_id};
     auto r = Check(scratch->GenerateFromTokens(t, greedy), "story");
     t.insert(t.end(), r.tokens.begin(), r.tokens.end());
     return t;
@@ -206,17 +206,17 @@ int main(int argc, char** argv) {
 
   // 3. Ring vs truncation perplexity, on the runtime directly (logits of
   // every token).
-  std::unique_ptr<lnpu::Device> device =
+  std::shared_ptr<lnpu::Device> device =
       Check(lnpu::Device::Open(absl::GetFlag(FLAGS_device)), "device");
   std::unique_ptr<lnpu::runtime::Model> model =
-      Check(lnpu::runtime::Model::Load(*device, path), "model");
-  std::unique_ptr<lnpu::runtime::Session> session = Check(model->CreateSession(), "session");
+      Check(lnpu::runtime::Model::Load(device, path), "model");
+  std::unique_ptr<lnpu::runtime::Sequence> session = Check(model->CreateSequence(), "session");
   const int length = absl::GetFlag(FLAGS_ppl_factor) * static_cast<int>(info.kv_capacity);
   std::unique_ptr<lnpu::runtime::Model> full_model;
-  std::unique_ptr<lnpu::runtime::Session> full_session;
+  std::unique_ptr<lnpu::runtime::Sequence> full_session;
   if (!absl::GetFlag(FLAGS_full).empty()) {
-    full_model = Check(lnpu::runtime::Model::Load(*device, absl::GetFlag(FLAGS_full)), "--full");
-    full_session = Check(full_model->CreateSession(), "session");
+    full_model = Check(lnpu::runtime::Model::Load(device, absl::GetFlag(FLAGS_full)), "--full");
+    full_session = Check(full_model->CreateSequence(), "session");
     if (full_model->info().kv_capacity < static_cast<uint32_t>(length)) {
       std::cerr << "npu-llm-session-bench: --full needs a capacity of at least " << length
                 << "\n";
@@ -225,9 +225,9 @@ int main(int argc, char** argv) {
   }
   // The text comes from the big-cache model when given (no eviction while
   // sampling), else from the ring.
-  Check(session->SetCacheFullPolicy({.ring = true, .sink_slots = 4}), "ring policy");
+  Check(session->SetCacheFullPolicy(lnpu::runtime::CacheFullPolicy::Ring(4)), "ring policy");
   const std::vector<int32_t> text =
-      SampleText(full_session ? *full_session : *session, length, info.bos_id, info.eos_id);
+      SampleText(full_session ? *full_session : *session, length, info.vocabulary.bos_id, info.vocabulary.eos_id);
   std::printf("perplexity of %d sampled tokens (%dx the %u-slot cache):\n", length,
               absl::GetFlag(FLAGS_ppl_factor), info.kv_capacity);
   if (full_session) {
@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
   }
   for (uint32_t sinks : {4u, 1u, 0u}) {
     session->Reset();
-    Check(session->SetCacheFullPolicy({.ring = true, .sink_slots = sinks}), "ring policy");
+    Check(session->SetCacheFullPolicy(lnpu::runtime::CacheFullPolicy::Ring(sinks)), "ring policy");
     std::printf("  ring, %u sink tokens           %7.3f\n", sinks,
                 Perplexity(*session, text, Overflow::kRing));
   }

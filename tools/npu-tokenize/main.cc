@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "framework/tokenizer/tokenizer.h"
 #include "tools/common/model_tokenizer.h"
+#include "tools/common/tool_main.h"
 
 namespace {
 
@@ -90,18 +91,6 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
   return line;
 }
 
-absl::StatusOr<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot open text file ", path));
-  }
-  std::string text(std::istreambuf_iterator<char>(in), {});
-  if (in.bad()) {
-    return absl::UnavailableError(absl::StrCat("cannot read text file ", path));
-  }
-  return text;
-}
-
 absl::Status Run(const CommandLine& line) {
   absl::StatusOr<lnpu::tools::ModelTokenizer> model =
       lnpu::tools::ReadModelTokenizer(line.model);
@@ -116,7 +105,7 @@ absl::Status Run(const CommandLine& line) {
   }
   std::string text;
   if (line.file.has_value()) {
-    absl::StatusOr<std::string> read = ReadText(*line.file);
+    absl::StatusOr<std::string> read = lnpu::tools::ReadTextFile(*line.file);
     if (!read.ok()) return read.status();
     text = *std::move(read);
   } else {
@@ -132,9 +121,7 @@ absl::Status Run(const CommandLine& line) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   absl::StatusOr<std::optional<CommandLine>> line = ParseCommandLine(argc, argv);
   if (!line.ok()) {
     std::cerr << "npu-tokenize: " << line.status().message()
@@ -147,4 +134,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return lnpu::tools::RunToolMain("npu-tokenize", [&] { return Main(argc, argv); });
 }

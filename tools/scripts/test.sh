@@ -7,13 +7,14 @@
 #   3. the threaded suites (softnpu, driver,
 #      runtime, end_to_end) under
 #      ThreadSanitizer                        $BUILD_DIR-tsan (build-tsan/)
-#   4. a bounded libFuzzer run of the
-#      software NPU's ioctls (clang), one
-#      test case; prints its executions      $BUILD_DIR-fuzz (build-fuzz/)
+#   4. bounded libFuzzer runs (clang) of
+#      the software NPU's ioctls and of each
+#      parser (tests/fuzz/), one test case
+#      per target; prints executions         $BUILD_DIR-fuzz (build-fuzz/)
 #   5. every suite cross-built for aarch64
 #      and run under qemu-aarch64 (the
 #      compute suites on two more CPUs)      $BUILD_DIR-aarch64 (build-aarch64/)
-# FUZZ_SECONDS (default 120) bounds the fuzz run. Build directories are
+# FUZZ_SECONDS (default 120) bounds the fuzz runs together. Build directories are
 # reused when run again. Sanitizer reports fail the run that printed them.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -94,28 +95,47 @@ else
   record_case tsan-build 0
 fi
 
-# 4. Bounded fuzz run: clang, ASan + UBSan, libFuzzer coverage. New inputs
-# collect in $fuzz_dir/corpus; the committed seeds are read every run.
-fuzz_ok=0
+# 4. Bounded fuzz runs: clang, ASan + UBSan, libFuzzer coverage; one
+# fuzzer per target, FUZZ_SECONDS split between them (the ioctl fuzzer,
+# whose inputs each build a device, gets two shares). New inputs collect in
+# $fuzz_dir/corpus/<target>; the committed seeds are read every run.
+fuzz_targets=(softnpu_ioctl gguf artifact session tokenizer_spm tokenizer_bpe
+              chat_template)
+fuzz_seconds=${FUZZ_SECONDS:-120}
+fuzz_share=$(( fuzz_seconds / (${#fuzz_targets[@]} + 1) ))
+[ "$fuzz_share" -ge 1 ] || fuzz_share=1
+fuzz_built=0
 if { [ -f "$fuzz_dir/build.ninja" ] \
        || CC=clang CXX=clang++ meson setup "$fuzz_dir" "$repo" -Dfuzz=true \
             -Db_sanitize=address,undefined -Doptimization=1; } \
-    && ninja -C "$fuzz_dir" tests/fuzz/softnpu_ioctl_fuzzer; then
-  mkdir -p "$fuzz_dir/corpus"
-  fuzz_log=$fuzz_dir/fuzz.log
-  if "$fuzz_dir/tests/fuzz/softnpu_ioctl_fuzzer" \
-       -max_total_time="${FUZZ_SECONDS:-120}" -timeout=10 -rss_limit_mb=2048 \
-       -print_final_stats=1 -artifact_prefix="$fuzz_dir/" \
-       "$fuzz_dir/corpus" "$repo/tests/fuzz/corpus" > "$fuzz_log" 2>&1; then
-    fuzz_ok=1
-  else
-    tail -n 60 "$fuzz_log"
-  fi
-  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$fuzz_log")
-  echo "fuzz: softnpu_ioctl_fuzzer ran ${runs:-0} executions in" \
-       "${FUZZ_SECONDS:-120} s: $([ $fuzz_ok = 1 ] && echo 'no crash, hang or sanitizer report' || echo "FAILED, see $fuzz_log")"
+    && ninja -C "$fuzz_dir" $(printf 'tests/fuzz/%s_fuzzer ' "${fuzz_targets[@]}"); then
+  fuzz_built=1
 fi
-record_case fuzz-softnpu-ioctl "$fuzz_ok"
+fuzz_total_runs=0
+for target in "${fuzz_targets[@]}"; do
+  fuzz_ok=0
+  seconds=$fuzz_share
+  [ "$target" = softnpu_ioctl ] && seconds=$(( 2 * fuzz_share ))
+  if [ $fuzz_built = 1 ]; then
+    mkdir -p "$fuzz_dir/corpus/$target"
+    fuzz_log=$fuzz_dir/$target.log
+    if "$fuzz_dir/tests/fuzz/${target}_fuzzer" \
+         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+         -print_final_stats=1 -artifact_prefix="$fuzz_dir/$target-" \
+         "$fuzz_dir/corpus/$target" "$repo/tests/fuzz/corpus/$target" \
+         > "$fuzz_log" 2>&1; then
+      fuzz_ok=1
+    else
+      tail -n 60 "$fuzz_log"
+    fi
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$fuzz_log")
+    fuzz_total_runs=$(( fuzz_total_runs + ${runs:-0} ))
+    echo "fuzz: ${target}_fuzzer ran ${runs:-0} executions in ${seconds} s:" \
+         "$([ $fuzz_ok = 1 ] && echo 'no crash, hang, sanitizer report or broken property' || echo "FAILED, see $fuzz_log")"
+  fi
+  record_case "fuzz-$target" "$fuzz_ok"
+done
+echo "fuzz: $fuzz_total_runs executions over ${#fuzz_targets[@]} targets"
 
 # 5. aarch64: every suite, cross-built with Debian's toolchain against the
 # arm64 multiarch -dev packages (tools/scripts/aarch64-linux-gnu.ini) and

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "base/status_macros.h"
 #include "kernel_iface/softnpu/compute/compute_context_impl.h"
 #include "kernel_iface/softnpu/compute/kernels.h"
 
@@ -196,20 +197,6 @@ class CommandChecker {
   std::vector<NamedAccess> operands_;
 };
 
-#define LNPU_RETURN_IF_ERROR(expr)             \
-  do {                                         \
-    if (absl::Status s_ = (expr); !s_.ok()) {  \
-      return s_;                               \
-    }                                          \
-  } while (false)
-
-// Declares `const uint64_t lhs` from a StatusOr<uint64_t>, or returns its
-// error.
-#define LNPU_ASSIGN_U64_OR_RETURN(lhs, expr)        \
-  auto lhs##_or = (expr);                          \
-  if (!lhs##_or.ok()) return lhs##_or.status();    \
-  const uint64_t lhs = *lhs##_or
-
 // Storage of a weight/table dtype: `bytes` per `elements` elements (1 and 4
 // for F32, 32 and 34 for Q8_0); an address must be a multiple of `align`.
 struct WeightLayout {
@@ -252,26 +239,18 @@ absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
   }
 }
 
-// Declares `const WeightLayout lhs` from a StatusOr, or returns its error.
-#define LNPU_ASSIGN_LAYOUT_OR_RETURN(lhs, expr)   \
-  auto lhs##_or = (expr);                        \
-  if (!lhs##_or.ok()) return lhs##_or.status();  \
-  const WeightLayout lhs = *lhs##_or
-
 absl::Status CheckGatherRows(const lnpu_cmd_gather_rows& c,
                              CommandChecker& check) {
   LNPU_RETURN_IF_ERROR(check.Positive("row_len", c.row_len));
   LNPU_RETURN_IF_ERROR(check.Positive("table_rows", c.table_rows));
   LNPU_RETURN_IF_ERROR(check.Positive("count", c.count));
-  LNPU_ASSIGN_LAYOUT_OR_RETURN(
-      layout,
+  LNPU_ASSIGN_OR_RETURN(const WeightLayout layout,
       WeightDtype(check, "table_dtype", c.table_dtype, "row_len", c.row_len));
-  LNPU_ASSIGN_U64_OR_RETURN(
-      table_bytes, check.Bytes("table", {c.table_rows,
+  LNPU_ASSIGN_OR_RETURN(const uint64_t table_bytes, check.Bytes("table", {c.table_rows,
                                          c.row_len / layout.elements,
                                          layout.bytes}));
-  LNPU_ASSIGN_U64_OR_RETURN(index_bytes, check.Bytes("indices", {c.count, 4}));
-  LNPU_ASSIGN_U64_OR_RETURN(dst_bytes, check.Bytes("dst", {c.count, c.row_len, 4}));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t index_bytes, check.Bytes("indices", {c.count, 4}));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t dst_bytes, check.Bytes("dst", {c.count, c.row_len, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("table", c.table, table_bytes,
                                      layout.align, /*write=*/false));
   LNPU_RETURN_IF_ERROR(
@@ -285,7 +264,7 @@ absl::Status CheckRmsNorm(const lnpu_cmd_rms_norm& c, CommandChecker& check) {
   LNPU_RETURN_IF_ERROR(check.Positive("dim", c.dim));
   LNPU_RETURN_IF_ERROR(check.FinitePositive("eps", c.eps));
   LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
-  LNPU_ASSIGN_U64_OR_RETURN(bytes, check.Bytes("src", {c.rows, c.dim, 4}));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t bytes, check.Bytes("src", {c.rows, c.dim, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, bytes, 4, false));
   LNPU_RETURN_IF_ERROR(
       check.Operand("weight", c.weight, uint64_t{c.dim} * 4, 4, false));
@@ -297,17 +276,15 @@ absl::Status CheckMatmul(const lnpu_cmd_matmul& c, CommandChecker& check) {
   LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
   LNPU_RETURN_IF_ERROR(check.Positive("k", c.k));
   LNPU_RETURN_IF_ERROR(check.Positive("n", c.n));
-  LNPU_ASSIGN_LAYOUT_OR_RETURN(
-      layout, WeightDtype(check, "weight_dtype", c.weight_dtype, "k", c.k));
+  LNPU_ASSIGN_OR_RETURN(const WeightLayout layout, WeightDtype(check, "weight_dtype", c.weight_dtype, "k", c.k));
   const bool has_bias = (c.hdr.flags & LNPU_MATMUL_BIAS) != 0;
   if (!has_bias && c.bias != 0) {
     return check.Error("bias", "must be 0 unless LNPU_MATMUL_BIAS is set");
   }
-  LNPU_ASSIGN_U64_OR_RETURN(src_bytes, check.Bytes("src", {c.rows, c.k, 4}));
-  LNPU_ASSIGN_U64_OR_RETURN(
-      weight_bytes,
+  LNPU_ASSIGN_OR_RETURN(const uint64_t src_bytes, check.Bytes("src", {c.rows, c.k, 4}));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t weight_bytes,
       check.Bytes("weight", {c.n, c.k / layout.elements, layout.bytes}));
-  LNPU_ASSIGN_U64_OR_RETURN(dst_bytes, check.Bytes("dst", {c.rows, c.n, 4}));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t dst_bytes, check.Bytes("dst", {c.rows, c.n, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, src_bytes, 4, false));
   LNPU_RETURN_IF_ERROR(
       check.Operand("weight", c.weight, weight_bytes, layout.align, false));
@@ -340,7 +317,7 @@ absl::Status CheckRope(const lnpu_cmd_rope& c, CommandChecker& check) {
     return check.Error("freq_factors",
                        "must be 0 unless LNPU_ROPE_FREQ_FACTORS is set");
   }
-  LNPU_ASSIGN_U64_OR_RETURN(bytes,
+  LNPU_ASSIGN_OR_RETURN(const uint64_t bytes,
                         check.Bytes("src", {c.rows, c.heads, c.head_dim, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, bytes, 4, false));
   LNPU_RETURN_IF_ERROR(
@@ -384,12 +361,10 @@ absl::Status CheckAttention(const lnpu_cmd_attention& c,
       i8 ? compute::I8GroupBytes(c.head_dim) : uint64_t{c.head_dim} * kv_size;
   LNPU_RETURN_IF_ERROR(check.Finite("scale", c.scale));
   LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
-  LNPU_ASSIGN_U64_OR_RETURN(q_bytes,
+  LNPU_ASSIGN_OR_RETURN(const uint64_t q_bytes,
                         check.Bytes("q", {c.rows, c.heads, c.head_dim, 4}));
-  LNPU_ASSIGN_U64_OR_RETURN(
-      new_bytes, check.Bytes("k_new", {c.rows, c.kv_heads, c.head_dim, 4}));
-  LNPU_ASSIGN_U64_OR_RETURN(
-      cache_bytes, check.Bytes("k_cache", {c.capacity, c.kv_heads, head_bytes}));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t new_bytes, check.Bytes("k_new", {c.rows, c.kv_heads, c.head_dim, 4}));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t cache_bytes, check.Bytes("k_cache", {c.capacity, c.kv_heads, head_bytes}));
   LNPU_RETURN_IF_ERROR(check.Operand("q", c.q, q_bytes, 4, false));
   LNPU_RETURN_IF_ERROR(check.Operand("k_new", c.k_new, new_bytes, 4, false));
   LNPU_RETURN_IF_ERROR(check.Operand("v_new", c.v_new, new_bytes, 4, false));
@@ -469,8 +444,8 @@ absl::Status CheckScatterRows(const lnpu_cmd_scatter_rows& c,
               : c.row_bytes;
   // Element alignment of destination rows: F16 values, I8's f32 scales.
   const uint64_t dst_align = to_f16 ? 2 : to_i8 ? 4 : 1;
-  LNPU_ASSIGN_U64_OR_RETURN(src_block, check.Bytes("src", {c.rows, c.row_bytes}));
-  LNPU_ASSIGN_U64_OR_RETURN(dst_block,
+  LNPU_ASSIGN_OR_RETURN(const uint64_t src_block, check.Bytes("src", {c.rows, c.row_bytes}));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t dst_block,
                         check.Bytes("dst", {c.dst_rows, dst_row_bytes}));
   if (c.blocks > 1 && c.src_block_stride < src_block) {
     return check.Error("src_block_stride",
@@ -484,12 +459,12 @@ absl::Status CheckScatterRows(const lnpu_cmd_scatter_rows& c,
   }
   // Span of all blocks: (blocks - 1) * stride + one block.
   const uint64_t more_blocks = c.blocks - 1;
-  LNPU_ASSIGN_U64_OR_RETURN(src_strides,
+  LNPU_ASSIGN_OR_RETURN(const uint64_t src_strides,
                         check.Bytes("src", {more_blocks, c.src_block_stride}));
-  LNPU_ASSIGN_U64_OR_RETURN(dst_strides,
+  LNPU_ASSIGN_OR_RETURN(const uint64_t dst_strides,
                         check.Bytes("dst", {more_blocks, c.dst_block_stride}));
-  LNPU_ASSIGN_U64_OR_RETURN(src_span, check.Bytes("src", {src_strides + src_block}));
-  LNPU_ASSIGN_U64_OR_RETURN(dst_span, check.Bytes("dst", {dst_strides + dst_block}));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t src_span, check.Bytes("src", {src_strides + src_block}));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t dst_span, check.Bytes("dst", {dst_strides + dst_block}));
   // Converted rows are read as F32 and written as F16 or I8 groups:
   // element-aligned bases and strides.
   if (convert && c.blocks > 1 &&
@@ -546,8 +521,6 @@ absl::Status CheckFields(uint32_t opcode, const uint8_t* bytes,
   }
 }
 
-#undef LNPU_ASSIGN_U64_OR_RETURN
-#undef LNPU_ASSIGN_LAYOUT_OR_RETURN
 
 // ---------------------------------------------------------------------------
 // Execution.
@@ -798,7 +771,6 @@ absl::StatusOr<uint32_t> ValidateCommand(uint32_t engine,
   return size;
 }
 
-#undef LNPU_RETURN_IF_ERROR
 
 absl::Status ExecuteCommand(const lnpu_cmd_header& command,
                             const DeviceMemoryView& memory,

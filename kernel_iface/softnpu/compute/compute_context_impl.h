@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernel_iface/softnpu/compute/command_set.h"
-#include "kernel_iface/softnpu/compute/kernels.h"
+#include "kernel_iface/softnpu/compute/kernel_types.h"
 #include "kernel_iface/softnpu/compute/worker_pool.h"
 
 namespace lnpu::softnpu {

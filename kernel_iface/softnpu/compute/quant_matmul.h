@@ -1,7 +1,7 @@
 // Quantized matmul paths: the inner loops of MATMUL with Q8_0 / Q4_0
 // weights, one implementation per instruction set (AMX, AVX-512 VNNI,
 // AVX-VNNI, Arm dot product, and the portable Highway path). Matmul in
-// kernels.h quantizes the activations, splits the work across the pool and
+// matmul.h quantizes the activations, splits the work across the pool and
 // calls the best path the CPU and OS support; each path file only supplies
 // the per-range loops below.
 //
@@ -17,7 +17,7 @@
 #include <span>
 #include <string_view>
 
-#include "kernel_iface/softnpu/compute/kernels.h"
+#include "kernel_iface/softnpu/compute/matmul.h"
 
 namespace lnpu::softnpu::compute {
 
@@ -41,6 +41,19 @@ inline float MatmulOutputBase(const MatmulArgs& a, size_t r, size_t c) {
   float base = a.accumulate ? a.dst[r * a.n + c] : 0.0f;
   if (a.bias != nullptr) base += a.bias[c];
   return base;
+}
+
+// dst[r][c] = MatmulOutputBase(a, r, c) over rows [row_begin, row_end) x
+// columns [col_begin, col_end): the start of a GEMM tile whose loops then
+// add their partial dot products into dst.
+inline void InitMatmulOutputTile(const MatmulArgs& a, size_t row_begin,
+                                 size_t row_end, size_t col_begin,
+                                 size_t col_end) {
+  for (size_t r = row_begin; r < row_end; ++r) {
+    for (size_t c = col_begin; c < col_end; ++c) {
+      a.dst[r * a.n + c] = MatmulOutputBase(a, r, c);
+    }
+  }
 }
 
 // One quantized-matmul implementation. Both loops handle Q8_0 and Q4_0

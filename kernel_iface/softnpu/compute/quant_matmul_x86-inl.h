@@ -328,11 +328,7 @@ LNPU_QM_TARGET void GemmRange(const MatmulArgs& a, const QuantizedActivations& x
   const size_t blocks = a.k / kQuantBlock;
   const size_t row_bytes = blocks * W::kBlockBytes;
   const auto* weight = static_cast<const uint8_t*>(a.weight);
-  for (size_t r = row_begin; r < row_end; ++r) {
-    for (size_t c = col_begin; c < col_end; ++c) {
-      a.dst[r * a.n + c] = MatmulOutputBase(a, r, c);
-    }
-  }
+  InitMatmulOutputTile(a, row_begin, row_end, col_begin, col_end);
   thread_local GemmScratch scratch;
   scratch.packed.resize(kGemmKBlocks * 8 * kPanel);
   scratch.scales.resize(kGemmKBlocks * kPanel);

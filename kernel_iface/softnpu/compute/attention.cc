@@ -1,0 +1,500 @@
+// ATTENTION (attention.h).
+//
+// Highway re-includes this file once per enabled SIMD target (see
+// foreach_target.h); the code between HWY_BEFORE_NAMESPACE and
+// HWY_AFTER_NAMESPACE is compiled for each target, the HWY_ONCE part once.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernel_iface/softnpu/compute/attention.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "kernel_iface/softnpu/compute/attention.h"
+#include "kernel_iface/softnpu/compute/dtype_conversion.h"
+#include "kernel_iface/softnpu/compute/kernel_scheduling.h"
+#include "kernel_iface/softnpu/compute/simd-inl.h"
+
+// Target-independent constants, defined on the first inclusion only.
+#ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_ATTENTION_CONSTANTS_
+#define KERNEL_IFACE_SOFTNPU_COMPUTE_ATTENTION_CONSTANTS_
+namespace lnpu::softnpu::compute {
+// Keys scored per online-softmax step of attention: the running output is
+// rescaled at most once per block.
+inline constexpr size_t kAttentionBlock = 64;
+// Attention scores with keys across vector lanes up to this head_dim, dot
+// products over head_dim beyond it.
+inline constexpr size_t kKeyLanesMaxDim = 16;
+}  // namespace lnpu::softnpu::compute
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace lnpu::softnpu::compute {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// dst[i] = src[i] * factor (+ 0); dst may equal src.
+HWY_INLINE void Scale(const float* src, float factor, float* dst, size_t len) {
+  ForEachVector(len, [&](auto d, size_t i) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, src + i), hn::Set(d, factor)), d, dst + i);
+  });
+}
+
+// A task attends the query heads of one GQA group (one row, one kv head) to
+// a range of that row's keys: the visible cache slots in slot order, then
+// new rows 0..row. Keys are taken in blocks of up to kAttentionBlock, whose
+// K and V rows are converted to f32 once for the whole group. Scores: for
+// head_dim <= kKeyLanesMaxDim the block's keys are transposed (gathered)
+// once so that a vector holds one dimension of many keys, and a score
+// vector is head_dim multiply-adds of a broadcast q element, without
+// horizontal sums; for longer heads, dot products over head_dim, four keys
+// at a time. Loops over head_dim run in vectors of a tag no wider than
+// head_dim (head_dim 8 uses 8 lanes even where vectors have 16). The online
+// softmax rescales the output once per block, folded into the block's value
+// accumulation.
+
+// Per-worker memory of a task (sized by Attention()).
+struct GroupScratch {
+  float* q;       // [group][head_dim]: the group's query rows times scale
+  float* keys;    // [kAttentionBlock][head_dim]
+  float* keys_t;  // [head_dim][kAttentionBlock]: keys transposed
+  float* values;  // [kAttentionBlock][head_dim]
+  float* scores;  // [group][kAttentionBlock], then softmax weights
+};
+
+// Online-softmax state of a task's query heads over the keys seen so far,
+// group * (head_dim + 2) floats: acc[group][head_dim] (unnormalised
+// output), then max[group] and sum[group] (-inf and 0 before any key).
+struct GroupState {
+  float* acc;
+  float* max;
+  float* sum;
+};
+
+// Converts rows index(first .. first + n) of `base` (rows `stride` elements
+// apart) to f32 rows of `dim` at out.
+template <class D, typename KV, class IndexFn>
+HWY_INLINE void ConvertKvRows(D d, const KV* base, size_t stride,
+                              size_t first, size_t n, const IndexFn& index,
+                              size_t dim, float* out) {
+  const D1 d1;
+  const size_t lanes = hn::Lanes(d);
+  for (size_t j = 0; j < n; ++j) {
+    const KV* row = base + index(first + j) * stride;
+    float* o = out + j * dim;
+    size_t i = 0;
+    for (; i + lanes <= dim; i += lanes) {
+      hn::StoreU(LoadWeights(d, row + i), d, o + i);
+    }
+    for (; i < dim; ++i) hn::StoreU(LoadWeights(d1, row + i), d1, o + i);
+  }
+}
+
+// scores[j] = q . keys[j] for the n key rows of `dim` at keys.
+template <class D>
+HWY_INLINE void BlockScores(D d, const float* q, const float* keys, size_t n,
+                            size_t dim, float* scores) {
+  const size_t lanes = hn::Lanes(d);
+  const size_t vector_dim = dim - dim % lanes;
+  size_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const float* k = keys + j * dim;
+    auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d),
+         s3 = hn::Zero(d);
+    for (size_t i = 0; i < vector_dim; i += lanes) {
+      const auto qv = hn::LoadU(d, q + i);
+      s0 = hn::MulAdd(qv, hn::LoadU(d, k + i), s0);
+      s1 = hn::MulAdd(qv, hn::LoadU(d, k + dim + i), s1);
+      s2 = hn::MulAdd(qv, hn::LoadU(d, k + 2 * dim + i), s2);
+      s3 = hn::MulAdd(qv, hn::LoadU(d, k + 3 * dim + i), s3);
+    }
+    float t0 = ReduceSum(d, s0), t1 = ReduceSum(d, s1),
+          t2 = ReduceSum(d, s2), t3 = ReduceSum(d, s3);
+    for (size_t i = vector_dim; i < dim; ++i) {
+      t0 += q[i] * k[i];
+      t1 += q[i] * k[dim + i];
+      t2 += q[i] * k[2 * dim + i];
+      t3 += q[i] * k[3 * dim + i];
+    }
+    scores[j] = t0;
+    scores[j + 1] = t1;
+    scores[j + 2] = t2;
+    scores[j + 3] = t3;
+  }
+  for (; j < n; ++j) {
+    const float* k = keys + j * dim;
+    auto s = hn::Zero(d);
+    for (size_t i = 0; i < vector_dim; i += lanes) {
+      s = hn::MulAdd(hn::LoadU(d, q + i), hn::LoadU(d, k + i), s);
+    }
+    float t = ReduceSum(d, s);
+    for (size_t i = vector_dim; i < dim; ++i) t += q[i] * k[i];
+    scores[j] = t;
+  }
+}
+
+// keys_t[i][j] = keys[j][i] for j < n rounded up to whole vectors (rows
+// from n on are zeroed first; keys holds kAttentionBlock rows).
+HWY_INLINE void TransposeKeys(float* keys, size_t n, size_t dim,
+                              float* keys_t) {
+  const DF df;
+  const hn::RebindToSigned<DF> di;
+  const size_t lanes = hn::Lanes(df);
+  const size_t padded = (n + lanes - 1) / lanes * lanes;
+  std::fill(keys + n * dim, keys + padded * dim, 0.0f);
+  const auto index = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<int32_t>(dim)));
+  for (size_t j = 0; j < padded; j += lanes) {
+    for (size_t i = 0; i < dim; ++i) {
+      hn::StoreU(hn::GatherIndex(df, keys + j * dim + i, index), df,
+                 keys_t + i * kAttentionBlock + j);
+    }
+  }
+}
+
+// scores[j] = q . keys[j] for j < n (and for the padding up to a whole
+// vector) from the transposed keys.
+HWY_INLINE void TransposedScores(const float* q, const float* keys_t,
+                                 size_t n, size_t dim, float* scores) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  size_t j = 0;
+  for (; j + lanes < n; j += 2 * lanes) {
+    auto s0 = hn::Zero(df), s1 = hn::Zero(df);
+    for (size_t i = 0; i < dim; ++i) {
+      const auto qi = hn::Set(df, q[i]);
+      const float* k = keys_t + i * kAttentionBlock + j;
+      s0 = hn::MulAdd(qi, hn::LoadU(df, k), s0);
+      s1 = hn::MulAdd(qi, hn::LoadU(df, k + lanes), s1);
+    }
+    hn::StoreU(s0, df, scores + j);
+    hn::StoreU(s1, df, scores + j + lanes);
+  }
+  if (j < n) {
+    auto s0 = hn::Zero(df);
+    for (size_t i = 0; i < dim; ++i) {
+      s0 = hn::MulAdd(hn::Set(df, q[i]),
+                      hn::LoadU(df, keys_t + i * kAttentionBlock + j), s0);
+    }
+    hn::StoreU(s0, df, scores + j);
+  }
+}
+
+// Turns the n scores into softmax weights exp(score - new max), folds them
+// into max / sum and returns the factor by which the output accumulated so
+// far must be rescaled.
+HWY_INLINE float SoftmaxBlock(float* scores, size_t n, float& max,
+                              float& sum) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  float block_max = -std::numeric_limits<float>::infinity();
+  size_t i = 0;
+  if (n >= lanes) {
+    auto m = hn::LoadU(df, scores);
+    for (i = lanes; i + lanes <= n; i += lanes) {
+      m = hn::Max(m, hn::LoadU(df, scores + i));
+    }
+    block_max = hn::GetLane(hn::MaxOfLanes(df, m));
+  }
+  for (; i < n; ++i) block_max = std::max(block_max, scores[i]);
+  float alpha = 1.0f;
+  if (block_max > max) {
+    alpha = sum > 0.0f ? std::exp(max - block_max) : 0.0f;
+    max = block_max;
+  }
+  float block_sum = 0.0f;
+  ForEachVector(n, [&](auto d, size_t j) {
+    const auto p = hn::Exp(d, hn::Sub(hn::LoadU(d, scores + j), hn::Set(d, max)));
+    hn::StoreU(p, d, scores + j);
+    block_sum += ReduceSum(d, p);
+  });
+  sum = sum * alpha + block_sum;
+  return alpha;
+}
+
+// acc = acc * alpha + sum_j p[j] * values[j] over the n value rows of `dim`.
+template <class D>
+HWY_INLINE void AccumulateValues(D d, const float* p, const float* values,
+                                 size_t n, size_t dim, float alpha,
+                                 float* acc) {
+  const size_t lanes = hn::Lanes(d);
+  const size_t vector_dim = dim - dim % lanes;
+  for (size_t i = 0; i < vector_dim; i += lanes) {
+    auto a0 = hn::Mul(hn::LoadU(d, acc + i), hn::Set(d, alpha));
+    auto a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    const float* v = values + i;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4, v += 4 * dim) {
+      a0 = hn::MulAdd(hn::Set(d, p[j]), hn::LoadU(d, v), a0);
+      a1 = hn::MulAdd(hn::Set(d, p[j + 1]), hn::LoadU(d, v + dim), a1);
+      a2 = hn::MulAdd(hn::Set(d, p[j + 2]), hn::LoadU(d, v + 2 * dim), a2);
+      a3 = hn::MulAdd(hn::Set(d, p[j + 3]), hn::LoadU(d, v + 3 * dim), a3);
+    }
+    for (; j < n; ++j, v += dim) {
+      a0 = hn::MulAdd(hn::Set(d, p[j]), hn::LoadU(d, v), a0);
+    }
+    hn::StoreU(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, acc + i);
+  }
+  for (size_t i = vector_dim; i < dim; ++i) {
+    float a = acc[i] * alpha;
+    for (size_t j = 0; j < n; ++j) a += p[j] * values[j * dim + i];
+    acc[i] = a;
+  }
+}
+
+// Folds keys/values index(begin .. end) of k_base / v_base into the state
+// of the `group` query heads at s.q.
+template <class D, typename KV, class IndexFn>
+HWY_INLINE void AttendKeys(D d, size_t group, size_t dim, const KV* k_base,
+                           const KV* v_base, size_t stride, size_t begin,
+                           size_t end, const IndexFn& index,
+                           const GroupScratch& s, const GroupState& st) {
+  // Long heads take fewer keys per block, so that the block's K and V rows
+  // (2 * block * dim floats) stay within about 16 KB of L1.
+  const size_t block =
+      std::clamp<size_t>(2048 / dim, kAttentionBlock / 4, kAttentionBlock);
+  for (size_t b = begin; b < end; b += block) {
+    const size_t n = std::min(block, end - b);
+    ConvertKvRows(d, k_base, stride, b, n, index, dim, s.keys);
+    ConvertKvRows(d, v_base, stride, b, n, index, dim, s.values);
+    const bool transposed = dim <= kKeyLanesMaxDim;
+    if (transposed) TransposeKeys(s.keys, n, dim, s.keys_t);
+    for (size_t h = 0; h < group; ++h) {
+      float* scores = s.scores + h * kAttentionBlock;
+      if (transposed) {
+        TransposedScores(s.q + h * dim, s.keys_t, n, dim, scores);
+      } else {
+        BlockScores(d, s.q + h * dim, s.keys, n, dim, scores);
+      }
+      const float alpha = SoftmaxBlock(scores, n, st.max[h], st.sum[h]);
+      AccumulateValues(d, scores, s.values, n, dim, alpha, st.acc + h * dim);
+    }
+  }
+}
+
+template <class D, typename KV>
+void AttendRangeT(D d, const AttentionArgs& a, const KV* k_new,
+                  const KV* v_new, const uint32_t* visible_slots,
+                  size_t visible_count, size_t row, size_t kv_head,
+                  size_t key_begin, size_t key_end, const GroupScratch& s,
+                  const GroupState& st) {
+  const size_t dim = a.head_dim;
+  const size_t group = a.heads / a.kv_heads;
+  const size_t stride = a.kv_heads * dim;
+  Scale(a.q + (row * a.heads + kv_head * group) * dim, a.scale, s.q,
+        group * dim);
+  std::fill(st.acc, st.acc + group * dim, 0.0f);
+  std::fill(st.max, st.max + group, -std::numeric_limits<float>::infinity());
+  std::fill(st.sum, st.sum + group, 0.0f);
+  const size_t cache_end = std::min(key_end, visible_count);
+  if (key_begin < cache_end) {
+    const auto* k_cache = static_cast<const KV*>(a.k_cache) + kv_head * dim;
+    const auto* v_cache = static_cast<const KV*>(a.v_cache) + kv_head * dim;
+    AttendKeys(
+        d, group, dim, k_cache, v_cache, stride, key_begin, cache_end,
+        [&](size_t i) -> size_t { return visible_slots[i]; }, s, st);
+  }
+  const size_t new_begin = std::max(key_begin, visible_count);
+  if (new_begin < key_end) {
+    AttendKeys(
+        d, group, dim, k_new + kv_head * dim, v_new + kv_head * dim, stride,
+        new_begin - visible_count, key_end - visible_count,
+        [](size_t i) { return i; }, s, st);
+  }
+}
+
+template <typename KV>
+void AttendRangeKv(const AttentionArgs& a, const KV* k_new, const KV* v_new,
+                   const uint32_t* visible_slots, size_t visible_count,
+                   size_t row, size_t kv_head, size_t key_begin,
+                   size_t key_end, const GroupScratch& s,
+                   const GroupState& st) {
+  // The widest tag with no more lanes than head_dim.
+  const auto run = [&](auto d) {
+    AttendRangeT(d, a, k_new, v_new, visible_slots, visible_count, row,
+                 kv_head, key_begin, key_end, s, st);
+  };
+  const DF df;
+  const hn::CappedTag<float, 8> d8;
+  const hn::CappedTag<float, 4> d4;
+  if (a.head_dim >= hn::Lanes(df)) {
+    run(df);
+  } else if (a.head_dim >= hn::Lanes(d8)) {
+    run(d8);
+  } else if (a.head_dim >= hn::Lanes(d4)) {
+    run(d4);
+  } else {
+    run(D1());
+  }
+}
+
+// Attends the query heads of kv_head's group in row `row` to keys
+// [key_begin, key_end) of the row's keys (visible_slots, then new rows
+// 0..row; k_new / v_new as a.kv_type), leaving the softmax state in `state`
+// (laid out as GroupState; an empty range leaves sums of 0). With `dst`
+// (the row's [heads][head_dim] output) the state is also normalised into
+// dst. `scratch`: laid out as GroupScratch.
+void AttendRange(const AttentionArgs& a, const void* k_new, const void* v_new,
+                 const uint32_t* visible_slots, size_t visible_count,
+                 size_t row, size_t kv_head, size_t key_begin, size_t key_end,
+                 float* scratch, float* state, float* dst) {
+  const size_t group = a.heads / a.kv_heads;
+  const size_t dim = a.head_dim;
+  GroupScratch s;
+  s.q = scratch;
+  s.keys = s.q + group * dim;
+  s.keys_t = s.keys + kAttentionBlock * dim;
+  s.values = s.keys_t + kAttentionBlock * dim;
+  s.scores = s.values + kAttentionBlock * dim;
+  GroupState st;
+  st.acc = state;
+  st.max = st.acc + group * dim;
+  st.sum = st.max + group;
+  if (a.kv_type == WeightType::kF16) {
+    AttendRangeKv(a, static_cast<const hwy::float16_t*>(k_new),
+                  static_cast<const hwy::float16_t*>(v_new), visible_slots,
+                  visible_count, row, kv_head, key_begin, key_end, s, st);
+  } else {
+    AttendRangeKv(a, static_cast<const float*>(k_new),
+                  static_cast<const float*>(v_new), visible_slots,
+                  visible_count, row, kv_head, key_begin, key_end, s, st);
+  }
+  if (dst == nullptr) return;
+  // The range holds new row `row` itself, so every sum >= 1.
+  for (size_t h = 0; h < group; ++h) {
+    Scale(st.acc + h * dim, 1.0f / st.sum[h],
+          dst + (kv_head * group + h) * dim, dim);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace lnpu::softnpu::compute
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace lnpu::softnpu::compute {
+
+HWY_EXPORT(AttendRange);
+
+namespace {
+
+// Attention: the fewest keys worth a split of one row's keys (flash-decoding).
+constexpr size_t kMinKeysPerSplit = 256;
+
+}  // namespace
+
+void Attention(const AttentionArgs& args, WorkerPool& pool,
+               KernelScratch* scratch) {
+  std::vector<uint32_t>& slots = scratch->u32;
+  slots.clear();
+  size_t s = 0;
+  for (; s + sizeof(uint64_t) <= args.capacity; s += sizeof(uint64_t)) {
+    uint64_t word;
+    std::memcpy(&word, args.mask + s, sizeof(word));
+    if (word == 0) continue;
+    for (size_t i = 0; i < sizeof(word); ++i) {
+      if (args.mask[s + i] != 0) slots.push_back(static_cast<uint32_t>(s + i));
+    }
+  }
+  for (; s < args.capacity; ++s) {
+    if (args.mask[s] != 0) slots.push_back(static_cast<uint32_t>(s));
+  }
+
+  // With an F16 cache the new rows are read rounded to f16, as SCATTER_ROWS
+  // will store them, so that results do not depend on how a prompt is split
+  // into chunks.
+  const void* k_new = args.k_new;
+  const void* v_new = args.v_new;
+  if (args.kv_type == WeightType::kF16) {
+    const size_t elements = args.rows * args.kv_heads * args.head_dim;
+    std::vector<uint16_t>& half = scratch->u16;
+    half.resize(2 * elements);
+    ConvertF32ToF16(args.k_new, half.data(), elements);
+    ConvertF32ToF16(args.v_new, half.data() + elements, elements);
+    k_new = half.data();
+    v_new = half.data() + elements;
+  }
+
+  // One task per (row, kv head, key split): the GQA group's query heads
+  // share every K/V row read. When there are fewer (row, kv head) pairs
+  // than two per thread (decode), each row's keys are split into ranges
+  // whose partial softmax states are merged at the end (flash-decoding).
+  const size_t group = args.heads / args.kv_heads;
+  const size_t dim = args.head_dim;
+  const size_t pairs = args.rows * args.kv_heads;
+  const size_t threads = static_cast<size_t>(pool.threads());
+  const uint64_t keys = slots.size() + args.rows;
+  const uint64_t work = uint64_t{args.rows} * args.heads * keys * dim;
+  size_t splits = 1;
+  if (pairs < 2 * threads && work >= kMinParallelWork) {
+    splits = std::min(CeilDiv(2 * threads, pairs),
+                      std::max<size_t>(1, keys / kMinKeysPerSplit));
+  }
+  const size_t state_floats = group * (dim + 2);
+  const size_t worker_floats =
+      group * dim + 3 * kAttentionBlock * dim + group * kAttentionBlock;
+  size_t stride = 0;
+  // Per worker its scratch (and, without splits, its state), then with
+  // splits one state per task.
+  const size_t per_worker_floats = worker_floats + state_floats;
+  WorkerScratch(scratch->f32, per_worker_floats, pool.threads(), &stride);
+  const size_t states_offset = stride * threads;
+  if (splits > 1) {
+    scratch->f32.resize(states_offset + pairs * splits * state_floats);
+  }
+  float* const f32 = scratch->f32.data();
+  RunTasks(pool, pairs * splits, work, [&](size_t task, int worker) {
+    const size_t pair = task / splits;
+    const size_t split = task % splits;
+    const size_t row = pair / args.kv_heads;
+    const size_t kv_head = pair % args.kv_heads;
+    float* worker_scratch = f32 + worker * stride;
+    const size_t row_keys = slots.size() + row + 1;
+    const size_t per_split = CeilDiv(row_keys, splits);
+    const size_t begin = std::min(row_keys, split * per_split);
+    const size_t end = std::min(row_keys, begin + per_split);
+    float* const row_dst = args.dst + row * args.heads * dim;
+    if (splits == 1) {
+      HWY_DYNAMIC_DISPATCH(AttendRange)
+      (args, k_new, v_new, slots.data(), slots.size(), row, kv_head, begin,
+       end, worker_scratch, worker_scratch + worker_floats, row_dst);
+    } else {
+      HWY_DYNAMIC_DISPATCH(AttendRange)
+      (args, k_new, v_new, slots.data(), slots.size(), row, kv_head, begin,
+       end, worker_scratch, f32 + states_offset + task * state_floats,
+       nullptr);
+    }
+  });
+  if (splits == 1) return;
+  // Merge: out = sum_s acc_s * e^(max_s - max) / sum_s sum_s * e^(max_s - max).
+  for (size_t pair = 0; pair < pairs; ++pair) {
+    const float* states = f32 + states_offset + pair * splits * state_floats;
+    float* dst = args.dst + pair * group * dim;
+    for (size_t h = 0; h < group; ++h) {
+      float max = -std::numeric_limits<float>::infinity();
+      for (size_t i = 0; i < splits; ++i) {
+        max = std::max(max, states[i * state_floats + group * dim + h]);
+      }
+      float sum = 0.0f;
+      std::fill(dst + h * dim, dst + (h + 1) * dim, 0.0f);
+      for (size_t i = 0; i < splits; ++i) {
+        const float* state = states + i * state_floats;
+        const float split_sum = state[group * dim + group + h];
+        if (split_sum == 0.0f) continue;  // empty range
+        const float weight = std::exp(state[group * dim + h] - max);
+        sum += split_sum * weight;
+        for (size_t j = 0; j < dim; ++j) {
+          dst[h * dim + j] += state[h * dim + j] * weight;
+        }
+      }
+      for (size_t j = 0; j < dim; ++j) dst[h * dim + j] /= sum;
+    }
+  }
+}
+
+}  // namespace lnpu::softnpu::compute
+#endif  // HWY_ONCE

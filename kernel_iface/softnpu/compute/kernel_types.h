@@ -1,0 +1,45 @@
+// Types every compute kernel of the software NPU shares: the scratch memory
+// kernels reuse across commands and the element types of weights and KV
+// caches. The kernels themselves, one header per op family, are listed in
+// kernels.h.
+//
+// Preconditions common to every kernel: arguments describe a command that
+// ValidateCommand accepted (counts > 0, operands inside host memory, no
+// overlap other than the in-place aliasing each kernel allows) and
+// data-dependent checks (indices, positions) have already passed.
+// Thread-safety: a kernel uses the given pool and scratch exclusively; one
+// kernel runs at a time per pool.
+#ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_KERNEL_TYPES_H_
+#define KERNEL_IFACE_SOFTNPU_COMPUTE_KERNEL_TYPES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace lnpu::softnpu::compute {
+
+// Memory a kernel reuses across calls instead of allocating per command;
+// kernels resize the vectors as needed.
+struct KernelScratch {
+  std::vector<float> f32;
+  std::vector<double> f64;
+  std::vector<uint32_t> u32;
+  std::vector<uint16_t> u16;
+  // Matmul with block-quantized weights: src quantized to int8 per block of
+  // 32 and the blocks' scales (QuantizedActivations in quant_matmul.h).
+  std::vector<int8_t> quantized_src;
+  std::vector<float> quantized_src_scales;
+};
+
+// Element type of matmul weights, gather tables and (F32/F16 only) the
+// attention KV cache. Q8_0 / Q4_0 are the LNPU_DTYPE_Q8_0 / LNPU_DTYPE_Q4_0
+// block formats (rows of whole 32-element blocks: f16 scale + 32 int8, or
+// f16 scale + 16 bytes of nibbles).
+enum class WeightType { kF32, kF16, kQ8_0, kQ4_0 };
+
+// Bytes of `elements` weights of `type` (a multiple of 32 for Q8_0 / Q4_0).
+size_t WeightBytes(WeightType type, size_t elements);
+
+}  // namespace lnpu::softnpu::compute
+
+#endif  // KERNEL_IFACE_SOFTNPU_COMPUTE_KERNEL_TYPES_H_

@@ -1,0 +1,478 @@
+// MATMUL (matmul.h): the F32 / F16 GEMV and GEMM loops, the portable
+// "highway" quantized path and the work split over the pool.
+//
+// Highway re-includes this file once per enabled SIMD target (see
+// foreach_target.h); the code between HWY_BEFORE_NAMESPACE and
+// HWY_AFTER_NAMESPACE is compiled for each target, the HWY_ONCE part once.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernel_iface/softnpu/compute/matmul.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/half.h"
+#include "hwy/highway.h"
+#include "kernel_iface/softnpu/compute/kernel_scheduling.h"
+#include "kernel_iface/softnpu/compute/matmul.h"
+#include "kernel_iface/softnpu/compute/quant_matmul.h"
+#include "kernel_iface/softnpu/compute/simd-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace lnpu::softnpu::compute {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Matmul micro-kernels. Each adds dot products over [begin, end) of the
+// given rows to sums[]; called with DF for the vector part of a k range and
+// with D1 for its ragged end. Four weight rows share every src load.
+
+template <class D, typename WT>
+HWY_INLINE void Dot1x4(D d, const float* s, const WT* const w[4], size_t begin,
+                       size_t end, float sums[4]) {
+  const size_t lanes = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  for (size_t i = begin; i + lanes <= end; i += lanes) {
+    const auto x = hn::LoadU(d, s + i);
+    a0 = hn::MulAdd(x, LoadWeights(d, w[0] + i), a0);
+    a1 = hn::MulAdd(x, LoadWeights(d, w[1] + i), a1);
+    a2 = hn::MulAdd(x, LoadWeights(d, w[2] + i), a2);
+    a3 = hn::MulAdd(x, LoadWeights(d, w[3] + i), a3);
+  }
+  sums[0] += ReduceSum(d, a0);
+  sums[1] += ReduceSum(d, a1);
+  sums[2] += ReduceSum(d, a2);
+  sums[3] += ReduceSum(d, a3);
+}
+
+// sums[4 * r + c] += s[r] . w[c] for a 4 x 4 block.
+template <class D, typename WT>
+HWY_INLINE void Dot4x4(D d, const float* const s[4], const WT* const w[4],
+                       size_t begin, size_t end, float sums[16]) {
+  const size_t lanes = hn::Lanes(d);
+  auto a00 = hn::Zero(d), a01 = hn::Zero(d), a02 = hn::Zero(d),
+       a03 = hn::Zero(d);
+  auto a10 = hn::Zero(d), a11 = hn::Zero(d), a12 = hn::Zero(d),
+       a13 = hn::Zero(d);
+  auto a20 = hn::Zero(d), a21 = hn::Zero(d), a22 = hn::Zero(d),
+       a23 = hn::Zero(d);
+  auto a30 = hn::Zero(d), a31 = hn::Zero(d), a32 = hn::Zero(d),
+       a33 = hn::Zero(d);
+  for (size_t i = begin; i + lanes <= end; i += lanes) {
+    const auto w0 = LoadWeights(d, w[0] + i);
+    const auto w1 = LoadWeights(d, w[1] + i);
+    const auto w2 = LoadWeights(d, w[2] + i);
+    const auto w3 = LoadWeights(d, w[3] + i);
+    auto x = hn::LoadU(d, s[0] + i);
+    a00 = hn::MulAdd(x, w0, a00);
+    a01 = hn::MulAdd(x, w1, a01);
+    a02 = hn::MulAdd(x, w2, a02);
+    a03 = hn::MulAdd(x, w3, a03);
+    x = hn::LoadU(d, s[1] + i);
+    a10 = hn::MulAdd(x, w0, a10);
+    a11 = hn::MulAdd(x, w1, a11);
+    a12 = hn::MulAdd(x, w2, a12);
+    a13 = hn::MulAdd(x, w3, a13);
+    x = hn::LoadU(d, s[2] + i);
+    a20 = hn::MulAdd(x, w0, a20);
+    a21 = hn::MulAdd(x, w1, a21);
+    a22 = hn::MulAdd(x, w2, a22);
+    a23 = hn::MulAdd(x, w3, a23);
+    x = hn::LoadU(d, s[3] + i);
+    a30 = hn::MulAdd(x, w0, a30);
+    a31 = hn::MulAdd(x, w1, a31);
+    a32 = hn::MulAdd(x, w2, a32);
+    a33 = hn::MulAdd(x, w3, a33);
+  }
+  sums[0] += ReduceSum(d, a00);
+  sums[1] += ReduceSum(d, a01);
+  sums[2] += ReduceSum(d, a02);
+  sums[3] += ReduceSum(d, a03);
+  sums[4] += ReduceSum(d, a10);
+  sums[5] += ReduceSum(d, a11);
+  sums[6] += ReduceSum(d, a12);
+  sums[7] += ReduceSum(d, a13);
+  sums[8] += ReduceSum(d, a20);
+  sums[9] += ReduceSum(d, a21);
+  sums[10] += ReduceSum(d, a22);
+  sums[11] += ReduceSum(d, a23);
+  sums[12] += ReduceSum(d, a30);
+  sums[13] += ReduceSum(d, a31);
+  sums[14] += ReduceSum(d, a32);
+  sums[15] += ReduceSum(d, a33);
+}
+
+// Offset of the ragged end of a `len`-element range.
+HWY_INLINE size_t VectorPart(size_t len) {
+  const DF df;
+  return len - len % hn::Lanes(df);
+}
+
+
+// Four weight rows starting at column c of [.., col_end); rows past the end
+// repeat the last one (their results are discarded).
+template <typename WT>
+HWY_INLINE void WeightQuad(const WT* weight, size_t k, size_t c,
+                           size_t col_end, size_t k_offset, const WT* w[4]) {
+  for (size_t j = 0; j < 4; ++j) {
+    w[j] = weight + std::min(c + j, col_end - 1) * k + k_offset;
+  }
+}
+
+template <typename WT>
+void GemvColumnsT(const MatmulArgs& a, size_t col_begin, size_t col_end) {
+  const WT* weight = static_cast<const WT*>(a.weight);
+  const size_t vector_part = VectorPart(a.k);
+  for (size_t c = col_begin; c < col_end; c += 4) {
+    const WT* w[4];
+    WeightQuad(weight, a.k, c, col_end, 0, w);
+    float sums[4] = {};
+    Dot1x4(DF(), a.src, w, 0, vector_part, sums);
+    Dot1x4(D1(), a.src, w, vector_part, a.k, sums);
+    const size_t valid = std::min<size_t>(4, col_end - c);
+    for (size_t j = 0; j < valid; ++j) {
+      a.dst[c + j] = MatmulOutputBase(a, 0, c + j) + sums[j];
+    }
+  }
+}
+
+void GemvColumns(const MatmulArgs& a, size_t col_begin, size_t col_end) {
+  if (a.weight_type == WeightType::kF16) {
+    GemvColumnsT<hwy::float16_t>(a, col_begin, col_end);
+  } else {
+    GemvColumnsT<float>(a, col_begin, col_end);
+  }
+}
+
+// Columns of k processed per pass over a tile, so that four weight rows and
+// four src rows of one pass stay in L1 and the tile's src rows in L2. A
+// multiple of every target's lane count, so only the last pass is ragged.
+constexpr size_t kGemmKBlock = 512;
+
+template <typename WT>
+void GemmTileT(const MatmulArgs& a, size_t row_begin, size_t row_end,
+               size_t col_begin, size_t col_end) {
+  const WT* weight = static_cast<const WT*>(a.weight);
+  InitMatmulOutputTile(a, row_begin, row_end, col_begin, col_end);
+  for (size_t k0 = 0; k0 < a.k; k0 += kGemmKBlock) {
+    const size_t k_len = std::min(kGemmKBlock, a.k - k0);
+    const size_t vector_part = VectorPart(k_len);
+    for (size_t c = col_begin; c < col_end; c += 4) {
+      const WT* w[4];
+      WeightQuad(weight, a.k, c, col_end, k0, w);
+      const size_t valid_cols = std::min<size_t>(4, col_end - c);
+      for (size_t r = row_begin; r < row_end; r += 4) {
+        const float* s[4];
+        for (size_t i = 0; i < 4; ++i) {
+          s[i] = a.src + std::min(r + i, row_end - 1) * a.k + k0;
+        }
+        float sums[16] = {};
+        Dot4x4(DF(), s, w, 0, vector_part, sums);
+        Dot4x4(D1(), s, w, vector_part, k_len, sums);
+        const size_t valid_rows = std::min<size_t>(4, row_end - r);
+        for (size_t i = 0; i < valid_rows; ++i) {
+          float* out = a.dst + (r + i) * a.n + c;
+          for (size_t j = 0; j < valid_cols; ++j) out[j] += sums[4 * i + j];
+        }
+      }
+    }
+  }
+}
+
+void GemmTile(const MatmulArgs& a, size_t row_begin, size_t row_end,
+              size_t col_begin, size_t col_end) {
+  if (a.weight_type == WeightType::kF16) {
+    GemmTileT<hwy::float16_t>(a, row_begin, row_end, col_begin, col_end);
+  } else {
+    GemmTileT<float>(a, row_begin, row_end, col_begin, col_end);
+  }
+}
+
+
+// ---------------------------------------------------------------------------
+// Block-quantized weights (Q8_0, Q4_0) times int8-quantized activations.
+//
+// The portable path ("highway"): both operands are widened to int16 and one
+// block's dot product is a sequence of int16 pair multiply-adds into int32
+// lanes (vpmaddwd on x86, smlal pairs on Arm), exact because |w| <= 128 and
+// |x| <= 127. Each block's int32 sums are converted once and scaled by
+// d_w * d_x into f32 accumulators.
+
+// Vectors of at most 16 int16 lanes, so that a vector never straddles the
+// two nibble halves of a Q4_0 block (bytes 0..15 low, then high nibbles).
+using D16 = hn::CappedTag<int16_t, 16>;
+using D32 = hn::Repartition<int32_t, D16>;
+using DF32 = hn::Repartition<float, D16>;
+
+HWY_INLINE float LoadF16Scale(const uint8_t* block) {
+  uint16_t half;
+  std::memcpy(&half, block, sizeof(half));
+  return Float16ToFloat(half);
+}
+
+// Weights [j, j + Lanes(D16)) of a block, widened to int16.
+struct Q8_0Weights {
+  static constexpr size_t kBlockBytes = kQ8_0BlockBytes;
+  static HWY_INLINE hn::Vec<D16> Load(D16 d, const uint8_t* block, size_t j) {
+    const hn::Rebind<int8_t, D16> d8;
+    return hn::PromoteTo(
+        d, hn::LoadU(d8, reinterpret_cast<const int8_t*>(block + 2 + j)));
+  }
+};
+struct Q4_0Weights {
+  static constexpr size_t kBlockBytes = kQ4_0BlockBytes;
+  static HWY_INLINE hn::Vec<D16> Load(D16 d, const uint8_t* block, size_t j) {
+    const hn::Rebind<uint8_t, D16> d8;
+    const hn::Rebind<uint16_t, D16> du16;
+    constexpr size_t kHalf = kQuantBlock / 2;
+    const auto bytes = hn::PromoteTo(du16, hn::LoadU(d8, block + 2 + j % kHalf));
+    const auto nibbles = j < kHalf ? hn::And(bytes, hn::Set(du16, 0xF))
+                                   : hn::ShiftRight<4>(bytes);
+    return hn::Sub(hn::BitCast(d, nibbles), hn::Set(d, 8));
+  }
+};
+
+// Exact int32 lane sums of one block's products: x (int8) times weights.
+template <class W>
+HWY_INLINE hn::Vec<D32> BlockDot(const uint8_t* block, const int8_t* x) {
+  const D16 d16;
+  const D32 d32;
+  const hn::Rebind<int8_t, D16> d8;
+  auto sum0 = hn::Zero(d32);
+  auto sum1 = hn::Zero(d32);
+  for (size_t j = 0; j < kQuantBlock; j += hn::Lanes(d16)) {
+    sum0 = hn::ReorderWidenMulAccumulate(
+        d32, W::Load(d16, block, j), hn::PromoteTo(d16, hn::LoadU(d8, x + j)),
+        sum0, sum1);
+  }
+  return hn::Add(sum0, sum1);
+}
+
+// Quantizes rows [row_begin, row_end) of src (k a multiple of 32) into
+// int8 values q[r][k] and per-block scales[r][k / 32] (QuantizedActivations).
+void QuantizeActivationRows(const float* src, size_t k, size_t row_begin,
+                            size_t row_end, int8_t* q, float* scales) {
+  const hn::CappedTag<float, kQuantBlock> df;
+  const hn::Rebind<int8_t, decltype(df)> di8;
+  const size_t lanes = hn::Lanes(df);
+  const size_t blocks = k / kQuantBlock;
+  for (size_t r = row_begin; r < row_end; ++r) {
+    for (size_t b = 0; b < blocks; ++b) {
+      const size_t offset = r * k + b * kQuantBlock;
+      const float* x = src + offset;
+      auto vmax = hn::Zero(df);
+      for (size_t j = 0; j < kQuantBlock; j += lanes) {
+        vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, x + j)));
+      }
+      const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+      const float d = amax / 127.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      const auto vid = hn::Set(df, id);
+      for (size_t j = 0; j < kQuantBlock; j += lanes) {
+        const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, x + j), vid));
+        hn::StoreU(hn::DemoteTo(di8, qi), di8, q + offset + j);
+      }
+      scales[r * blocks + b] = d;
+    }
+  }
+}
+
+template <class W>
+void QuantGemvColumnsT(const MatmulArgs& a, const QuantizedActivations& x,
+                       size_t col_begin, size_t col_end) {
+  const DF32 df;
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t row_bytes = blocks * W::kBlockBytes;
+  const auto* weight = static_cast<const uint8_t*>(a.weight);
+  for (size_t c = col_begin; c < col_end; ++c) {
+    const uint8_t* w = weight + c * row_bytes;
+    // Two accumulators halve the dependency chain of the f32 adds.
+    auto acc0 = hn::Zero(df);
+    auto acc1 = hn::Zero(df);
+    size_t b = 0;
+    for (; b + 2 <= blocks; b += 2) {
+      const uint8_t* w0 = w + b * W::kBlockBytes;
+      const uint8_t* w1 = w0 + W::kBlockBytes;
+      const auto s0 = hn::ConvertTo(df, BlockDot<W>(w0, x.q + b * kQuantBlock));
+      const auto s1 =
+          hn::ConvertTo(df, BlockDot<W>(w1, x.q + (b + 1) * kQuantBlock));
+      acc0 = hn::MulAdd(s0, hn::Set(df, LoadF16Scale(w0) * x.scales[b]), acc0);
+      acc1 = hn::MulAdd(s1, hn::Set(df, LoadF16Scale(w1) * x.scales[b + 1]),
+                        acc1);
+    }
+    if (b < blocks) {
+      const uint8_t* w0 = w + b * W::kBlockBytes;
+      const auto s0 = hn::ConvertTo(df, BlockDot<W>(w0, x.q + b * kQuantBlock));
+      acc0 = hn::MulAdd(s0, hn::Set(df, LoadF16Scale(w0) * x.scales[b]), acc0);
+    }
+    a.dst[c] = MatmulOutputBase(a, 0, c) + ReduceSum(df, hn::Add(acc0, acc1));
+  }
+}
+
+// Blocks of k per pass over a GEMM tile: four rows of int16 activations of
+// one pass (4 x 16 x 64 bytes) stay in L1 while a column's weights stream.
+constexpr size_t kQuantGemmKBlocks = 16;
+
+template <class W>
+void QuantGemmTileT(const MatmulArgs& a, const QuantizedActivations& x,
+                    size_t row_begin, size_t row_end, size_t col_begin,
+                    size_t col_end) {
+  const DF32 df;
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t row_bytes = blocks * W::kBlockBytes;
+  const auto* weight = static_cast<const uint8_t*>(a.weight);
+  InitMatmulOutputTile(a, row_begin, row_end, col_begin, col_end);
+  for (size_t b0 = 0; b0 < blocks; b0 += kQuantGemmKBlocks) {
+    const size_t b1 = std::min(blocks, b0 + kQuantGemmKBlocks);
+    for (size_t r = row_begin; r < row_end; r += 4) {
+      // Rows past the end repeat the last one; their sums are discarded.
+      const int8_t* q[4];
+      const float* sc[4];
+      for (size_t i = 0; i < 4; ++i) {
+        const size_t row = std::min(r + i, row_end - 1);
+        q[i] = x.q + row * a.k;
+        sc[i] = x.scales + row * blocks;
+      }
+      const size_t valid_rows = std::min<size_t>(4, row_end - r);
+      for (size_t c = col_begin; c < col_end; ++c) {
+        const uint8_t* w = weight + c * row_bytes;
+        auto acc0 = hn::Zero(df), acc1 = hn::Zero(df), acc2 = hn::Zero(df),
+             acc3 = hn::Zero(df);
+        for (size_t b = b0; b < b1; ++b) {
+          const uint8_t* block = w + b * W::kBlockBytes;
+          const float dw = LoadF16Scale(block);
+          const size_t e = b * kQuantBlock;
+          acc0 = hn::MulAdd(hn::ConvertTo(df, BlockDot<W>(block, q[0] + e)),
+                            hn::Set(df, dw * sc[0][b]), acc0);
+          acc1 = hn::MulAdd(hn::ConvertTo(df, BlockDot<W>(block, q[1] + e)),
+                            hn::Set(df, dw * sc[1][b]), acc1);
+          acc2 = hn::MulAdd(hn::ConvertTo(df, BlockDot<W>(block, q[2] + e)),
+                            hn::Set(df, dw * sc[2][b]), acc2);
+          acc3 = hn::MulAdd(hn::ConvertTo(df, BlockDot<W>(block, q[3] + e)),
+                            hn::Set(df, dw * sc[3][b]), acc3);
+        }
+        const float sums[4] = {ReduceSum(df, acc0), ReduceSum(df, acc1),
+                               ReduceSum(df, acc2), ReduceSum(df, acc3)};
+        for (size_t i = 0; i < valid_rows; ++i) {
+          a.dst[(r + i) * a.n + c] += sums[i];
+        }
+      }
+    }
+  }
+}
+
+void QuantGemvColumns(const MatmulArgs& a, const QuantizedActivations& x,
+                      size_t col_begin, size_t col_end) {
+  if (a.weight_type == WeightType::kQ8_0) {
+    QuantGemvColumnsT<Q8_0Weights>(a, x, col_begin, col_end);
+  } else {
+    QuantGemvColumnsT<Q4_0Weights>(a, x, col_begin, col_end);
+  }
+}
+
+void QuantGemmTile(const MatmulArgs& a, const QuantizedActivations& x,
+                   size_t row_begin, size_t row_end, size_t col_begin,
+                   size_t col_end) {
+  if (a.weight_type == WeightType::kQ8_0) {
+    QuantGemmTileT<Q8_0Weights>(a, x, row_begin, row_end, col_begin, col_end);
+  } else {
+    QuantGemmTileT<Q4_0Weights>(a, x, row_begin, row_end, col_begin, col_end);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace lnpu::softnpu::compute
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace lnpu::softnpu::compute {
+
+HWY_EXPORT(GemvColumns);
+HWY_EXPORT(GemmTile);
+HWY_EXPORT(QuantizeActivationRows);
+HWY_EXPORT(QuantGemvColumns);
+HWY_EXPORT(QuantGemmTile);
+
+namespace {
+
+// GEMM tile shape: rows x columns of dst computed by one task.
+constexpr size_t kGemmTileRows = 32;
+constexpr size_t kGemmTileCols = 64;
+
+void HighwayQuantGemv(const MatmulArgs& a, const QuantizedActivations& x,
+                      size_t col_begin, size_t col_end) {
+  HWY_DYNAMIC_DISPATCH(QuantGemvColumns)(a, x, col_begin, col_end);
+}
+
+void HighwayQuantGemm(const MatmulArgs& a, const QuantizedActivations& x,
+                      size_t row_begin, size_t row_end, size_t col_begin,
+                      size_t col_end) {
+  HWY_DYNAMIC_DISPATCH(QuantGemmTile)
+  (a, x, row_begin, row_end, col_begin, col_end);
+}
+
+bool Always() { return true; }
+
+}  // namespace
+
+const QuantMatmulPath kHighwayQuantMatmulPath = {
+    .name = "highway",
+    .supported = Always,
+    .gemv = HighwayQuantGemv,
+    .gemm = HighwayQuantGemm,
+    .gemm_tile_rows = kGemmTileRows,
+    .gemm_tile_cols = kGemmTileCols,
+};
+
+void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
+  const uint64_t work = uint64_t{args.rows} * args.k * args.n;
+  const bool quantized = args.weight_type == WeightType::kQ8_0 ||
+                         args.weight_type == WeightType::kQ4_0;
+  const QuantMatmulPath& path = ActiveQuantMatmulPath();
+  QuantizedActivations x;
+  if (quantized) {
+    const size_t blocks = args.k / kQuantBlock;
+    scratch->quantized_src.resize(args.rows * args.k);
+    scratch->quantized_src_scales.resize(args.rows * blocks);
+    x.q = scratch->quantized_src.data();
+    x.scales = scratch->quantized_src_scales.data();
+    ParallelRanges(pool, args.rows, uint64_t{args.rows} * args.k, 1, 1,
+                   [&](size_t begin, size_t end) {
+                     HWY_DYNAMIC_DISPATCH(QuantizeActivationRows)
+                     (args.src, args.k, begin, end, scratch->quantized_src.data(),
+                      scratch->quantized_src_scales.data());
+                   });
+  }
+  if (args.rows == 1) {
+    const auto gemv = ActiveQuantGemv();
+    // Column chunks (multiples of the 4-row micro-kernel) of >= 16 columns.
+    ParallelRanges(pool, args.n, work, 16, 4, [&](size_t begin, size_t end) {
+      if (quantized) {
+        gemv(args, x, begin, end);
+      } else {
+        HWY_DYNAMIC_DISPATCH(GemvColumns)(args, begin, end);
+      }
+    });
+    return;
+  }
+  const size_t tile_rows = quantized ? path.gemm_tile_rows : kGemmTileRows;
+  const size_t tile_cols = quantized ? path.gemm_tile_cols : kGemmTileCols;
+  const size_t row_tiles = CeilDiv(args.rows, tile_rows);
+  const size_t col_tiles = CeilDiv(args.n, tile_cols);
+  RunTasks(pool, row_tiles * col_tiles, work, [&](size_t task, int) {
+    // Consecutive tasks share a column tile, so its weights are reused
+    // from cache across row tiles.
+    const size_t row0 = (task % row_tiles) * tile_rows;
+    const size_t col0 = (task / row_tiles) * tile_cols;
+    const size_t row1 = std::min(args.rows, row0 + tile_rows);
+    const size_t col1 = std::min(args.n, col0 + tile_cols);
+    if (quantized) {
+      path.gemm(args, x, row0, row1, col0, col1);
+    } else {
+      HWY_DYNAMIC_DISPATCH(GemmTile)(args, row0, row1, col0, col1);
+    }
+  });
+}
+
+}  // namespace lnpu::softnpu::compute
+#endif  // HWY_ONCE

@@ -1,0 +1,43 @@
+// MATMUL: dense and block-quantized matrix multiplication on the software
+// NPU (Highway GEMV / GEMM for F32 / F16 weights; Q8_0 / Q4_0 weights go
+// through the quantized paths of quant_matmul.h). Preconditions and
+// thread-safety: kernel_types.h.
+#ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_MATMUL_H_
+#define KERNEL_IFACE_SOFTNPU_COMPUTE_MATMUL_H_
+
+#include <cstddef>
+
+#include "kernel_iface/softnpu/compute/kernel_types.h"
+#include "kernel_iface/softnpu/compute/worker_pool.h"
+
+namespace lnpu::softnpu::compute {
+
+// dst[r][c] = sum_i src[r][i] * weight[c][i] (+ bias[c]) (+ old dst[r][c])
+// with f32 accumulation. weight is n x k of weight_type (F16 as IEEE binary16
+// bits; Q8_0 / Q4_0 rows of k / 32 blocks, k a multiple of 32). src and dst
+// must not overlap.
+//
+// Precision: F32 / F16 weights multiply the f32 activations directly. With
+// Q8_0 / Q4_0 weights every src row is first quantized to int8 per block of
+// 32 (d = max|x| / 127, like llama.cpp's q8_0 activations) and each block's
+// dot product is exact in integers; the result differs from the f32
+// activations' one, sum over blocks b of d_b * sum_i x_bi * w_bi, by at most
+// sum_b (d_b / 2) * sum_i |w_bi| plus f32 rounding (kernels.md).
+struct MatmulArgs {
+  const float* src = nullptr;
+  const void* weight = nullptr;
+  WeightType weight_type = WeightType::kF32;
+  const float* bias = nullptr;  // nullptr: no bias
+  bool accumulate = false;
+  float* dst = nullptr;
+  size_t rows = 0;
+  size_t k = 0;
+  size_t n = 0;
+};
+// rows == 1 takes the bandwidth-bound GEMV path (parallel over columns);
+// rows > 1 the cache-blocked GEMM path (parallel over row x column tiles).
+void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch);
+
+}  // namespace lnpu::softnpu::compute
+
+#endif  // KERNEL_IFACE_SOFTNPU_COMPUTE_MATMUL_H_

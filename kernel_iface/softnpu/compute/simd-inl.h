@@ -1,0 +1,61 @@
+// Highway helpers shared by the kernel sources (matmul.cc, elementwise.cc,
+// rope.cc, attention.cc, dtype_conversion.cc). Included after
+// hwy/foreach_target.h, so it is compiled once per SIMD target of the
+// including file; the guard below toggles with HWY_TARGET_TOGGLE, as
+// Highway's -inl.h convention asks.
+#if defined(KERNEL_IFACE_SOFTNPU_COMPUTE_SIMD_INL_H_) == \
+    defined(HWY_TARGET_TOGGLE)
+#ifdef KERNEL_IFACE_SOFTNPU_COMPUTE_SIMD_INL_H_
+#undef KERNEL_IFACE_SOFTNPU_COMPUTE_SIMD_INL_H_
+#else
+#define KERNEL_IFACE_SOFTNPU_COMPUTE_SIMD_INL_H_
+#endif
+
+#include <cstddef>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace lnpu::softnpu::compute {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+// One-lane tag for the ragged end of a loop, so that a body written for
+// vectors also serves the last len % Lanes(DF) elements without reading or
+// writing past them.
+using D1 = hn::CappedTag<float, 1>;
+
+template <class D>
+HWY_INLINE float ReduceSum(D d, hn::Vec<D> v) {
+  return hn::GetLane(hn::SumOfLanes(d, v));
+}
+
+// Calls body(d, i) for i stepping through [0, count): full vectors of DF
+// first, then single lanes of D1.
+template <class Body>
+HWY_INLINE void ForEachVector(size_t count, const Body& body) {
+  const DF df;
+  const D1 d1;
+  const size_t lanes = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + lanes <= count; i += lanes) body(df, i);
+  for (; i < count; ++i) body(d1, i);
+}
+
+// Lanes of f32 from f32 or (widened) f16 weights.
+template <class D>
+HWY_INLINE hn::Vec<D> LoadWeights(D d, const float* p) {
+  return hn::LoadU(d, p);
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadWeights(D d, const hwy::float16_t* p) {
+  const hn::Rebind<hwy::float16_t, D> dh;
+  return hn::PromoteTo(d, hn::LoadU(dh, p));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace lnpu::softnpu::compute
+HWY_AFTER_NAMESPACE();
+
+#endif  // KERNEL_IFACE_SOFTNPU_COMPUTE_SIMD_INL_H_ toggle

@@ -1,0 +1,382 @@
+#include "runtime/sequence.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "base/status_macros.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+#include "runtime/prefill_plan.h"
+
+namespace lnpu::runtime {
+namespace {
+
+// Deadline of one graph run.
+constexpr absl::Duration kStepTimeout = absl::Seconds(60);
+
+void StoreI32(uint8_t* array, size_t index, int32_t value) {
+  std::memcpy(array + index * sizeof(int32_t), &value, sizeof(value));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Sequence>> Sequence::Create(
+    std::shared_ptr<Device> shared_device, std::shared_ptr<const Program> program,
+    std::shared_ptr<const Buffer> weights, bool chain_with_fences) {
+  Device& device = *shared_device;
+  const absl::Span<const BufferSpec> specs = program->buffers();
+
+  // Buffers: [0] is the shared weights, the rest are this session's own.
+  std::vector<Buffer> buffers(specs.size());
+  std::vector<uint64_t> addrs(specs.size());
+  std::vector<uint32_t> handles(specs.size());
+  addrs[0] = weights->device_addr();
+  handles[0] = weights->handle();
+  for (size_t i = 1; i < specs.size(); ++i) {
+    absl::StatusOr<Buffer> buffer = device.CreateBuffer(specs[i].size);
+    if (!buffer.ok()) return buffer.status();
+    absl::StatusOr<absl::Span<uint8_t>> mapped = buffer->Map();
+    if (!mapped.ok()) return mapped.status();
+    std::memset(mapped->data(), 0, mapped->size());
+    addrs[i] = buffer->device_addr();
+    handles[i] = buffer->handle();
+    buffers[i] = *std::move(buffer);
+  }
+
+  absl::StatusOr<Buffer> commands =
+      device.CreateBuffer(program->command_bytes(), DRM_LNPU_BO_CMDBUF);
+  if (!commands.ok()) return commands.status();
+  absl::StatusOr<absl::Span<uint8_t>> image = commands->Map();
+  if (!image.ok()) return image.status();
+  program->Record(addrs, *image);
+
+  auto io_address = [&](BufferLocation loc) {
+    return buffers[loc.buffer].mapped().data() + loc.offset;
+  };
+  std::vector<RecordedGraph> graphs;
+  graphs.reserve(program->graphs().size());
+  for (const GraphSpec& spec : program->graphs()) {
+    RecordedGraph graph;
+    for (const StreamSpec& stream : spec.streams) {
+      RecordedStream recorded{stream.engine, stream.offset, stream.size, {}};
+      for (uint32_t b : stream.buffers) recorded.bo_handles.push_back(handles[b]);
+      graph.streams.push_back(std::move(recorded));
+    }
+    graph.tokens = io_address(spec.io.tokens);
+    graph.positions = io_address(spec.io.positions);
+    graph.slots = io_address(spec.io.slots);
+    graph.last_row = io_address(spec.io.last_row);
+    graph.logits = reinterpret_cast<const float*>(io_address(spec.io.logits));
+    graphs.push_back(std::move(graph));
+  }
+  const BufferLocation mask = program->kv_mask();
+  const absl::Span<uint8_t> mask_memory(io_address(mask), program->kv_capacity());
+
+  return std::unique_ptr<Sequence>(new Sequence(std::move(shared_device), std::move(program), std::move(weights),
+                                              std::move(buffers), *std::move(commands),
+                                              std::move(graphs), mask_memory,
+                                              chain_with_fences));
+}
+
+namespace {
+
+uint64_t TotalSize(absl::Span<const Buffer> buffers, const Buffer& commands) {
+  uint64_t total = commands.size();
+  for (const Buffer& b : buffers) total += b.size();
+  return total;
+}
+
+}  // namespace
+
+Sequence::Sequence(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
+                   std::shared_ptr<const Buffer> weights, std::vector<Buffer> buffers,
+                   Buffer commands, std::vector<RecordedGraph> graphs, absl::Span<uint8_t> mask,
+                   bool chain_with_fences)
+    : device_(std::move(device)),
+      program_(std::move(program)),
+      weights_(std::move(weights)),
+      buffers_(std::move(buffers)),
+      commands_(std::move(commands)),
+      graphs_(std::move(graphs)),
+      chain_with_fences_(chain_with_fences),
+      device_memory_bytes_(TotalSize(buffers_, commands_)),
+      cache_(mask) {
+  size_t max_streams = 0;
+  for (const GraphSpec& spec : program_->graphs()) {
+    stats_.graphs.push_back({spec.name, spec.rows, 0});
+  }
+  for (const RecordedGraph& graph : graphs_) max_streams = std::max(max_streams, graph.streams.size());
+  step_fences_.reserve(max_streams);
+}
+
+absl::StatusOr<absl::Span<const float>> Sequence::Forward(absl::Span<const int32_t> tokens) {
+  const absl::Time start = absl::Now();
+  const ModelInfo& info = program_->info();
+  if (tokens.empty()) {
+    return absl::InvalidArgumentError("Forward() of no tokens: give at least one token");
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || static_cast<uint32_t>(tokens[i]) >= info.vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", tokens[i], " at index ", i,
+                       " is outside the vocabulary [0, ", info.vocab_size, ")"));
+    }
+  }
+  // Also bounds n by INT32_MAX (positions are 32-bit).
+  LNPU_RETURN_IF_ERROR(cache_.CheckRoomFor(tokens.size()));
+  const uint32_t n = static_cast<uint32_t>(tokens.size());
+
+  const absl::Duration device_time_before = stats_.submit_time + stats_.wait_time;
+  size_t last_graph;
+  if (n == 1) {
+    last_graph = program_->decode_graph();
+    absl::Status status = RunGraph(last_graph, tokens);
+    if (!status.ok()) return status;
+  } else {
+    absl::StatusOr<std::vector<PrefillRun>> runs = PlanPrefill(n, program_->run_chunks());
+    if (!runs.ok()) return runs.status();
+    const absl::Span<const uint32_t> chunks = program_->run_chunks();
+    uint32_t done = 0;
+    last_graph = 0;
+    for (const PrefillRun& run : *runs) {
+      const size_t chunk_index =
+          std::lower_bound(chunks.begin(), chunks.end(), run.chunk) - chunks.begin();
+      last_graph = program_->run_chunk_graph(chunk_index);
+      absl::Status status = RunGraph(last_graph, tokens.subspan(done, run.tokens));
+      if (!status.ok()) return status;
+      done += run.tokens;
+    }
+  }
+
+  ++stats_.forward_calls;
+  stats_.tokens += n;
+  stats_.host_time +=
+      (absl::Now() - start) - (stats_.submit_time + stats_.wait_time - device_time_before);
+  return absl::Span<const float>(graphs_[last_graph].logits, program_->info().vocab_size);
+}
+
+absl::Status Sequence::RunGraph(size_t graph_index, absl::Span<const int32_t> tokens) {
+  const RecordedGraph& graph = graphs_[graph_index];
+  const uint32_t rows = program_->graphs()[graph_index].rows;
+  const uint32_t count = static_cast<uint32_t>(tokens.size());
+  // Cannot fail: Forward() checked the room and the ring holds every chunk.
+  const absl::StatusOr<SlotPlacement> placement = cache_.Reserve(count);
+  if (!placement.ok()) return placement.status();
+  // The compute job reads the mask: the slots this run overwrites must be
+  // hidden before it is submitted.
+  stats_.evicted_tokens += cache_.Evict(*placement);
+
+  // Padding rows come after the real ones, so causal attention keeps them
+  // out of the real rows; slot -1 keeps them out of the cache. Token 0 and
+  // continued positions are valid inputs whose results are discarded.
+  for (uint32_t i = 0; i < rows; ++i) {
+    const bool real = i < count;
+    StoreI32(graph.tokens, i, real ? tokens[i] : 0);
+    StoreI32(graph.positions, i, placement->position(i));
+    StoreI32(graph.slots, i, real ? placement->slot(i) : -1);
+  }
+  StoreI32(graph.last_row, 0, static_cast<int32_t>(count - 1));
+
+  const absl::Time deadline = absl::Now() + kStepTimeout;
+  // The fences of this step's jobs, in submission order (capacity reserved
+  // when the sequence was created: no allocation per step).
+  step_fences_.clear();
+  for (size_t i = 0; i < graph.streams.size(); ++i) {
+    const RecordedStream& stream = graph.streams[i];
+    if (i > 0 && !chain_with_fences_) {
+      const absl::Time wait_start = absl::Now();
+      absl::Status waited = device_->Wait(step_fences_.back(), deadline);
+      stats_.wait_time += absl::Now() - wait_start;
+      if (!waited.ok()) return StepError(graph_index, i - 1, waited);
+    }
+    SubmitArgs args;
+    args.engine = stream.engine;
+    args.cmd = &commands_;
+    args.cmd_offset = stream.offset;
+    args.cmd_size = stream.size;
+    args.bo_handles = stream.bo_handles;
+    if (i > 0 && chain_with_fences_) args.in_fences = absl::MakeConstSpan(&step_fences_.back(), 1);
+    const absl::Time submit_start = absl::Now();
+    absl::StatusOr<uint64_t> submitted = device_->Submit(args);
+    stats_.submit_time += absl::Now() - submit_start;
+    if (!submitted.ok()) return submitted.status();
+    step_fences_.push_back(*submitted);
+  }
+  const absl::Time wait_start = absl::Now();
+  absl::Status waited = device_->Wait(step_fences_.back(), deadline);
+  stats_.wait_time += absl::Now() - wait_start;
+  if (!waited.ok()) {
+    // A failed job cancels the jobs chained after it: report the first
+    // job of the step that failed, with its own cause (the jobs before
+    // the last have all completed or failed, so these waits return at
+    // once).
+    for (size_t i = 0; i + 1 < step_fences_.size(); ++i) {
+      absl::Status earlier = device_->Wait(step_fences_[i], absl::Now());
+      if (!earlier.ok()) return StepError(graph_index, i, earlier);
+    }
+    return StepError(graph_index, step_fences_.size() - 1, waited);
+  }
+
+  // The compute job has read the mask: the new slots become visible now.
+  cache_.Commit(*placement, tokens);
+  ++stats_.steps;
+  ++stats_.graphs[graph_index].runs;
+  stats_.padded_rows += rows - count;
+  return absl::OkStatus();
+}
+
+absl::Status Sequence::StepError(size_t graph_index, size_t stream,
+                                 const absl::Status& error) const {
+  const RecordedGraph& graph = graphs_[graph_index];
+  const char* engine = graph.streams[stream].engine == DRM_LNPU_ENGINE_DMA ? "DMA" : "compute";
+  return absl::Status(error.code(),
+                      absl::StrCat("graph '", program_->graphs()[graph_index].name, "': ", engine,
+                                   " job ", stream + 1, " of ", graph.streams.size(),
+                                   " failed: ", error.message()));
+}
+
+absl::Status Sequence::SetCacheFullPolicy(const CacheFullPolicy& policy) {
+  LNPU_RETURN_IF_ERROR(CheckCompatible(program_->info().identity, policy));
+  return cache_.SetPolicy(policy);
+}
+
+absl::Span<uint8_t> Sequence::kv_memory() const {
+  return buffers_[program_->kv_cache_buffer()].mapped();
+}
+
+absl::Status Sequence::CheckCompatible(const ModelIdentity& model,
+                                      const CacheFullPolicy& policy) const {
+  const ModelIdentity& own = program_->info().identity;
+  if (model.kv_capacity != own.kv_capacity) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the saved cache has ", model.kv_capacity, " slots but this model was compiled for ",
+        own.kv_capacity, ": use the model compiled with the same --max-prompt-len and "
+        "--min-response-len"));
+  }
+  if (model.kv_dtype != own.kv_dtype || model.kv_blocks != own.kv_blocks ||
+      model.kv_row_bytes != own.kv_row_bytes) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the saved cache has another layout (KV dtype ", model.kv_dtype, ", ", model.kv_blocks,
+        " blocks of ", model.kv_row_bytes, "-byte rows) than this model's (KV dtype ",
+        own.kv_dtype, ", ", own.kv_blocks, " blocks of ", own.kv_row_bytes,
+        "-byte rows): it was saved from another model"));
+  }
+  if (model.metadata_crc32 != own.metadata_crc32 || model.weights_crc32 != own.weights_crc32) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the saved cache belongs to another model (metadata CRC %08x, weights fingerprint "
+        "%08x; this model: %08x, %08x): restore it with the model it was saved from",
+        model.metadata_crc32, model.weights_crc32, own.metadata_crc32, own.weights_crc32));
+  }
+  const uint32_t largest_chunk = program_->run_chunks().back();
+  if (policy.ring() && policy.sinks() < own.kv_capacity &&
+      own.kv_capacity - policy.sinks() < largest_chunk) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ring of ", own.kv_capacity - policy.sinks(), " slots (capacity ",
+        own.kv_capacity, " minus ", policy.sinks(),
+        " sink slots) cannot hold the largest compiled prefill chunk of ", largest_chunk,
+        " tokens: use at most ", own.kv_capacity - largest_chunk, " sink slots"));
+  }
+  return absl::OkStatus();
+}
+
+void Sequence::WriteKvRows(const uint8_t* src, uint32_t src_slots, uint32_t slots) {
+  const ModelIdentity& id = program_->info().identity;
+  const uint64_t row = id.kv_row_bytes;
+  uint8_t* dst = kv_memory().data();
+  for (uint64_t b = 0; b < id.kv_blocks; ++b) {
+    std::memcpy(dst + b * id.kv_capacity * row, src + b * src_slots * row, slots * row);
+  }
+}
+
+absl::StatusOr<CacheSnapshot> Sequence::SaveState(uint32_t max_tokens) const {
+  const uint32_t next = static_cast<uint32_t>(cache_.next_position());
+  const uint32_t tokens = std::min(max_tokens, next);
+  if (tokens < next && cache_.wrapped()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot save the first ", tokens, " of ", next,
+        " positions: the ring has overwritten them; save the whole session instead"));
+  }
+  const ModelIdentity& id = program_->info().identity;
+  const uint32_t written = std::min(tokens, id.kv_capacity);
+  CacheSnapshot state;
+  state.model = id;
+  state.policy = cache_.policy();
+  state.next_position = static_cast<int32_t>(tokens);
+  state.mask.assign(cache_.mask().begin(), cache_.mask().begin() + written);
+  state.slot_tokens.assign(cache_.slot_tokens().begin(),
+                           cache_.slot_tokens().begin() + written);
+  const uint64_t row = id.kv_row_bytes;
+  state.kv_rows.resize(uint64_t{id.kv_blocks} * written * row);
+  const uint8_t* src = kv_memory().data();
+  for (uint64_t b = 0; b < id.kv_blocks; ++b) {
+    std::memcpy(state.kv_rows.data() + b * written * row, src + b * id.kv_capacity * row,
+                written * row);
+  }
+  return state;
+}
+
+absl::Status Sequence::RestoreState(const CacheSnapshot& state) {
+  LNPU_RETURN_IF_ERROR(CheckCompatible(state.model, state.policy));
+  const ModelIdentity& id = program_->info().identity;
+  const uint64_t written = state.written_slots();
+  if (state.kv_rows.size() != uint64_t{id.kv_blocks} * written * id.kv_row_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the saved state has ", state.kv_rows.size(), " bytes of K/V rows; ", written,
+        " slots need ", uint64_t{id.kv_blocks} * written * id.kv_row_bytes));
+  }
+  // Every token the model would see again must exist in its vocabulary.
+  const uint32_t vocab_size = program_->info().vocab_size;
+  auto bad_token = [&](const char* where, size_t i, int32_t id) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the saved state's ", where, " ", i, " holds token ", id,
+        ", outside this model's vocabulary of ", vocab_size, " tokens"));
+  };
+  for (size_t i = 0; i < state.slot_tokens.size() && i < state.mask.size(); ++i) {
+    const int32_t id = state.slot_tokens[i];
+    if (state.mask[i] != 0 && (id < 0 || static_cast<uint32_t>(id) >= vocab_size)) {
+      return bad_token("slot", i, id);
+    }
+  }
+  for (size_t i = 0; i < state.pending_tokens.size(); ++i) {
+    const int32_t id = state.pending_tokens[i];
+    if (id < 0 || static_cast<uint32_t>(id) >= vocab_size) return bad_token("pending token", i, id);
+  }
+  // Validates everything else before changing anything.
+  absl::Status restored =
+      cache_.Restore(state.policy, state.next_position, state.mask, state.slot_tokens);
+  if (!restored.ok()) return restored;
+  WriteKvRows(state.kv_rows.data(), static_cast<uint32_t>(written),
+              static_cast<uint32_t>(written));
+  return absl::OkStatus();
+}
+
+absl::Status Sequence::CopyPrefixFrom(const Sequence& source, uint32_t tokens) {
+  if (&source == this) {
+    return absl::InvalidArgumentError("CopyPrefixFrom() needs another session as the source");
+  }
+  LNPU_RETURN_IF_ERROR(CheckCompatible(source.program_->info().identity, cache_.policy()));
+  const KvCacheState& from = source.cache_;
+  if (tokens > static_cast<uint32_t>(from.next_position())) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot copy a prefix of ", tokens,
+                                                   " tokens from a session that holds ",
+                                                   from.next_position()));
+  }
+  if (from.wrapped()) {
+    return absl::FailedPreconditionError(
+        "cannot copy a prefix out of a session whose ring has wrapped: its first positions "
+        "were overwritten; save and restore the whole session instead");
+  }
+  absl::Status restored = cache_.Restore(cache_.policy(), static_cast<int32_t>(tokens),
+                                         from.mask().subspan(0, tokens),
+                                         from.slot_tokens().subspan(0, tokens));
+  if (!restored.ok()) return restored;
+  WriteKvRows(source.kv_memory().data(), program_->info().identity.kv_capacity, tokens);
+  return absl::OkStatus();
+}
+
+}  // namespace lnpu::runtime

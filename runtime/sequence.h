@@ -1,0 +1,173 @@
+// One token sequence's state on the device (the runtime half of a
+// framework::Session): its KV cache, scratch and IO buffers, and the
+// command streams of every graph, recorded once with all addresses
+// resolved. A step only writes the inputs into the mapped IO buffer and
+// submits; nothing is allocated or encoded per token.
+//
+// Lifetime: shares ownership of the device, the program and the weights
+// with its Model, so either may be destroyed first.
+// Thread-safety: not thread-safe; use a sequence from one thread at a time.
+// Different sequences (of one or several models) may run on different
+// threads concurrently.
+#ifndef RUNTIME_SEQUENCE_H_
+#define RUNTIME_SEQUENCE_H_
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "kernel_iface/driver/device.h"
+#include "runtime/kv_cache_state.h"
+#include "runtime/program.h"
+#include "runtime/cache_snapshot.h"
+
+namespace lnpu::runtime {
+
+// Runs of one compiled graph.
+struct GraphStats {
+  std::string name;
+  uint32_t rows = 0;  // tokens per run
+  uint64_t runs = 0;
+};
+
+// Cumulative profile of a session (not cleared by Reset()).
+struct SequenceStats {
+  uint64_t forward_calls = 0;
+  uint64_t steps = 0;        // graph runs
+  uint64_t tokens = 0;       // tokens run through the model
+  uint64_t padded_rows = 0;  // padding rows of partially filled prefill runs
+  uint64_t evicted_tokens = 0;  // tokens overwritten by the ring policy
+  absl::Duration host_time;    // in Forward() outside submit and wait
+  absl::Duration submit_time;  // in Device::Submit
+  absl::Duration wait_time;    // in Device::Wait
+  std::vector<GraphStats> graphs;  // one per graph, in artifact order
+};
+
+class Sequence {
+ public:
+  Sequence(const Sequence&) = delete;
+  Sequence& operator=(const Sequence&) = delete;
+
+  // Runs `tokens` through the model at the next cache slots: a single
+  // token with the decode graph, more in runs of the compiled prefill
+  // graphs (see prefill_plan.h). Returns the logits (vocab_size floats) of
+  // the last token, valid until the next call of Forward(), Reset() or
+  // RestoreState().
+  //
+  // Under the ring policy each run first masks out the slots it is about
+  // to overwrite (so the evicted tokens are never attended, not even by
+  // the run that overwrites them), and the tokens of one run attend to the
+  // kept slots plus each other.
+  //
+  // Errors: InvalidArgument for an empty span or a token id outside
+  // [0, vocab_size), ResourceExhausted when the tokens do not fit in the
+  // free cache slots (no ring policy); in both cases nothing was submitted
+  // or changed. Device errors as returned by the driver (DeadlineExceeded
+  // after 60 s per step); the tokens of prefill runs completed before the
+  // error stay in the cache, slots evicted for the failed run stay masked.
+  absl::StatusOr<absl::Span<const float>> Forward(absl::Span<const int32_t> tokens);
+
+  const KvCacheState& cache() const { return cache_; }
+
+  // What happens when the cache is full (kv_cache_state.h). InvalidArgument
+  // when the ring (capacity - policy.sinks()) is smaller than the largest
+  // compiled prefill chunk, since one run must not overwrite its own slots;
+  // FailedPrecondition as KvCacheState::SetPolicy. Reset() keeps it.
+  absl::Status SetCacheFullPolicy(const CacheFullPolicy& policy);
+
+  // Empties the cache (mask cleared, positions from 0); buffers,
+  // recordings and the policy stay.
+  void Reset() { cache_.Clear(); }
+
+  // The first `max_tokens` positions of the cache (all of it by default)
+  // copied to host memory. FailedPrecondition for a prefix shorter than the
+  // cache once the ring has wrapped (the prefix's slots were overwritten).
+  absl::StatusOr<CacheSnapshot> SaveState(
+      uint32_t max_tokens = std::numeric_limits<uint32_t>::max()) const;
+
+  // Replaces this session's cache with `state`. FailedPrecondition, naming
+  // both values, when the state was saved from another model or cache
+  // geometry (ModelIdentity: metadata, weights fingerprint, capacity, KV
+  // dtype, layers, row size) or under a ring the compiled chunks do not
+  // fit; InvalidArgument for an inconsistent state. Nothing changes on
+  // error.
+  absl::Status RestoreState(const CacheSnapshot& state);
+
+  // Makes this session's cache the first `tokens` positions of `source`'s
+  // (e.g. a shared system prompt), copying the K/V rows device buffer to
+  // device buffer without recomputing them. The policy stays this
+  // session's. Same errors as SaveState() and RestoreState(); `source`
+  // may not be this session.
+  absl::Status CopyPrefixFrom(const Sequence& source, uint32_t tokens);
+
+  const SequenceStats& stats() const { return stats_; }
+  const ModelInfo& info() const { return program_->info(); }
+
+  // Device memory of this session's own buffers (excluding the weights).
+  uint64_t device_memory_bytes() const { return device_memory_bytes_; }
+
+ private:
+  friend class Model;
+
+  // A recorded stream, ready to submit.
+  struct RecordedStream {
+    uint32_t engine = 0;
+    uint32_t offset = 0;
+    uint32_t size = 0;
+    std::vector<uint32_t> bo_handles;
+  };
+  // A graph's recorded streams and its IO operands in the mapped IO memory.
+  struct RecordedGraph {
+    std::vector<RecordedStream> streams;
+    uint8_t* tokens = nullptr;     // I32[rows]
+    uint8_t* positions = nullptr;  // I32[rows]
+    uint8_t* slots = nullptr;      // I32[rows]
+    uint8_t* last_row = nullptr;   // I32[1]
+    const float* logits = nullptr; // F32[vocab_size]
+  };
+
+  // Allocates, zeroes and records a session of `program`.
+  static absl::StatusOr<std::unique_ptr<Sequence>> Create(
+      std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
+      std::shared_ptr<const Buffer> weights, bool chain_with_fences);
+
+  Sequence(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
+          std::shared_ptr<const Buffer> weights, std::vector<Buffer> buffers, Buffer commands,
+          std::vector<RecordedGraph> graphs, absl::Span<uint8_t> mask, bool chain_with_fences);
+
+  // Runs graph `graph` on `tokens` (at most its rows) at the next
+  // positions: evicts the slots it overwrites, submits, waits and commits.
+  absl::Status RunGraph(size_t graph, absl::Span<const int32_t> tokens);
+
+  // `error` of job `stream` of graph `graph_index`, naming both.
+  absl::Status StepError(size_t graph_index, size_t stream, const absl::Status& error) const;
+
+  // The mapped KV cache: [kv_blocks][capacity][kv_row_bytes].
+  absl::Span<uint8_t> kv_memory() const;
+  // Checks that `state` fits this session's model and compiled chunks.
+  absl::Status CheckCompatible(const ModelIdentity& model, const CacheFullPolicy& policy) const;
+  // Copies rows of slots [0, slots) from `src` (a kv_memory()-shaped block
+  // list with `src_slots` rows per block) into this session's cache.
+  void WriteKvRows(const uint8_t* src, uint32_t src_slots, uint32_t slots);
+
+  const std::shared_ptr<Device> device_;
+  const std::shared_ptr<const Program> program_;
+  const std::shared_ptr<const Buffer> weights_;
+  const std::vector<Buffer> buffers_;  // parallel to program_->buffers(); [0] unused
+  const Buffer commands_;              // the recorded command image
+  const std::vector<RecordedGraph> graphs_;
+  const bool chain_with_fences_;
+  const uint64_t device_memory_bytes_;
+  KvCacheState cache_;  // its mask is the mapped device mask
+  SequenceStats stats_;
+  std::vector<uint64_t> step_fences_;  // of the step in RunGraph
+};
+
+}  // namespace lnpu::runtime
+
+#endif  // RUNTIME_SEQUENCE_H_
