@@ -1,6 +1,7 @@
 // The device object: options, the process-wide instance, VERSION,
 // GET_PARAM and ioctl dispatch.
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -54,14 +55,24 @@ TEST(SoftNpuDefaultTest, IsOneProcessWideInstance) {
   EXPECT_THAT(file->Describe(), HasSubstr("software"));
 }
 
+// Death tests re-exec the test binary ("threadsafe": the device has
+// threads) unless the run chose a style: under qemu-user the kernel cannot
+// re-exec an aarch64 binary, so tools/scripts/test.sh sets
+// GTEST_DEATH_TEST_STYLE=fast there.
+void UseThreadsafeDeathTestsUnlessChosen() {
+  if (std::getenv("GTEST_DEATH_TEST_STYLE") == nullptr) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+  }
+}
+
 TEST(SoftNpuDeathTest, PausingAnUnknownEngineTerminates) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  UseThreadsafeDeathTestsUnlessChosen();
   auto npu = SoftNpu::Create(SmallDeviceOptions());
   EXPECT_DEATH(npu->PauseEngine(DRM_LNPU_ENGINE_COUNT), "engine 2");
 }
 
 TEST(SoftNpuDeathTest, InvalidOptionsTerminateCreate) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  UseThreadsafeDeathTestsUnlessChosen();
   SoftNpuOptions options;
   options.job_timeout_ms = 0;
   EXPECT_DEATH(SoftNpu::Create(options), "job_timeout_ms");

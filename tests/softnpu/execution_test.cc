@@ -260,6 +260,10 @@ TEST_F(JobTimeoutTest, LongJobIsAbortedAndItsFileBanned) {
   TestBuffer a = CreateBuffer(*file_, 8 << 20);
   TestBuffer b = CreateBuffer(*file_, 8 << 20);
   uint64_t fence = 0, behind = 0;
+  // Both jobs are queued before the long one starts: on a slow machine
+  // (emulation) its 5 ms timeout would otherwise ban the file before the
+  // second submit.
+  npu_->PauseEngine(DRM_LNPU_ENGINE_DMA);
   ASSERT_EQ(Submit(*file_, LongJob(cmd, a, b), &fence), 0);
   Submission nop;
   nop.engine = DRM_LNPU_ENGINE_DMA;
@@ -267,6 +271,7 @@ TEST_F(JobTimeoutTest, LongJobIsAbortedAndItsFileBanned) {
   nop.cmd_offset = 8192;
   nop.cmd_size = CommandStream().Nop().WriteTo(cmd, 8192);
   ASSERT_EQ(Submit(*file_, nop, &behind), 0);
+  npu_->ResumeEngine(DRM_LNPU_ENGINE_DMA);
 
   EXPECT_EQ(WaitJob(*file_, fence), -ECANCELED);
   EXPECT_EQ(WaitJob(*file_, behind), -ECANCELED)

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <ostream>
 #include <regex>
 #include <set>
 #include <string>
@@ -33,6 +34,8 @@ struct Tool {
   const char* exe_env;               // environment variable with the program's path
   std::vector<const char*> sources;  // relative to the source root
 };
+
+void PrintTo(const Tool& tool, std::ostream* os) { *os << tool.name; }
 
 std::string ReadSource(const std::string& relative_path) {
   const char* root = std::getenv("LNPU_SOURCE_ROOT");

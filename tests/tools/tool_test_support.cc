@@ -84,7 +84,7 @@ ToolRun RunToolInterrupted(const char* tool_env, const std::vector<std::string>&
   const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) {
-    ADD_FAILURE() << "cannot start " << tool << ": error " << spawned;
+    ADD_FAILURE() << "cannot start " << argv_storage[0] << ": error " << spawned;
     return {};
   }
   int status = 0;

@@ -54,12 +54,22 @@ void AppendWrapped(absl::string_view text, std::string* out) {
   out->push_back('\n');
 }
 
+// Abseil reports a flag's file without leading slashes (the default
+// FlagsUsageConfig::normalize_filename), so an absolute __FILE__ is compared
+// without them too.
+std::string WithoutLeadingSlashes(absl::string_view path) {
+  const size_t start = path.find_first_not_of('/');
+  return std::string(start == absl::string_view::npos ? "" : path.substr(start));
+}
+
 }  // namespace
 
 std::string FlagUsage(const char* synopsis, const char* flags_file) {
   std::vector<const absl::CommandLineFlag*> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
-    if (flag->Filename() == flags_file) flags.push_back(flag);
+    if (WithoutLeadingSlashes(flag->Filename()) == WithoutLeadingSlashes(flags_file)) {
+      flags.push_back(flag);
+    }
   }
   // The one-letter flags (-m, -p) first, then the rest by name.
   std::sort(flags.begin(), flags.end(), [](const auto* a, const auto* b) {
