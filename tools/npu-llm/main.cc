@@ -39,7 +39,10 @@ ABSL_FLAG(std::string, system, "",
           "system prompt, run first (through the model's chat template when it has one)");
 ABSL_FLAG(std::string, chat_template, "",
           "chat template family to use instead of the model's: chatml, llama3, llama3.1, "
-          "llama2, zephyr or phi3");
+          "llama2, zephyr, phi3, phi4, gemma, qwen3, mistral-v3 or mistral-tekken");
+ABSL_FLAG(bool, enable_thinking, true,
+          "qwen3 template: let the model reason in a <think> block before it answers "
+          "(--enable-thinking=false renders an empty one, so that it answers at once)");
 ABSL_FLAG(bool, verbose_prompt, false,
           "print the token ids of each prompt sent to the model to stderr");
 ABSL_FLAG(int, n, 128, "maximum number of tokens to generate per reply");
@@ -264,6 +267,7 @@ int main(int argc, char** argv) {
       "generates text on the NPU.\n"
       "usage: npu-llm -m MODEL.lnpu -p PROMPT [-n N] [--temp T] [--seed S] [--stop S]\n"
       "       npu-llm chat -m MODEL.lnpu [--system TEXT] [--chat-template FAMILY] "
+      "[--enable-thinking=false] "
       "[--verbose-prompt] [--save-session F] [--load-session F] [--context ring]\n"
       "       (npu-llm --chat ... is the same as npu-llm chat ...)");
   // The `chat` subcommand is --chat.
@@ -330,7 +334,7 @@ int main(int argc, char** argv) {
     }
     absl::StatusOr<lnpu::framework::ChatTemplate> found = (*llm)->GetChatTemplate(family);
     if (found.ok()) {
-      chat_template = *std::move(found);
+      chat_template = found->WithThinking(absl::GetFlag(FLAGS_enable_thinking));
     } else if (!absl::IsNotFound(found.status())) {
       return Fail(std::string(found.status().message()));
     } else {
