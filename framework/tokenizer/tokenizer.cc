@@ -54,25 +54,29 @@ std::optional<uint8_t> ParseByteToken(std::string_view text) {
   return static_cast<uint8_t>(value);
 }
 
-// A byte-level BPE token's text translated back to bytes.
+// A byte-level BPE token's text translated back to bytes. Some real
+// vocabularies (Command-R) have tokens with non-ASCII characters outside the
+// alphabet (U+200D): those stand for themselves.
 absl::StatusOr<std::string> ByteLevelTokenBytes(std::string_view text,
                                                 int32_t id) {
   std::string bytes;
   size_t offset = 0;
   while (offset < text.size()) {
     const utf8::DecodedChar decoded = utf8::DecodeChar(text.substr(offset));
-    std::optional<uint8_t> byte;
-    if (decoded.kind == utf8::DecodedChar::Kind::kValid) {
-      byte = ByteOfByteLevelChar(decoded.code_point);
-    }
-    if (!byte) {
+    const bool valid = decoded.kind == utf8::DecodedChar::Kind::kValid;
+    const std::optional<uint8_t> byte =
+        valid ? ByteOfByteLevelChar(decoded.code_point) : std::nullopt;
+    if (byte) {
+      bytes += static_cast<char>(*byte);
+    } else if (valid && decoded.code_point > 0x7F) {
+      bytes.append(text.substr(offset, decoded.length));
+    } else {
       return absl::InvalidArgumentError(absl::StrFormat(
           "normal token %d \"%s\" has a character outside the byte-level BPE "
           "alphabet at byte %d: byte-level BPE tokens must spell bytes as "
           "GPT-2's bytes_to_unicode does",
           id, absl::CHexEscape(std::string(text)), offset));
     }
-    bytes += static_cast<char>(*byte);
     offset += decoded.length;
   }
   return bytes;

@@ -49,7 +49,9 @@ class Tokenizer {
   // byte-level BPE has a supported `pre`, well-formed merges, a token for
   // each printable ASCII byte character (a byte without one is dropped
   // where no merge covers it, as llama.cpp does), and normal tokens
-  // spelled in that alphabet.
+  // spelled in that alphabet (non-ASCII characters outside it stand for
+  // themselves; Gemma 4: <0xHH> byte tokens and text with U+2581 for
+  // spaces).
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(
       Vocabulary vocabulary);
 

@@ -177,9 +177,9 @@ TEST(UnicodeClassesTest, LettersNumbersAndWhiteSpace) {
   EXPECT_EQ(ClassOf(0x3002), UnicodeClass::kPunctuation);  // 。
   EXPECT_EQ(ClassOf('~'), UnicodeClass::kSymbol);
   EXPECT_EQ(ClassOf(0x20AC), UnicodeClass::kSymbol);  // €
-  EXPECT_EQ(ClassOf('!'), UnicodeClass::kOther);
-  EXPECT_EQ(ClassOf(0x0301), UnicodeClass::kOther);   // combining acute
-  EXPECT_EQ(ClassOf(0x1F600), UnicodeClass::kOther);  // 😀
+  EXPECT_EQ(ClassOf(0x1F600), UnicodeClass::kSymbol);  // 😀
+  EXPECT_EQ(ClassOf(0x0007), UnicodeClass::kOther);    // BEL
+  EXPECT_EQ(ClassOf(0x200B), UnicodeClass::kOther);    // zero width space
   EXPECT_EQ(ClassOf(0x10FFFF), UnicodeClass::kOther);
   EXPECT_EQ(ClassOf(0x110000), UnicodeClass::kOther);
   EXPECT_TRUE(IsWhiteSpace(' '));
