@@ -260,6 +260,16 @@ TEST(TokenizerTest, ByteLevelBpeDropsBytesWithoutAToken) {
   EXPECT_THAT(*ids, ElementsAre('a', 'b'));
 }
 
+TEST(TokenizerTest, ByteLevelBpeTokensMayHoldNonAsciiCharactersAsThemselves) {
+  // Command-R's vocabulary has ZERO WIDTH JOINER tokens spelled as is.
+  Vocabulary v = SmallByteLevelBpe();
+  v.tokens.push_back("\xE2\x80\x8D");
+  v.token_types.push_back(kNormal);
+  auto tokenizer = Tokenizer::Create(v);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  EXPECT_EQ((*tokenizer)->TokenBytes(258), "\xE2\x80\x8D");
+}
+
 // Gemma 4 (GGUF tokenizer.ggml.model "gemma4"): BPE on characters, spaces
 // as U+2581, byte tokens for characters that are no token.
 TEST(TokenizerTest, Gemma4MergesCharactersAndFallsBackToBytes) {
