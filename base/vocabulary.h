@@ -17,6 +17,7 @@ namespace lnpu {
 enum class TokenizerType {
   kSentencePiece,  // GGUF tokenizer.ggml.model "llama": score-driven merges
   kByteLevelBpe,   // GGUF tokenizer.ggml.model "gpt2": ranked merges on bytes
+                   // ("gemma4": on characters, with pre "gemma4")
 };
 
 // GGUF tokenizer.ggml.token_type values (llama.cpp's llama_token_type).
@@ -32,8 +33,8 @@ enum class TokenType : int32_t {
 
 struct Vocabulary {
   TokenizerType type = TokenizerType::kSentencePiece;
-  // Byte-level BPE pre-tokenizer name (GGUF tokenizer.ggml.pre): "gpt2",
-  // "llama-bpe" (also "llama3", "llama-v3") or "qwen2". Ignored for
+  // Byte-level BPE pre-tokenizer name (GGUF tokenizer.ggml.pre; see
+  // PreTokenizerNamed), "gemma4" for Gemma 4 vocabularies. Ignored for
   // SentencePiece.
   std::string pre;
   // Token texts, indexed by token id. SentencePiece texts spell spaces as

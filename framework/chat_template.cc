@@ -1,5 +1,6 @@
 #include "framework/chat_template.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -9,13 +10,18 @@
 namespace lnpu::framework {
 namespace {
 
-constexpr std::array<std::pair<ChatFamily, std::string_view>, 6> kFamilyNames = {{
+constexpr std::array<std::pair<ChatFamily, std::string_view>, 11> kFamilyNames = {{
     {ChatFamily::kChatMl, "chatml"},
     {ChatFamily::kLlama3, "llama3"},
     {ChatFamily::kLlama31, "llama3.1"},
     {ChatFamily::kLlama2, "llama2"},
     {ChatFamily::kZephyr, "zephyr"},
     {ChatFamily::kPhi3, "phi3"},
+    {ChatFamily::kPhi4, "phi4"},
+    {ChatFamily::kGemma, "gemma"},
+    {ChatFamily::kQwen3, "qwen3"},
+    {ChatFamily::kMistralV3, "mistral-v3"},
+    {ChatFamily::kMistralTekken, "mistral-tekken"},
 }};
 
 bool Contains(std::string_view text, std::string_view marker) {
@@ -61,6 +67,16 @@ std::string_view StripRight(std::string_view text) {
 
 // Jinja's trim and Python's strip().
 std::string_view Strip(std::string_view text) { return StripRight(StripLeft(text)); }
+
+// Python's lstrip('\n') and rstrip('\n').
+std::string_view StripNewlinesLeft(std::string_view text) {
+  text.remove_prefix(std::min(text.find_first_not_of('\n'), text.size()));
+  return text;
+}
+std::string_view StripNewlinesRight(std::string_view text) {
+  const size_t last = text.find_last_not_of('\n');
+  return text.substr(0, last == std::string_view::npos ? 0 : last + 1);
+}
 
 // Collects a prompt as segments: the template's own text (its special
 // tokens are parsed) and message content (plain text). Empty text is
@@ -179,7 +195,52 @@ absl::Status CheckMessages(absl::Span<const ChatMessage> messages) {
   return absl::OkStatus();
 }
 
+// The content of the first message if it is a system message, which is
+// then taken off `messages`.
+std::optional<std::string_view> TakeSystem(absl::Span<const ChatMessage>& messages) {
+  if (messages.front().role != "system") return std::nullopt;
+  const std::string_view system = messages.front().content;
+  messages.remove_prefix(1);
+  return system;
+}
+
+// Error unless `turns` alternate user/assistant starting with user, as
+// the templates of `family` require after an optional first system
+// message (`system` tells whether there was one).
+absl::Status CheckAlternating(absl::Span<const ChatMessage> turns, bool system,
+                              std::string_view family) {
+  for (size_t i = 0; i < turns.size(); ++i) {
+    const std::string_view expected = i % 2 == 0 ? "user" : "assistant";
+    if (turns[i].role != expected) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "message ", i + (system ? 1 : 0), " has role \"", turns[i].role, "\" where ",
+          absl::string_view(family.data(), family.size()), " expects \"",
+          absl::string_view(expected.data(), expected.size()),
+          "\": after an optional first system message, turns must alternate "
+          "user/assistant starting with user"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+ReasoningReply SplitReasoning(std::string_view reply) {
+  constexpr std::string_view kOpen = "<think>";
+  constexpr std::string_view kClose = "</think>";
+  const size_t close = reply.find(kClose);
+  if (close == std::string_view::npos) {
+    const size_t open = reply.find(kOpen);
+    if (open == std::string_view::npos) return {"", std::string(reply)};
+    return {std::string(StripNewlinesLeft(reply.substr(open + kOpen.size()))), ""};
+  }
+  std::string_view reasoning = StripNewlinesRight(reply.substr(0, close));
+  if (const size_t open = reasoning.rfind(kOpen); open != std::string_view::npos) {
+    reasoning.remove_prefix(open + kOpen.size());
+  }
+  return {std::string(StripNewlinesLeft(reasoning)),
+          std::string(StripNewlinesLeft(reply.substr(reply.rfind(kClose) + kClose.size())))};
+}
 
 std::string_view ChatFamilyName(ChatFamily family) {
   for (const auto& [f, name] : kFamilyNames) {
@@ -222,6 +283,11 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Detect(
         "the model has no chat template; pass --chat-template FAMILY, one of ",
         SupportedChatFamilies()));
   }
+  if (Contains(jinja, "<start_of_turn>")) return ChatTemplate(ChatFamily::kGemma, tokens);
+  if (Contains(jinja, "<|im_start|>") && Contains(jinja, "<think>") &&
+      Contains(jinja, "reasoning_content")) {
+    return ChatTemplate(ChatFamily::kQwen3, tokens);
+  }
   if (Contains(jinja, "<|im_start|>")) {
     ChatTemplate chat(ChatFamily::kChatMl, tokens);
     chat.default_system_prompt_ = DefaultSystemPrompt(jinja);
@@ -234,10 +300,20 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Detect(
                         tokens);
   }
   if (Contains(jinja, "[INST]")) {
-    if (!Contains(jinja, "<<SYS>>")) {
-      return UnsupportedTemplate("[INST] turns without <<SYS>>, as Mistral's");
+    if (Contains(jinja, "<<SYS>>")) return ChatTemplate(ChatFamily::kLlama2, tokens);
+    if (Contains(jinja, "\"[INST]\"") || Contains(jinja, "'[INST]'")) {
+      return ChatTemplate(ChatFamily::kMistralTekken, tokens);
     }
-    return ChatTemplate(ChatFamily::kLlama2, tokens);
+    if (Contains(jinja, "[INST] ") && !Contains(jinja, " [/INST]")) {
+      return ChatTemplate(ChatFamily::kMistralV3, tokens);
+    }
+    return UnsupportedTemplate("[INST] turns ending in \" [/INST]\", as Mistral v0.1's");
+  }
+  // Phi-4-mini: '<|assistant|>' with no newline after it, as the whole
+  // generation prompt.
+  if (Contains(jinja, "<|end|>") &&
+      (Contains(jinja, "'<|assistant|>' }}") || Contains(jinja, "'<|assistant|>' -}}"))) {
+    return ChatTemplate(ChatFamily::kPhi4, tokens);
   }
   if (Contains(jinja, "<|user|>")) {
     if (Contains(jinja, "<|end|>")) return ChatTemplate(ChatFamily::kPhi3, tokens);
@@ -257,6 +333,12 @@ ChatTemplate ChatTemplate::ForFamily(ChatFamily family,
 ChatTemplate ChatTemplate::WithDateString(std::string date_string) const {
   ChatTemplate copy = *this;
   copy.date_string_ = std::move(date_string);
+  return copy;
+}
+
+ChatTemplate ChatTemplate::WithThinking(bool enable_thinking) const {
+  ChatTemplate copy = *this;
+  copy.enable_thinking_ = enable_thinking;
   return copy;
 }
 
@@ -287,7 +369,15 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderSegments(
       return RenderLlama2(messages);
     case ChatFamily::kZephyr:
     case ChatFamily::kPhi3:
+    case ChatFamily::kPhi4:
       return RenderTagged(messages, add_generation_prompt);
+    case ChatFamily::kGemma:
+      return RenderGemma(messages, add_generation_prompt);
+    case ChatFamily::kQwen3:
+      return RenderQwen3(messages, add_generation_prompt);
+    case ChatFamily::kMistralV3:
+    case ChatFamily::kMistralTekken:
+      return RenderMistral(messages);
   }
   return absl::InternalError("unknown chat family");
 }
@@ -341,28 +431,21 @@ std::vector<TextSegment> ChatTemplate::RenderLlama3(absl::Span<const ChatMessage
 
 absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderLlama2(
     absl::Span<const ChatMessage> messages) const {
-  std::optional<std::string_view> system;
-  if (messages.front().role == "system") {
-    system = messages.front().content;
-    messages.remove_prefix(1);
+  const std::optional<std::string_view> system = TakeSystem(messages);
+  if (system.has_value()) {
     if (messages.empty()) {
       return absl::InvalidArgumentError(
           "llama2 folds the system message into the first user message: add "
           "a user message after it");
     }
   }
+  if (absl::Status alternating = CheckAlternating(messages, system.has_value(), "llama2");
+      !alternating.ok()) {
+    return alternating;
+  }
   PromptBuilder out;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
-    const std::string_view expected = i % 2 == 0 ? "user" : "assistant";
-    if (m.role != expected) {
-      const size_t index = i + (system.has_value() ? 1 : 0);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "message ", index, " has role \"", m.role, "\" where llama2 expects \"",
-          absl::string_view(expected.data(), expected.size()),
-          "\": after an optional first system message, turns must alternate "
-          "user/assistant starting with user"));
-    }
     if (m.role == "user") {
       // The template strips the user content with the system block
       // prepended to it.
@@ -382,18 +465,108 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderLlama2(
 
 std::vector<TextSegment> ChatTemplate::RenderTagged(absl::Span<const ChatMessage> messages,
                                                     bool add_generation_prompt) const {
-  // Zephyr ends a turn with EOS, Phi-3 with <|end|>; both then a newline.
+  // Zephyr ends a turn with EOS, Phi-3 and Phi-4 with <|end|>; Phi-4-mini
+  // has no newlines after the role tag and the turn.
   const std::string_view end =
       family_ == ChatFamily::kZephyr ? std::string_view(tokens_.eos) : "<|end|>";
+  const std::string_view newline = family_ == ChatFamily::kPhi4 ? "" : "\n";
   PromptBuilder out;
   for (const ChatMessage& m : messages) {
-    out.Template("<|").Template(m.role).Template("|>\n").Content(m.content);
-    out.Template(end).Template("\n");
+    out.Template("<|").Template(m.role).Template("|>").Template(newline).Content(m.content);
+    out.Template(end).Template(newline);
   }
   if (add_generation_prompt) {
-    out.Template("<|assistant|>\n");
-  } else if (family_ == ChatFamily::kPhi3) {
+    out.Template("<|assistant|>").Template(newline);
+  } else if (family_ != ChatFamily::kZephyr) {
     out.Template(tokens_.eos);
+  }
+  return out.Take();
+}
+
+absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderGemma(
+    absl::Span<const ChatMessage> messages, bool add_generation_prompt) const {
+  // Gemma has no system turn: Gemma 3's template puts the system message,
+  // then a blank line, before the first user message.
+  const std::optional<std::string_view> system = TakeSystem(messages);
+  if (absl::Status alternating = CheckAlternating(messages, system.has_value(), "gemma");
+      !alternating.ok()) {
+    return alternating;
+  }
+  PromptBuilder out;
+  out.Template(LeadingBos());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    out.Template("<start_of_turn>").Template(m.role == "assistant" ? "model" : m.role);
+    out.Template("\n");
+    if (i == 0 && system.has_value()) out.Content(*system).Template("\n\n");
+    out.Content(Strip(m.content)).Template("<end_of_turn>\n");
+  }
+  if (add_generation_prompt) out.Template("<start_of_turn>model\n");
+  return out.Take();
+}
+
+std::vector<TextSegment> ChatTemplate::RenderQwen3(absl::Span<const ChatMessage> messages,
+                                                   bool add_generation_prompt) const {
+  // Assistant turns after the last user message keep their reasoning in a
+  // <think> block; earlier ones keep only the answer.
+  size_t last_query = messages.size() - 1;
+  for (size_t i = messages.size(); i-- > 0;) {
+    if (messages[i].role == "user") {
+      last_query = i;
+      break;
+    }
+  }
+  PromptBuilder out;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    out.Template("<|im_start|>").Template(m.role).Template("\n");
+    if (m.role != "assistant") {
+      out.Content(m.content).Template("<|im_end|>\n");
+      continue;
+    }
+    const bool has_reasoning = Contains(m.content, "</think>");
+    const ReasoningReply reply =
+        has_reasoning ? SplitReasoning(m.content) : ReasoningReply{"", m.content};
+    if (i > last_query && (i + 1 == messages.size() || !reply.reasoning.empty())) {
+      out.Template("<think>\n").Content(StripNewlinesRight(StripNewlinesLeft(reply.reasoning)));
+      out.Template("\n</think>\n\n").Content(StripNewlinesLeft(reply.answer));
+    } else {
+      out.Content(reply.answer);
+    }
+    out.Template("<|im_end|>\n");
+  }
+  if (add_generation_prompt) {
+    out.Template("<|im_start|>assistant\n");
+    if (!enable_thinking_) out.Template("<think>\n\n</think>\n\n");
+  }
+  return out.Take();
+}
+
+absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderMistral(
+    absl::Span<const ChatMessage> messages) const {
+  // The system message goes before the last user message.
+  const std::optional<std::string_view> system = TakeSystem(messages);
+  const std::string_view family = ChatFamilyName(family_);
+  if (absl::Status alternating = CheckAlternating(messages, system.has_value(), family);
+      !alternating.ok()) {
+    return alternating;
+  }
+  const bool tekken = family_ == ChatFamily::kMistralTekken;
+  PromptBuilder out;
+  out.Template(LeadingBos());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "user") {
+      out.Template(tekken ? "[INST]" : "[INST] ");
+      if (i + 1 == messages.size() && system.has_value()) {
+        out.Content(*system).Template("\n\n");
+      }
+      out.Content(m.content).Template("[/INST]");
+    } else if (tekken) {
+      out.Content(m.content).Template(tokens_.eos);
+    } else {
+      out.Template(" ").Content(Strip(m.content)).Template(tokens_.eos);
+    }
   }
   return out.Take();
 }

@@ -33,9 +33,15 @@ enum class ChatFamily {
   kLlama2,   // [INST] ... [/INST], <<SYS>> folded into the first user turn
   kZephyr,   // <|user|>\n...EOS\n (Zephyr, TinyLlama-chat)
   kPhi3,     // <|user|>\n...<|end|>\n (Phi-3, Phi-3.5)
+  kPhi4,     // <|user|>...<|end|> without newlines (Phi-4-mini)
+  kGemma,    // <start_of_turn>user\n...<end_of_turn>\n, "model" for assistant (Gemma 2, 3)
+  kQwen3,    // ChatML with <think>...</think> reasoning blocks (Qwen3)
+  kMistralV3,      // [INST] ...[/INST] reply</s> (Mistral 7B v0.3)
+  kMistralTekken,  // [INST]...[/INST]reply</s> (Mistral Nemo, tekken vocabularies)
 };
 
-// "chatml", "llama3", "llama3.1", "llama2", "zephyr", "phi3".
+// "chatml", "llama3", "llama3.1", "llama2", "zephyr", "phi3", "phi4", "gemma",
+// "qwen3", "mistral-v3", "mistral-tekken".
 std::string_view ChatFamilyName(ChatFamily family);
 // The family for one of the names above; InvalidArgument listing them
 // otherwise.
@@ -59,6 +65,18 @@ struct ChatSpecialTokens {
 // The ChatSpecialTokens of `tokenizer`'s vocabulary.
 ChatSpecialTokens SpecialTokensOf(const Tokenizer& tokenizer);
 
+// A reasoning model's reply split as Qwen3's template splits an assistant
+// message: `reasoning` is the text between <think> and the first </think>
+// (without the newlines next to the tags), `answer` the text after the last
+// </think> (without leading newlines). A reply without </think> is all
+// answer, unless it opens a <think> block that never closed (generation
+// stopped while reasoning): then all of it after <think> is reasoning.
+struct ReasoningReply {
+  std::string reasoning;
+  std::string answer;
+};
+ReasoningReply SplitReasoning(std::string_view reply);
+
 class ChatTemplate {
  public:
   // Recognizes the family of `jinja_template` (GGUF tokenizer.chat_template)
@@ -66,7 +84,11 @@ class ChatTemplate {
   // template injects when the conversation has none, as Qwen2.5's does, is
   // taken over), <|start_header_id|> (Llama 3; with "Cutting Knowledge
   // Date", Llama 3.1), [INST] with <<SYS>> (Llama 2), <|user|> with <|end|>
-  // (Phi-3) or with eos_token (Zephyr). NotFound for an empty template and
+  // (Phi-3) or with eos_token (Zephyr), <|end|> with a generation prompt
+  // '<|assistant|>' without a newline (Phi-4-mini), <start_of_turn> (Gemma), <|im_start|> with <think>
+  // and reasoning_content (Qwen3), [INST] without <<SYS>>: "[INST]" quoted
+  // without a space (Mistral tekken) or "[INST] " without " [/INST]"
+  // (Mistral v3). NotFound for an empty template and
   // InvalidArgument for one of no supported family, both naming the
   // supported families and the --chat-template FAMILY override.
   static absl::StatusOr<ChatTemplate> Detect(std::string_view jinja_template,
@@ -88,12 +110,18 @@ class ChatTemplate {
   // fallback) unless set, e.g. to today's date as "05 Mar 2025".
   ChatTemplate WithDateString(std::string date_string) const;
 
+  // Qwen3's enable_thinking (default true): when false, the generation
+  // prompt ends with an empty <think>\n\n</think>\n\n block so that the
+  // model answers without reasoning. Other families ignore it.
+  ChatTemplate WithThinking(bool enable_thinking) const;
+  bool thinking() const { return enable_thinking_; }
+
   // The prompt text for `messages`, ending with the start of an assistant
   // turn when `add_generation_prompt`. InvalidArgument, naming the message,
   // for no messages, a role other than system/user/assistant, content that
   // is not well-formed UTF-8, or a conversation the family cannot express
-  // (Llama 2: a system message after the first, or turns that do not
-  // alternate user/assistant starting with user).
+  // (Llama 2, Gemma, Mistral: a system message after the first, or turns
+  // that do not alternate user/assistant starting with user).
   absl::StatusOr<std::string> Render(absl::Span<const ChatMessage> messages,
                                      bool add_generation_prompt) const;
 
@@ -121,11 +149,18 @@ class ChatTemplate {
       absl::Span<const ChatMessage> messages) const;
   std::vector<TextSegment> RenderTagged(absl::Span<const ChatMessage> messages,
                                         bool add_generation_prompt) const;
+  absl::StatusOr<std::vector<TextSegment>> RenderGemma(
+      absl::Span<const ChatMessage> messages, bool add_generation_prompt) const;
+  std::vector<TextSegment> RenderQwen3(absl::Span<const ChatMessage> messages,
+                                       bool add_generation_prompt) const;
+  absl::StatusOr<std::vector<TextSegment>> RenderMistral(
+      absl::Span<const ChatMessage> messages) const;
 
   ChatFamily family_;
   ChatSpecialTokens tokens_;
   std::optional<std::string> default_system_prompt_;
   std::string date_string_ = "26 Jul 2024";
+  bool enable_thinking_ = true;
 };
 
 }  // namespace lnpu::framework

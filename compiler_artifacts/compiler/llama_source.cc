@@ -309,12 +309,15 @@ absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file) {
   if (!model.ok()) return model.status();
   if (*model == "llama") {
     t.type = TokenizerType::kSentencePiece;
-  } else if (*model == "gpt2") {
+  } else if (*model == "gpt2" || *model == "gemma4") {
+    // Gemma 4's BPE runs on characters; like llama.cpp, it is byte-level
+    // BPE with the pre-tokenizer "gemma4" (set below).
     t.type = TokenizerType::kByteLevelBpe;
   } else {
-    return KeyError(file, "tokenizer.ggml.model",
-                    absl::StrCat("is \"", *model,
-                                 "\"; supported: \"llama\", \"gpt2\""));
+    return KeyError(
+        file, "tokenizer.ggml.model",
+        absl::StrCat("is \"", *model,
+                     "\"; supported: \"llama\", \"gpt2\", \"gemma4\""));
   }
   const bool spm = t.type == TokenizerType::kSentencePiece;
 
@@ -357,7 +360,7 @@ absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file) {
   absl::StatusOr<std::string> pre =
       OrDefault<std::string>(file.GetString("tokenizer.ggml.pre"), "");
   if (!pre.ok()) return pre.status();
-  t.pre = *pre;
+  t.pre = *model == "gemma4" ? "gemma4" : *pre;
 
   // llama.cpp's defaults for SentencePiece vocabularies.
   const struct {
@@ -376,11 +379,17 @@ absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file) {
     if (!value.ok()) return value.status();
     *id.field = *value;
   }
+  // llama.cpp adds BOS by default for SentencePiece and for the byte-level
+  // BPE pre-tokenizers it knows to want one (Llama 3, Tekken).
+  const bool bos_by_default =
+      t.bos_id >= 0 &&
+      (spm || t.pre == "llama-bpe" || t.pre == "llama3" ||
+       t.pre == "llama-v3" || t.pre == "tekken");
   const struct {
     const char* key;
     bool fallback;
     bool* field;
-  } flags[] = {{"tokenizer.ggml.add_bos_token", spm, &t.add_bos},
+  } flags[] = {{"tokenizer.ggml.add_bos_token", bos_by_default, &t.add_bos},
                {"tokenizer.ggml.add_eos_token", false, &t.add_eos},
                {"tokenizer.ggml.add_space_prefix", spm, &t.add_space_prefix}};
   for (const auto& flag : flags) {

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "framework/tokenizer/byte_level_alphabet.h"
+#include "framework/tokenizer/sentencepiece_encoder.h"
+#include "framework/tokenizer/utf8.h"
 
 namespace lnpu::framework {
 namespace {
@@ -16,7 +18,11 @@ uint64_t MergeKey(int32_t left, int32_t right) {
          static_cast<uint32_t>(right);
 }
 
-// One piece of a word; token -1 once merged into its left neighbour.
+// The token of a byte the vocabulary has no character for.
+constexpr int32_t kNoToken = -2;
+
+// One piece of a word: token -1 once merged into its left neighbour,
+// kNoToken for a byte without a token (it takes part in no merge).
 struct Symbol {
   int32_t token;
   int prev;  // -1: none
@@ -47,19 +53,34 @@ absl::StatusOr<ByteLevelBpeEncoder> ByteLevelBpeEncoder::Create(
       PreTokenizerNamed(vocabulary.pre);
   if (!pre_tokenizer.ok()) return pre_tokenizer.status();
   ByteLevelBpeEncoder encoder(token_ids, *pre_tokenizer);
-  encoder.whole_word_tokens_first_ = *pre_tokenizer == PreTokenizer::kLlama3;
+  encoder.whole_word_tokens_first_ = WholeWordTokensFirst(*pre_tokenizer);
+  encoder.byte_alphabet_ = UsesByteLevelAlphabet(*pre_tokenizer);
 
   for (int byte = 0; byte < 256; ++byte) {
+    if (!encoder.byte_alphabet_) {
+      const auto token = token_ids.find(absl::StrFormat("<0x%02X>", byte));
+      encoder.byte_tokens_[byte] =
+          token == token_ids.end() ? kNoToken : token->second;
+      continue;
+    }
     const std::string_view spelled = ByteLevelChar(static_cast<uint8_t>(byte));
     const auto token = token_ids.find(spelled);
-    if (token == token_ids.end()) {
+    if (token != token_ids.end()) {
+      encoder.byte_tokens_[byte] = token->second;
+      continue;
+    }
+    // Real vocabularies lack a few bytes that never occur in UTF-8 (0xC0,
+    // 0xC1, 0xF5-0xFF) or in their training text (Falcon: most control
+    // characters); llama.cpp drops such a byte where no merge covers it.
+    // Printable ASCII is in every GPT-2 style vocabulary.
+    if (byte > ' ' && byte < 0x7F) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "the byte-level BPE vocabulary has no token \"%s\" for byte 0x%02X: "
-          "all 256 byte characters must be tokens (is this a GPT-2 style "
-          "vocabulary?)",
+          "every printable ASCII character must be a token (is this a GPT-2 "
+          "style vocabulary?)",
           std::string(spelled), byte));
     }
-    encoder.byte_tokens_[byte] = token->second;
+    encoder.byte_tokens_[byte] = kNoToken;
   }
 
   if (vocabulary.merges.size() >
@@ -110,7 +131,21 @@ const ByteLevelBpeEncoder::Merge* ByteLevelBpeEncoder::FindMerge(
 
 void ByteLevelBpeEncoder::Encode(std::string_view text,
                                  std::vector<int32_t>& out) const {
-  for (const std::string_view word : SplitWords(pre_tokenizer_, text)) {
+  if (byte_alphabet_) {
+    for (const std::string_view word : SplitWords(pre_tokenizer_, text)) {
+      EncodeWord(word, out);
+    }
+    return;
+  }
+  std::string escaped;
+  for (const char c : text) {
+    if (c == ' ') {
+      escaped.append(kSentencePieceSpace);
+    } else {
+      escaped += c;
+    }
+  }
+  for (const std::string_view word : SplitWords(pre_tokenizer_, escaped)) {
     EncodeWord(word, out);
   }
 }
@@ -129,12 +164,26 @@ void ByteLevelBpeEncoder::EncodeWord(std::string_view word,
     }
   }
 
-  const int size = static_cast<int>(word.size());
-  std::vector<Symbol> symbols(size);
-  for (int i = 0; i < size; ++i) {
-    symbols[i] = {byte_tokens_[static_cast<uint8_t>(word[i])], i - 1,
-                  i + 1 == size ? -1 : i + 1};
+  // The initial pieces: bytes, or (Gemma 4) characters.
+  std::vector<std::string_view> pieces;
+  std::vector<Symbol> symbols;
+  for (size_t offset = 0; offset < word.size();) {
+    const size_t length =
+        byte_alphabet_ ? 1 : utf8::DecodeChar(word.substr(offset)).length;
+    const std::string_view piece = word.substr(offset, length);
+    int32_t token = kNoToken;
+    if (byte_alphabet_) {
+      token = byte_tokens_[static_cast<uint8_t>(piece[0])];
+    } else if (const auto found = token_ids_->find(piece);
+               found != token_ids_->end()) {
+      token = found->second;
+    }
+    pieces.push_back(piece);
+    symbols.push_back({token, static_cast<int>(symbols.size()) - 1, -1});
+    offset += length;
   }
+  const int size = static_cast<int>(symbols.size());
+  for (int i = 0; i + 1 < size; ++i) symbols[i].next = i + 1;
 
   std::priority_queue<Bigram, std::vector<Bigram>, BigramBelow> queue;
   auto try_add_bigram = [&](int left, int right) {
@@ -166,7 +215,18 @@ void ByteLevelBpeEncoder::EncodeWord(std::string_view word,
     try_add_bigram(bigram.left, left.next);
   }
 
-  for (int i = 0; i != -1; i = symbols[i].next) out.push_back(symbols[i].token);
+  // A piece without a token (never merged) falls back to its bytes' tokens,
+  // where there are any.
+  for (int i = 0; i != -1; i = symbols[i].next) {
+    if (symbols[i].token != kNoToken) {
+      out.push_back(symbols[i].token);
+      continue;
+    }
+    for (const char byte : pieces[i]) {
+      const int32_t token = byte_tokens_[static_cast<uint8_t>(byte)];
+      if (token != kNoToken) out.push_back(token);
+    }
+  }
 }
 
 }  // namespace lnpu::framework

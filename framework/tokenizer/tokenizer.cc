@@ -54,25 +54,29 @@ std::optional<uint8_t> ParseByteToken(std::string_view text) {
   return static_cast<uint8_t>(value);
 }
 
-// A byte-level BPE token's text translated back to bytes.
+// A byte-level BPE token's text translated back to bytes. Some real
+// vocabularies (Command-R) have tokens with non-ASCII characters outside the
+// alphabet (U+200D): those stand for themselves.
 absl::StatusOr<std::string> ByteLevelTokenBytes(std::string_view text,
                                                 int32_t id) {
   std::string bytes;
   size_t offset = 0;
   while (offset < text.size()) {
     const utf8::DecodedChar decoded = utf8::DecodeChar(text.substr(offset));
-    std::optional<uint8_t> byte;
-    if (decoded.kind == utf8::DecodedChar::Kind::kValid) {
-      byte = ByteOfByteLevelChar(decoded.code_point);
-    }
-    if (!byte) {
+    const bool valid = decoded.kind == utf8::DecodedChar::Kind::kValid;
+    const std::optional<uint8_t> byte =
+        valid ? ByteOfByteLevelChar(decoded.code_point) : std::nullopt;
+    if (byte) {
+      bytes += static_cast<char>(*byte);
+    } else if (valid && decoded.code_point > 0x7F) {
+      bytes.append(text.substr(offset, decoded.length));
+    } else {
       return absl::InvalidArgumentError(absl::StrFormat(
           "normal token %d \"%s\" has a character outside the byte-level BPE "
           "alphabet at byte %d: byte-level BPE tokens must spell bytes as "
           "GPT-2's bytes_to_unicode does",
           id, absl::CHexEscape(std::string(text)), offset));
     }
-    bytes += static_cast<char>(*byte);
     offset += decoded.length;
   }
   return bytes;
@@ -166,6 +170,11 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(
   auto tokenizer = absl::WrapUnique(new Tokenizer(std::move(vocabulary)));
   const Vocabulary& v = tokenizer->vocabulary_;
   const bool sentencepiece = v.type == TokenizerType::kSentencePiece;
+  // Normal tokens spell spaces as U+2581 (SentencePiece, Gemma 4's BPE)
+  // or bytes in the byte-level alphabet.
+  absl::StatusOr<PreTokenizer> pre = PreTokenizerNamed(v.pre);
+  const bool byte_alphabet =
+      !sentencepiece && (!pre.ok() || UsesByteLevelAlphabet(*pre));
   const int32_t n = static_cast<int32_t>(v.tokens.size());
 
   tokenizer->token_ids_.reserve(n);
@@ -176,7 +185,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(
     std::string& bytes = tokenizer->token_bytes_[id];
     switch (static_cast<TokenType>(v.token_types[id])) {
       case TokenType::kNormal:
-        if (sentencepiece) {
+        if (!byte_alphabet) {
           bytes = absl::StrReplaceAll(
               text, {{absl::string_view(kSentencePieceSpace.data(),
                                         kSentencePieceSpace.size()),
@@ -218,6 +227,19 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(
     tokenizer->special_ids_.insert_or_assign(text, id);
     tokenizer->special_first_byte_[static_cast<uint8_t>(text[0])] = true;
     tokenizer->special_lengths_.push_back(text.size());
+  }
+  // llama.cpp's token attributes for Phi-3 (taken from its tokenizer.json):
+  // white space after a special token is dropped, except after <unk>, <s>
+  // and <|endoftext|>. llama.cpp recognises Phi-3 by its model name; here
+  // its SentencePiece vocabulary with <|end|> and <|assistant|> tokens.
+  const TokenIds& specials = tokenizer->special_ids_;
+  if (sentencepiece && specials.contains("<|end|>") &&
+      specials.contains("<|assistant|>")) {
+    tokenizer->strips_space_after_.assign(n, false);
+    for (const auto& [text, id] : specials) {
+      tokenizer->strips_space_after_[id] =
+          text != "<unk>" && text != "<s>" && text != "<|endoftext|>";
+    }
   }
   std::vector<size_t>& lengths = tokenizer->special_lengths_;
   std::sort(lengths.begin(), lengths.end(), std::greater<>());
@@ -302,6 +324,16 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeViews(
   // encoded on its own, as llama.cpp encodes each fragment.
   std::string text;
   bool after_special = true;  // the start counts as after a special token
+  // After a special token that strips the white space after it, until text
+  // other than ASCII white space (C isspace, as llama.cpp) follows.
+  bool strip_space = false;
+  auto append_text = [&](std::string_view piece) {
+    if (strip_space) {
+      piece.remove_prefix(std::min(piece.find_first_not_of(" \t\n\v\f\r"), piece.size()));
+      strip_space = piece.empty();
+    }
+    text.append(piece);
+  };
   auto flush_text = [&] {
     if (text.empty()) return;
     EncodeText(text, after_special, ids);
@@ -313,13 +345,14 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeViews(
     size_t offset = 0;
     for (const SpecialMatch& match :
          FindSpecials(segment_text, segment.parse_special)) {
-      text.append(segment_text.substr(offset, match.offset - offset));
+      append_text(segment_text.substr(offset, match.offset - offset));
       flush_text();
       ids.push_back(match.id);
       after_special = true;
+      strip_space = !strips_space_after_.empty() && strips_space_after_[match.id];
       offset = match.offset + match.length;
     }
-    text.append(segment_text.substr(offset));
+    append_text(segment_text.substr(offset));
   }
   flush_text();
   return ids;

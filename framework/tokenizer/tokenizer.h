@@ -1,6 +1,7 @@
 // Text <-> token ids for a model's vocabulary: SentencePiece-style BPE
-// (llama, stories260K) and byte-level BPE (GPT-2, Llama 3, Qwen2), token for
-// token as llama.cpp tokenizes and detokenizes.
+// (llama, stories260K, Gemma 2/3, Phi-3) and byte-level BPE (GPT-2, Llama 3,
+// Qwen2, ...; also Gemma 4's character-level BPE), token for token as
+// llama.cpp tokenizes and detokenizes.
 //
 // Immutable after Create; every method is const and may be called from any
 // number of threads at once.
@@ -46,8 +47,11 @@ class Tokenizer {
   // add_eos ask for them; byte tokens are spelled "<0xHH>"; SentencePiece
   // can fall back for every byte (a byte token for each, or unk_id);
   // byte-level BPE has a supported `pre`, well-formed merges, a token for
-  // each of the 256 byte characters, and normal tokens spelled in that
-  // alphabet.
+  // each printable ASCII byte character (a byte without one is dropped
+  // where no merge covers it, as llama.cpp does), and normal tokens
+  // spelled in that alphabet (non-ASCII characters outside it stand for
+  // themselves; Gemma 4: <0xHH> byte tokens and text with U+2581 for
+  // spaces).
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(
       Vocabulary vocabulary);
 
@@ -75,7 +79,10 @@ class Tokenizer {
   //    that overlaps none taken before;
   //  - the text between two of them (joined across segment boundaries) is
   //    encoded as by Encode; for SentencePiece with add_space_prefix it
-  //    gets a leading space at the start and after every special token.
+  //    gets a leading space at the start and after every special token;
+  //  - Phi-3 vocabularies (SentencePiece with <|end|> and <|assistant|>):
+  //    ASCII white space after a special token other than <unk>, <s> and
+  //    <|endoftext|> is dropped (llama.cpp's rstrip attribute).
   // Errors as Encode (offsets are into the concatenation).
   absl::StatusOr<std::vector<int32_t>> EncodeSegments(
       absl::Span<const TextSegment> segments, bool add_bos) const;
@@ -88,8 +95,8 @@ class Tokenizer {
   std::string Decode(absl::Span<const int32_t> ids) const;
 
   // The bytes token `id` stands for: normal tokens with U+2581 read as ' '
-  // (SentencePiece) or translated from the byte-level alphabet (byte-level
-  // BPE); byte tokens as their byte; user-defined tokens as spelled;
+  // (SentencePiece, Gemma 4) or translated from the byte-level alphabet
+  // (byte-level BPE); byte tokens as their byte; user-defined tokens as spelled;
   // unknown tokens as U+2585; control, unused and undefined tokens as
   // nothing. Ids outside [0, vocab_size()) give U+FFFD.
   std::string TokenBytes(int32_t id) const;
@@ -157,6 +164,9 @@ class Tokenizer {
   // they start with: a position whose byte starts none is skipped at once.
   std::vector<size_t> special_lengths_;
   std::array<bool, 256> special_first_byte_{};
+  // By id: white space after the token is dropped (rstrip). Empty for
+  // vocabularies without such tokens.
+  std::vector<bool> strips_space_after_;
   // Exactly one is set, by vocabulary_.type.
   std::optional<SentencePieceEncoder> sentencepiece_;
   std::optional<ByteLevelBpeEncoder> byte_level_bpe_;

@@ -197,6 +197,162 @@ constexpr char kPhi3[] =
 constexpr char kMistral[] =
     R"({{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %})";
 
+// google/gemma-2-2b-it.
+constexpr char kGemma2[] =
+    R"({{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '
+' + message['content'] | trim + '<end_of_turn>
+' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model
+'}}{% endif %})";
+
+// google/gemma-3-1b-it.
+constexpr char kGemma3[] = R"({{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}
+            {%- elif item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model\n'}}
+{%- endif -%}
+)";
+
+// Qwen/Qwen3-0.6B (the tool branches left out).
+constexpr char kQwen3[] = R"({%- if messages[0].role == 'system' %}
+    {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set content = message.content %}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is defined and message.reasoning_content is not none %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in message.content %}
+                {%- set content = message.content.split('</think>')[-1].lstrip('\n') %}
+                {%- set reasoning_content = message.content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\n' + content }}
+        {%- endif %}
+        {{- '<|im_end|>\n' }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\n\n</think>\n\n' }}
+    {%- endif %}
+{%- endif %})";
+
+// HuggingFaceTB/SmolLM2-1.7B-Instruct: ChatML with a default system prompt.
+constexpr char kSmolLm2[] =
+    R"({% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system
+You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>
+' }}{% endif %}{{'<|im_start|>' + message['role'] + '
+' + message['content'] + '<|im_end|>' + '
+'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant
+' }}{% endif %})";
+
+// mistralai/Mistral-7B-Instruct-v0.3 (the tool branches left out).
+constexpr char kMistralV3[] = R"({%- if messages[0]["role"] == "system" %}
+    {%- set system_message = messages[0]["content"] %}
+    {%- set loop_messages = messages[1:] %}
+{%- else %}
+    {%- set loop_messages = messages %}
+{%- endif %}
+{{- bos_token }}
+{%- for message in loop_messages %}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}
+        {{- raise_exception('After the optional system message, conversation roles must alternate user/assistant/user/assistant/...') }}
+    {%- endif %}
+    {%- if message["role"] == "user" %}
+        {%- if loop.last and system_message is defined %}
+            {{- "[INST] " + system_message + "\n\n" + message["content"] + "[/INST]" }}
+        {%- else %}
+            {{- "[INST] " + message["content"] + "[/INST]" }}
+        {%- endif %}
+    {%- elif message["role"] == "assistant" %}
+        {{- " " + message["content"]|trim + eos_token}}
+    {%- else %}
+        {{- raise_exception("Only user and assistant roles are supported, with the exception of an initial optional system message!") }}
+    {%- endif %}
+{%- endfor %}
+)";
+
+// mistralai/Mistral-Nemo-Instruct-2407 (tekken; the tool branches left
+// out).
+constexpr char kMistralNemo[] = R"({%- if messages[0]["role"] == "system" %}
+    {%- set system_message = messages[0]["content"] %}
+    {%- set loop_messages = messages[1:] %}
+{%- else %}
+    {%- set loop_messages = messages %}
+{%- endif %}
+{{- bos_token }}
+{%- for message in loop_messages %}
+    {%- if message["role"] == "user" %}
+        {%- if loop.last and system_message is defined %}
+            {{- "[INST]" + system_message + "\n\n" + message["content"] + "[/INST]" }}
+        {%- else %}
+            {{- "[INST]" + message["content"] + "[/INST]" }}
+        {%- endif %}
+    {%- elif message["role"] == "assistant" %}
+        {{- message["content"] + eos_token}}
+    {%- endif %}
+{%- endfor %}
+)";
+
+// microsoft/Phi-4-mini-instruct.
+constexpr char kPhi4Mini[] =
+    R"({% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and message['tools'] is not none %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %})";
+
 const ChatSpecialTokens kSentencePieceTokens{"<s>", "</s>", /*add_bos=*/true};
 const ChatSpecialTokens kLlama3Tokens{"<|begin_of_text|>", "<|eot_id|>",
                                       /*add_bos=*/true};
@@ -244,6 +400,13 @@ TEST(ChatTemplateTest, DetectsTheFamilyOfRealTemplates) {
       {"zephyr", kZephyr, ChatFamily::kZephyr},
       {"tinyllama", kTinyLlamaChat, ChatFamily::kZephyr},
       {"phi3", kPhi3, ChatFamily::kPhi3},
+      {"phi4-mini", kPhi4Mini, ChatFamily::kPhi4},
+      {"gemma2", kGemma2, ChatFamily::kGemma},
+      {"gemma3", kGemma3, ChatFamily::kGemma},
+      {"qwen3", kQwen3, ChatFamily::kQwen3},
+      {"smollm2", kSmolLm2, ChatFamily::kChatMl},
+      {"mistral-v3", kMistralV3, ChatFamily::kMistralV3},
+      {"mistral-nemo", kMistralNemo, ChatFamily::kMistralTekken},
   };
   for (const auto& c : cases) {
     absl::StatusOr<ChatTemplate> chat =
@@ -261,6 +424,9 @@ TEST(ChatTemplateTest, ChatMlTakesOverTheTemplatesDefaultSystemPrompt) {
             "You are a helpful assistant.");
   EXPECT_EQ(Detected(kOpenHermes, kQwenTokens).default_system_prompt(),
             std::nullopt);
+  EXPECT_EQ(Detected(kSmolLm2, kQwenTokens).default_system_prompt(),
+            "You are a helpful AI assistant named SmolLM, trained by Hugging "
+            "Face");
 }
 
 TEST(ChatTemplateTest, Qwen25) {
@@ -385,6 +551,106 @@ TEST(ChatTemplateTest, Phi3) {
             "<|user|>\nHi<|end|>\n<|endoftext|>");
 }
 
+TEST(ChatTemplateTest, Phi4Mini) {
+  const ChatTemplate chat =
+      Detected(kPhi4Mini, ChatSpecialTokens{"<|endoftext|>", "<|endoftext|>", false});
+  EXPECT_EQ(Render(chat, kConversation),
+            "<|system|>You are a helpful assistant<|end|><|user|>Hello<|end|>"
+            "<|assistant|>Hi there<|end|><|user|>Who are you<|end|>"
+            "<|assistant|>   I am an assistant   <|end|>"
+            "<|user|>Another question<|end|><|assistant|>");
+  EXPECT_EQ(Render(chat, kOneQuestion, false), "<|user|>Hi<|end|><|endoftext|>");
+}
+
+TEST(ChatTemplateTest, GemmaFoldsTheSystemMessageIntoTheFirstUserTurn) {
+  const ChatSpecialTokens gemma_tokens{"<bos>", "<eos>", /*add_bos=*/true};
+  const std::string expected =
+      "<start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n"
+      "<start_of_turn>model\nHi there<end_of_turn>\n"
+      "<start_of_turn>user\nWho are you<end_of_turn>\n"
+      "<start_of_turn>model\nI am an assistant<end_of_turn>\n"
+      "<start_of_turn>user\nAnother question<end_of_turn>\n"
+      "<start_of_turn>model\n";
+  EXPECT_EQ(Render(Detected(kGemma3, gemma_tokens), kConversation), expected);
+  // The template's bos_token stays when the tokenizer does not add BOS.
+  ChatSpecialTokens no_bos = gemma_tokens;
+  no_bos.add_bos = false;
+  EXPECT_EQ(Render(Detected(kGemma2, no_bos), kOneQuestion, false),
+            "<bos><start_of_turn>user\nHi<end_of_turn>\n");
+  // Turns must alternate user/model.
+  absl::StatusOr<std::string> bad = Detected(kGemma3, gemma_tokens)
+                                        .Render({{"user", "a"}, {"user", "b"}}, true);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("message 1"));
+}
+
+TEST(ChatTemplateTest, Qwen3) {
+  const ChatTemplate chat = Detected(kQwen3, kQwenTokens);
+  const std::string turns =
+      "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n"
+      "<|im_start|>user\nHello<|im_end|>\n"
+      "<|im_start|>assistant\nHi there<|im_end|>\n"
+      "<|im_start|>user\nWho are you<|im_end|>\n"
+      "<|im_start|>assistant\n   I am an assistant   <|im_end|>\n"
+      "<|im_start|>user\nAnother question<|im_end|>\n";
+  EXPECT_TRUE(chat.thinking());
+  EXPECT_EQ(Render(chat, kConversation), turns + "<|im_start|>assistant\n");
+  // enable_thinking=false: an empty reasoning block makes the model answer.
+  EXPECT_EQ(Render(chat.WithThinking(false), kConversation),
+            turns + "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  // Replies before the last user message lose their reasoning ...
+  EXPECT_EQ(Render(chat,
+                   {{"user", "Hi"},
+                    {"assistant", "<think>\nGreet back.\n</think>\n\nHello!"},
+                    {"user", "Bye"}}),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n"
+            "<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
+  // ... the reply after it keeps it, and, being the last message, gets an
+  // empty block when it had none.
+  EXPECT_EQ(Render(chat, {{"user", "Hi"}, {"assistant", "<think>\nGreet.\n</think>\n\nHello!"}},
+                   false),
+            "<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\nGreet.\n</think>\n\nHello!<|im_end|>\n");
+  EXPECT_EQ(Render(chat, {{"user", "Hi"}, {"assistant", "Hello!"}}, false),
+            "<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n\n</think>\n\nHello!<|im_end|>\n");
+}
+
+void ExpectSplit(const std::string& reply, const std::string& reasoning,
+                 const std::string& answer) {
+  const ReasoningReply split = SplitReasoning(reply);
+  EXPECT_EQ(split.reasoning, reasoning) << reply;
+  EXPECT_EQ(split.answer, answer) << reply;
+}
+
+TEST(ChatTemplateTest, SplitReasoningSeparatesTheThinkBlockFromTheAnswer) {
+  ExpectSplit("<think>\nStep 1.\nStep 2.\n</think>\n\nThe answer.", "Step 1.\nStep 2.",
+              "The answer.");
+  // The generation prompt may hold the opening tag already.
+  ExpectSplit("Plan.\n</think>\n\nDone", "Plan.", "Done");
+  // An empty block (enable_thinking=false) and no block at all.
+  ExpectSplit("<think>\n\n</think>\n\nHi", "", "Hi");
+  ExpectSplit("Just text <thinking>", "", "Just text <thinking>");
+  // Generation stopped while the model was reasoning.
+  ExpectSplit("<think>\nHalf a tho", "Half a tho", "");
+}
+
+TEST(ChatTemplateTest, MistralPutsTheSystemMessageBeforeTheLastUserMessage) {
+  EXPECT_EQ(Render(Detected(kMistralV3, kSentencePieceTokens), kConversation),
+            "[INST] Hello[/INST] Hi there</s>[INST] Who are you[/INST] I am an "
+            "assistant</s>[INST] You are a helpful assistant\n\nAnother question[/INST]");
+  EXPECT_EQ(Render(Detected(kMistralNemo, kSentencePieceTokens), kConversation),
+            "[INST]Hello[/INST]Hi there</s>[INST]Who are you[/INST]   I am an "
+            "assistant   </s>[INST]You are a helpful assistant\n\nAnother question[/INST]");
+  ChatSpecialTokens no_bos = kSentencePieceTokens;
+  no_bos.add_bos = false;
+  EXPECT_EQ(Render(Detected(kMistralV3, no_bos), kOneQuestion), "<s>[INST] Hi[/INST]");
+  absl::StatusOr<std::string> bad = Detected(kMistralNemo, kSentencePieceTokens)
+                                        .Render({{"assistant", "a"}}, true);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("mistral-tekken"));
+}
+
 TEST(ChatTemplateTest, UnknownOrMissingTemplatesNameTheSupportedFamilies) {
   for (const char* jinja :
        {kMistral, "{{ messages[0]['content'] }}", "<|user|>{{ m }}"}) {
@@ -405,7 +671,9 @@ TEST(ChatTemplateTest, UnknownOrMissingTemplatesNameTheSupportedFamilies) {
 TEST(ChatTemplateTest, FamilyNamesRoundTrip) {
   for (ChatFamily family :
        {ChatFamily::kChatMl, ChatFamily::kLlama3, ChatFamily::kLlama31,
-        ChatFamily::kLlama2, ChatFamily::kZephyr, ChatFamily::kPhi3}) {
+        ChatFamily::kLlama2, ChatFamily::kZephyr, ChatFamily::kPhi3,
+        ChatFamily::kPhi4, ChatFamily::kGemma, ChatFamily::kQwen3,
+        ChatFamily::kMistralV3, ChatFamily::kMistralTekken}) {
     absl::StatusOr<ChatFamily> parsed = ParseChatFamily(ChatFamilyName(family));
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(*parsed, family);
@@ -455,7 +723,8 @@ TEST(ChatTemplateTest, SegmentsMarkContentAsPlainText) {
                                      "T:\n<</SYS>>\n\n", "C:Hi", "T: [/INST] ", "C:Yo",
                                      "T: </s><s>[INST] ", "C:</s>", "T: [/INST]"));
   // Every family's segments join to its rendering.
-  for (const char* jinja : {kQwen25, kLlama3, kLlama31, kLlama2, kZephyr, kPhi3}) {
+  for (const char* jinja : {kQwen25, kLlama3, kLlama31, kLlama2, kZephyr, kPhi3, kPhi4Mini,
+                            kGemma3, kQwen3, kMistralV3, kMistralNemo}) {
     const ChatTemplate chat = Detected(jinja, kSentencePieceTokens);
     std::string joined;
     for (const std::string& segment : SegmentKinds(chat, kConversation)) {

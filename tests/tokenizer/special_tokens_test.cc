@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tokenizer/gguf_vocabulary.h"
+#include "tools/common/model_tokenizer.h"
 
 namespace lnpu::framework {
 namespace {
@@ -220,6 +221,33 @@ TEST(SpecialTokensTest, UnusedAndEmptySpellingsAreNeverMatched) {
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   EXPECT_THAT(Parse(**tokenizer, "xy"), ElementsAre('x', 'y'));
   EXPECT_THAT(Parse(**tokenizer, ""), ElementsAre());
+}
+
+// Phi-3's vocabulary is Llama 2's with its chat tokens appended as control
+// tokens (ids 32000 on); llama.cpp drops the white space after them.
+TEST(SpecialTokensTest, Phi3DropsWhiteSpaceAfterItsSpecialTokens) {
+  auto model = tools::ReadModelTokenizer(TestDataPath("vocab/ggml-vocab-llama-spm.gguf"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  Vocabulary phi3 = model->vocabulary;
+  const int32_t base = static_cast<int32_t>(phi3.tokens.size());
+  for (const char* text : {"<|endoftext|>", "<|assistant|>", "<|end|>", "<|user|>"}) {
+    phi3.tokens.push_back(text);
+    phi3.scores.push_back(0.0f);
+    phi3.token_types.push_back(static_cast<int32_t>(TokenType::kControl));
+  }
+  const int32_t end_of_text = base, assistant = base + 1, end = base + 2, user = base + 3;
+  auto tokenizer = Tokenizer::Create(phi3);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  EXPECT_THAT(Parse(**tokenizer, "<|user|>\n  Hi \n<|end|>\n<|assistant|>\n"),
+              ::testing::ElementsAreArray(
+                  Concat({{user}, Plain(**tokenizer, "Hi \n"), {end, assistant}})));
+  // Not after <|endoftext|>, and not in plain text.
+  EXPECT_THAT(Parse(**tokenizer, "<|endoftext|> Hi"),
+              ::testing::ElementsAreArray(Concat({{end_of_text}, Plain(**tokenizer, " Hi")})));
+  EXPECT_EQ(Plain(**tokenizer, "<|end|>\nHi"), Plain(LlamaSpm(), "<|end|>\nHi"));
+  // The Llama 2 vocabulary itself keeps the white space after </s>.
+  EXPECT_THAT(Parse(LlamaSpm(), "</s>\nHi"),
+              ::testing::ElementsAreArray(Concat({{2}, Plain(LlamaSpm(), "\nHi")})));
 }
 
 }  // namespace

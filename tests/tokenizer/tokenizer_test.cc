@@ -155,8 +155,8 @@ TEST(TokenizerCreateTest, RejectsInconsistentSentencePieceVocabularies) {
 
 TEST(TokenizerCreateTest, RejectsInconsistentByteLevelBpeVocabularies) {
   Vocabulary v = SmallByteLevelBpe();
-  v.pre = "falcon";
-  ExpectRejected(v, "unsupported byte-level BPE pre-tokenizer \"falcon\"");
+  v.pre = "bloom";
+  ExpectRejected(v, "unsupported byte-level BPE pre-tokenizer \"bloom\"");
 
   v = SmallByteLevelBpe();
   v.tokens['x'] = "xx";
@@ -245,6 +245,56 @@ TEST(TokenizerTest, ByteLevelBpeMergesAndMapsBytes) {
   auto with_bos = (*tokenizer)->Encode("ab", true);
   EXPECT_EQ(with_bos.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(with_bos.status().message()), HasSubstr("no BOS"));
+}
+
+TEST(TokenizerTest, ByteLevelBpeDropsBytesWithoutAToken) {
+  // As llama.cpp does for Falcon's vocabulary, which lacks most control
+  // characters: a byte without a token vanishes from the encoding.
+  Vocabulary v = SmallByteLevelBpe();
+  v.tokens[0x03] = "<unused>";
+  v.token_types[0x03] = static_cast<int32_t>(TokenType::kUnused);
+  auto tokenizer = Tokenizer::Create(v);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  auto ids = (*tokenizer)->Encode("a\x03" "b", false);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_THAT(*ids, ElementsAre('a', 'b'));
+}
+
+TEST(TokenizerTest, ByteLevelBpeTokensMayHoldNonAsciiCharactersAsThemselves) {
+  // Command-R's vocabulary has ZERO WIDTH JOINER tokens spelled as is.
+  Vocabulary v = SmallByteLevelBpe();
+  v.tokens.push_back("\xE2\x80\x8D");
+  v.token_types.push_back(kNormal);
+  auto tokenizer = Tokenizer::Create(v);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  EXPECT_EQ((*tokenizer)->TokenBytes(258), "\xE2\x80\x8D");
+}
+
+// Gemma 4 (GGUF tokenizer.ggml.model "gemma4"): BPE on characters, spaces
+// as U+2581, byte tokens for characters that are no token.
+TEST(TokenizerTest, Gemma4MergesCharactersAndFallsBackToBytes) {
+  Vocabulary v;
+  v.type = TokenizerType::kByteLevelBpe;
+  v.pre = "gemma4";
+  for (int byte = 0; byte < 256; ++byte) {
+    v.tokens.push_back(absl::StrFormat("<0x%02X>", byte));
+    v.token_types.push_back(static_cast<int32_t>(TokenType::kByte));
+  }
+  for (const char* text : {"a", "b", "ab", "\xE2\x96\x81", "\xE2\x96\x81" "a"}) {
+    v.tokens.push_back(text);  // 256..260
+    v.token_types.push_back(kNormal);
+  }
+  v.merges = {"a b", "\xE2\x96\x81 a"};
+  v.add_bos = false;
+  v.add_space_prefix = false;
+  auto tokenizer = Tokenizer::Create(v);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  // Words "ab▁a", "\n\n", "c": '\n' and 'c' are no tokens.
+  auto ids = (*tokenizer)->Encode("ab a\n\nc", false);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_THAT(*ids, ElementsAre(258, 260, 0x0A, 0x0A, 0x63));
+  EXPECT_EQ((*tokenizer)->Decode(*ids), "ab a\n\nc");
+  EXPECT_EQ((*tokenizer)->TokenBytes(259), " ");
 }
 
 TEST(TokenizerTest, RejectsInvalidUtf8NamingTheOffset) {

@@ -1,11 +1,16 @@
 // The tokenizers against llama.cpp's test-tokenizer-0 vectors and the
 // bundled stories260K model.
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "compiler_artifacts/gguf/gguf_file.h"
+#include "compiler_artifacts/gguf/gguf_writer.h"
+#include "framework/tokenizer/byte_level_alphabet.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tokenizer/gguf_vocabulary.h"
+#include "tools/common/model_tokenizer.h"
 
 namespace lnpu::framework {
 namespace {
@@ -45,7 +50,52 @@ TEST_P(VocabVectorsTest, DecodeInvertsEncode) {
 
 INSTANTIATE_TEST_SUITE_P(Vocabs, VocabVectorsTest,
                          ::testing::Values("ggml-vocab-llama-spm.gguf",
-                                           "ggml-vocab-qwen2.gguf"));
+                                           "ggml-vocab-qwen2.gguf",
+                                           "ggml-vocab-deepseek-coder.gguf",
+                                           "ggml-vocab-falcon.gguf",
+                                           "ggml-vocab-mpt.gguf",
+                                           "ggml-vocab-refact.gguf"));
+
+// Where a GGUF file does not say whether prompts start with BOS, the
+// tokenizer family decides, as in llama.cpp: Llama 3 and Tekken vocabularies
+// get BOS, other byte-level BPE vocabularies do not.
+TEST(GgufTokenizerDefaultsTest, AddBosFollowsThePreTokenizerWhenUnset) {
+  const struct {
+    const char* pre;
+    std::optional<bool> add_bos_key;
+    bool add_bos;
+  } cases[] = {
+      {"llama-bpe", std::nullopt, true}, {"llama3", std::nullopt, true},
+      {"tekken", std::nullopt, true},    {"qwen2", std::nullopt, false},
+      {"gpt-2", std::nullopt, false},    {"llama-bpe", false, false},
+      {"qwen2", true, true},
+  };
+  for (const auto& c : cases) {
+    gguf::GgufWriter writer;
+    writer.SetString("tokenizer.ggml.model", "gpt2");
+    writer.SetString("tokenizer.ggml.pre", c.pre);
+    std::vector<std::string> tokens;
+    for (int byte = 0; byte < 256; ++byte) {
+      tokens.emplace_back(ByteLevelChar(static_cast<uint8_t>(byte)));
+    }
+    tokens.push_back("ab");
+    tokens.push_back("<|begin_of_text|>");
+    writer.SetStringArray("tokenizer.ggml.tokens", tokens);
+    writer.SetStringArray("tokenizer.ggml.merges", {"a b"});
+    writer.SetUint32("tokenizer.ggml.bos_token_id", 257);
+    if (c.add_bos_key.has_value()) {
+      writer.SetBool("tokenizer.ggml.add_bos_token", *c.add_bos_key);
+    }
+    const std::string path = ::testing::TempDir() + "defaults.gguf";
+    ASSERT_TRUE(writer.Write(path).ok());
+    auto file = gguf::GgufFile::Open(path);
+    ASSERT_TRUE(file.ok()) << file.status();
+    auto model = tools::ModelTokenizerFromGguf(**file);
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_EQ(model->vocabulary.add_bos, c.add_bos) << c.pre;
+    EXPECT_EQ(model->vocabulary.bos_id, 257) << c.pre;
+  }
+}
 
 TEST(Stories260KTest, EncodesThePromptWithBos) {
   auto tokenizer = SharedTokenizer(ModelPath("stories260K.gguf"));

@@ -42,7 +42,10 @@ ABSL_FLAG(std::string, system, "",
           "system prompt, run first (through the model's chat template when it has one)");
 ABSL_FLAG(std::string, chat_template, "",
           "chat template family to use instead of the model's: chatml, llama3, llama3.1, "
-          "llama2, zephyr or phi3");
+          "llama2, zephyr, phi3, phi4, gemma, qwen3, mistral-v3 or mistral-tekken");
+ABSL_FLAG(bool, enable_thinking, true,
+          "qwen3 template: let the model reason in a <think> block before it answers "
+          "(--enable-thinking=false renders an empty one, so that it answers at once)");
 ABSL_FLAG(bool, verbose_prompt, false,
           "print the token ids of each prompt sent to the model to stderr");
 ABSL_FLAG(int, n, 128, "maximum number of tokens to generate per reply");
@@ -340,7 +343,7 @@ int Main(int argc, char** argv) {
     }
     absl::StatusOr<lnpu::framework::ChatTemplate> found = (*llm)->GetChatTemplate(family);
     if (found.ok()) {
-      chat_template = *std::move(found);
+      chat_template = found->WithThinking(absl::GetFlag(FLAGS_enable_thinking));
     } else if (!absl::IsNotFound(found.status())) {
       return Fail(std::string(found.status().message()));
     } else {
