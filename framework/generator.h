@@ -58,8 +58,8 @@ class Generator {
     // Input tokens run per prefill step; 0 runs the whole input in one
     // step (the runtime still splits it into its compiled chunks).
     uint32_t max_prefill_tokens_per_step = 0;
-    StreamCallback on_token;      // as in Session::GenerateFromTokens
-    LogitsFilter logits_filter;   // none by default
+    StreamCallback on_token = nullptr;    // as in Session::GenerateFromTokens
+    LogitsFilter logits_filter = nullptr;  // none by default
   };
 
   // Checks `config` and the input (the session's pending tokens, then

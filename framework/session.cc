@@ -140,7 +140,7 @@ absl::StatusOr<GenerationResult> Session::GenerateFromTokens(absl::Span<const in
                                                              const GenerationConfig& config,
                                                              const StreamCallback& on_token) {
   absl::StatusOr<Generator> generator =
-      Generator::Start(*this, tokens, config, {.on_token = on_token, .logits_filter = nullptr});
+      Generator::Start(*this, tokens, config, {.on_token = on_token});
   if (!generator.ok()) return generator.status();
   while (!generator->done()) {
     if (absl::Status step = generator->Step(); !step.ok()) return step;

@@ -342,8 +342,7 @@ TEST_F(SessionTest, GeneratorInChunksEqualsGenerateFromTokens) {
       {.max_prefill_tokens_per_step = 3, .on_token = [&](int32_t, std::string_view text) {
          streamed += text;
          return true;
-       },
-       .logits_filter = nullptr});
+       }});
   ASSERT_TRUE(generator.ok()) << generator.status();
   int prefill_steps = 0;
   while (!generator->done()) {
@@ -382,9 +381,7 @@ TEST_F(SessionTest, GeneratorLogitsFilterRestrictsTheTokens) {
   int calls = 0;
   absl::StatusOr<Generator> generator = Generator::Start(
       *session, kPrompt, Greedy(6),
-      {.max_prefill_tokens_per_step = 0,
-       .on_token = nullptr,
-       .logits_filter = [&](absl::Span<const int32_t> generated, absl::Span<float> logits) {
+      {.logits_filter = [&](absl::Span<const int32_t> generated, absl::Span<float> logits) {
          EXPECT_EQ(generated.size(), static_cast<size_t>(calls));
          ++calls;
          logits[banned] = -std::numeric_limits<float>::infinity();
