@@ -9,6 +9,7 @@ command installs what it needs); the test fails if that is not possible.
 Usage (meson test sets these): chat_page_test.py NPU_SERVE NPU_COMPILE
 MODELS_DIR REPO_ROOT
 """
+import fcntl
 import json
 import os
 import re
@@ -52,14 +53,22 @@ def start_server(npu_serve, artifact, log_path):
     sys.exit("FAIL: npu-serve did not become ready:\n" + open(log_path).read())
 
 
+def high_fd(fd):
+    """A copy of `fd` numbered 10 or more; `fd` is closed."""
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+    os.close(fd)
+    return high
+
+
 class DevTools:
     """The DevTools protocol over Chromium's fds 3 (commands) and 4 (replies)."""
 
     def __init__(self, chromium, url, profile):
         to_chrome_r, self.to_chrome = os.pipe()
         self.from_chrome, from_chrome_w = os.pipe()
-        os.set_inheritable(to_chrome_r, True)
-        os.set_inheritable(from_chrome_w, True)
+        # Above 4, so that moving them to 3 and 4 in the child overwrites
+        # neither.
+        to_chrome_r, from_chrome_w = high_fd(to_chrome_r), high_fd(from_chrome_w)
 
         def child_fds():
             os.dup2(to_chrome_r, 3)
@@ -70,7 +79,7 @@ class DevTools:
              "--no-first-run", "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--disable-dev-shm-usage", "--remote-debugging-pipe",
              "--user-data-dir=" + profile, url],
-            preexec_fn=child_fds, pass_fds=(to_chrome_r, from_chrome_w),
+            preexec_fn=child_fds, pass_fds=(3, 4, to_chrome_r, from_chrome_w),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_chrome_r)
         os.close(from_chrome_w)

@@ -257,6 +257,9 @@ void ApiServer::WaitForStreams(absl::Duration timeout) {
 
 void ApiServer::Register(httplib::Server& http) {
   http.set_payload_max_length(options_.max_body_bytes);
+  // Stream events are small writes: without TCP_NODELAY, Nagle's algorithm
+  // holds each one until the previous is acknowledged.
+  http.set_tcp_nodelay(true);
   http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     request_start = absl::Now();
     request_note.clear();

@@ -59,7 +59,8 @@ class ApiServer {
  public:
   ApiServer(const ApiOptions& options, Metrics& metrics);
 
-  // Installs the routes, error handler, body limit and logger on `http`.
+  // Installs the routes, error handler, body limit, logger and TCP_NODELAY
+  // on `http`.
   void Register(httplib::Server& http);
 
   // The model is loaded: /health becomes ready.

@@ -46,6 +46,7 @@ struct RequestFigures {
 RequestFigures StreamOne(const std::string& prompt) {
   httplib::Client client(absl::GetFlag(FLAGS_host), absl::GetFlag(FLAGS_port));
   client.set_read_timeout(absl::GetFlag(FLAGS_timeout), 0);
+  client.set_tcp_nodelay(true);
   httplib::Headers headers;
   if (!absl::GetFlag(FLAGS_api_key).empty()) {
     headers.emplace("Authorization", "Bearer " + absl::GetFlag(FLAGS_api_key));
