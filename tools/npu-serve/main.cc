@@ -65,6 +65,15 @@ int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
   const int threads = options.http_threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   api.Register(http);
+  // The listening socket, to raise its backlog after bind_to_port: 0.11
+  // listens with a backlog of 5, and a burst of clients overflowing it gets
+  // connections reset.
+  int listen_fd = -1;
+  http.set_socket_options([&listen_fd](int sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd = sock;
+  });
 
   const int port = options.port == 0 ? http.bind_to_any_port(options.host)
                                      : (http.bind_to_port(options.host, options.port)
@@ -75,6 +84,7 @@ int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
               << " (in use, or not an address of this host)\n";
     return 1;
   }
+  if (listen_fd >= 0) listen(listen_fd, SOMAXCONN);
   std::cerr << "npu-serve: listening on http://" << options.host << ":" << port << "\n";
   std::thread listener([&http] { http.listen_after_bind(); });
 
