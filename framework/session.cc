@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "framework/generator.h"
 #include "framework/llm.h"
 #include "framework/sampler.h"
 #include "framework/stop_strings.h"
@@ -12,12 +12,6 @@
 #include "runtime/cache_snapshot.h"
 
 namespace lnpu::framework {
-namespace {
-
-double Milliseconds(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
-
-}  // namespace
-
 Session::Session(std::shared_ptr<const Tokenizer> tokenizer, std::string artifact_path,
                  std::unique_ptr<runtime::Sequence> runtime)
     : tokenizer_(std::move(tokenizer)),
@@ -60,10 +54,8 @@ absl::StatusOr<std::vector<int32_t>> Session::TokenizeSegments(
   return tokenizer_->EncodeSegments(prompt, StartsWithBos(add_bos));
 }
 
-absl::StatusOr<absl::Span<const float>> Session::RunInput(absl::Span<const int32_t> tokens) {
+absl::Status Session::CheckInput(absl::Span<const int32_t> input) const {
   const runtime::ModelInfo& info = runtime_->info();
-  std::vector<int32_t> input = pending_;
-  input.insert(input.end(), tokens.begin(), tokens.end());
   if (input.empty()) {
     return absl::InvalidArgumentError("the input is empty: give at least one token");
   }
@@ -87,13 +79,27 @@ absl::StatusOr<absl::Span<const float>> Session::RunInput(absl::Span<const int32
         " cache slots and the ", input.size(), " new tokens do not fit: reset the session, "
         "enable the ring context policy, or recompile with a larger capacity"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Span<const float>> Session::RunPending(size_t count) {
+  const runtime::KvCacheState& cache = runtime_->cache();
   const int64_t before = cache.next_position();
-  absl::StatusOr<absl::Span<const float>> logits = runtime_->Forward(input);
+  absl::StatusOr<absl::Span<const float>> logits =
+      runtime_->Forward(absl::MakeConstSpan(pending_).first(count));
   // Tokens that did not make it into the cache (a device error) stay
   // pending for the next call.
   const size_t run = static_cast<size_t>(cache.next_position() - before);
-  pending_.assign(input.begin() + static_cast<ptrdiff_t>(run), input.end());
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(run));
   return logits;
+}
+
+absl::StatusOr<absl::Span<const float>> Session::RunInput(absl::Span<const int32_t> tokens) {
+  std::vector<int32_t> input = pending_;
+  input.insert(input.end(), tokens.begin(), tokens.end());
+  if (absl::Status fits = CheckInput(input); !fits.ok()) return fits;
+  pending_ = std::move(input);
+  return RunPending(pending_.size());
 }
 
 absl::Status Session::Append(std::string_view text, bool add_bos) {
@@ -117,104 +123,13 @@ absl::StatusOr<GenerationResult> Session::Generate(std::string_view text,
 absl::StatusOr<GenerationResult> Session::GenerateFromTokens(absl::Span<const int32_t> tokens,
                                                              const GenerationConfig& config,
                                                              const StreamCallback& on_token) {
-  const absl::Time start = absl::Now();
-  const Tokenizer& tokenizer = *tokenizer_;
-  if (config.max_new_tokens < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_new_tokens is ", config.max_new_tokens, ": ask for at least 1"));
+  absl::StatusOr<Generator> generator =
+      Generator::Start(*this, tokens, config, {.on_token = on_token});
+  if (!generator.ok()) return generator.status();
+  while (!generator->done()) {
+    if (absl::Status step = generator->Step(); !step.ok()) return step;
   }
-  if (absl::Status valid = Sampler::Validate(config, static_cast<int32_t>(runtime_->info().vocab_size));
-      !valid.ok()) {
-    return valid;
-  }
-  const bool fresh = runtime_->cache().next_position() == 0;
-  const size_t input_size = pending_.size() + tokens.size();
-  // After text, a generated token's leading space separates it from that
-  // text; after a lone BOS starting the conversation it starts the text.
-  const bool after_text = !fresh || input_size != 1 ||
-                          (tokens.empty() ? pending_[0] : tokens[0]) != tokenizer.bos_id();
-
-  absl::StatusOr<absl::Span<const float>> logits = RunInput(tokens);
-  if (!logits.ok()) return logits.status();
-
-  GenerationResult result;
-  result.stats.prompt_tokens = static_cast<int>(input_size);
-  result.stats.prefill_ms = Milliseconds(absl::Now() - start);
-  // The sampler's penalties look at the conversation so far plus the reply.
-  std::vector<int32_t> history = runtime_->cache().TokensInContext();
-  Sampler sampler(config);
-  StreamingDetokenizer detokenizer(tokenizer, after_text
-                                                  ? StreamingDetokenizer::Start::kContinuation
-                                                  : StreamingDetokenizer::Start::kStartOfText);
-  StopStringMatcher stop_strings(config.stop_strings);
-  const runtime::KvCacheState& cache = runtime_->cache();
-  absl::Time first_token_time;
-  bool first = true;
-
-  while (true) {
-    const int32_t token = sampler.Sample(*logits, history);
-    if (first) {
-      first = false;
-      first_token_time = absl::Now();
-      result.stats.time_to_first_token_ms = Milliseconds(first_token_time - start);
-    }
-    // The token belongs to the conversation; its K/V are computed when
-    // the conversation continues.
-    pending_.assign(1, token);
-    const bool stop_token =
-        (config.stop_at_eos && tokenizer.IsEndOfGeneration(token)) ||
-        std::find(config.stop_token_ids.begin(), config.stop_token_ids.end(), token) !=
-            config.stop_token_ids.end();
-    if (stop_token) {
-      result.finish_reason = FinishReason::kStop;
-      break;
-    }
-    result.tokens.push_back(token);
-    history.push_back(token);
-    const std::string text = stop_strings.Push(detokenizer.Push(token));
-    result.text += text;
-    if (on_token && !on_token(token, text)) {
-      result.finish_reason = FinishReason::kCancelled;
-      break;
-    }
-    if (stop_strings.stopped()) {
-      result.finish_reason = FinishReason::kStop;
-      break;
-    }
-    if (result.tokens.size() >= static_cast<size_t>(config.max_new_tokens) ||
-        (!cache.policy().ring() && cache.free_slots() <= 1)) {
-      // Without ring, the reply ends when the token takes the last free
-      // slot, which stays for it: the conversation still fits the cache.
-      result.finish_reason = FinishReason::kLength;
-      break;
-    }
-    logits = runtime_->Forward(pending_);
-    if (!logits.ok()) {
-      result.finish_reason = FinishReason::kError;
-      result.error = std::string(logits.status().message());
-      break;
-    }
-    pending_.clear();
-  }
-
-  if (!stop_strings.stopped()) {
-    std::string tail = stop_strings.Push(detokenizer.Flush());
-    tail += stop_strings.Flush();
-    if (!tail.empty()) {
-      result.text += tail;
-      if (on_token) on_token(-1, tail);
-    }
-  }
-  const absl::Time end = absl::Now();
-  result.stats.generated_tokens = static_cast<int>(result.tokens.size());
-  if (!first) {
-    result.stats.decode_ms = Milliseconds(end - first_token_time);
-  }
-  if (result.tokens.size() > 1 && result.stats.decode_ms > 0) {
-    result.stats.decode_tokens_per_second =
-        (result.tokens.size() - 1) * 1000.0 / result.stats.decode_ms;
-  }
-  return result;
+  return generator->TakeResult();
 }
 
 absl::StatusOr<runtime::CacheSnapshot> Session::SaveState() const {

@@ -66,6 +66,8 @@ class Session {
   // compiled max_prompt_len; ResourceExhausted when the input does not fit
   // in the free slots without ring policy; device errors while running the
   // input (its tokens that were not run stay pending).
+  //
+  // framework/generator.h runs the same generation one step at a time.
   absl::StatusOr<GenerationResult> GenerateFromTokens(absl::Span<const int32_t> tokens,
                                                       const GenerationConfig& config,
                                                       const StreamCallback& on_token = nullptr);
@@ -132,9 +134,17 @@ class Session {
 
  private:
   friend class Llm;
+  friend class Generator;
   Session(std::shared_ptr<const Tokenizer> tokenizer, std::string artifact_path,
           std::unique_ptr<runtime::Sequence> runtime);
 
+  // The input errors of GenerateFromTokens for `input` (pending tokens
+  // first) run now.
+  absl::Status CheckInput(absl::Span<const int32_t> input) const;
+  // Runs the first `count` (>= 1) pending tokens and removes those that
+  // ran from pending_ (all of them unless a device error stopped the run);
+  // the last token's logits.
+  absl::StatusOr<absl::Span<const float>> RunPending(size_t count);
   // Checks and runs pending_ + `tokens`; on success pending_ is empty and
   // the last token's logits are returned. On a device error, the tokens
   // not run become pending_.

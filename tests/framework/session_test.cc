@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler_artifacts/compiler/compiler.h"
+#include "framework/generator.h"
 #include "framework/llm.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -344,6 +346,86 @@ TEST_F(SessionTest, BadInputIsRefusedAndChangesNothing) {
   const absl::Status too_long = fresh->AppendTokens(std::vector<int32_t>(49, 300));
   EXPECT_EQ(too_long.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(too_long.message()), HasSubstr("--max-prompt-len"));
+}
+
+
+// Generator (framework/generator.h): the same reply one step at a time.
+
+TEST_F(SessionTest, GeneratorInChunksEqualsGenerateFromTokens) {
+  std::vector<int32_t> prompt = kPrompt;
+  const std::vector<int32_t> more = Encode(" there was a little girl named Lily");
+  prompt.insert(prompt.end(), more.begin(), more.end());
+  ASSERT_GT(prompt.size(), 8u);
+  std::unique_ptr<Session> whole = NewSession();
+  const GenerationResult expected = Run(*whole, prompt, Greedy(12));
+
+  std::unique_ptr<Session> stepped = NewSession();
+  std::string streamed;
+  absl::StatusOr<Generator> generator = Generator::Start(
+      *stepped, prompt, Greedy(12),
+      {.max_prefill_tokens_per_step = 3, .on_token = [&](int32_t, std::string_view text) {
+         streamed += text;
+         return true;
+       }});
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  int prefill_steps = 0;
+  while (!generator->done()) {
+    if (generator->prefilling()) ++prefill_steps;
+    ASSERT_TRUE(generator->Step().ok());
+  }
+  EXPECT_EQ(prefill_steps, static_cast<int>((prompt.size() + 2) / 3));
+  const GenerationResult result = generator->TakeResult();
+  EXPECT_EQ(result.tokens, expected.tokens);
+  EXPECT_EQ(result.text, expected.text);
+  EXPECT_EQ(streamed, expected.text);
+  EXPECT_EQ(result.finish_reason, FinishReason::kLength);
+  EXPECT_EQ(result.stats.prompt_tokens, static_cast<int>(prompt.size()));
+  EXPECT_EQ(stepped->Tokens(), whole->Tokens());
+}
+
+TEST_F(SessionTest, GeneratorCancelEndsBeforeTheNextToken) {
+  std::unique_ptr<Session> session = NewSession();
+  absl::StatusOr<Generator> generator = Generator::Start(*session, kPrompt, Greedy(20), {});
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  while (generator->generated_tokens() < 3) ASSERT_TRUE(generator->Step().ok());
+  generator->Cancel();
+  ASSERT_TRUE(generator->Step().ok());
+  EXPECT_TRUE(generator->done());
+  EXPECT_EQ(generator->result().finish_reason, FinishReason::kCancelled);
+  EXPECT_EQ(generator->result().tokens.size(), 3u);
+  EXPECT_EQ(generator->Step().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SessionTest, GeneratorLogitsFilterRestrictsTheTokens) {
+  std::unique_ptr<Session> free_session = NewSession();
+  const GenerationResult unfiltered = Run(*free_session, kPrompt, Greedy(6));
+  ASSERT_FALSE(unfiltered.tokens.empty());
+  const int32_t banned = unfiltered.tokens[0];
+  std::unique_ptr<Session> session = NewSession();
+  int calls = 0;
+  absl::StatusOr<Generator> generator = Generator::Start(
+      *session, kPrompt, Greedy(6),
+      {.logits_filter = [&](absl::Span<const int32_t> generated, absl::Span<float> logits) {
+         EXPECT_EQ(generated.size(), static_cast<size_t>(calls));
+         ++calls;
+         logits[banned] = -std::numeric_limits<float>::infinity();
+       }});
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  while (!generator->done()) ASSERT_TRUE(generator->Step().ok());
+  EXPECT_EQ(calls, 6);
+  EXPECT_THAT(generator->result().tokens, ::testing::Not(::testing::Contains(banned)));
+}
+
+TEST_F(SessionTest, GeneratorStartRefusesBadInputAndChangesNothing) {
+  std::unique_ptr<Session> session = NewSession();
+  GenerationConfig bad = Greedy(4);
+  bad.top_p = 0;
+  EXPECT_EQ(Generator::Start(*session, kPrompt, bad, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::vector<int32_t> too_long(100, 300);
+  EXPECT_EQ(Generator::Start(*session, too_long, Greedy(4), {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(session->Tokens().empty());
 }
 
 }  // namespace

@@ -1,0 +1,196 @@
+// npu-serve's scheduler on the software NPU with stories260K (no
+// sockets): concurrent requests equal their solo runs, the prefix cache
+// restores a resent conversation, the queue is bounded, cancellation and
+// shutdown free the sessions.
+#include "tools/npu-serve/scheduler.h"
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler_artifacts/compiler/compiler.h"
+#include "framework/llm.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lnpu::serve {
+namespace {
+
+framework::GenerationConfig Greedy(int max_new_tokens) {
+  framework::GenerationConfig config;
+  config.max_new_tokens = max_new_tokens;
+  config.stop_at_eos = false;
+  return config;
+}
+
+// Waits for the end of `stream`'s request and returns its outcome.
+RequestOutcome Await(RequestStream& stream) {
+  std::string text;
+  while (!stream.Wait(absl::Seconds(1), text)) {
+  }
+  return stream.outcome();
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string pattern = ::testing::TempDir() + "lnpu_serve_scheduler_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = new std::string(pattern);
+    const char* models = std::getenv("LNPU_MODELS_DIR");
+    compiler::CompileOptions options;
+    options.max_prompt_len = 48;
+    options.min_response_len = 16;
+    options.prefill_chunks = {4, 16};
+    const std::string artifact = *dir_ + "/stories.lnpu";
+    const absl::Status compiled = compiler::CompileGguf(
+        std::string(models ? models : "models") + "/stories260K.gguf", artifact, options);
+    ASSERT_TRUE(compiled.ok()) << compiled;
+    llm_ = framework::Llm::Load(artifact, {.device = "soft"}).value().release();
+    std::remove(artifact.c_str());
+  }
+  static void TearDownTestSuite() {
+    delete llm_;
+    std::remove(dir_->c_str());
+    delete dir_;
+  }
+
+  std::vector<int32_t> Prompt(const std::string& text) const {
+    return llm_->tokenizer().Encode(text, true).value();
+  }
+
+  // The reply of a fresh session, as the framework gives it.
+  framework::GenerationResult Solo(const std::vector<int32_t>& prompt,
+                                   const framework::GenerationConfig& config) const {
+    std::unique_ptr<framework::Session> session = llm_->CreateSession().value();
+    return session->GenerateFromTokens(prompt, config).value();
+  }
+
+  std::unique_ptr<Scheduler> NewScheduler(SchedulerOptions options) {
+    absl::StatusOr<std::unique_ptr<Scheduler>> scheduler =
+        Scheduler::Create(*llm_, options, metrics_);
+    EXPECT_TRUE(scheduler.ok()) << scheduler.status();
+    return scheduler.ok() ? *std::move(scheduler) : nullptr;
+  }
+
+  Metrics metrics_;
+  static std::string* dir_;
+  static framework::Llm* llm_;
+};
+
+std::string* SchedulerTest::dir_ = nullptr;
+framework::Llm* SchedulerTest::llm_ = nullptr;
+
+TEST_F(SchedulerTest, ConcurrentRequestsEqualTheirSoloRuns) {
+  std::unique_ptr<Scheduler> scheduler =
+      NewScheduler({.sessions = 2, .max_queue = 8, .prefill_chunk = 4});
+  const std::vector<std::string> texts = {
+      "Once upon a time", "The little dog ran to the park and saw a big red ball",
+      "Lily liked to", "One day, a boy named Tim went"};
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    streams.push_back(scheduler->Submit(Prompt(texts[i]), Greedy(10 + 3 * i)).value());
+  }
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const RequestOutcome outcome = Await(*streams[i]);
+    ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+    const framework::GenerationResult solo = Solo(Prompt(texts[i]), Greedy(10 + 3 * i));
+    EXPECT_EQ(outcome.result.tokens, solo.tokens) << texts[i];
+    EXPECT_EQ(outcome.result.text, solo.text);
+    EXPECT_EQ(outcome.result.stats.prompt_tokens, static_cast<int>(Prompt(texts[i]).size()));
+  }
+  const MetricsGauges gauges = scheduler->Gauges();
+  EXPECT_EQ(gauges.active_requests, 0u);
+  EXPECT_EQ(gauges.queue_depth, 0u);
+  EXPECT_EQ(gauges.sessions, 2u);
+  EXPECT_GT(gauges.device_memory_bytes, llm_->weights_device_memory_bytes());
+}
+
+TEST_F(SchedulerTest, ResentConversationPrefillsOnlyTheNewTurn) {
+  std::unique_ptr<Scheduler> scheduler = NewScheduler({.sessions = 1});
+  const std::vector<int32_t> first = Prompt("Once upon a time, there was a");
+  const RequestOutcome turn1 = Await(*scheduler->Submit(first, Greedy(8)).value());
+  ASSERT_TRUE(turn1.status.ok());
+  std::vector<int32_t> second = first;
+  second.insert(second.end(), turn1.result.tokens.begin(), turn1.result.tokens.end());
+  const std::vector<int32_t> more = llm_->tokenizer().Encode(" Then they", false).value();
+  second.insert(second.end(), more.begin(), more.end());
+
+  const RequestOutcome turn2 = Await(*scheduler->Submit(second, Greedy(8)).value());
+  ASSERT_TRUE(turn2.status.ok());
+  // The first turn's prompt and reply were run, except the reply's last
+  // token (never run through the model).
+  EXPECT_EQ(turn2.cached_tokens, static_cast<int>(first.size() + turn1.result.tokens.size() - 1));
+  EXPECT_EQ(turn2.result.stats.prompt_tokens, static_cast<int>(second.size()));
+  EXPECT_EQ(turn2.result.tokens, Solo(second, Greedy(8)).tokens);
+  EXPECT_EQ(scheduler->Gauges().prefix_cache_hits, 1u);
+}
+
+TEST_F(SchedulerTest, FullQueueRefusesAndAcceptedRequestsFinish) {
+  std::unique_ptr<Scheduler> scheduler = NewScheduler({.sessions = 1, .max_queue = 2});
+  std::vector<std::shared_ptr<RequestStream>> accepted;
+  int refused = 0;
+  for (int i = 0; i < 10; ++i) {
+    absl::StatusOr<std::shared_ptr<RequestStream>> stream =
+        scheduler->Submit(Prompt("Once upon a time"), Greedy(16));
+    if (stream.ok()) {
+      accepted.push_back(*stream);
+    } else {
+      EXPECT_EQ(stream.status().code(), absl::StatusCode::kResourceExhausted);
+      ++refused;
+    }
+  }
+  EXPECT_GE(refused, 7);
+  for (const auto& stream : accepted) EXPECT_TRUE(Await(*stream).status.ok());
+  EXPECT_EQ(scheduler->Gauges().active_requests, 0u);
+}
+
+TEST_F(SchedulerTest, InputErrorsArriveThroughTheStream) {
+  std::unique_ptr<Scheduler> scheduler = NewScheduler({.sessions = 1});
+  const RequestOutcome too_long =
+      Await(*scheduler->Submit(std::vector<int32_t>(100, 300), Greedy(4)).value());
+  EXPECT_FALSE(too_long.status.ok());
+  framework::GenerationConfig bad = Greedy(4);
+  bad.top_p = 0;
+  EXPECT_EQ(Await(*scheduler->Submit(Prompt("Once"), bad).value()).status.code(),
+            absl::StatusCode::kInvalidArgument);
+  // The session is free again.
+  EXPECT_TRUE(Await(*scheduler->Submit(Prompt("Once"), Greedy(4)).value()).status.ok());
+}
+
+TEST_F(SchedulerTest, CancelledRequestEndsAndFreesItsSession) {
+  SchedulerOptions options{.sessions = 1};
+  options.context_policy.on_full = runtime::CacheFullPolicy::OnFull::kRing;
+  std::unique_ptr<Scheduler> scheduler = NewScheduler(options);
+  // Endless with the ring: only the cancellation ends it.
+  std::shared_ptr<RequestStream> stream =
+      scheduler->Submit(Prompt("Once upon a time"), Greedy(1 << 30)).value();
+  std::string text;
+  while (text.empty()) ASSERT_FALSE(stream->Wait(absl::Seconds(10), text));
+  stream->Cancel();
+  const RequestOutcome outcome = Await(*stream);
+  EXPECT_EQ(outcome.result.finish_reason, framework::FinishReason::kCancelled);
+  EXPECT_EQ(scheduler->Gauges().active_requests, 0u);
+  EXPECT_TRUE(Await(*scheduler->Submit(Prompt("Once"), Greedy(4)).value()).status.ok());
+}
+
+TEST_F(SchedulerTest, DrainCancelsWhatOutlastsTheTimeoutAndRefusesNewRequests) {
+  SchedulerOptions options{.sessions = 1, .max_queue = 4};
+  options.context_policy.on_full = runtime::CacheFullPolicy::OnFull::kRing;
+  std::unique_ptr<Scheduler> scheduler = NewScheduler(options);
+  std::shared_ptr<RequestStream> endless =
+      scheduler->Submit(Prompt("Once upon a time"), Greedy(1 << 30)).value();
+  std::shared_ptr<RequestStream> queued =
+      scheduler->Submit(Prompt("Once"), Greedy(1 << 30)).value();
+  scheduler->StopAccepting();
+  EXPECT_EQ(scheduler->Submit(Prompt("Once"), Greedy(4)).status().code(),
+            absl::StatusCode::kUnavailable);
+  scheduler->Drain(absl::Milliseconds(200));
+  EXPECT_EQ(Await(*endless).result.finish_reason, framework::FinishReason::kCancelled);
+  EXPECT_EQ(Await(*queued).result.finish_reason, framework::FinishReason::kCancelled);
+  EXPECT_EQ(scheduler->Gauges().active_requests, 0u);
+}
+
+}  // namespace
+}  // namespace lnpu::serve

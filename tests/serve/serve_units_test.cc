@@ -1,0 +1,293 @@
+// The npu-serve libraries that need neither sockets nor a device: OpenAI
+// request parsing and validation, response and SSE encoding, the prefix
+// cache, metrics, and the command line.
+#include <cmath>
+#include <string>
+#include <variant>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tools/npu-serve/metrics.h"
+#include "tools/npu-serve/openai_request.h"
+#include "tools/npu-serve/openai_response.h"
+#include "tools/npu-serve/prefix_cache.h"
+#include "tools/npu-serve/serve_options.h"
+
+namespace lnpu::serve {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+const RequestLimits kLimits = {.default_max_tokens = 100, .vocab_size = 512};
+
+CompletionRequest ParseOk(const std::string& body,
+                          Endpoint endpoint = Endpoint::kChatCompletions) {
+  std::variant<CompletionRequest, ApiError> parsed =
+      ParseCompletionRequest(body, endpoint, kLimits);
+  if (const ApiError* error = std::get_if<ApiError>(&parsed)) {
+    ADD_FAILURE() << body << ": " << error->message;
+    return {};
+  }
+  return std::get<CompletionRequest>(parsed);
+}
+
+ApiError ParseError(const std::string& body, Endpoint endpoint = Endpoint::kChatCompletions) {
+  std::variant<CompletionRequest, ApiError> parsed =
+      ParseCompletionRequest(body, endpoint, kLimits);
+  if (!std::holds_alternative<ApiError>(parsed)) {
+    ADD_FAILURE() << body << " was accepted";
+    return {};
+  }
+  return std::get<ApiError>(parsed);
+}
+
+TEST(OpenAiRequestTest, ChatRequestWithEverySamplingField) {
+  const CompletionRequest r = ParseOk(R"({
+    "model": "m", "messages": [{"role": "system", "content": "Be brief."},
+                               {"role": "user", "content": [{"type": "text", "text": "Hi"},
+                                                            {"type": "text", "text": "!"}]}],
+    "max_completion_tokens": 7, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.1,
+    "seed": 42, "stop": ["\n\n", "END"], "presence_penalty": 0.5, "frequency_penalty": -0.5,
+    "logit_bias": {"13": -100, "7": 2.5}, "n": 1, "stream": true,
+    "stream_options": {"include_usage": true}, "user": "u", "some_future_field": {"x": 1}})");
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "Hi!");
+  EXPECT_EQ(r.model, "m");
+  EXPECT_EQ(r.config.max_new_tokens, 7);
+  EXPECT_FLOAT_EQ(r.config.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.config.top_p, 0.9f);
+  EXPECT_EQ(r.config.top_k, 40);
+  EXPECT_FLOAT_EQ(r.config.min_p, 0.1f);
+  EXPECT_EQ(r.config.seed, 42u);
+  EXPECT_EQ(r.config.stop_strings, (std::vector<std::string>{"\n\n", "END"}));
+  EXPECT_FLOAT_EQ(r.config.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.config.frequency_penalty, -0.5f);
+  EXPECT_TRUE(std::isinf(r.config.logit_bias.at(13)));
+  EXPECT_FLOAT_EQ(r.config.logit_bias.at(7), 2.5f);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+}
+
+TEST(OpenAiRequestTest, DefaultsFollowOpenAi) {
+  const CompletionRequest r = ParseOk(R"({"prompt": "Once"})", Endpoint::kCompletions);
+  EXPECT_EQ(r.prompt, "Once");
+  EXPECT_FLOAT_EQ(r.config.temperature, 1.0f);
+  EXPECT_EQ(r.config.max_new_tokens, 100);
+  EXPECT_FALSE(r.stream);
+  EXPECT_EQ(ParseOk(R"({"prompt": "a", "max_tokens": 3, "stop": "x"})", Endpoint::kCompletions)
+                .config.stop_strings,
+            std::vector<std::string>{"x"});
+}
+
+TEST(OpenAiRequestTest, BadRequestsNameTheField) {
+  struct Case {
+    std::string body;
+    std::string param;
+  };
+  const Case cases[] = {
+      {R"({"messages": "hi"})", "messages"},
+      {R"({})", "messages"},
+      {R"({"messages": [{"role": "robot", "content": "x"}]})", "messages[0].role"},
+      {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": "9"})", "max_tokens"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 0})", "max_tokens"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "temperature": -1})", "temperature"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "top_p": 0})", "top_p"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "n": 2})", "n"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": [1]})", "stop"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stop": ["a","b","c","d","e"]})",
+       "stop"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"999": 1}})",
+       "logit_bias"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": 101}})",
+       "logit_bias"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "stream"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "seed": 1.5})", "seed"},
+      {R"({"messages": [{"role": "user", "content": "x"}],
+           "response_format": {"type": "json_object"}})", "response_format"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})",
+       "tools"},
+  };
+  for (const Case& c : cases) {
+    const ApiError error = ParseError(c.body);
+    EXPECT_EQ(error.http_status, 400) << c.body;
+    EXPECT_EQ(error.param, c.param) << c.body;
+    EXPECT_EQ(error.type, "invalid_request_error");
+  }
+  EXPECT_EQ(ParseError(R"({"prompt": 3})", Endpoint::kCompletions).param, "prompt");
+}
+
+TEST(OpenAiRequestTest, MalformedJsonAndInvalidUtf8AreRefused) {
+  EXPECT_EQ(ParseError(R"({"messages": [)").code, "invalid_json");
+  EXPECT_EQ(ParseError("[1, 2]").http_status, 400);
+  EXPECT_EQ(ParseError("{\"prompt\": \"\xff\xfe\"}", Endpoint::kCompletions).code,
+            "invalid_json");
+  // Text response_format is the default and accepted.
+  ParseOk(R"({"messages": [{"role": "user", "content": "x"}],
+              "response_format": {"type": "text"}, "tool_choice": "none"})");
+}
+
+TEST(OpenAiResponseTest, WholeResponseAndStreamChunks) {
+  const ResponseHeader chat{.endpoint = Endpoint::kChatCompletions,
+                            .id = "chatcmpl-1", .created = 5, .model = "m"};
+  const json whole = json::parse(
+      CompletionJson(chat, "Hello", framework::FinishReason::kLength,
+                     {.prompt_tokens = 10, .completion_tokens = 3, .cached_tokens = 4}));
+  EXPECT_EQ(whole["object"], "chat.completion");
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "Hello");
+  EXPECT_EQ(whole["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(whole["usage"]["total_tokens"], 13);
+  EXPECT_EQ(whole["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
+
+  const std::string first = ChunkEvent(chat, "He", true, std::nullopt);
+  ASSERT_TRUE(first.starts_with("data: ") && first.ends_with("\n\n")) << first;
+  const json chunk = json::parse(first.substr(6));
+  EXPECT_EQ(chunk["object"], "chat.completion.chunk");
+  EXPECT_EQ(chunk["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(chunk["choices"][0]["delta"]["content"], "He");
+  EXPECT_TRUE(chunk["choices"][0]["finish_reason"].is_null());
+  const json last =
+      json::parse(ChunkEvent(chat, "", false, framework::FinishReason::kStop).substr(6));
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(last["choices"][0]["delta"].contains("content"));
+  const json usage = json::parse(UsageEvent(chat, {.prompt_tokens = 1}).substr(6));
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["prompt_tokens"], 1);
+  EXPECT_EQ(DoneEvent(), "data: [DONE]\n\n");
+
+  const ResponseHeader text{.endpoint = Endpoint::kCompletions, .id = "cmpl-1", .model = "m"};
+  EXPECT_EQ(json::parse(CompletionJson(text, "x", framework::FinishReason::kStop, {}))
+                ["choices"][0]["text"], "x");
+  EXPECT_EQ(json::parse(ModelsJson("stories", 1))["data"][0]["id"], "stories");
+  EXPECT_EQ(json::parse(InvalidRequest("bad", "top_p").Body())["error"]["param"], "top_p");
+}
+
+// A state of `tokens` with 2 KV blocks of 3-byte rows; row bytes are
+// (block, slot) so prefixes can be checked.
+runtime::CacheSnapshot FakeState(const std::vector<int32_t>& tokens) {
+  runtime::CacheSnapshot state;
+  state.model.kv_blocks = 2;
+  state.model.kv_row_bytes = 3;
+  state.next_position = static_cast<int32_t>(tokens.size());
+  state.mask.assign(tokens.size(), 1);
+  state.slot_tokens = tokens;
+  for (uint8_t block = 0; block < 2; ++block) {
+    for (uint8_t slot = 0; slot < tokens.size(); ++slot) {
+      state.kv_rows.insert(state.kv_rows.end(), {block, slot, 7});
+    }
+  }
+  return state;
+}
+
+TEST(PrefixCacheTest, LongestCommonPrefixIsReturnedTruncated) {
+  PrefixCache cache(8, 1 << 20);
+  cache.Insert(FakeState({1, 2, 3, 4, 5}));
+  cache.Insert(FakeState({1, 2, 9}));
+  const std::optional<runtime::CacheSnapshot> hit = cache.Lookup(std::vector<int32_t>{1, 2, 3, 7},
+                                                                3);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->slot_tokens, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(hit->next_position, 3);
+  EXPECT_EQ(hit->kv_rows, (std::vector<uint8_t>{0, 0, 7, 0, 1, 7, 0, 2, 7,
+                                                 1, 0, 7, 1, 1, 7, 1, 2, 7}));
+  // At most max_tokens, so that the prompt keeps a token to run.
+  EXPECT_EQ(cache.Lookup(std::vector<int32_t>{1, 2, 3, 4, 5}, 4)->written_slots(), 4u);
+  EXPECT_FALSE(cache.Lookup(std::vector<int32_t>{8, 1}, 1).has_value());
+  EXPECT_EQ(cache.hits(), 2u);
+  EXPECT_EQ(cache.misses(), 1u);
+}
+
+TEST(PrefixCacheTest, BoundedByEntriesAndBytesLeastRecentlyUsedFirst) {
+  const uint64_t one = FakeState({1, 2}).bytes();
+  PrefixCache cache(2, 1 << 20);
+  cache.Insert(FakeState({1, 2}));
+  cache.Insert(FakeState({3, 4}));
+  ASSERT_TRUE(cache.Lookup(std::vector<int32_t>{1, 2, 0}, 2).has_value());  // {1,2} recent
+  cache.Insert(FakeState({5, 6}));                                          // evicts {3,4}
+  EXPECT_EQ(cache.entries(), 2u);
+  EXPECT_FALSE(cache.Lookup(std::vector<int32_t>{3, 4, 0}, 2).has_value());
+  EXPECT_TRUE(cache.Lookup(std::vector<int32_t>{1, 2, 0}, 2).has_value());
+  EXPECT_EQ(cache.bytes(), 2 * one);
+
+  PrefixCache small(8, one);  // room for one
+  small.Insert(FakeState({1, 2}));
+  small.Insert(FakeState({3, 4}));
+  EXPECT_EQ(small.entries(), 1u);
+  small.Insert(FakeState({1, 2, 3, 4, 5, 6}));  // larger than the cap: not stored
+  EXPECT_EQ(small.entries(), 1u);
+}
+
+TEST(PrefixCacheTest, AnExtendedConversationReplacesItsPrefix) {
+  PrefixCache cache(8, 1 << 20);
+  cache.Insert(FakeState({1, 2}));
+  cache.Insert(FakeState({1, 2, 3, 4}));
+  EXPECT_EQ(cache.entries(), 1u);
+  runtime::CacheSnapshot wrapped = FakeState({1, 2});
+  wrapped.next_position = 9;  // a ring that wrapped: positions != slots
+  cache.Insert(std::move(wrapped));
+  EXPECT_EQ(cache.entries(), 1u);
+  PrefixCache off(0, 1 << 20);
+  off.Insert(FakeState({1}));
+  EXPECT_EQ(off.entries(), 0u);
+}
+
+TEST(MetricsTest, PrometheusTextHasCountersGaugesAndHistograms) {
+  Metrics metrics;
+  metrics.CountRequest("/v1/completions", 200);
+  metrics.CountRequest("/v1/completions", 200);
+  metrics.CountRequest("/v1/completions", 429);
+  metrics.CountGeneration(10, 4, 5, "stop");
+  metrics.ObserveTimeToFirstToken(0.02);
+  metrics.ObserveDecodeStep(0.003);
+  const std::string text = metrics.Render({.queue_depth = 3, .device_memory_bytes = 1234});
+  EXPECT_THAT(text, HasSubstr("npu_serve_requests_total{route=\"/v1/completions\","
+                              "status=\"200\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("status=\"429\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("npu_serve_generations_total{finish_reason=\"stop\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("npu_serve_prompt_tokens_total 10\n"));
+  EXPECT_THAT(text, HasSubstr("npu_serve_cached_prompt_tokens_total 4\n"));
+  EXPECT_THAT(text, HasSubstr("npu_serve_completion_tokens_total 5\n"));
+  EXPECT_THAT(text, HasSubstr("npu_serve_queue_depth 3\n"));
+  EXPECT_THAT(text, HasSubstr("npu_serve_device_memory_bytes 1234\n"));
+  EXPECT_THAT(text, HasSubstr("npu_serve_time_to_first_token_seconds_bucket{le=\"0.01\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("npu_serve_time_to_first_token_seconds_bucket{le=\"0.025\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("npu_serve_time_to_first_token_seconds_count 1\n"));
+  EXPECT_THAT(text, HasSubstr("npu_serve_decode_step_seconds_bucket{le=\"+Inf\"} 1\n"));
+  EXPECT_EQ(metrics.requests("/v1/completions", 429), 1u);
+}
+
+TEST(ServeOptionsTest, FlagsAndErrors) {
+  absl::StatusOr<ServeOptions> o = ParseServeOptions(
+      {"-m", "model.lnpu", "--port=0", "--sessions", "2", "--queue", "5", "--ctx-policy", "ring",
+       "--api-key", "k", "--max-body-bytes", "100", "--quiet"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->model_path, "model.lnpu");
+  EXPECT_EQ(o->port, 0);
+  EXPECT_EQ(o->scheduler.sessions, 2u);
+  EXPECT_EQ(o->scheduler.max_queue, 5u);
+  EXPECT_EQ(o->scheduler.context_policy.on_full, runtime::CacheFullPolicy::OnFull::kRing);
+  EXPECT_EQ(o->api.api_key, "k");
+  EXPECT_EQ(o->api.max_body_bytes, 100u);
+  EXPECT_FALSE(o->api.log_requests);
+  EXPECT_EQ(o->http_threads, 2 + 5 + 4);
+  EXPECT_THAT(std::string(ParseServeOptions({}).status().message()), HasSubstr("-m"));
+  EXPECT_THAT(std::string(ParseServeOptions({"-m", "x", "--bogus", "1"}).status().message()),
+              HasSubstr("--bogus"));
+  EXPECT_THAT(std::string(ParseServeOptions({"-m", "x", "--ctx-policy", "grow"})
+                              .status().message()),
+              HasSubstr("finish or ring"));
+  EXPECT_THAT(std::string(ParseServeOptions({"-m", "x", "--port", "99999"}).status().message()),
+              HasSubstr("--port"));
+  EXPECT_THAT(std::string(ParseServeOptions({"-m", "x", "--sessions"}).status().message()),
+              HasSubstr("needs a value"));
+  EXPECT_EQ(ParseServeOptions({"-m", "x", "--api-key-file", "/nonexistent/key"}).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(ParseServeOptions({"--help"})->help);
+}
+
+}  // namespace
+}  // namespace lnpu::serve

@@ -1,0 +1,226 @@
+#include "tools/npu-serve/scheduler.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace lnpu::serve {
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const framework::Llm& llm,
+                                                             const SchedulerOptions& options,
+                                                             Metrics& metrics) {
+  if (options.sessions == 0) {
+    return absl::InvalidArgumentError("the scheduler needs at least 1 session");
+  }
+  std::vector<std::unique_ptr<framework::Session>> sessions;
+  for (size_t i = 0; i < options.sessions; ++i) {
+    absl::StatusOr<std::unique_ptr<framework::Session>> session = llm.CreateSession();
+    if (!session.ok()) {
+      return absl::Status(session.status().code(),
+                          absl::StrCat("creating session ", i + 1, " of ", options.sessions,
+                                       ": ", session.status().message()));
+    }
+    if (absl::Status set = (*session)->SetCacheFullPolicy(options.context_policy); !set.ok()) {
+      return set;
+    }
+    sessions.push_back(*std::move(session));
+  }
+  return std::unique_ptr<Scheduler>(new Scheduler(llm, options, metrics, std::move(sessions)));
+}
+
+Scheduler::Scheduler(const framework::Llm& llm, const SchedulerOptions& options,
+                     Metrics& metrics, std::vector<std::unique_ptr<framework::Session>> sessions)
+    : llm_(llm),
+      options_(options),
+      prefill_chunk_(options.prefill_chunk != 0 ? options.prefill_chunk
+                                                : llm.info().prefill_chunks.back()),
+      metrics_(metrics),
+      sessions_(std::move(sessions)),
+      prefix_cache_(options.prefix_cache_entries, options.prefix_cache_bytes) {
+  device_memory_bytes_ = llm.weights_device_memory_bytes();
+  for (const auto& session : sessions_) {
+    device_memory_bytes_ += session->device_memory_bytes();
+    free_sessions_.push_back(session.get());
+  }
+  thread_ = std::thread([this] { Run(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    absl::MutexLock lock(&mu_);
+    accepting_ = false;
+    cancel_all_ = true;
+    stop_ = true;
+  }
+  thread_.join();
+}
+
+absl::StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(
+    std::vector<int32_t> prompt, framework::GenerationConfig config, absl::Time arrival) {
+  absl::MutexLock lock(&mu_);
+  if (!accepting_) {
+    return absl::UnavailableError("the server is shutting down: retry on another instance");
+  }
+  if (queue_.size() >= options_.max_queue + free_sessions_.size()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "all ", sessions_.size(), " sessions are busy and ", queue_.size(),
+        " requests are waiting: retry later"));
+  }
+  auto stream = std::make_shared<RequestStream>();
+  queue_.push_back({std::move(prompt), std::move(config), arrival, stream});
+  return stream;
+}
+
+void Scheduler::StopAccepting() {
+  absl::MutexLock lock(&mu_);
+  accepting_ = false;
+}
+
+bool Scheduler::Idle() const { return queue_.empty() && active_count_ == 0; }
+
+void Scheduler::Drain(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(this, &Scheduler::Idle), timeout);
+  cancel_all_ = true;
+  mu_.Await(absl::Condition(this, &Scheduler::Idle));
+}
+
+MetricsGauges Scheduler::Gauges() const {
+  absl::MutexLock lock(&mu_);
+  return {.queue_depth = queue_.size(),
+          .active_requests = active_count_,
+          .sessions = sessions_.size(),
+          .device_memory_bytes = device_memory_bytes_,
+          .prefix_cache_entries = cache_entries_,
+          .prefix_cache_bytes = cache_bytes_,
+          .prefix_cache_hits = cache_hits_,
+          .prefix_cache_misses = cache_misses_};
+}
+
+bool Scheduler::HasWork() const {
+  return stop_ || active_count_ > 0 || (!queue_.empty() && !free_sessions_.empty());
+}
+
+void Scheduler::Run() {
+  while (true) {
+    bool cancel_all = false;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &Scheduler::HasWork));
+      if (stop_ && active_count_ == 0) {
+        for (Job& job : queue_) {
+          job.stream->Finish({.status = absl::UnavailableError("the server is shutting down")});
+        }
+        queue_.clear();
+        return;
+      }
+      while (!queue_.empty() && !free_sessions_.empty()) {
+        active_.push_back({.job = std::move(queue_.front()), .session = free_sessions_.back()});
+        queue_.pop_front();
+        free_sessions_.pop_back();
+        ++active_count_;
+      }
+      cancel_all = cancel_all_;
+    }
+    for (auto it = active_.begin(); it != active_.end();) {
+      if (!it->generator && !Admit(*it)) {
+        it = active_.erase(it);
+      } else {
+        if (cancel_all) it->generator->Cancel();
+        ++it;
+      }
+    }
+    RunRound();
+  }
+}
+
+bool Scheduler::Admit(Active& active) {
+  const std::vector<int32_t>& prompt = active.job.prompt;
+  framework::Session& session = *active.session;
+  if (prompt.size() >= 2) {
+    std::optional<runtime::CacheSnapshot> prefix =
+        prefix_cache_.Lookup(prompt, static_cast<uint32_t>(prompt.size() - 1));
+    if (prefix && session.RestoreState(*prefix).ok()) {
+      active.cached_tokens = static_cast<int>(prefix->written_slots());
+    }
+  }
+  absl::StatusOr<framework::Generator> generator = framework::Generator::Start(
+      session, absl::MakeConstSpan(prompt).subspan(active.cached_tokens), active.job.config,
+      {.max_prefill_tokens_per_step = prefill_chunk_,
+       .on_token = [this, &active](int32_t, std::string_view text) {
+         const absl::Time now = absl::Now();
+         if (active.last_token == absl::Time()) {
+           metrics_.ObserveTimeToFirstToken(absl::ToDoubleSeconds(now - active.job.arrival));
+         } else {
+           metrics_.ObserveDecodeStep(absl::ToDoubleSeconds(now - active.last_token));
+         }
+         active.last_token = now;
+         active.job.stream->AppendText(text);
+         return true;
+       }});
+  if (!generator.ok()) {
+    Finish(active, generator.status());
+    return false;
+  }
+  active.generator.emplace(*std::move(generator));
+  return true;
+}
+
+void Scheduler::RunRound() {
+  bool prefilled = false;
+  for (auto it = active_.begin(); it != active_.end();) {
+    framework::Generator& generator = *it->generator;
+    if (it->job.stream->cancelled()) generator.Cancel();
+    // One prefill chunk per round; a cancelled request ends at its step.
+    const bool prefill = generator.prefilling() && !it->job.stream->cancelled();
+    if (prefill && prefilled) {
+      ++it;
+      continue;
+    }
+    prefilled |= prefill;
+    absl::Status step = generator.Step();
+    if (!step.ok()) {
+      // Only the device fails a step: a server error whatever its code.
+      step = absl::InternalError(
+          absl::StrCat("the device failed while running the prompt: ", step.message()));
+    }
+    if (!step.ok() || generator.done()) {
+      Finish(*it, std::move(step));
+      it = active_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Scheduler::Finish(Active& active, absl::Status status) {
+  RequestOutcome outcome{.status = std::move(status), .cached_tokens = active.cached_tokens};
+  framework::Session& session = *active.session;
+  if (outcome.status.ok()) {
+    outcome.result = active.generator->TakeResult();
+    if (outcome.result.finish_reason != framework::FinishReason::kError) {
+      absl::StatusOr<runtime::CacheSnapshot> state = session.SaveState();
+      if (state.ok()) prefix_cache_.Insert(*std::move(state));
+    }
+    outcome.result.stats.prompt_tokens += active.cached_tokens;
+    metrics_.CountGeneration(outcome.result.stats.prompt_tokens, active.cached_tokens,
+                             outcome.result.stats.generated_tokens,
+                             framework::FinishReasonName(outcome.result.finish_reason));
+  }
+  active.generator.reset();
+  session.Reset();
+  {
+    absl::MutexLock lock(&mu_);
+    free_sessions_.push_back(&session);
+    --active_count_;
+    cache_entries_ = prefix_cache_.entries();
+    cache_bytes_ = prefix_cache_.bytes();
+    cache_hits_ = prefix_cache_.hits();
+    cache_misses_ = prefix_cache_.misses();
+  }
+  // Last, so that the client sees the session free once it sees the end.
+  active.job.stream->Finish(std::move(outcome));
+}
+
+}  // namespace lnpu::serve

@@ -1,0 +1,141 @@
+// Runs the generations of several requests at once on one device by time
+// slicing: each request gets its own framework::Session (a KV cache of its
+// own; the weights are shared), and one thread advances them in rounds.
+// In a round every decoding request runs one decode step (one token), in
+// admission order, and at most one prefilling request runs one prefill
+// chunk (the oldest first), so a long prompt never stalls the others for
+// more than a chunk per token. Requests wait in a bounded FIFO queue for a
+// free session.
+//
+// Before a request's prompt runs, the prefix cache (prefix_cache.h) is
+// asked for the longest common prefix of it, which is restored instead of
+// recomputed; a finished request's conversation goes into the cache.
+//
+// Thread-safety: Submit, StopAccepting, Drain and Gauges may be called
+// from any thread. The sessions are only used by the scheduler's thread.
+#ifndef TOOLS_NPU_SERVE_SCHEDULER_H_
+#define TOOLS_NPU_SERVE_SCHEDULER_H_
+
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "runtime/cache_full_policy.h"
+#include "framework/generation.h"
+#include "framework/generator.h"
+#include "framework/llm.h"
+#include "framework/session.h"
+#include "tools/npu-serve/metrics.h"
+#include "tools/npu-serve/prefix_cache.h"
+#include "tools/npu-serve/request_stream.h"
+
+namespace lnpu::serve {
+
+struct SchedulerOptions {
+  size_t sessions = 4;    // requests generating at once (>= 1)
+  size_t max_queue = 16;  // requests waiting for a session
+  // Prompt tokens per prefill step; 0: the model's largest compiled
+  // prefill chunk.
+  uint32_t prefill_chunk = 0;
+  runtime::CacheFullPolicy context_policy = {};
+  size_t prefix_cache_entries = 64;  // 0 disables the prefix cache
+  uint64_t prefix_cache_bytes = uint64_t{256} << 20;
+};
+
+class Scheduler {
+ public:
+  // Creates the sessions (their device memory) and starts the thread.
+  // `llm` and `metrics` must outlive the scheduler. The sessions' errors;
+  // InvalidArgument for 0 sessions or a context policy the model's cache
+  // cannot hold.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(const framework::Llm& llm,
+                                                           const SchedulerOptions& options,
+                                                           Metrics& metrics);
+  // Cancels what still runs and stops the thread.
+  ~Scheduler();
+
+  // Queues the generation of a reply to `prompt` (whole, BOS included),
+  // timed from `arrival`. ResourceExhausted when the queue is full,
+  // Unavailable after StopAccepting. The request's input errors (e.g. a
+  // prompt longer than the cache) arrive through its stream.
+  absl::StatusOr<std::shared_ptr<RequestStream>> Submit(std::vector<int32_t> prompt,
+                                                        framework::GenerationConfig config,
+                                                        absl::Time arrival = absl::Now());
+
+  // New requests get Unavailable from now on; queued and active ones go on.
+  void StopAccepting();
+  // Waits until no request is queued or active, at most `timeout`, then
+  // cancels those left and waits for them to end.
+  void Drain(absl::Duration timeout);
+
+  // Queue depth, active requests, sessions, device memory, prefix cache.
+  MetricsGauges Gauges() const;
+
+ private:
+  struct Job {
+    std::vector<int32_t> prompt;
+    framework::GenerationConfig config;
+    absl::Time arrival;
+    std::shared_ptr<RequestStream> stream;
+  };
+  // A request holding a session.
+  struct Active {
+    Job job;
+    framework::Session* session = nullptr;
+    std::optional<framework::Generator> generator = std::nullopt;
+    int cached_tokens = 0;
+    absl::Time last_token = {};
+  };
+
+  Scheduler(const framework::Llm& llm, const SchedulerOptions& options, Metrics& metrics,
+            std::vector<std::unique_ptr<framework::Session>> sessions);
+
+  void Run();
+  // Restores the cached prefix and starts the generation; false (the
+  // request finished with an error) when the input is refused.
+  bool Admit(Active& active);
+  // One step of every decoding request and one prefill chunk.
+  void RunRound();
+  // Ends `active`: outcome to its stream, conversation to the prefix
+  // cache, session back to the free list.
+  void Finish(Active& active, absl::Status status);
+  bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const framework::Llm& llm_;
+  const SchedulerOptions options_;
+  const uint32_t prefill_chunk_;
+  Metrics& metrics_;
+  const std::vector<std::unique_ptr<framework::Session>> sessions_;
+  uint64_t device_memory_bytes_ = 0;
+
+  mutable absl::Mutex mu_;
+  std::deque<Job> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<framework::Session*> free_sessions_ ABSL_GUARDED_BY(mu_);
+  size_t active_count_ ABSL_GUARDED_BY(mu_) = 0;
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;
+  bool cancel_all_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Prefix cache figures for Gauges(), updated by the thread.
+  size_t cache_entries_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t cache_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t cache_hits_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t cache_misses_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // The scheduler thread's own.
+  std::list<Active> active_;
+  PrefixCache prefix_cache_;
+  std::thread thread_;
+};
+
+}  // namespace lnpu::serve
+
+#endif  // TOOLS_NPU_SERVE_SCHEDULER_H_
