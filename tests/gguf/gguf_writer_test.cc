@@ -11,7 +11,7 @@
 
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "compiler_artifacts/gguf/half.h"
-#include "compiler_artifacts/gguf/quantize.h"
+#include "compiler_artifacts/gguf/dequantize.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/gguf/gguf_test_util.h"
