@@ -2,6 +2,7 @@
 #define LNPU_COMPILER_ARTIFACTS_GGUF_GGML_TYPE_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <utility>
@@ -93,23 +94,30 @@ inline constexpr std::array kGgmlTypeTraits = {
     GgmlTypeTraits{GgmlType::kTQ2_0, "TQ2_0", 256, 66},
 };
 
+// Index of `type` in kGgmlTypeTraits, or kGgmlTypeTraits.size() for values
+// that are not a known type. (Lookups compare values, never pointers, so
+// they stay constant expressions under -fsanitize=undefined.)
+constexpr size_t GgmlTypeIndex(GgmlType type) {
+  size_t i = 0;
+  while (i < kGgmlTypeTraits.size() && kGgmlTypeTraits[i].type != type) ++i;
+  return i;
+}
+
 // The traits of `type`, or nullptr for values that are not a known type.
-constexpr const GgmlTypeTraits* FindGgmlTypeTraits(GgmlType type) {
-  for (const GgmlTypeTraits& traits : kGgmlTypeTraits) {
-    if (traits.type == type) return &traits;
-  }
-  return nullptr;
+inline const GgmlTypeTraits* FindGgmlTypeTraits(GgmlType type) {
+  const size_t i = GgmlTypeIndex(type);
+  return i < kGgmlTypeTraits.size() ? &kGgmlTypeTraits[i] : nullptr;
 }
 
 // Elements and bytes per block of a known `type` (0 for unknown values),
 // usable in constant expressions: GgmlBlockBytes(GgmlType::kQ8_0) == 34.
 constexpr uint32_t GgmlBlockElements(GgmlType type) {
-  const GgmlTypeTraits* traits = FindGgmlTypeTraits(type);
-  return traits != nullptr ? traits->block_elements : 0;
+  const size_t i = GgmlTypeIndex(type);
+  return i < kGgmlTypeTraits.size() ? kGgmlTypeTraits[i].block_elements : 0;
 }
 constexpr uint32_t GgmlBlockBytes(GgmlType type) {
-  const GgmlTypeTraits* traits = FindGgmlTypeTraits(type);
-  return traits != nullptr ? traits->block_bytes : 0;
+  const size_t i = GgmlTypeIndex(type);
+  return i < kGgmlTypeTraits.size() ? kGgmlTypeTraits[i].block_bytes : 0;
 }
 
 // ggml's name of `type` ("F32", "Q8_0", ...); "type N" for values that are
