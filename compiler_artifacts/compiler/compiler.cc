@@ -93,6 +93,20 @@ std::string BaseName(const std::string& path) {
 
 }  // namespace
 
+absl::StatusOr<CompileOptions::WeightType> ParseWeightType(
+    const std::string& name) {
+  using WeightType = CompileOptions::WeightType;
+  if (name == "auto") return WeightType::kAuto;
+  if (name == "keep") return WeightType::kKeep;
+  if (name == "f32") return WeightType::kF32;
+  if (name == "f16") return WeightType::kF16;
+  if (name == "q8") return WeightType::kQ8;
+  if (name == "q4") return WeightType::kQ4;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown weight type '", name,
+      "': expected auto, keep, q8, q4, f16 or f32"));
+}
+
 absl::Status CompileGguf(const std::string& gguf_path,
                          const std::string& output_path,
                          const CompileOptions& options) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "base/vocabulary.h"
 
 namespace lnpu::compiler {
@@ -24,15 +25,22 @@ struct CompileOptions {
   // max_prompt_len are clamped to it and duplicates dropped, so these
   // defaults work with any max_prompt_len. Must not be empty.
   std::vector<uint32_t> prefill_chunks = {16, 64, 256};
-  // Element type of the matmul weights and the embedding table. kQ8 (the
-  // default, what NPUs run) and kQ4 are symmetric per-block int8 / int4
-  // with an f16 scale per 32 weights (LNPU_DTYPE_Q8_0 / Q4_0); a matrix
-  // whose rows are not a multiple of 32 elements is stored as F16 instead.
-  // kKeep keeps F32, F16, Q8_0 and Q4_0 as stored, widens BF16 to F32 and
-  // re-quantizes Q4_K / Q6_K to Q8_0. A source tensor already in the target
-  // type is copied bit-exactly. Norm weights and biases are always F32.
-  enum class WeightType { kKeep, kF32, kF16, kQ8, kQ4 } weights =
-      WeightType::kQ8;
+  // Element type of the matmul weights and the embedding table, chosen per
+  // tensor from its GGUF type. kQ8 and kQ4 are symmetric per-block int8 /
+  // int4 with an f16 scale per 32 weights (LNPU_DTYPE_Q8_0 / Q4_0, what
+  // NPUs run); a matrix whose rows are not a multiple of 32 elements is
+  // stored as F16 instead. kAuto (the default) keeps a quantized file near
+  // its size: F32 / F16 / BF16 / Q8_0 tensors become Q8_0, every other
+  // quantized tensor the device block type closest to it in bits per weight
+  // (Q4_0 up to 6.5 bits: Q2_K..Q5_K, Q4_0..Q5_1, IQ4_NL, IQ4_XS; Q8_0 for
+  // Q6_K), so a Q4_K_M file gives mostly Q4_0 with Q8_0 where the file chose
+  // Q6_K. kKeep keeps F32, F16, Q8_0 and Q4_0 as stored, widens BF16 to F32
+  // and re-quantizes every other quantized type to Q8_0. A source tensor
+  // already in the target type is copied bit-exactly; others are
+  // dequantized exactly (gguf/dequantize.h) and converted. Norm weights and
+  // biases are always F32.
+  enum class WeightType { kAuto, kKeep, kF32, kF16, kQ8, kQ4 } weights =
+      WeightType::kAuto;
   // Element type of the KV cache. New K/V rows are computed in F32 and
   // converted when the DMA scatters them into the cache: kF16 rounds them
   // (half the memory of kF32); kQ8 quantizes each head of each row to int8
@@ -58,8 +66,14 @@ struct CompileOptions {
   std::function<absl::Status(const Vocabulary&)> validate_vocabulary;
 };
 
+// The weight type named `name` as npu-compile --weights spells it: "auto",
+// "keep", "f32", "f16", "q8", "q4". InvalidArgument naming the accepted
+// names otherwise.
+absl::StatusOr<CompileOptions::WeightType> ParseWeightType(
+    const std::string& name);
+
 // Compiles the GGUF model at `gguf_path` (architecture "llama" or "qwen2";
-// tensors F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) into `output_path`,
+// tensors of gguf::DequantizableTypeNames()) into `output_path`,
 // streaming one tensor at a time (memory stays far below the model size). The file appears only when complete: it is
 // written to "<output_path>.tmp" and renamed after fsync, and nothing is
 // left behind on failure. Errors: InvalidArgument for bad options or an

@@ -16,6 +16,7 @@
 #include "base/half.h"
 #include "base/quant_blocks.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
+#include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/ggml_type.h"
 #include "compiler_artifacts/gguf/quantize.h"
 
@@ -86,39 +87,44 @@ std::string ShapeString(const std::vector<uint64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-bool IsSupportedSource(gguf::GgmlType type) {
-  switch (type) {
-    case gguf::GgmlType::kF32:
-    case gguf::GgmlType::kF16:
-    case gguf::GgmlType::kBF16:
-    case gguf::GgmlType::kQ8_0:
-    case gguf::GgmlType::kQ4_0:
-    case gguf::GgmlType::kQ4_K:
-    case gguf::GgmlType::kQ6_K:
-      return true;
-    default:
-      return false;
-  }
+// Bits per element of `type`'s storage (4.5 for Q4_0, 6.5625 for Q6_K).
+double BitsPerElement(gguf::GgmlType type) {
+  return 8.0 * gguf::GgmlBlockBytes(type) / gguf::GgmlBlockElements(type);
+}
+
+// The device block type (Q4_0 or Q8_0) whose size per element is closest
+// to a block-quantized `source`'s: Q4_0 up to 6.5 bits per element (Q2_K ..
+// Q5_1, Q5_K, IQ4_*), Q8_0 above (Q6_K, Q8_0).
+uint32_t NearestBlockDtype(gguf::GgmlType source) {
+  const double bits = BitsPerElement(source);
+  return bits - BitsPerElement(gguf::GgmlType::kQ4_0) <=
+                 BitsPerElement(gguf::GgmlType::kQ8_0) - bits
+             ? LNPU_DTYPE_Q4_0
+             : LNPU_DTYPE_Q8_0;
 }
 
 // The artifact dtype of a matrix stored as `source` in the GGUF, before the
 // row-length fallback.
 uint32_t MatrixDtype(gguf::GgmlType source,
                      CompileOptions::WeightType weights) {
+  const bool float_source = source == gguf::GgmlType::kF32 ||
+                            source == gguf::GgmlType::kF16 ||
+                            source == gguf::GgmlType::kBF16;
   switch (weights) {
     case CompileOptions::WeightType::kF32: return LNPU_DTYPE_F32;
     case CompileOptions::WeightType::kF16: return LNPU_DTYPE_F16;
     case CompileOptions::WeightType::kQ8: return LNPU_DTYPE_Q8_0;
     case CompileOptions::WeightType::kQ4: return LNPU_DTYPE_Q4_0;
+    case CompileOptions::WeightType::kAuto:
+      return float_source ? LNPU_DTYPE_Q8_0 : NearestBlockDtype(source);
     case CompileOptions::WeightType::kKeep: break;
   }
   switch (source) {
     case gguf::GgmlType::kF16: return LNPU_DTYPE_F16;
-    case gguf::GgmlType::kQ8_0:
-    case gguf::GgmlType::kQ4_K:
-    case gguf::GgmlType::kQ6_K: return LNPU_DTYPE_Q8_0;
     case gguf::GgmlType::kQ4_0: return LNPU_DTYPE_Q4_0;
-    default: return LNPU_DTYPE_F32;  // F32, and BF16 exactly widened
+    case gguf::GgmlType::kF32:
+    case gguf::GgmlType::kBF16: return LNPU_DTYPE_F32;  // BF16 exactly widened
+    default: return LNPU_DTYPE_Q8_0;  // Q8_0 as stored, others re-quantized
   }
 }
 
@@ -230,13 +236,15 @@ absl::StatusOr<WeightPlan> WeightPlan::Create(
     gguf::GgmlType type = gguf::GgmlType::kF32;
     if (w.source != nullptr) {
       type = w.source->type;
-      if (!IsSupportedSource(type)) {
+      if (!gguf::CanDequantize(type)) {
         return absl::InvalidArgumentError(absl::StrCat(
             file.path(), ": tensor '", expected.name, "' has type ",
             std::string(gguf::GgmlTypeName(type)),
-            "; supported tensor types are ", kSupportedTensorTypes,
-            " (re-quantize the model with llama.cpp's llama-quantize, e.g. "
-            "to Q8_0)"));
+            "; supported tensor types are ",
+            std::string(gguf::DequantizableTypeNames()),
+            ". Re-quantize the model from its F16 or BF16 GGUF with "
+            "llama.cpp's llama-quantize to one of these (e.g. Q4_K_M or "
+            "Q8_0), or convert the original model to an F16 GGUF"));
       }
       const std::vector<uint64_t> shape(w.source->dims.rbegin(),
                                         w.source->dims.rend());

@@ -26,10 +26,6 @@ namespace lnpu::compiler {
 // Offsets of weights in the data section are multiples of this.
 inline constexpr uint64_t kWeightAlignment = 64;
 
-// GGUF tensor types the compiler reads (others are rejected by name).
-inline constexpr const char* kSupportedTensorTypes =
-    "F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K";
-
 // Name of a per-layer tensor: "blk.<layer>.<role>.<kind>", kind "weight"
 // or "bias".
 std::string LayerTensorName(uint32_t layer, absl::string_view role,
@@ -73,13 +69,13 @@ class WeightPlan {
   // attn_output, ffn_norm, ffn_gate/up/down, output_norm, output.weight
   // when present (else the embedding is tied) and rope_freqs.weight (the
   // GGUF tensor, else hparams.rope_freq_factors when set). Checks each
-  // tensor's presence, GGUF type (kSupportedTensorTypes) and shape against
+  // tensor's presence, GGUF type (gguf::CanDequantize) and shape against
   // `hparams`, and rejects tensors the lowering would ignore.
   //
-  // Matmul weights and the embedding get the type chosen by `weights`
-  // (kKeep: F32 and F16 and Q8_0 and Q4_0 stay as stored, BF16 becomes F32,
-  // Q4_K and Q6_K become Q8_0); a quantized target whose rows are not a
-  // multiple of 32 elements falls back to F16 (listed by f16_fallbacks()).
+  // Matmul weights and the embedding get the type chosen by `weights` per
+  // tensor (see CompileOptions::WeightType); a quantized target whose rows
+  // are not a multiple of 32 elements falls back to F16 (listed by
+  // f16_fallbacks()).
   // Norm weights, biases and frequency factors are F32.
   static absl::StatusOr<WeightPlan> Create(const gguf::GgufFile& file,
                                            const LlamaHParams& hparams,

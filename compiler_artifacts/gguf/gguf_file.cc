@@ -19,7 +19,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler_artifacts/gguf/quantize.h"
+#include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
 namespace lnpu::gguf {
@@ -670,20 +670,10 @@ absl::Span<const uint8_t> GgufFile::TensorData(const TensorInfo& tensor) const {
 }
 
 absl::StatusOr<std::vector<float>> GgufFile::TensorToF32(const TensorInfo& tensor) const {
-  switch (tensor.type) {
-    case GgmlType::kF32:
-    case GgmlType::kF16:
-    case GgmlType::kBF16:
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ6_K:
-      break;
-    default:
-      return absl::UnimplementedError(absl::StrCat(
-          path_, ": tensor '", tensor.name, "' has type ", ToAbsl(GgmlTypeName(tensor.type)),
-          "; conversion to f32 is implemented for F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K "
-          "only"));
+  if (!CanDequantize(tensor.type)) {
+    return absl::UnimplementedError(absl::StrCat(
+        path_, ": tensor '", tensor.name, "' has type ", ToAbsl(GgmlTypeName(tensor.type)),
+        "; conversion to f32 is implemented for ", ToAbsl(DequantizableTypeNames()), " only"));
   }
   const absl::Span<const uint8_t> data = TensorData(tensor);
   const uint64_t elements = tensor.elements();

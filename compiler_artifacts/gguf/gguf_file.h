@@ -80,8 +80,8 @@ class GgufFile {
   // `tensor` must come from tensors(); anything that does not lie inside the
   // data section yields an empty span.
   absl::Span<const uint8_t> TensorData(const TensorInfo& tensor) const;
-  // The whole tensor converted to f32 (F32, F16, BF16, Q8_0, Q4_0, Q4_K,
-  // Q6_K; see quantize.h). Unimplemented naming the type for other types.
+  // The whole tensor converted to f32 (the types of CanDequantize, see
+  // dequantize.h). Unimplemented naming the type for other types.
   absl::StatusOr<std::vector<float>> TensorToF32(const TensorInfo& tensor) const;
 
  private:

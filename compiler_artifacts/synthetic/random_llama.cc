@@ -1,5 +1,7 @@
 #include "compiler_artifacts/synthetic/random_llama.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -9,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/cleanup/cleanup.h"
+#include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "compiler_artifacts/gguf/gguf_value.h"
 #include "base/half.h"
@@ -65,44 +69,74 @@ uint64_t TensorSeed(uint64_t seed, std::string_view name) {
   return mix.Next();
 }
 
-// Bytes per block of the K-quant types and their block size.
-constexpr uint32_t kKBlockElements = 256;
-constexpr uint32_t kQ4_KBlockBytes = 144;
-constexpr uint32_t kQ6_KBlockBytes = 210;
-
-// The types RandomRow writes. The same set as GgufFile::TensorToF32 reads,
-// by choice (tests read every generated model back), not by construction:
-// each list states what its own code implements.
-bool IsSupportedWeightType(GgmlType type) {
-  switch (type) {
-    case GgmlType::kF32:
-    case GgmlType::kF16:
-    case GgmlType::kBF16:
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ6_K:
-      return true;
-    default:
-      return false;
-  }
-}
+// Weight types the generator writes: every type the compiler imports.
+bool IsSupportedWeightType(GgmlType type) { return gguf::CanDequantize(type); }
 
 // The type a matrix with rows of `row_len` elements is written in: `type`,
 // or F16 when the rows are not whole blocks of it.
 GgmlType RowType(GgmlType type, uint64_t row_len) {
-  const absl::StatusOr<std::pair<uint32_t, uint32_t>> block = GgmlTypeBlock(type);
-  return block.ok() && row_len % block->first == 0 ? type : GgmlType::kF16;
+  return row_len % GgmlBlockElements(type) == 0 ? type : GgmlType::kF16;
 }
 
 uint64_t RowBytes(GgmlType type, uint64_t row_len) {
-  const absl::StatusOr<std::pair<uint32_t, uint32_t>> block = GgmlTypeBlock(type);
-  return row_len / block->first * block->second;  // type is supported
+  return row_len / GgmlBlockElements(type) * GgmlBlockBytes(type);  // type is supported
 }
 
 void StoreHalf(uint8_t* dst, float value) {
   const uint16_t bits = FloatToFloat16(value);
   std::memcpy(dst, &bits, 2);
+}
+
+void FillRandom(Random& random, absl::Span<uint8_t> bytes) {
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    const uint64_t bits = random.Next();
+    std::memcpy(bytes.data() + i, &bits, std::min<size_t>(8, bytes.size() - i));
+  }
+}
+
+// Mean and root mean square of `values`.
+std::pair<double, double> MeanAndRms(absl::Span<const float> values) {
+  double sum = 0, sum_sq = 0;
+  for (float v : values) {
+    sum += v;
+    sum_sq += double{v} * v;
+  }
+  return {sum / values.size(), std::sqrt(sum_sq / values.size())};
+}
+
+// A block of `type` (a block-quantized type without a quantizer here) with
+// uniform random quants and scales whose f16 fields (d, and dmin or m) are
+// chosen so that the block's values have mean about 0 and std `std`. The
+// values are linear in those fields: with only the field k set to 1 the
+// block decodes to basis_k, so d * basis_0 + c * basis_1 has mean 0 for
+// c = -d * mean(basis_0) / mean(basis_1).
+absl::Status RandomCalibratedBlock(Random& random, GgmlType type, double std,
+                                   absl::Span<uint8_t> block, std::vector<float>& scratch) {
+  FillRandom(random, block);
+  const absl::Span<const uint32_t> fields = BlockHalfFieldOffsets(type);
+  scratch.resize(2 * GgmlBlockElements(type));
+  const absl::Span<float> basis[2] = {
+      absl::MakeSpan(scratch).subspan(0, GgmlBlockElements(type)),
+      absl::MakeSpan(scratch).subspan(GgmlBlockElements(type))};
+  for (size_t k = 0; k < fields.size(); ++k) {
+    for (size_t f = 0; f < fields.size(); ++f) StoreHalf(&block[fields[f]], f == k ? 1.0f : 0.0f);
+    if (absl::Status s = DequantizeRow(type, block, basis[k]); !s.ok()) return s;
+  }
+  double offset_ratio = 0;  // c / d
+  if (fields.size() == 2) {
+    const double mean1 = MeanAndRms(basis[1]).first;
+    if (mean1 != 0) offset_ratio = -MeanAndRms(basis[0]).first / mean1;
+  }
+  double sum_sq = 0;
+  for (size_t i = 0; i < basis[0].size(); ++i) {
+    const double v = basis[0][i] + (fields.size() == 2 ? offset_ratio * basis[1][i] : 0.0);
+    sum_sq += v * v;
+  }
+  const double rms = std::sqrt(sum_sq / basis[0].size());
+  const double d = rms > 0 ? std / rms : 0.0;
+  StoreHalf(&block[fields[0]], static_cast<float>(d));
+  if (fields.size() == 2) StoreHalf(&block[fields[1]], static_cast<float>(d * offset_ratio));
+  return absl::OkStatus();
 }
 
 // One row of `row_len` random values of mean `mean` and std `std` in
@@ -115,13 +149,10 @@ absl::Status RandomRow(Random& random, GgmlType type, double mean, double std,
     // 16 (Q6_K) and d is chosen for the wanted std: uniform 4-bit quants
     // have std 4.61 (mean 7.5, cancelled by dmin), 6-bit ones 18.47.
     const bool q4 = type == GgmlType::kQ4_K;
-    const uint32_t block_bytes = q4 ? kQ4_KBlockBytes : kQ6_KBlockBytes;
+    const uint32_t block_bytes = GgmlBlockBytes(type);
     for (size_t at = 0; at < row.size(); at += block_bytes) {
       uint8_t* block = row.data() + at;
-      for (uint32_t i = 0; i < block_bytes; i += 8) {
-        const uint64_t bits = random.Next();
-        std::memcpy(block + i, &bits, std::min<uint32_t>(8, block_bytes - i));
-      }
+      FillRandom(random, absl::MakeSpan(block, block_bytes));
       if (q4) {
         const float d = static_cast<float>(std / (8 * 4.61));
         StoreHalf(block, d);
@@ -131,6 +162,19 @@ absl::Status RandomRow(Random& random, GgmlType type, double mean, double std,
       } else {
         std::memset(block + 192, 16, 16);    // int8 scales
         StoreHalf(block + 208, static_cast<float>(std / (16 * 18.47)));
+      }
+    }
+    return absl::OkStatus();
+  }
+  const bool has_quantizer = type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0;
+  if (GgmlBlockElements(type) > 1 && !has_quantizer) {
+    const uint32_t block_bytes = GgmlBlockBytes(type);
+    std::vector<float> scratch;
+    for (size_t at = 0; at < row.size(); at += block_bytes) {
+      if (absl::Status s = RandomCalibratedBlock(
+              random, type, std, absl::MakeSpan(row).subspan(at, block_bytes), scratch);
+          !s.ok()) {
+        return s;
       }
     }
     return absl::OkStatus();
@@ -211,8 +255,8 @@ absl::Status ValidateSpec(const RandomLlamaSpec& spec, uint32_t vocab_size) {
   }
   if (!IsSupportedWeightType(spec.weight_type)) {
     return InvalidSpec(absl::StrCat("weight_type ", ToAbsl(GgmlTypeName(spec.weight_type)),
-                                    " is not supported: use F32, F16, BF16, Q8_0, Q4_0, Q4_K "
-                                    "or Q6_K"));
+                                    " is not supported: use one of ",
+                                    ToAbsl(gguf::DequantizableTypeNames())));
   }
   // All factors are < 2^32 and there are few of them, so double is exact
   // enough to compare against the limit without overflow.
@@ -237,9 +281,17 @@ uint32_t FileType(GgmlType weight_type) {
   switch (weight_type) {
     case GgmlType::kF16: return 1;
     case GgmlType::kQ4_0: return 2;
+    case GgmlType::kQ4_1: return 3;
     case GgmlType::kQ8_0: return 7;
+    case GgmlType::kQ5_0: return 8;
+    case GgmlType::kQ5_1: return 9;
+    case GgmlType::kQ2_K: return 10;
+    case GgmlType::kQ3_K: return 12;  // MOSTLY_Q3_K_M
     case GgmlType::kQ4_K: return 15;  // MOSTLY_Q4_K_M
+    case GgmlType::kQ5_K: return 17;  // MOSTLY_Q5_K_M
     case GgmlType::kQ6_K: return 18;
+    case GgmlType::kIQ4_NL: return 25;
+    case GgmlType::kIQ4_XS: return 30;
     case GgmlType::kBF16: return 32;
     default: return 0;
   }

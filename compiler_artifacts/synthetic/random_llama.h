@@ -51,10 +51,10 @@ struct RandomLlamaSpec {
   float norm_eps = 1e-5f;
   uint32_t context_length = 2048;
   bool tied_embeddings = false;  // No output.weight: the output reuses token_embd.weight.
-  // Matmul weights and token_embd: F32, F16, BF16, Q8_0, Q4_0, Q4_K or
-  // Q6_K. A matrix whose rows are not a multiple of the type's block (32,
-  // or 256 for the K types) is written as F16, as llama.cpp's quantizer
-  // falls back. Norms and biases are always F32.
+  // Matmul weights and token_embd: any type of CanDequantize (dequantize.h).
+  // A matrix whose rows are not a multiple of the type's block (32, or 256
+  // for the K types and IQ4_XS) is written as F16. Norms and biases are
+  // always F32.
   gguf::GgmlType weight_type = gguf::GgmlType::kF32;
   // blk.N.attn_{q,k,v}.bias tensors (std 0.1); always written for qwen2.
   bool qkv_bias = false;
@@ -71,8 +71,9 @@ struct RandomLlamaSpec {
 // Writes a model with the spec's shapes and seeded random weights: matmul
 // weights have std 1/sqrt(fan_in), token embeddings std 1, norm weights
 // 1 + N(0, 0.05^2), so activations stay O(1) through the layers (normal
-// values, quantized as llama.cpp does for Q8_0 / Q4_0; Q4_K / Q6_K blocks
-// hold uniform random quants with scales giving the same std). The same
+// values, quantized as llama.cpp does for Q8_0 / Q4_0; blocks of the other
+// quantized types hold uniform random quants and scales, with d (and dmin or
+// m) chosen to give about the same mean and std). The same
 // spec always gives the same bytes. The file appears complete or not at
 // all (written to <path>.tmp, renamed). InvalidArgument naming the field
 // for an inconsistent spec (e.g. dim not a multiple of n_heads) or for

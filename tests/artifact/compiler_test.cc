@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -699,16 +700,37 @@ size_t After(const std::vector<uint8_t>& bytes, const std::string& text) {
   return static_cast<size_t>(it - bytes.begin()) + text.size();
 }
 
+// Tensor types llama-quantize writes only for presets we do not import
+// (IQ1/IQ2/IQ3, TQ) and ggml's intermediate types are refused naming the
+// tensor, its type, the supported types and the fix.
 TEST(CompilerTest, RejectsUnsupportedTensorTypes) {
-  // output_norm.weight's tensor info: name, n_dims = 1, dims[0], then the
-  // type, rewritten from F32 to Q5_0 (2 blocks of 22 bytes fit its data).
-  const std::string gguf_path = PatchedRandomModel("q5_0.gguf", [](std::vector<uint8_t>& b) {
-    const size_t type_at = After(b, "output_norm.weight") + 4 + 8;
-    b[type_at] = static_cast<uint8_t>(gguf::GgmlType::kQ5_0);
-  });
-  ExpectCompileFails(gguf_path, {},
-                     "'output_norm.weight' has type Q5_0; supported tensor types are F32, "
-                     "F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K");
+  synthetic::RandomLlamaSpec spec;
+  spec.dim = 256;
+  spec.n_heads = 4;
+  spec.n_layers = 1;
+  const std::string f32_path = TempPath("f32.gguf");
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, f32_path).ok());
+  const std::vector<uint8_t> f32 = ReadFileBytes(f32_path);
+  for (gguf::GgmlType type :
+       {gguf::GgmlType::kIQ2_XXS, gguf::GgmlType::kIQ2_XS, gguf::GgmlType::kIQ2_S,
+        gguf::GgmlType::kIQ3_XXS, gguf::GgmlType::kIQ3_S, gguf::GgmlType::kIQ1_S,
+        gguf::GgmlType::kIQ1_M, gguf::GgmlType::kTQ1_0, gguf::GgmlType::kTQ2_0,
+        gguf::GgmlType::kQ8_K, gguf::GgmlType::kQ8_1}) {
+    const std::string name(gguf::GgmlTypeName(type));
+    SCOPED_TRACE(name);
+    // blk.0.attn_q.weight's tensor info: name, n_dims = 2, dims[0..1], then
+    // the type, rewritten from F32 (the new type's bytes fit in the F32 data).
+    std::vector<uint8_t> bytes = f32;
+    bytes[After(bytes, "blk.0.attn_q.weight") + 4 + 16] = static_cast<uint8_t>(type);
+    const std::string gguf_path = TempPath("unsupported.gguf");
+    WriteFileBytes(gguf_path, bytes);
+    ExpectCompileFails(gguf_path, {},
+                       "tensor 'blk.0.attn_q.weight' has type " + name +
+                           "; supported tensor types are F32, F16, BF16, Q4_0, Q4_1, Q5_0, "
+                           "Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS. "
+                           "Re-quantize the model from its F16 or BF16 GGUF with llama.cpp's "
+                           "llama-quantize");
+  }
 }
 
 TEST(CompilerTest, RejectsATruncatedModelWithoutOutput) {
@@ -728,14 +750,33 @@ TEST(CompilerTest, RejectsUnsupportedArchitectures) {
                      "\"llama\", \"qwen2\"");
 }
 
-// Every GGUF tensor type compiles to each weight format; a source already
-// in the target type is copied bit-exactly, rows of 160 (ffn_down) are not
-// whole Q4_K blocks so the model keeps F16 there.
+// Every imported GGUF tensor type compiles to each weight format; a source
+// already in the target type is copied bit-exactly, rows of 160 (ffn_down)
+// are not whole K / IQ4_XS blocks so the model keeps F16 there. kAuto picks
+// Q4_0 for the 2- to 5-bit types and Q8_0 otherwise; kKeep keeps the types
+// the device has and re-quantizes the others to Q8_0.
 TEST(CompilerTest, ConvertsEveryTensorTypeToEveryWeightFormat) {
   using WeightType = CompileOptions::WeightType;
-  for (gguf::GgmlType type : {gguf::GgmlType::kF32, gguf::GgmlType::kF16, gguf::GgmlType::kBF16,
-                              gguf::GgmlType::kQ8_0, gguf::GgmlType::kQ4_0, gguf::GgmlType::kQ4_K,
-                              gguf::GgmlType::kQ6_K}) {
+  using gguf::GgmlType;
+  const std::vector<std::tuple<GgmlType, uint32_t, uint32_t>> types = {
+      // {source, kAuto dtype, kKeep dtype}
+      {GgmlType::kF32, LNPU_DTYPE_Q8_0, LNPU_DTYPE_F32},
+      {GgmlType::kF16, LNPU_DTYPE_Q8_0, LNPU_DTYPE_F16},
+      {GgmlType::kBF16, LNPU_DTYPE_Q8_0, LNPU_DTYPE_F32},
+      {GgmlType::kQ8_0, LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q8_0},
+      {GgmlType::kQ4_0, LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q4_0},
+      {GgmlType::kQ4_1, LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q8_0},
+      {GgmlType::kQ5_0, LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q8_0},
+      {GgmlType::kQ5_1, LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q8_0},
+      {GgmlType::kQ2_K, LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q8_0},
+      {GgmlType::kQ3_K, LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q8_0},
+      {GgmlType::kQ4_K, LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q8_0},
+      {GgmlType::kQ5_K, LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q8_0},
+      {GgmlType::kQ6_K, LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q8_0},
+      {GgmlType::kIQ4_NL, LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q8_0},
+      {GgmlType::kIQ4_XS, LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q8_0},
+  };
+  for (const auto& [type, auto_dtype, keep_dtype] : types) {
     synthetic::RandomLlamaSpec spec;
     spec.dim = 256;
     spec.n_layers = 1;
@@ -744,30 +785,56 @@ TEST(CompilerTest, ConvertsEveryTensorTypeToEveryWeightFormat) {
     ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
     absl::StatusOr<std::unique_ptr<gguf::GgufFile>> gguf = gguf::GgufFile::Open(gguf_path);
     ASSERT_TRUE(gguf.ok()) << gguf.status();
-    for (auto [weights, dtype] : {std::pair{WeightType::kQ8, LNPU_DTYPE_Q8_0},
+    const gguf::TensorInfo* source = (*gguf)->FindTensor("blk.0.attn_q.weight");
+    ASSERT_EQ(source->type, type);
+    for (auto [weights, dtype] : {std::pair{WeightType::kQ8, uint32_t{LNPU_DTYPE_Q8_0}},
                                   {WeightType::kQ4, LNPU_DTYPE_Q4_0},
                                   {WeightType::kF16, LNPU_DTYPE_F16},
-                                  {WeightType::kF32, LNPU_DTYPE_F32}}) {
-      SCOPED_TRACE(absl::StrCat(std::string(gguf::GgmlTypeName(type)), " -> ", dtype));
+                                  {WeightType::kF32, LNPU_DTYPE_F32},
+                                  {WeightType::kAuto, auto_dtype},
+                                  {WeightType::kKeep, keep_dtype}}) {
+      SCOPED_TRACE(absl::StrCat(std::string(gguf::GgmlTypeName(type)), " -> ", dtype, " (",
+                                static_cast<int>(weights), ")"));
       CompileOptions options;
       options.weights = weights;
       std::unique_ptr<Artifact> artifact = CompileAndOpen(gguf_path, options);
       ASSERT_NE(artifact, nullptr);
       const fb::Weight* q = FindWeight(artifact->model(), "blk.0.attn_q.weight");
-      EXPECT_EQ(q->dtype(), static_cast<uint32_t>(dtype));
+      EXPECT_EQ(q->dtype(), dtype);
       const fb::Weight* norm = FindWeight(artifact->model(), "blk.0.attn_norm.weight");
       EXPECT_EQ(norm->dtype(), static_cast<uint32_t>(LNPU_DTYPE_F32));
-      const bool same = (type == gguf::GgmlType::kQ8_0 && dtype == LNPU_DTYPE_Q8_0) ||
-                        (type == gguf::GgmlType::kQ4_0 && dtype == LNPU_DTYPE_Q4_0) ||
-                        (type == gguf::GgmlType::kF16 && dtype == LNPU_DTYPE_F16) ||
-                        (type == gguf::GgmlType::kF32 && dtype == LNPU_DTYPE_F32);
+      const bool same = (type == GgmlType::kQ8_0 && dtype == LNPU_DTYPE_Q8_0) ||
+                        (type == GgmlType::kQ4_0 && dtype == LNPU_DTYPE_Q4_0) ||
+                        (type == GgmlType::kF16 && dtype == LNPU_DTYPE_F16) ||
+                        (type == GgmlType::kF32 && dtype == LNPU_DTYPE_F32);
       if (same) {
-        const auto src = (*gguf)->TensorData(*(*gguf)->FindTensor("blk.0.attn_q.weight"));
+        const auto src = (*gguf)->TensorData(*source);
         ASSERT_EQ(q->size(), src.size());
         EXPECT_EQ(std::memcmp(artifact->data().data() + q->offset(), src.data(), src.size()), 0);
+      } else if (dtype == LNPU_DTYPE_F32) {
+        // The exact dequantization reaches the artifact unchanged.
+        absl::StatusOr<std::vector<float>> expected = (*gguf)->TensorToF32(*source);
+        ASSERT_TRUE(expected.ok()) << expected.status();
+        ASSERT_EQ(q->size(), expected->size() * sizeof(float));
+        EXPECT_EQ(std::memcmp(artifact->data().data() + q->offset(), expected->data(), q->size()),
+                  0);
       }
     }
   }
+}
+
+TEST(CompilerTest, ParsesWeightTypes) {
+  using WeightType = CompileOptions::WeightType;
+  EXPECT_EQ(*ParseWeightType("auto"), WeightType::kAuto);
+  EXPECT_EQ(*ParseWeightType("keep"), WeightType::kKeep);
+  EXPECT_EQ(*ParseWeightType("q4"), WeightType::kQ4);
+  EXPECT_EQ(*ParseWeightType("q8"), WeightType::kQ8);
+  EXPECT_EQ(*ParseWeightType("f16"), WeightType::kF16);
+  EXPECT_EQ(*ParseWeightType("f32"), WeightType::kF32);
+  EXPECT_EQ(CompileOptions{}.weights, WeightType::kAuto);
+  absl::StatusOr<WeightType> bad = ParseWeightType("q5");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("'q5'"));
 }
 
 }  // namespace

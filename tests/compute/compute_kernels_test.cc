@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/half.h"
+#include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/quantize.h"
 #include "gtest/gtest.h"
 #include "hwy/targets.h"

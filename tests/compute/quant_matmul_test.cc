@@ -18,6 +18,7 @@
 
 #include "absl/types/span.h"
 #include "base/half.h"
+#include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/quantize.h"
 #include "gtest/gtest.h"
 #include "kernel_iface/softnpu/compute/kernels.h"

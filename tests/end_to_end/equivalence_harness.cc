@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler_artifacts/format/artifact.h"
-#include "compiler_artifacts/gguf/quantize.h"
+#include "compiler_artifacts/gguf/dequantize.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu::end_to_end {

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "base/half.h"
 #include "tests/fuzz/memory_file.h"
@@ -106,11 +107,7 @@ void CheckTensor(const GgufFile& file, const gguf::TensorInfo& tensor,
   const uint64_t elements = tensor.elements();
   if (elements > kMaxConvertedElements) return;
   const auto values = file.TensorToF32(tensor);
-  const bool supported =
-      tensor.type == GgmlType::kF32 || tensor.type == GgmlType::kF16 ||
-      tensor.type == GgmlType::kBF16 || tensor.type == GgmlType::kQ8_0 ||
-      tensor.type == GgmlType::kQ4_0 || tensor.type == GgmlType::kQ4_K ||
-      tensor.type == GgmlType::kQ6_K;
+  const bool supported = gguf::CanDequantize(tensor.type);
   if (values.ok() != supported) {
     run.Fail(absl::StrCat(name, ": TensorToF32 says ",
                           values.status().ToString(), " for type ",

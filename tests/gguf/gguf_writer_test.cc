@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "base/half.h"
-#include "compiler_artifacts/gguf/quantize.h"
+#include "compiler_artifacts/gguf/dequantize.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/gguf/gguf_test_util.h"

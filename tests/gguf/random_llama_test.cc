@@ -238,7 +238,10 @@ TEST(RandomLlamaTest, VocabularySizes) {
 // Every quantized weight type decodes (TensorToF32) to values with about the
 // requested scale; rows that are not whole blocks fall back to F16.
 TEST(RandomLlamaTest, QuantizedWeightTypes) {
-  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,
+                        GgmlType::kQ5_1, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K,
+                        GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL,
+                        GgmlType::kIQ4_XS}) {
     RandomLlamaSpec spec;
     spec.dim = 256;
     spec.n_heads = 4;
@@ -251,9 +254,9 @@ TEST(RandomLlamaTest, QuantizedWeightTypes) {
     const TensorInfo* q = (*file)->FindTensor("blk.0.attn_q.weight");
     ASSERT_NE(q, nullptr);
     EXPECT_EQ(q->type, type);
-    const bool k_type = type == GgmlType::kQ4_K || type == GgmlType::kQ6_K;
+    const bool super_block = GgmlBlockElements(type) == 256;
     EXPECT_EQ((*file)->FindTensor("blk.0.ffn_down.weight")->type,
-              k_type ? GgmlType::kF16 : type);
+              super_block ? GgmlType::kF16 : type);
     absl::StatusOr<std::vector<float>> values = (*file)->TensorToF32(*q);
     ASSERT_TRUE(values.ok()) << values.status();
     double sum = 0, sum_sq = 0;
@@ -311,7 +314,7 @@ TEST(RandomLlamaTest, RejectsInconsistentSpecs) {
       {[](RandomLlamaSpec& s) { s.rope_dim = 16; }, "at most head_dim 8"},
       {[](RandomLlamaSpec& s) { s.rope_theta = -1; }, "rope_theta"},
       {[](RandomLlamaSpec& s) { s.norm_eps = NAN; }, "norm_eps"},
-      {[](RandomLlamaSpec& s) { s.weight_type = GgmlType::kQ5_0; }, "weight_type Q5_0"},
+      {[](RandomLlamaSpec& s) { s.weight_type = GgmlType::kIQ2_XXS; }, "weight_type IQ2_XXS"},
       {[](RandomLlamaSpec& s) { s.architecture = "gpt2"; }, "architecture \"gpt2\""},
       {[](RandomLlamaSpec& s) { s.llama3_rope_factor = -2; }, "llama3_rope_factor"},
       {[](RandomLlamaSpec& s) { s.dim = 65536; s.n_heads = 64; s.n_kv_heads = 64; },

@@ -102,9 +102,10 @@ struct ReferenceOptions {
 
 class ReferenceLlama {
  public:
-  // Loads a "llama", "qwen2" or "qwen3" GGUF file with weights of any type
-  // GgufFile::TensorToF32 can widen (F32, F16, BF16, Q8_0, Q4_0, Q4_K,
-  // Q6_K). Fails with InvalidArgument when the architecture is another, a
+  // Loads a "llama", "qwen2", "qwen3", "phi3" or "smollm3" GGUF file with
+  // weights of any type GgufFile::TensorToF32 can widen
+  // (gguf::DequantizableTypeNames()). Fails with InvalidArgument when the
+  // architecture is another, a
   // required key or tensor is missing, or a tensor's shape disagrees with
   // the metadata; NotFound / other errors from the GGUF reader (or
   // options.weight_values) are passed through.

@@ -46,7 +46,9 @@ constexpr char kUsage[] =
        npu-compile --verify FILE.lnpu
 
 Compiles a GGUF model (architectures llama and qwen2; tensors F32, F16,
-BF16, Q8_0, Q4_0, Q4_K, Q6_K) into static NPU graphs.
+BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
+IQ4_XS: every type llama-quantize writes for its presets Q4_0 .. Q8_0,
+Q2_K .. Q6_K, IQ4_NL, IQ4_XS) into static NPU graphs.
 
 options:
   -o, --output PATH          the artifact to write (required)
@@ -62,11 +64,16 @@ options:
                              slots
   --prefill-chunks A,B,...   token counts of the prefill graphs (default
                              16,64,256; sizes above max-prompt-len are clamped)
-  --weights q8|q4|f16|f32|keep
-                             matmul weights and embedding: q8 (default) int8
-                             and q4 int4, symmetric, an f16 scale per 32
-                             weights (matrices with rows not a multiple of 32
-                             stay f16); keep: F32/F16/Q8_0/Q4_0 as stored
+  --weights auto|q8|q4|f16|f32|keep
+                             matmul weights and embedding: q8 int8 and q4
+                             int4, symmetric, an f16 scale per 32 weights
+                             (matrices with rows not a multiple of 32 stay
+                             f16); auto (default), per tensor: q8 for F32,
+                             F16, BF16, Q8_0 and Q6_K tensors, q4 for the
+                             2- to 5-bit types (Q2_K..Q5_K, Q4_0..Q5_1,
+                             IQ4_*), so a Q4_K_M file stays near its size;
+                             keep: F32/F16/Q8_0/Q4_0 as stored, other
+                             quantized types q8
   --kv-dtype f16|f32|q8      KV-cache element type (default f16); q8: int8
                              with an f32 scale per head of each token
                              (about half of f16's memory)
@@ -181,21 +188,10 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
             "--kv-dtype expects f16, f32 or q8, got '" + value + "'");
       }
     } else {  // --weights
-      using WeightType = lnpu::compiler::CompileOptions::WeightType;
-      if (value == "keep") {
-        line.options.weights = WeightType::kKeep;
-      } else if (value == "f32") {
-        line.options.weights = WeightType::kF32;
-      } else if (value == "f16") {
-        line.options.weights = WeightType::kF16;
-      } else if (value == "q8") {
-        line.options.weights = WeightType::kQ8;
-      } else if (value == "q4") {
-        line.options.weights = WeightType::kQ4;
-      } else {
-        return absl::InvalidArgumentError(
-            "--weights expects q8, q4, f16, f32 or keep, got '" + value + "'");
-      }
+      absl::StatusOr<lnpu::compiler::CompileOptions::WeightType> weights =
+          lnpu::compiler::ParseWeightType(value);
+      if (!weights.ok()) return weights.status();
+      line.options.weights = *weights;
     }
   }
   if (!line.verify.empty()) {
@@ -250,6 +246,7 @@ lnpu::gguf::GgmlType SyntheticType(
     lnpu::compiler::CompileOptions::WeightType weights) {
   using WeightType = lnpu::compiler::CompileOptions::WeightType;
   switch (weights) {
+    case WeightType::kAuto:
     case WeightType::kQ8: return lnpu::gguf::GgmlType::kQ8_0;
     case WeightType::kQ4: return lnpu::gguf::GgmlType::kQ4_0;
     case WeightType::kF32: return lnpu::gguf::GgmlType::kF32;
@@ -407,7 +404,8 @@ int Main(int argc, char** argv) {
   PrintSummary(**artifact);
   using WeightType = lnpu::compiler::CompileOptions::WeightType;
   if (args.options.weights == WeightType::kQ8 ||
-      args.options.weights == WeightType::kQ4) {
+      args.options.weights == WeightType::kQ4 ||
+      args.options.weights == WeightType::kAuto) {
     std::vector<std::string> fallbacks;
     for (const auto* w : *(*artifact)->model().weights()) {
       if (w->dtype() == LNPU_DTYPE_F16) fallbacks.push_back(w->name()->str());

@@ -39,7 +39,8 @@ constexpr char kUsage[] =
     R"(usage: npu-eval MODEL.gguf [options]
        npu-eval --synthetic PRESET [options]
 
-Compiles the model with f32 weights and an F32 KV cache (the baseline) and
+Compiles the model with f32 weights (a quantized GGUF's own weights,
+dequantized exactly) and an F32 KV cache (the baseline) and
 with each weight type of --weights at the --kv-dtype KV cache, feeds every
 compiled model the same tokens one at a time (teacher forcing) and compares
 the logits at each position with the baseline's: top-1 agreement, mean and
@@ -62,7 +63,8 @@ tokens (at most one; default --random-tokens 64):
 
 comparison:
   --weights A,B,..         weight types compared with the baseline, from
-                           f32, f16, q8, q4 (default q8,q4,f16); f32 here
+                           f32, f16, q8, q4, auto, keep (npu-compile
+                           --weights; default q8,q4,f16); f32 here
                            measures the KV cache alone
   --kv-dtype f16|q8|f32    KV cache of the compared models (default f16)
   --device D               "auto" (default), "soft" or a device node path

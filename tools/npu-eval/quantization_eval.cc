@@ -21,15 +21,6 @@ namespace {
 using WeightType = compiler::CompileOptions::WeightType;
 using KvType = compiler::CompileOptions::KvType;
 
-absl::StatusOr<WeightType> ParseWeights(const std::string& name) {
-  if (name == "f32") return WeightType::kF32;
-  if (name == "f16") return WeightType::kF16;
-  if (name == "q8") return WeightType::kQ8;
-  if (name == "q4") return WeightType::kQ4;
-  return absl::InvalidArgumentError(absl::StrCat("weight type '", name, "': give ",
-                                                 absl::StrJoin(kVariantWeights, ", ")));
-}
-
 absl::StatusOr<KvType> ParseKvDtype(const std::string& name) {
   if (name == "f16") return KvType::kF16;
   if (name == "q8") return KvType::kQ8;
@@ -97,7 +88,7 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   }
   std::vector<WeightType> variants;
   for (size_t i = 0; i < options.weights.size(); ++i) {
-    absl::StatusOr<WeightType> type = ParseWeights(options.weights[i]);
+    absl::StatusOr<WeightType> type = compiler::ParseWeightType(options.weights[i]);
     if (!type.ok()) return type.status();
     if (std::find(options.weights.begin(), options.weights.begin() + i, options.weights[i]) !=
         options.weights.begin() + i) {

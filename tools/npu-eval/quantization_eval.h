@@ -29,9 +29,11 @@
 
 namespace lnpu::eval {
 
-// The weight types a variant may have: "f32", "f16", "q8", "q4" (as
-// npu-compile --weights spells them).
-inline constexpr const char* kVariantWeights[] = {"f32", "f16", "q8", "q4"};
+// The weight types a variant may have, as npu-compile --weights spells them
+// (compiler::ParseWeightType): "auto" and "keep" choose per tensor from the
+// GGUF type, so on a quantized file they measure what its default and
+// closest-to-stored artifacts lose.
+inline constexpr const char* kVariantWeights[] = {"f32", "f16", "q8", "q4", "auto", "keep"};
 // The KV-cache types of the variants (npu-compile --kv-dtype).
 inline constexpr const char* kVariantKvDtypes[] = {"f16", "q8", "f32"};
 
