@@ -166,8 +166,23 @@ absl::StatusOr<GenerationResult> Session::GenerateFromTokens(absl::Span<const in
   absl::Time first_token_time;
   bool first = true;
 
+  std::vector<uint64_t> allowed_tokens;  // empty unless config.constraint
   while (true) {
-    const int32_t token = sampler.Sample(*logits, history);
+    if (config.constraint != nullptr) {
+      if (absl::Status allowed = config.constraint->AllowedTokens(allowed_tokens); !allowed.ok()) {
+        result.finish_reason = FinishReason::kError;
+        result.error = std::string(allowed.message());
+        break;
+      }
+    }
+    const int32_t token = sampler.Sample(*logits, history, allowed_tokens);
+    if (config.constraint != nullptr) {
+      if (absl::Status accepted = config.constraint->Accept(token); !accepted.ok()) {
+        result.finish_reason = FinishReason::kError;
+        result.error = std::string(accepted.message());
+        break;
+      }
+    }
     if (first) {
       first = false;
       first_token_time = absl::Now();

@@ -30,7 +30,7 @@ install_missing_packages() {
 
 install_missing_packages g++ meson ninja-build pkg-config python3 libdrm-dev \
   libflatbuffers-dev flatbuffers-compiler libabsl-dev libgtest-dev \
-  libgmock-dev libbenchmark-dev libhwy-dev
+  libgmock-dev libbenchmark-dev libhwy-dev nlohmann-json3-dev
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build_dir=${BUILD_DIR:-$repo/build}
