@@ -64,6 +64,24 @@ absl::StatusOr<int> CountKeyword(const Json& schema, const char* keyword,
   return static_cast<int>(it->get<int64_t>());
 }
 
+// The bounds of a `min_keyword`..`max_keyword` pair (max -1: none).
+struct Bounds {
+  int min;
+  int max;
+};
+absl::StatusOr<Bounds> BoundsKeywords(const Json& schema, const char* min_keyword,
+                                      const char* max_keyword, const std::string& path) {
+  absl::StatusOr<int> min = CountKeyword(schema, min_keyword, path, 0);
+  if (!min.ok()) return min.status();
+  absl::StatusOr<int> max = CountKeyword(schema, max_keyword, path, -1);
+  if (!max.ok()) return max.status();
+  if (*max >= 0 && *max < *min) {
+    return NotASchema(path, absl::StrCat(max_keyword, " ", *max, " is below ", min_keyword, " ",
+                                         *min));
+  }
+  return Bounds{*min, *max};
+}
+
 // The UTF-8 length of the character starting with `lead`.
 size_t CharacterLength(unsigned char lead) {
   if (lead < 0x80) return 1;
@@ -339,18 +357,15 @@ Expr JsonSchemaCompiler::KeyNotInFrom(const std::vector<std::string>& keys, size
 
 absl::StatusOr<Expr> JsonSchemaCompiler::CompileArray(const Json& schema, int document,
                                                       const std::string& path) {
-  absl::StatusOr<int> min = CountKeyword(schema, "minItems", path, 0);
-  if (!min.ok()) return min.status();
-  absl::StatusOr<int> max = CountKeyword(schema, "maxItems", path, -1);
-  if (!max.ok()) return max.status();
-  if (*max >= 0 && *max < *min) {
-    return NotASchema(path, absl::StrCat("maxItems ", *max, " is below minItems ", *min));
-  }
+  absl::StatusOr<Bounds> bounds = BoundsKeywords(schema, "minItems", "maxItems", path);
+  if (!bounds.ok()) return bounds.status();
+  const int min = bounds->min;
+  int max = bounds->max;
   Expr items = AnyValue();
   if (auto it = schema.find("items"); it != schema.end()) {
     if (it->is_boolean() && !it->get<bool>()) {
-      if (*min > 0) return NotASchema(path, "'items' is false but minItems asks for items");
-      *max = 0;
+      if (min > 0) return NotASchema(path, "'items' is false but minItems asks for items");
+      max = 0;
     } else {
       absl::StatusOr<Expr> compiled = Compile(*it, document, absl::StrCat(path, "/items"));
       if (!compiled.ok()) return compiled.status();
@@ -358,23 +373,20 @@ absl::StatusOr<Expr> JsonSchemaCompiler::CompileArray(const Json& schema, int do
     }
   }
   const Expr ws = Whitespace();
-  if (*max == 0) return Sequence({Literal("["), ws, Literal("]")});
+  if (max == 0) return Sequence({Literal("["), ws, Literal("]")});
   const Expr item = RuleRef(builder_.DefineNewRule("item", Sequence({std::move(items), ws})));
-  const Expr more = Repeat(Sequence({Literal(","), ws, item}), std::max(*min - 1, 0),
-                           *max < 0 ? -1 : *max - 1);
+  const Expr more = Repeat(Sequence({Literal(","), ws, item}), std::max(min - 1, 0),
+                           max < 0 ? -1 : max - 1);
   const Expr list = Sequence({item, more});
-  return Sequence({Literal("["), ws, *min == 0 ? Optional(list) : list, Literal("]")});
+  return Sequence({Literal("["), ws, min == 0 ? Optional(list) : list, Literal("]")});
 }
 
 absl::StatusOr<Expr> JsonSchemaCompiler::CompileString(const Json& schema,
                                                        const std::string& path) {
-  absl::StatusOr<int> min = CountKeyword(schema, "minLength", path, 0);
-  if (!min.ok()) return min.status();
-  absl::StatusOr<int> max = CountKeyword(schema, "maxLength", path, -1);
-  if (!max.ok()) return max.status();
-  if (*max >= 0 && *max < *min) {
-    return NotASchema(path, absl::StrCat("maxLength ", *max, " is below minLength ", *min));
-  }
+  absl::StatusOr<Bounds> bounds = BoundsKeywords(schema, "minLength", "maxLength", path);
+  if (!bounds.ok()) return bounds.status();
+  const int min = bounds->min;
+  const int max = bounds->max;
   if (auto it = schema.find("pattern"); it != schema.end()) {
     if (!it->is_string()) return NotASchema(path, "'pattern' must be a string");
     if (schema.contains("minLength") || schema.contains("maxLength")) {
@@ -391,8 +403,8 @@ absl::StatusOr<Expr> JsonSchemaCompiler::CompileString(const Json& schema,
     }
     return Sequence({Literal("\""), *std::move(pattern), Literal("\"")});
   }
-  if (*min == 0 && *max < 0) return AnyString();
-  return Sequence({Literal("\""), Repeat(RuleRef(character_), *min, *max), Literal("\"")});
+  if (min == 0 && max < 0) return AnyString();
+  return Sequence({Literal("\""), Repeat(RuleRef(character_), min, max), Literal("\"")});
 }
 
 absl::StatusOr<Expr> JsonSchemaCompiler::CompileRef(const std::string& ref, int document,

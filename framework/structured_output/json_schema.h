@@ -18,8 +18,9 @@
 // values, so generation cannot go on forever on spaces. Properties come in
 // the order the schema lists them; additional properties (never spelling
 // a declared key) come after them. Numbers have at most 16 integer
-// digits, 16 fraction digits and 3 exponent digits. \u escapes never
-// spell a surrogate (characters beyond U+FFFF are written as UTF-8).
+// digits, 16 fraction digits and 2 exponent digits (always a finite
+// double). \u escapes never spell a surrogate (characters beyond U+FFFF
+// are written as UTF-8).
 //
 // Not thread-safe; the grammars it returns are immutable.
 #ifndef FRAMEWORK_STRUCTURED_OUTPUT_JSON_SCHEMA_H_

@@ -8,7 +8,7 @@ namespace {
 
 constexpr int kMaxIntegerDigits = 16;
 constexpr int kMaxFractionDigits = 16;
-constexpr int kMaxExponentDigits = 3;
+constexpr int kMaxExponentDigits = 2;  // 1e99 at most: always a finite double
 
 ByteSet Continuation() { return ByteRange(0x80, 0xbf); }
 

@@ -14,7 +14,7 @@ namespace lnpu::framework::structured_output {
 // Characters whose first byte is in `excluded` are left out.
 Expr JsonStringCharacter(const ByteSet& excluded, bool escapes);
 
-// A JSON number with at most 16 integer digits, 16 fraction digits and 3
+// A JSON number with at most 16 integer digits, 16 fraction digits and 2
 // exponent digits; an integer: the same without fraction and exponent.
 Expr JsonNumber();
 Expr JsonInteger();
