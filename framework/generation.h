@@ -9,13 +9,16 @@
 #include <string_view>
 #include <vector>
 
+#include "framework/token_constraint.h"
+
 namespace lnpu::framework {
 
 enum class FinishReason {
   kStop,       // the model produced an end-of-generation token
   kLength,     // max_new_tokens reached, or the KV cache is full
   kCancelled,  // the stream callback asked to stop
-  kError,      // a device error ended generation; GenerationResult::error says why
+  kError,      // a device or token-constraint error ended generation;
+               // GenerationResult::error says why
 };
 
 std::string_view FinishReasonName(FinishReason reason);  // "stop", ...
@@ -54,6 +57,12 @@ struct GenerationConfig {
   // stop string nor anything after it is returned or streamed
   // (StopStringMatcher). Non-empty, well-formed UTF-8.
   std::vector<std::string> stop_strings;
+
+  // When set, every step picks only among the tokens it allows, and the
+  // picked token advances it (e.g. a grammar for structured output). Not
+  // owned: it must outlive the generation call, and is used by it. Its
+  // errors end generation with FinishReason::kError.
+  TokenConstraint* constraint = nullptr;
 };
 
 struct GenerationStats {

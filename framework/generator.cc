@@ -92,7 +92,21 @@ void Generator::DecodeStep() {
     options_.logits_filter(result_.tokens, absl::MakeSpan(filtered_logits_));
     logits = filtered_logits_;
   }
-  const int32_t token = sampler_->Sample(logits, history_);
+  // A constraint (structured output) bans every token it does not allow
+  // before any other sampling control, then follows the one picked.
+  if (config_.constraint != nullptr) {
+    if (absl::Status allowed = config_.constraint->AllowedTokens(allowed_tokens_); !allowed.ok()) {
+      result_.error = std::string(allowed.message());
+      return Finish(FinishReason::kError);
+    }
+  }
+  const int32_t token = sampler_->Sample(logits, history_, allowed_tokens_);
+  if (config_.constraint != nullptr) {
+    if (absl::Status accepted = config_.constraint->Accept(token); !accepted.ok()) {
+      result_.error = std::string(accepted.message());
+      return Finish(FinishReason::kError);
+    }
+  }
   if (result_.tokens.empty()) {
     first_token_time_ = absl::Now();
     result_.stats.time_to_first_token_ms = Milliseconds(first_token_time_ - start_);

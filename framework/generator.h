@@ -118,6 +118,7 @@ class Generator {
   // Logits of the last token run; valid until the session runs again.
   absl::Span<const float> logits_;
   std::vector<float> filtered_logits_;  // with a LogitsFilter
+  std::vector<uint64_t> allowed_tokens_;  // config_.constraint's mask; empty without one
   std::vector<int32_t> history_;        // what the sampler's penalties look at
   // Heap-held so that a moved Generator keeps them in place.
   std::unique_ptr<Sampler> sampler_;

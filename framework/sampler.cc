@@ -124,9 +124,17 @@ Sampler::Sampler(const GenerationConfig& config)
       rng_(config.seed) {}
 
 void Sampler::AdjustLogits(absl::Span<const float> logits,
-                           absl::Span<const int32_t> history) {
+                           absl::Span<const int32_t> history,
+                           absl::Span<const uint64_t> allowed_tokens) {
   const size_t n = logits.size();
   adjusted_.assign(logits.begin(), logits.end());
+  if (!allowed_tokens.empty()) {
+    for (size_t i = 0; i < n; ++i) {
+      const bool allowed = i / 64 < allowed_tokens.size() &&
+                           (allowed_tokens[i / 64] >> (i % 64) & 1) != 0;
+      if (!allowed) adjusted_[i] = -INFINITY;
+    }
+  }
   for (const auto& [id, bias] : logit_bias_) {
     if (InVocabulary(id, n)) adjusted_[id] += bias;
   }
@@ -157,8 +165,9 @@ void Sampler::AdjustLogits(absl::Span<const float> logits,
 }
 
 int32_t Sampler::Sample(absl::Span<const float> logits,
-                        absl::Span<const int32_t> history) {
-  AdjustLogits(logits, history);
+                        absl::Span<const int32_t> history,
+                        absl::Span<const uint64_t> allowed_tokens) {
+  AdjustLogits(logits, history, allowed_tokens);
   if (temperature_ == 0.0f || top_k_ == 1) return Argmax(adjusted_);
 
   candidates_.clear();

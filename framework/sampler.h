@@ -1,5 +1,7 @@
-// Picks the next token from logits. The controls of GenerationConfig apply
-// in this order (docs/chat-and-sampling.md):
+// Picks the next token from logits. An allowed-token mask (e.g. from a
+// grammar: framework/token_constraint.h) bans every token it leaves out
+// first; then the controls of GenerationConfig apply in this order
+// (docs/chat-and-sampling.md):
 //   1. logit bias (additive; -infinity bans a token),
 //   2. repetition, frequency and presence penalties over the last
 //      repeat_last_n tokens of the history,
@@ -47,14 +49,19 @@ class Sampler {
   // repeat_last_n tokens are penalized, and ids outside the vocabulary in
   // it are ignored, as are logit_bias ids outside it. Non-finite logits
   // (after the bias) are never picked unless all are, in which case the
-  // result is 0.
+  // result is 0. `allowed_tokens`, when not empty, is a bitmask (bit i % 64
+  // of word i / 64 allows token i, as TokenConstraint::AllowedTokens
+  // writes it): the logits of the other tokens, and of tokens past its
+  // end, count as -infinity before anything else applies.
   int32_t Sample(absl::Span<const float> logits,
-                 absl::Span<const int32_t> history = {});
+                 absl::Span<const int32_t> history = {},
+                 absl::Span<const uint64_t> allowed_tokens = {});
 
  private:
-  // Steps 1 and 2 on adjusted_, a copy of `logits`.
+  // The mask, then steps 1 and 2, on adjusted_, a copy of `logits`.
   void AdjustLogits(absl::Span<const float> logits,
-                    absl::Span<const int32_t> history);
+                    absl::Span<const int32_t> history,
+                    absl::Span<const uint64_t> allowed_tokens);
 
   float temperature_;
   int top_k_;

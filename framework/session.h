@@ -58,8 +58,9 @@ class Session {
   // token is not returned), a stop string (kStop, neither it nor text after
   // it is returned or streamed), max_new_tokens or a full cache without
   // ring policy (kLength), the callback returning false (kCancelled), or a
-  // device error after the input was run (kError, with the tokens so far
-  // and GenerationResult::error; the session stays usable).
+  // device error after the input was run or an error of config.constraint
+  // (kError, with the tokens so far and GenerationResult::error; the
+  // session stays usable).
   //
   // Errors (nothing generated): InvalidArgument for a bad config, no input,
   // a token outside the vocabulary, or a first input longer than the

@@ -129,6 +129,33 @@ TEST(SamplerTest, LogitBiasAddsAndMinusInfinityBans) {
   for (int i = 0; i < 200; ++i) EXPECT_EQ(sampler.Sample(logits), 1);
 }
 
+TEST(SamplerTest, AllowedTokenMaskBansTheOthersBeforeEverything) {
+  // 70 tokens: two mask words. Token 3 has the best logit but is not
+  // allowed; 65 (in the second word) is the best allowed one.
+  std::vector<float> logits(70, 0.0f);
+  logits[3] = 9.0f;
+  logits[10] = 1.0f;
+  logits[65] = 2.0f;
+  const std::vector<uint64_t> allowed = {uint64_t{1} << 10, uint64_t{1} << (65 - 64)};
+  Sampler greedy(Config(0.0f));
+  EXPECT_EQ(greedy.Sample(logits, {}, allowed), 65);
+  EXPECT_EQ(greedy.Sample(logits), 3);  // no mask: everything allowed
+  // A positive bias cannot bring a banned token back.
+  GenerationConfig biased = Config(0.0f);
+  biased.logit_bias[3] = 100.0f;
+  Sampler with_bias(biased);
+  EXPECT_EQ(with_bias.Sample(logits, {}, allowed), 65);
+  // Sampling at any temperature stays inside the mask.
+  Sampler hot(Config(3.0f, 0, 1.0f, 7));
+  for (int i = 0; i < 200; ++i) {
+    const int32_t token = hot.Sample(logits, {}, allowed);
+    EXPECT_TRUE(token == 10 || token == 65) << token;
+  }
+  // Tokens past the mask's end are not allowed.
+  const std::vector<uint64_t> first_word_only = {uint64_t{1} << 10};
+  EXPECT_EQ(greedy.Sample(logits, {}, first_word_only), 10);
+}
+
 TEST(SamplerTest, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
   GenerationConfig config = Greedy();
   config.repetition_penalty = 1.1f;
