@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The firmware interface: the "hardware" side of the engines. A firmware
+ * thread per engine (lnpu-firmware, CAP_SYS_ADMIN) calls
+ * DRM_IOCTL_LNPU_FW_EXCHANGE, which completes the job it finished and
+ * blocks until the engine's next job, whose validated stream it copies
+ * out. The firmware reads and writes the job's buffers through its window
+ * on the device address space (lnpu_gem.c). Fault injection and pausing
+ * (module parameters) act here, as ivpu's fail_hw does in its driver.
+ */
+#include <linux/sched/signal.h>
+#include <linux/uaccess.h>
+
+#include "lnpu_drv.h"
+
+static bool lnpu_fw_job_available(struct lnpu_engine *engine)
+{
+	struct lnpu_job *job = READ_ONCE(engine->current_job);
+
+	return job && !READ_ONCE(engine->taken) && !READ_ONCE(engine->paused) &&
+	       !job->hang;
+}
+
+void lnpu_fw_job_ready(struct lnpu_engine *engine)
+{
+	wake_up_interruptible(&engine->firmware_wait);
+}
+
+/* The firmware finished job `id` with `error` (0 or -EIO). A job the
+ * engine no longer owns (reset meanwhile, or reported twice) is ignored. */
+static void lnpu_fw_complete(struct lnpu_engine *engine, u64 id, int error)
+{
+	struct lnpu_job *job;
+
+	spin_lock(&engine->lock);
+	job = engine->current_job;
+	if (job && engine->taken && job->id == id)
+		engine->current_job = NULL;
+	else
+		job = NULL;
+	spin_unlock(&engine->lock);
+	if (job)
+		lnpu_job_finish(job, error ? LNPU_JOB_FAULTED : LNPU_JOB_COMPLETED,
+				error ? -EIO : 0);
+}
+
+/* Takes the engine's job for the firmware, with a reference, or NULL. */
+static struct lnpu_job *lnpu_fw_take(struct lnpu_engine *engine)
+{
+	struct lnpu_job *job = NULL;
+
+	spin_lock(&engine->lock);
+	if (lnpu_fw_job_available(engine)) {
+		job = engine->current_job;
+		engine->taken = true;
+		job->started = ktime_get();
+		kref_get(&job->ref);
+	}
+	spin_unlock(&engine->lock);
+	return job;
+}
+
+int lnpu_fw_exchange_ioctl(struct drm_device *drm, void *data,
+			   struct drm_file *file)
+{
+	struct lnpu_device *ldev = to_lnpu_device(drm);
+	struct drm_lnpu_fw_exchange *args = data;
+	struct lnpu_engine *engine;
+	struct lnpu_job *job;
+	int ret;
+
+	if (args->engine >= DRM_LNPU_ENGINE_COUNT ||
+	    (args->done_error != 0 && args->done_error != -EIO))
+		return -EINVAL;
+	engine = &ldev->engines[args->engine];
+	if (args->done_job) {
+		lnpu_fw_complete(engine, args->done_job, args->done_error);
+		/* A restarted call must not report it again. */
+		args->done_job = 0;
+	}
+	for (;;) {
+		job = lnpu_fw_take(engine);
+		if (job)
+			break;
+		ret = wait_event_interruptible(engine->firmware_wait,
+					       lnpu_fw_job_available(engine));
+		if (ret)
+			return ret;
+	}
+	if (job->cmd_size > args->cmd_capacity) {
+		ret = -ENOSPC;
+	} else if (copy_to_user(u64_to_user_ptr(args->cmd_ptr), job->cmds,
+				job->cmd_size)) {
+		ret = -EFAULT;
+	} else {
+		args->cmd_size = job->cmd_size;
+		args->job = job->id;
+		ret = 0;
+	}
+	if (ret)
+		lnpu_fw_complete(engine, job->id, -EIO);
+	lnpu_job_put(job);
+	return ret;
+}
+
+/* "kind:engine[:count][,...]": the next jobs of the engine hang or fault
+ * (the software NPU's LNPU_SOFTNPU_FAIL syntax). */
+int lnpu_set_injection(struct lnpu_device *ldev, const char *spec)
+{
+	char kind[8], engine_name[8];
+	const char *item = spec;
+	unsigned int count;
+	int fields, consumed;
+
+	while (*item && *item != '\n') {
+		struct lnpu_engine *engine;
+
+		count = 1;
+		consumed = 0;
+		fields = sscanf(item, "%7[a-z]:%7[a-z]%n:%u%n", kind, engine_name,
+				&consumed, &count, &consumed);
+		if (fields < 2 || count == 0)
+			return -EINVAL;
+		if (!strcmp(engine_name, "compute"))
+			engine = &ldev->engines[DRM_LNPU_ENGINE_COMPUTE];
+		else if (!strcmp(engine_name, "dma"))
+			engine = &ldev->engines[DRM_LNPU_ENGINE_DMA];
+		else
+			return -EINVAL;
+		spin_lock(&engine->lock);
+		if (!strcmp(kind, "hang"))
+			engine->inject_hangs += count;
+		else if (!strcmp(kind, "fault"))
+			engine->inject_faults += count;
+		else
+			consumed = -1;
+		spin_unlock(&engine->lock);
+		if (consumed < 0)
+			return -EINVAL;
+		item += consumed;
+		if (*item == ',')
+			item++;
+	}
+	return 0;
+}
+
+/* Engines in `engine_mask` hand no job to the firmware until unpaused. */
+void lnpu_set_paused(struct lnpu_device *ldev, u32 engine_mask)
+{
+	u32 i;
+
+	for (i = 0; i < DRM_LNPU_ENGINE_COUNT; i++) {
+		struct lnpu_engine *engine = &ldev->engines[i];
+
+		spin_lock(&engine->lock);
+		engine->paused = engine_mask & (1u << i);
+		spin_unlock(&engine->lock);
+		lnpu_fw_job_ready(engine);
+	}
+}
