@@ -166,7 +166,7 @@ TEST_F(GetParamTest, UnknownParamIsEinval) {
   EXPECT_EQ(file_->Ioctl(DRM_IOCTL_LNPU_GET_PARAM, &get), EINVAL);
   get.param = 0xffffffffu;
   EXPECT_EQ(file_->Ioctl(DRM_IOCTL_LNPU_GET_PARAM, &get), EINVAL);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("param"));
+  EXPECT_REJECTION(npu_, HasSubstr("param"));
 }
 
 TEST_F(GetParamTest, NonZeroPadIsEinval) {
@@ -188,7 +188,7 @@ TEST_F(IoctlDispatchTest, UnknownRequestIsEnotty) {
                                drm_lnpu_get_param),
                          &get),
             ENOTTY);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("not an lnpu ioctl"));
+  EXPECT_REJECTION(npu_, HasSubstr("not an lnpu ioctl"));
 }
 
 // The layout of drm_lnpu_bo_create before UAPI 1.1 added user_ptr.

@@ -66,10 +66,9 @@ TEST_F(FaultInjectionTest, HungJobTimesOutAndItsFileIsBanned) {
   EXPECT_EQ(Param(DRM_LNPU_PARAM_JOBS_SUBMITTED), 2u);
   EXPECT_EQ(Param(DRM_LNPU_PARAM_JOBS_CANCELLED), 1u);
   EXPECT_EQ(Param(DRM_LNPU_PARAM_JOBS_COMPLETED), 0u);
-  EXPECT_THAT(npu_->last_fault_message(),
-              HasSubstr("exceeded the job timeout of 200 ms at command 0"));
+  EXPECT_FAULT_MESSAGE(npu_, HasSubstr("exceeded the job timeout of 200 ms at command 0"));
   EXPECT_EQ(Submit(*file_, nop), ECANCELED);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("banned"));
+  EXPECT_REJECTION(npu_, HasSubstr("banned"));
 }
 
 TEST_F(FaultInjectionTest, OtherFilesAndTheOtherEngineKeepWorking) {
@@ -113,7 +112,7 @@ TEST_F(FaultInjectionTest, InjectedFaultsFailJobsWithEioWithoutBanning) {
     errors.push_back(WaitJob(*file_, fence));
   }
   EXPECT_EQ(errors, (std::vector<int>{-EIO, -EIO, 0}));
-  EXPECT_THAT(npu_->last_fault_message(), HasSubstr("injected fault"));
+  EXPECT_FAULT_MESSAGE(npu_, HasSubstr("injected fault"));
   EXPECT_EQ(Param(DRM_LNPU_PARAM_JOB_FAULTS), 2u);
   EXPECT_EQ(Param(DRM_LNPU_PARAM_JOBS_COMPLETED), 1u);
   EXPECT_EQ(Param(DRM_LNPU_PARAM_RESETS), 0u);
