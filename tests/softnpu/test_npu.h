@@ -10,13 +10,15 @@
 // parameters/{pause,inject}, root only); the device's options are the
 // module's (tools/scripts/vm_guest.sh loads it with the options the tests
 // assume: 64 MiB, 200 ms job timeout); rejection and fault messages are
-// the software NPU's alone (EXPECT_REJECTION checks them only there).
+// the software NPU's alone (EXPECT_REJECTION checks them only there); a
+// file's mappings are unmapped when it closes (UnmapOnCloseFile).
 #ifndef TESTS_SOFTNPU_TEST_NPU_H_
 #define TESTS_SOFTNPU_TEST_NPU_H_
 
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -27,6 +29,37 @@
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu::softnpu::testing {
+
+// A kernel file whose mappings die with it, as the software NPU's do (the
+// tests rely on it; a real mapping outlives its file and holds its BO).
+class UnmapOnCloseFile final : public KernelFile {
+ public:
+  explicit UnmapOnCloseFile(std::unique_ptr<KernelFile> file)
+      : file_(std::move(file)) {}
+  ~UnmapOnCloseFile() override {
+    for (const auto& [addr, length] : mappings_) file_->Munmap(addr, length);
+  }
+  int Ioctl(unsigned long request, void* arg) override {
+    return file_->Ioctl(request, arg);
+  }
+  int Mmap(uint64_t length, uint64_t offset, void** addr) override {
+    const int err = file_->Mmap(length, offset, addr);
+    if (err == 0) mappings_.emplace(*addr, length);
+    return err;
+  }
+  int Munmap(void* addr, uint64_t length) override {
+    auto it = mappings_.find(addr);
+    if (it == mappings_.end() || it->second != length) return EINVAL;
+    mappings_.erase(it);
+    return file_->Munmap(addr, length);
+  }
+  std::string Describe() const override { return file_->Describe(); }
+  std::string FdInfo() const override { return file_->FdInfo(); }
+
+ private:
+  std::unique_ptr<KernelFile> file_;
+  std::map<void*, uint64_t> mappings_;
+};
 
 class TestNpu {
  public:
@@ -66,7 +99,8 @@ class TestNpu {
     if (!is_kernel()) return soft_->Open();
     auto file = LinuxKernelFile::Open(node_);
     EXPECT_TRUE(file.ok()) << file.status();
-    return file.ok() ? std::unique_ptr<KernelFile>(*std::move(file)) : nullptr;
+    if (!file.ok()) return nullptr;
+    return std::make_unique<UnmapOnCloseFile>(*std::move(file));
   }
 
   void PauseEngine(uint32_t engine) {

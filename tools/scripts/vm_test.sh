@@ -11,13 +11,20 @@
 #      lnpu-firmware and runs the tests against /dev/accel/accel0, writing
 #      JUnit files to a writable 9p share.
 # usage: vm_test.sh [RESULTS_DIR]   (default: $BUILD_DIR/test-results)
+# VM_NO_BUILD=1 skips building the project (the caller did).
 # Writes vm-*.xml into RESULTS_DIR and prints "N passed, N failed" over
 # them; exits 1 if anything failed. A VM that does not boot or does not
 # finish within VM_TIMEOUT seconds (default 1800) is a failed test case;
 # its console log and the guest's dmesg are kept in $BUILD_DIR/vm.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-source "$repo/tools/scripts/setup.sh"
+if [ -n "${VM_NO_BUILD:-}" ]; then
+  # The caller built $BUILD_DIR (test.sh does): only the package installer.
+  source <(sed -n '/^install_missing_packages() {/,/^}/p' "$repo/tools/scripts/setup.sh")
+  build_dir=$(realpath -m "${BUILD_DIR:-$repo/build}")
+else
+  source "$repo/tools/scripts/setup.sh"
+fi
 install_missing_packages linux-image-6.12-amd64 linux-headers-6.12-amd64 \
   qemu-system-x86 busybox-static zstd
 
