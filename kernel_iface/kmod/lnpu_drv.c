@@ -118,7 +118,13 @@ static int lnpu_open(struct drm_device *drm, struct drm_file *file)
 static void lnpu_postclose(struct drm_device *drm, struct drm_file *file)
 {
 	struct lnpu_file *lfile = file->driver_priv;
+	u32 i;
 
+	/* A dead firmware never gives its aborted jobs back. */
+	if (lfile->firmware) {
+		for (i = 0; i < DRM_LNPU_ENGINE_COUNT; i++)
+			lnpu_engine_drop_aborting(&lfile->ldev->engines[i]);
+	}
 	/* Queued jobs are given time to start; jobs hold the file. */
 	lnpu_file_entities_fini(lfile);
 	lnpu_file_put(lfile);
@@ -257,6 +263,10 @@ static long lnpu_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		unsigned int index = nr - DRM_COMMAND_BASE;
 
 		if (index >= ARRAY_SIZE(lnpu_ioctls) || !lnpu_ioctls[index].func)
+			return -ENOTTY;
+		/* The private firmware ioctl answers only its exact request. */
+		if (index == DRM_LNPU_FW_EXCHANGE &&
+		    cmd != DRM_IOCTL_LNPU_FW_EXCHANGE)
 			return -ENOTTY;
 	}
 	if (nr == DRM_IOCTL_NR(DRM_IOCTL_GEM_CLOSE)) {

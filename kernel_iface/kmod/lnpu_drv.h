@@ -61,6 +61,12 @@ struct lnpu_engine {
 	struct lnpu_job *current_job;
 	/* Whether the firmware has taken current_job. */
 	bool taken;
+	/* A job the firmware had taken when it timed out: commands are not
+	 * preemptible, so its buffers stay held (a counted reference) until
+	 * the firmware gives it back. timedout_job waits for that on
+	 * abort_wait, for a bounded time. */
+	struct lnpu_job *aborting;
+	wait_queue_head_t abort_wait;
 	u64 next_job_id;
 	/* Fault injection (module parameter "inject"): the next jobs hang
 	 * (never reach the firmware) or fault (end with -EIO unrun). */
@@ -107,6 +113,7 @@ struct lnpu_file {
 	 * cancel queued jobs and SUBMIT returns ECANCELED. */
 	atomic_t banned;
 	atomic64_t busy_ns[DRM_LNPU_ENGINE_COUNT];
+	bool firmware; /* lnpu-firmware's file (it used FW_EXCHANGE) */
 
 	/* Serializes SUBMITs: fence ids follow queue order. */
 	struct mutex submit_lock;
@@ -216,7 +223,9 @@ void lnpu_file_entities_fini(struct lnpu_file *lfile);
 int lnpu_submit_ioctl(struct drm_device *drm, void *data,
 		      struct drm_file *file);
 void lnpu_job_finish(struct lnpu_job *job, enum lnpu_job_outcome outcome,
-		     int error);
+		     int error, bool release_bos);
+void lnpu_job_release_bos(struct lnpu_job *job);
+void lnpu_engine_drop_aborting(struct lnpu_engine *engine);
 void lnpu_job_put(struct lnpu_job *job);
 
 /* lnpu_fw.c */

@@ -26,22 +26,33 @@ void lnpu_fw_job_ready(struct lnpu_engine *engine)
 	wake_up_interruptible(&engine->firmware_wait);
 }
 
-/* The firmware finished job `id` with `error` (0 or -EIO). A job the
- * engine no longer owns (reset meanwhile, or reported twice) is ignored. */
+/* The firmware finished job `id` with `error` (0 or -EIO). A job that
+ * timed out meanwhile only gives its buffers back; one reported twice is
+ * ignored. */
 static void lnpu_fw_complete(struct lnpu_engine *engine, u64 id, int error)
 {
-	struct lnpu_job *job;
+	struct lnpu_job *job, *aborted = NULL;
 
 	spin_lock(&engine->lock);
 	job = engine->current_job;
-	if (job && engine->taken && job->id == id)
+	if (job && engine->taken && job->id == id) {
 		engine->current_job = NULL;
-	else
+	} else {
 		job = NULL;
+		if (engine->aborting && engine->aborting->id == id) {
+			aborted = engine->aborting;
+			engine->aborting = NULL;
+		}
+	}
 	spin_unlock(&engine->lock);
 	if (job)
 		lnpu_job_finish(job, error ? LNPU_JOB_FAULTED : LNPU_JOB_COMPLETED,
-				error ? -EIO : 0);
+				error ? -EIO : 0, true);
+	if (aborted) {
+		lnpu_job_release_bos(aborted);
+		wake_up(&engine->abort_wait);
+		lnpu_job_put(aborted);
+	}
 }
 
 /* Takes the engine's job for the firmware, with a reference, or NULL. */
@@ -73,6 +84,7 @@ int lnpu_fw_exchange_ioctl(struct drm_device *drm, void *data,
 	    (args->done_error != 0 && args->done_error != -EIO))
 		return -EINVAL;
 	engine = &ldev->engines[args->engine];
+	((struct lnpu_file *)file->driver_priv)->firmware = true;
 	if (args->done_job) {
 		lnpu_fw_complete(engine, args->done_job, args->done_error);
 		/* A restarted call must not report it again. */

@@ -98,17 +98,20 @@ static int lnpu_reserve_memory(struct lnpu_device *ldev, u64 size)
 	return 0;
 }
 
-/* A fresh device address range of `size` bytes (never reused), published
- * for the firmware window. */
+/* A fresh device address range of `size` bytes (never reused, with an
+ * unmapped guard page after it, as the software NPU leaves), published for
+ * the firmware window. */
 static int lnpu_assign_device_addr(struct lnpu_device *ldev, struct lnpu_bo *bo)
 {
 	u64 size = bo->base.size;
-	u64 end = atomic64_add_return(size, &ldev->next_device_addr);
+	u64 span = size + LNPU_BO_ALIGNMENT;
+	u64 end = atomic64_add_return(span, &ldev->next_device_addr);
 	int ret;
 
-	if (end > DRM_LNPU_FW_WINDOW_SIZE || end < size)
+	if (end > DRM_LNPU_FW_WINDOW_SIZE || end < span)
 		return -ENOSPC;
-	bo->device_addr = end - size;
+	bo->device_addr = end - span;
+	end = bo->device_addr + size;
 	mutex_lock(&ldev->bo_map_lock);
 	ret = mtree_store_range(&ldev->bo_by_addr, bo->device_addr, end - 1, bo,
 				GFP_KERNEL);
@@ -305,9 +308,13 @@ int lnpu_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	const unsigned long window = DRM_LNPU_FW_WINDOW_OFFSET >> PAGE_SHIFT;
 	const unsigned long pages = DRM_LNPU_FW_WINDOW_SIZE >> PAGE_SHIFT;
+	int ret;
 
-	if (vma->vm_pgoff < window)
-		return drm_gem_mmap(filp, vma);
+	if (vma->vm_pgoff < window) {
+		/* Another file's BO is as unknown as a made-up offset. */
+		ret = drm_gem_mmap(filp, vma);
+		return ret == -EACCES ? -EINVAL : ret;
+	}
 	if (!capable(CAP_SYS_ADMIN))
 		return -EACCES;
 	if (vma->vm_pgoff - window > pages ||

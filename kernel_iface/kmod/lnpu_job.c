@@ -19,6 +19,7 @@ static void lnpu_job_release(struct kref *ref)
 	struct lnpu_job *job = container_of(ref, struct lnpu_job, ref);
 	u32 i;
 
+	lnpu_job_release_bos(job);
 	for (i = 0; i < job->in_fence_count; i++)
 		dma_fence_put(job->in_fences[i]);
 	dma_fence_put(job->hw_fence);
@@ -32,25 +33,46 @@ void lnpu_job_put(struct lnpu_job *job)
 	kref_put(&job->ref, lnpu_job_release);
 }
 
-static void lnpu_job_release_bos(struct lnpu_job *job)
+/* Drops the job's BO references; safe to call more than once, from the
+ * timeout handler and the firmware interface at the same time. */
+void lnpu_job_release_bos(struct lnpu_job *job)
 {
+	struct lnpu_bo **bos = xchg(&job->bos, NULL);
 	u32 i;
 
+	if (!bos)
+		return;
 	for (i = 0; i < job->bo_count; i++)
-		drm_gem_object_put(&job->bos[i]->base);
-	kvfree(job->bos);
-	job->bos = NULL;
-	job->bo_count = 0;
+		drm_gem_object_put(&bos[i]->base);
+	kvfree(bos);
+}
+
+/* Lets go of an aborted job the firmware never gave back (the firmware
+ * is gone, or the device is): its buffers are released. */
+void lnpu_engine_drop_aborting(struct lnpu_engine *engine)
+{
+	struct lnpu_job *job;
+
+	spin_lock(&engine->lock);
+	job = engine->aborting;
+	engine->aborting = NULL;
+	spin_unlock(&engine->lock);
+	if (job) {
+		lnpu_job_release_bos(job);
+		lnpu_job_put(job);
+	}
+	wake_up(&engine->abort_wait);
 }
 
 /*
  * Ends a job once: counts its outcome, adds its busy time to its file,
- * drops its BOs (so a waiter sees their memory returned), then signals its
- * hardware fence with `error`, if it has one. The caller owns the job's
- * end: it detached the job from its engine, or the job never reached it.
+ * drops its BOs if `release_bos` (so a waiter sees their memory returned),
+ * then signals its hardware fence with `error`, if it has one. The caller
+ * owns the job's end: it detached the job from its engine, or the job
+ * never reached it.
  */
 void lnpu_job_finish(struct lnpu_job *job, enum lnpu_job_outcome outcome,
-		     int error)
+		     int error, bool release_bos)
 {
 	struct lnpu_device *ldev = job->lfile->ldev;
 
@@ -74,7 +96,8 @@ void lnpu_job_finish(struct lnpu_job *job, enum lnpu_job_outcome outcome,
 	if (job->started)
 		atomic64_add(ktime_to_ns(ktime_sub(ktime_get(), job->started)),
 			     &job->lfile->busy_ns[job->engine->id]);
-	lnpu_job_release_bos(job);
+	if (release_bos)
+		lnpu_job_release_bos(job);
 	if (job->hw_fence) {
 		if (error)
 			dma_fence_set_error(job->hw_fence, error);
@@ -92,18 +115,18 @@ static struct dma_fence *lnpu_run_job(struct drm_sched_job *sched_job)
 
 	/* Banned file (the entity set the error) or a failed in-fence. */
 	if (sched_job->s_fence->finished.error || job->in_fence_failed) {
-		lnpu_job_finish(job, LNPU_JOB_CANCELLED, 0);
+		lnpu_job_finish(job, LNPU_JOB_CANCELLED, 0, true);
 		return ERR_PTR(-ECANCELED);
 	}
 	for (i = 0; i < job->in_fence_count; i++) {
 		if (job->in_fences[i]->error) {
-			lnpu_job_finish(job, LNPU_JOB_CANCELLED, 0);
+			lnpu_job_finish(job, LNPU_JOB_CANCELLED, 0, true);
 			return ERR_PTR(-ECANCELED);
 		}
 	}
 	fence = lnpu_hw_fence_create(engine);
 	if (!fence) {
-		lnpu_job_finish(job, LNPU_JOB_CANCELLED, 0);
+		lnpu_job_finish(job, LNPU_JOB_CANCELLED, 0, true);
 		return ERR_PTR(-ENOMEM);
 	}
 	job->hw_fence = fence;
@@ -124,7 +147,7 @@ static struct dma_fence *lnpu_run_job(struct drm_sched_job *sched_job)
 	spin_unlock(&engine->lock);
 
 	if (fault)
-		lnpu_job_finish(job, LNPU_JOB_FAULTED, -EIO);
+		lnpu_job_finish(job, LNPU_JOB_FAULTED, -EIO, true);
 	else
 		lnpu_fw_job_ready(engine);
 	return dma_fence_get(fence);
@@ -140,22 +163,39 @@ static enum drm_gpu_sched_stat lnpu_timedout_job(struct drm_sched_job *sched_job
 {
 	struct lnpu_job *job = to_lnpu_job(sched_job);
 	struct lnpu_engine *engine = job->engine;
-	bool hung;
+	bool hung, taken = false, returned = true;
 
 	spin_lock(&engine->lock);
 	hung = engine->current_job == job;
-	if (hung)
+	if (hung) {
 		engine->current_job = NULL;
+		taken = engine->taken;
+		if (taken && !engine->aborting) {
+			kref_get(&job->ref);
+			engine->aborting = job;
+		}
+	}
 	spin_unlock(&engine->lock);
 
 	drm_sched_stop(&engine->sched, sched_job);
 	if (hung) {
 		atomic_set(&job->lfile->banned, 1);
 		drm_warn(&job->lfile->ldev->drm,
-			 "%s engine: job %llu timed out; engine reset, client %llu banned\n",
-			 engine->sched.name, job->id,
-			 sched_job->s_fence->finished.context);
-		lnpu_job_finish(job, LNPU_JOB_TIMED_OUT, -ECANCELED);
+			 "%s: job %llu timed out; engine reset, its file banned\n",
+			 engine->sched.name, job->id);
+		/* Commands are not preemptible: the abort takes effect when
+		 * the firmware gives the job back. */
+		if (taken)
+			returned = wait_event_timeout(
+				engine->abort_wait,
+				READ_ONCE(engine->aborting) != job,
+				msecs_to_jiffies(max(10 * lnpu_job_timeout_ms,
+						     10000u)));
+		if (!returned)
+			drm_err(&job->lfile->ldev->drm,
+				"%s: the firmware does not give job %llu back; its buffers stay held\n",
+				engine->sched.name, job->id);
+		lnpu_job_finish(job, LNPU_JOB_TIMED_OUT, -ECANCELED, returned);
 	} else if (job->hw_fence && !sched_job->s_fence->parent &&
 		   !list_empty(&sched_job->list)) {
 		/* The firmware finished it just now: let drm_sched_start see
@@ -172,7 +212,7 @@ static void lnpu_free_job(struct drm_sched_job *sched_job)
 	struct lnpu_job *job = to_lnpu_job(sched_job);
 
 	/* Jobs killed with their entity never ran. */
-	lnpu_job_finish(job, LNPU_JOB_CANCELLED, 0);
+	lnpu_job_finish(job, LNPU_JOB_CANCELLED, 0, true);
 	drm_sched_job_cleanup(sched_job);
 	lnpu_job_put(job);
 }
@@ -210,6 +250,7 @@ int lnpu_engines_init(struct lnpu_device *ldev)
 		spin_lock_init(&engine->fence_lock);
 		spin_lock_init(&engine->lock);
 		init_waitqueue_head(&engine->firmware_wait);
+		init_waitqueue_head(&engine->abort_wait);
 		ret = drm_sched_init(&engine->sched, &args);
 		if (ret) {
 			while (i--)
@@ -224,8 +265,10 @@ void lnpu_engines_fini(struct lnpu_device *ldev)
 {
 	u32 i;
 
-	for (i = 0; i < DRM_LNPU_ENGINE_COUNT; i++)
+	for (i = 0; i < DRM_LNPU_ENGINE_COUNT; i++) {
 		drm_sched_fini(&ldev->engines[i].sched);
+		lnpu_engine_drop_aborting(&ldev->engines[i]);
+	}
 }
 
 int lnpu_file_entities_init(struct lnpu_file *lfile)

@@ -11,7 +11,8 @@
 #      lnpu-firmware and runs the tests against /dev/accel/accel0, writing
 #      JUnit files to a writable 9p share.
 # usage: vm_test.sh [RESULTS_DIR]   (default: $BUILD_DIR/test-results)
-# VM_NO_BUILD=1 skips building the project (the caller did).
+# VM_NO_BUILD=1 skips building the project (the caller did); VM_ACCEL=tcg
+# skips the KVM attempt.
 # Writes vm-*.xml into RESULTS_DIR and prints "N passed, N failed" over
 # them; exits 1 if anything failed. A VM that does not boot or does not
 # finish within VM_TIMEOUT seconds (default 1800) is a failed test case;
@@ -131,7 +132,7 @@ boot() {
       -nographic -no-reboot -kernel "$kernel" \
       -initrd "$work/initramfs.cpio.gz" \
       -append "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 oops=panic loglevel=4" \
-      -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on" \
+      -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
       -virtfs "local,path=$work/share,mount_tag=results,security_model=none" \
       < /dev/null > "$work/console-$accel.log" 2>&1 &
   local qemu=$!
@@ -159,7 +160,8 @@ boot() {
 
 start=$(date +%s)
 accel=kvm
-if ! { [ -r /dev/kvm ] && [ -s "$vmlinux" ] && boot kvm "$vmlinux"; }; then
+if [ "${VM_ACCEL:-}" = tcg ] \
+   || ! { [ -r /dev/kvm ] && [ -s "$vmlinux" ] && boot kvm "$vmlinux"; }; then
   echo "vm_test: KVM boot failed (see $work/console-kvm.log); using TCG"
   accel=tcg
   boot tcg "/boot/vmlinuz-$kver" || true
