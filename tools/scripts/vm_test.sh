@@ -122,7 +122,7 @@ fi
 
 # boot ACCEL KERNEL: one VM run, bounded by VM_TIMEOUT (default 1800 s);
 # fails early if the guest has not reached its script within
-# VM_BOOT_TIMEOUT seconds (default 300). Results land in $work/share.
+# VM_BOOT_TIMEOUT seconds (default 600). Results land in $work/share.
 boot() {
   local accel=$1 kernel=$2 cpu=() waited=0
   [ "$accel" = kvm ] && cpu=(-cpu host)
@@ -139,7 +139,7 @@ boot() {
   while [ ! -f "$work/share/guest-started" ] && kill -0 "$qemu" 2>/dev/null; do
     # KVM boots in a second or not at all: nested KVM here stops in the
     # firmware (no kernel message) and is given up after 30 s.
-    if ((waited >= ${VM_BOOT_TIMEOUT:-300})) || { [ "$accel" = kvm ] && ((waited >= 30)) \
+    if ((waited >= ${VM_BOOT_TIMEOUT:-600})) || { [ "$accel" = kvm ] && ((waited >= 30)) \
          && ! grep -qa "Linux version" "$work/console-$accel.log"; }; then
       echo "vm_test: the $accel guest did not start within ${waited} s"
       kill "$qemu"
