@@ -67,6 +67,8 @@ struct lnpu_engine {
 	 * abort_wait, for a bounded time. */
 	struct lnpu_job *aborting;
 	wait_queue_head_t abort_wait;
+	/* struct drm_lnpu_fw_status, mapped into the firmware's window. */
+	struct page *status_page;
 	u64 next_job_id;
 	/* Fault injection (module parameter "inject"): the next jobs hang
 	 * (never reach the firmware) or fault (end with -EIO unrun). */

@@ -9,6 +9,8 @@
  * (module parameters) act here, as ivpu's fail_hw does in its driver.
  */
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/uaccess.h>
 
 #include "lnpu_drv.h"
@@ -119,41 +121,42 @@ int lnpu_fw_exchange_ioctl(struct drm_device *drm, void *data,
  * (the software NPU's LNPU_SOFTNPU_FAIL syntax). */
 int lnpu_set_injection(struct lnpu_device *ldev, const char *spec)
 {
-	char kind[8], engine_name[8];
-	const char *item = spec;
-	unsigned int count;
-	int fields, consumed;
+	char *copy = kstrdup(spec, GFP_KERNEL), *rest, *item;
+	int ret = 0;
 
-	while (*item && *item != '\n') {
-		struct lnpu_engine *engine;
+	if (!copy)
+		return -ENOMEM;
+	rest = strim(copy);
+	while (!ret && (item = strsep(&rest, ",")) != NULL) {
+		char *kind = strsep(&item, ":");
+		char *engine_name = strsep(&item, ":");
+		struct lnpu_engine *engine = NULL;
+		unsigned int count = 1;
 
-		count = 1;
-		consumed = 0;
-		fields = sscanf(item, "%7[a-z]:%7[a-z]%n:%u%n", kind, engine_name,
-				&consumed, &count, &consumed);
-		if (fields < 2 || count == 0)
-			return -EINVAL;
+		if (!engine_name || (item && kstrtouint(item, 10, &count)) ||
+		    count == 0) {
+			ret = -EINVAL;
+			break;
+		}
 		if (!strcmp(engine_name, "compute"))
 			engine = &ldev->engines[DRM_LNPU_ENGINE_COMPUTE];
 		else if (!strcmp(engine_name, "dma"))
 			engine = &ldev->engines[DRM_LNPU_ENGINE_DMA];
 		else
-			return -EINVAL;
+			ret = -EINVAL;
+		if (ret)
+			break;
 		spin_lock(&engine->lock);
 		if (!strcmp(kind, "hang"))
 			engine->inject_hangs += count;
 		else if (!strcmp(kind, "fault"))
 			engine->inject_faults += count;
 		else
-			consumed = -1;
+			ret = -EINVAL;
 		spin_unlock(&engine->lock);
-		if (consumed < 0)
-			return -EINVAL;
-		item += consumed;
-		if (*item == ',')
-			item++;
 	}
-	return 0;
+	kfree(copy);
+	return ret;
 }
 
 /* Engines in `engine_mask` hand no job to the firmware until unpaused. */

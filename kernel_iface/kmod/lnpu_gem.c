@@ -291,6 +291,15 @@ static vm_fault_t lnpu_fw_window_fault(struct vm_fault *vmf)
 	struct lnpu_bo *bo;
 	vm_fault_t ret = VM_FAULT_SIGBUS;
 
+	/* The engines' status pages, below every BO. */
+	if (addr < LNPU_FIRST_DEVICE_ADDR) {
+		u64 engine = (addr >> PAGE_SHIFT) - 1;
+
+		if ((addr >> PAGE_SHIFT) == 0 || engine >= DRM_LNPU_ENGINE_COUNT)
+			return VM_FAULT_SIGBUS;
+		return vmf_insert_pfn(vmf->vma, vmf->address,
+				      page_to_pfn(ldev->engines[engine].status_page));
+	}
 	mutex_lock(&ldev->bo_map_lock);
 	bo = mtree_load(&ldev->bo_by_addr, addr);
 	if (bo)

@@ -184,7 +184,14 @@ static enum drm_gpu_sched_stat lnpu_timedout_job(struct drm_sched_job *sched_job
 			 "%s: job %llu timed out; engine reset, its file banned\n",
 			 engine->sched.name, job->id);
 		/* Commands are not preemptible: the abort takes effect when
-		 * the firmware gives the job back. */
+		 * the firmware, which checks the status page between
+		 * commands, gives the job back. */
+		if (taken) {
+			struct drm_lnpu_fw_status *status =
+				page_address(engine->status_page);
+
+			WRITE_ONCE(status->abort_job, job->id);
+		}
 		if (taken)
 			returned = wait_event_timeout(
 				engine->abort_wait,
@@ -251,10 +258,16 @@ int lnpu_engines_init(struct lnpu_device *ldev)
 		spin_lock_init(&engine->lock);
 		init_waitqueue_head(&engine->firmware_wait);
 		init_waitqueue_head(&engine->abort_wait);
-		ret = drm_sched_init(&engine->sched, &args);
+		engine->status_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		ret = engine->status_page ? drm_sched_init(&engine->sched, &args) :
+					    -ENOMEM;
 		if (ret) {
-			while (i--)
+			if (engine->status_page)
+				__free_page(engine->status_page);
+			while (i--) {
 				drm_sched_fini(&ldev->engines[i].sched);
+				__free_page(ldev->engines[i].status_page);
+			}
 			return ret;
 		}
 	}
@@ -268,6 +281,7 @@ void lnpu_engines_fini(struct lnpu_device *ldev)
 	for (i = 0; i < DRM_LNPU_ENGINE_COUNT; i++) {
 		drm_sched_fini(&ldev->engines[i].sched);
 		lnpu_engine_drop_aborting(&ldev->engines[i]);
+		__free_page(ldev->engines[i].status_page);
 	}
 }
 

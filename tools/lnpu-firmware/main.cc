@@ -60,6 +60,9 @@ uint64_t GetParam(int fd, uint32_t param) {
 // Serves one engine until the device fails.
 void ServeEngine(int fd, uint32_t engine, const WindowView& view,
                  int threads, uint32_t max_cmd_size) {
+  // Written by the module when it resets the engine (job timeout).
+  const auto* status = reinterpret_cast<const drm_lnpu_fw_status*>(
+      view.Translate(DRM_LNPU_FW_STATUS_ADDR(engine)));
   lnpu::softnpu::ComputeContext context(threads);
   std::vector<uint64_t> stream(max_cmd_size / sizeof(uint64_t) + 1);
   drm_lnpu_fw_exchange exchange{};
@@ -78,6 +81,10 @@ void ServeEngine(int fd, uint32_t engine, const WindowView& view,
     int32_t error = 0;
     // The module validated the stream: sizes are exact and in bounds.
     for (uint32_t offset = 0; offset < exchange.cmd_size;) {
+      if (__atomic_load_n(&status->abort_job, __ATOMIC_ACQUIRE) ==
+          exchange.job) {
+        break;  // reset: the module ignores the result
+      }
       const auto& header =
           *reinterpret_cast<const lnpu_cmd_header*>(bytes + offset);
       const absl::Status status =

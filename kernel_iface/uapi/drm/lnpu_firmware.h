@@ -33,6 +33,15 @@ extern "C" {
 #define DRM_LNPU_FW_WINDOW_OFFSET (1ull << 44)
 #define DRM_LNPU_FW_WINDOW_SIZE (1ull << 40)
 
+/* Each engine's status page, in the window below every BO. The firmware
+ * reads it between commands: when abort_job names the job it runs (the
+ * job timed out: the engine is being reset), it stops and reports the job
+ * done. Commands are not preemptible; jobs are, between commands. */
+#define DRM_LNPU_FW_STATUS_ADDR(engine) (0x1000ull * ((engine) + 1))
+struct drm_lnpu_fw_status {
+  __u64 abort_job; /* [out] id of the job to stop, or 0 */
+};
+
 struct drm_lnpu_fw_exchange {
   __u64 done_job;     /* [in] id of the job this thread finished, or 0 */
   __s32 done_error;   /* [in] 0, or -EIO if the job faulted */
