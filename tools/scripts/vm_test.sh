@@ -171,13 +171,14 @@ fi
 elapsed=$(($(date +%s) - start))
 echo "vm_test: $accel VM ran ${elapsed} s"
 
+# The cases the guest finished count even if the VM did not.
+cp "$work/share"/*.xml "$results_dir/" 2>/dev/null || true
+for f in "$results_dir"/vm-*.xml; do
+  grep -q "<failure" "$f" && status=1
+done
+cat "$work/share/summary.txt" 2>/dev/null || true
 if [ -f "$work/share/guest-finished" ]; then
   vm_case boot 1
-  cp "$work/share"/*.xml "$results_dir/" 2>/dev/null || true
-  for f in "$results_dir"/vm-*.xml; do
-    grep -q "<failure" "$f" && status=1
-  done
-  cat "$work/share/summary.txt" 2>/dev/null || true
 else
   vm_case boot 0 "the $accel VM did not finish (console: $work/console-$accel.log)"
   tail -n 60 "$work/console-$accel.log" || true
