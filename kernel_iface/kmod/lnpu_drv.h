@@ -34,6 +34,7 @@
 #define LNPU_DEVICE_ID 0x4c4e5055u /* "LNPU" */
 /* First device address handed out; addresses are never reused. */
 #define LNPU_FIRST_DEVICE_ADDR 0x100000ull
+#define LNPU_MAX_INJECTIONS 16u
 
 /* Module parameters (lnpu_drv.c). */
 extern unsigned int lnpu_memory_mb;
@@ -70,10 +71,14 @@ struct lnpu_engine {
 	/* struct drm_lnpu_fw_status, mapped into the firmware's window. */
 	struct page *status_page;
 	u64 next_job_id;
-	/* Fault injection (module parameter "inject"): the next jobs hang
-	 * (never reach the firmware) or fault (end with -EIO unrun). */
-	u32 inject_hangs;
-	u32 inject_faults;
+	/* Fault injection (module parameter "inject"), applied in order to
+	 * the next jobs that run: they hang (never reach the firmware) or
+	 * fault (end with -EIO unrun). */
+	struct {
+		bool hang;
+		u32 count;
+	} injections[LNPU_MAX_INJECTIONS];
+	u32 injection_count;
 	bool paused; /* module parameter "pause": no job is handed over */
 	wait_queue_head_t firmware_wait;
 };

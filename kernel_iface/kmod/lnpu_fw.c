@@ -146,13 +146,19 @@ int lnpu_set_injection(struct lnpu_device *ldev, const char *spec)
 			ret = -EINVAL;
 		if (ret)
 			break;
-		spin_lock(&engine->lock);
-		if (!strcmp(kind, "hang"))
-			engine->inject_hangs += count;
-		else if (!strcmp(kind, "fault"))
-			engine->inject_faults += count;
-		else
+		if (strcmp(kind, "hang") && strcmp(kind, "fault")) {
 			ret = -EINVAL;
+			break;
+		}
+		spin_lock(&engine->lock);
+		if (engine->injection_count < LNPU_MAX_INJECTIONS) {
+			engine->injections[engine->injection_count].hang =
+				!strcmp(kind, "hang");
+			engine->injections[engine->injection_count].count = count;
+			engine->injection_count++;
+		} else {
+			ret = -ENOSPC;
+		}
 		spin_unlock(&engine->lock);
 	}
 	kfree(copy);

@@ -133,12 +133,15 @@ static struct dma_fence *lnpu_run_job(struct drm_sched_job *sched_job)
 
 	spin_lock(&engine->lock);
 	job->id = ++engine->next_job_id;
-	if (engine->inject_hangs) {
-		engine->inject_hangs--;
-		job->hang = true;
-	} else if (engine->inject_faults) {
-		engine->inject_faults--;
-		fault = true;
+	if (engine->injection_count) {
+		job->hang = engine->injections[0].hang;
+		fault = !job->hang;
+		if (--engine->injections[0].count == 0) {
+			engine->injection_count--;
+			memmove(&engine->injections[0], &engine->injections[1],
+				engine->injection_count *
+					sizeof(engine->injections[0]));
+		}
 	}
 	if (!fault) {
 		engine->current_job = job;

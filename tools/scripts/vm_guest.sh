@@ -78,11 +78,16 @@ check module-reload load_module memory_mb=1024 compute_units=2 job_timeout_ms=50
 model=$work/stories260K.lnpu
 prompt="Once upon a time"
 npu-llm -m "$model" -p "$prompt" -n 64 --device soft > "$tmp/soft.txt" 2> "$tmp/soft.err"
-check stories260K-greedy-kernel npu-llm -m "$model" -p "$prompt" -n 64 --device "$node"
-if cmp -s "$tmp/soft.txt" "$tmp/stories260K-greedy-kernel.log" && [ -s "$tmp/soft.txt" ]; then
+if npu-llm -m "$model" -p "$prompt" -n 64 --device "$node" > "$tmp/kernel.txt" 2> "$tmp/kernel.err"; then
+  case_result stories260K-greedy-kernel 1
+else
+  case_result stories260K-greedy-kernel 0 "$(tail -n 1 "$tmp/kernel.err" | tr -d '"<>&')"
+fi
+cp "$tmp/soft.txt" "$tmp/kernel.txt" "$tmp/kernel.err" "$share/" 2>/dev/null
+if cmp -s "$tmp/soft.txt" "$tmp/kernel.txt" && [ -s "$tmp/soft.txt" ]; then
   case_result stories260K-greedy-equal 1
 else
-  diff "$tmp/soft.txt" "$tmp/stories260K-greedy-kernel.log" | head
+  diff "$tmp/soft.txt" "$tmp/kernel.txt" | head
   case_result stories260K-greedy-equal 0 "kernel output differs from the in-process output"
 fi
 for device in soft "$node"; do
@@ -94,7 +99,7 @@ done
 #    run, and each process's fdinfo shows its own client and usage.
 pids=()
 for i in 1 2 3; do
-  npu-llm -m "$model" -p "$prompt" -n 64 --device "$node" > "$tmp/multi-$i.txt" 2>&1 &
+  npu-llm -m "$model" -p "$prompt" -n 64 --device "$node" > "$tmp/multi-$i.txt" 2> "$tmp/multi-$i.err" &
   pids+=($!)
 done
 fdinfo_ok=1 clients=""

@@ -55,8 +55,10 @@ if [ -z "$kver" ] || [ ! -d "/usr/src/linux-headers-$kver" ]; then
 fi
 
 # 2. The module, built outside the source tree.
-mkdir -p "$work/kmod/kernel_iface"
-cp -r "$repo/kernel_iface/kmod" "$repo/kernel_iface/uapi" "$work/kmod/kernel_iface/"
+mkdir -p "$work/kmod/kernel_iface/kmod"
+# Sources only: objects of a build in the tree must not be taken as current.
+cp "$repo"/kernel_iface/kmod/{Kbuild,Makefile,LICENSE,*.c,*.h} "$work/kmod/kernel_iface/kmod/"
+cp -r "$repo/kernel_iface/uapi" "$work/kmod/kernel_iface/"
 if make -s -C "/usr/src/linux-headers-$kver" M="$work/kmod/kernel_iface/kmod" \
      modules > "$work/kmod-build.log" 2>&1 \
    && ! grep -q "warning:" "$work/kmod-build.log"; then
