@@ -47,7 +47,7 @@ TEST_F(BufferTest, CreateKeepsFlags) {
 
 TEST_F(BufferTest, SizeZeroIsEinval) {
   EXPECT_EQ(CreateRaw(*file_, 0, 0), EINVAL);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("size is 0"));
+  EXPECT_REJECTION(npu_, HasSubstr("size is 0"));
 }
 
 TEST_F(BufferTest, SizeBeyondDeviceMemoryIsEinval) {
@@ -64,7 +64,7 @@ TEST_F(BufferTest, ExhaustedMemoryIsEnomemUntilSomethingIsFreed) {
   drm_lnpu_bo_create big{};
   ASSERT_EQ(CreateRaw(*file_, 48ull << 20, 0, &big), 0);
   EXPECT_EQ(CreateRaw(*file_, 32ull << 20, 0), ENOMEM);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("free"));
+  EXPECT_REJECTION(npu_, HasSubstr("free"));
   drm_lnpu_bo_create rest{};
   ASSERT_EQ(CreateRaw(*file_, 16ull << 20, 0, &rest), 0);  // exactly full
   EXPECT_EQ(npu_->memory_used(), 64ull << 20);

@@ -120,7 +120,7 @@ TEST_F(ExecutionTest, IndexOutOfRangeFaultsTheJobWithEio) {
                                           indices.device_addr, 16, 1, 1, 4)),
       {src.handle, dst.handle, indices.handle});
   EXPECT_EQ(WaitJob(*file_, fence), -EIO);
-  EXPECT_THAT(npu_->last_fault_message(), HasSubstr("indices"));
+  EXPECT_FAULT_MESSAGE(npu_, HasSubstr("indices"));
   // A fault does not ban the file.
   const uint64_t next =
       Run(DRM_LNPU_ENGINE_DMA, CommandStream().Nop(), {});
@@ -277,7 +277,7 @@ TEST_F(JobTimeoutTest, LongJobIsAbortedAndItsFileBanned) {
   EXPECT_EQ(WaitJob(*file_, behind), -ECANCELED)
       << "queued jobs of a banned file are cancelled";
   EXPECT_EQ(npu_->reset_count(), 1u);
-  EXPECT_THAT(npu_->last_fault_message(), HasSubstr("timeout"));
+  EXPECT_FAULT_MESSAGE(npu_, HasSubstr("timeout"));
   EXPECT_EQ(Submit(*file_, nop), ECANCELED);
 
   // Other files keep working.

@@ -16,6 +16,7 @@
 #include "kernel_iface/driver/kernel_file.h"
 #include "kernel_iface/softnpu/soft_npu.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
+#include "tests/softnpu/test_npu.h"
 
 namespace lnpu::softnpu::testing {
 
@@ -241,19 +242,19 @@ inline SoftNpuOptions SmallDeviceOptions() {
   return options;
 }
 
-// A fresh device with one open file; at the end every file must have given
-// all memory back.
+// A fresh device (or the kernel node of LNPU_TEST_DEVICE, test_npu.h) with
+// one open file; at the end every file must have given all memory back.
 class SoftNpuTest : public ::testing::Test {
  protected:
   explicit SoftNpuTest(const SoftNpuOptions& options = SmallDeviceOptions())
-      : npu_(SoftNpu::Create(options)), file_(npu_->Open()) {}
+      : npu_(TestNpu::Create(options)), file_(npu_->Open()) {}
 
   void TearDown() override {
     file_.reset();
     EXPECT_EQ(npu_->memory_used(), 0u) << "a test leaked device memory";
   }
 
-  std::shared_ptr<SoftNpu> npu_;
+  std::shared_ptr<TestNpu> npu_;
   std::unique_ptr<KernelFile> file_;
 };
 

@@ -141,7 +141,7 @@ TEST_F(SubmitTest, MisalignedCmdOffsetIsEinval) {
               a.cmd_offset = 4;
             }),
             EINVAL);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("cmd_offset"));
+  EXPECT_REJECTION(npu_, HasSubstr("cmd_offset"));
 }
 
 TEST_F(SubmitTest, StreamOutsideTheCommandBufferIsEinval) {
@@ -180,7 +180,7 @@ TEST_F(SubmitTest, CmdBufferWithoutCmdbufFlagIsEinval) {
   job.cmd_handle = plain.handle;
   job.cmd_size = 8;
   EXPECT_EQ(Submit(*file_, job), EINVAL);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("DRM_LNPU_BO_CMDBUF"));
+  EXPECT_REJECTION(npu_, HasSubstr("DRM_LNPU_BO_CMDBUF"));
 }
 
 TEST_F(SubmitTest, UnknownBufferHandleIsEnoent) {
@@ -231,7 +231,7 @@ TEST_F(SubmitTest, CommandTouchingAnUnlistedBufferIsEinval) {
   Submission job = CopyJob();
   job.bo_handles = {src_.handle};  // dst_ missing
   EXPECT_EQ(Submit(*file_, job), EINVAL);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("bo_handles"));
+  EXPECT_REJECTION(npu_, HasSubstr("bo_handles"));
 }
 
 TEST_F(SubmitTest, CommandRunningPastTheEndOfABufferIsEinval) {
@@ -311,7 +311,7 @@ TEST_F(SubmitTest, BadCommandAfterGoodOnesRejectsTheWholeJob) {
                      .Copy(src_.device_addr, dst_.device_addr, 8192)
                      .WriteTo(cmd_);
   EXPECT_EQ(Submit(*file_, job), EINVAL);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("command 1"));
+  EXPECT_REJECTION(npu_, HasSubstr("command 1"));
   // Nothing ran.
   SCOPED_TRACE("dst stays zero");
   for (int i = 0; i < 64; ++i) ASSERT_EQ(dst_.data[i], 0);

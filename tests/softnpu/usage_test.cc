@@ -119,7 +119,7 @@ TEST_F(UsageTest, JobCountersAddUp) {
   EXPECT_EQ(Submit(*file_, nop), EINVAL);  // rejected: not counted
   EXPECT_EQ(GetParam(*file_, DRM_LNPU_PARAM_JOBS_SUBMITTED), 5u);
   EXPECT_EQ(GetParam(*file_, DRM_LNPU_PARAM_JOBS_COMPLETED), 5u);
-  EXPECT_EQ(npu_->job_counters().completed.load(), 5u);
+  EXPECT_EQ(npu_->jobs_completed(), 5u);
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ TEST_F(UserptrTest, ImportsAreAccountedApartFromDeviceMemory) {
 TEST_F(UserptrTest, ImportOfReadOnlyMemoryNeedsReadOnlyFlag) {
   UserMemory user(4096, PROT_READ);
   EXPECT_EQ(Import(*file_, user.data(), 4096), EFAULT);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("READ_ONLY"));
+  EXPECT_REJECTION(npu_, HasSubstr("READ_ONLY"));
   drm_lnpu_bo_create import{};
   ASSERT_EQ(Import(*file_, user.data(), 4096, DRM_LNPU_BO_READ_ONLY, &import),
             0);
@@ -93,20 +93,20 @@ TEST_F(UserptrTest, ImportOfReadOnlyMemoryNeedsReadOnlyFlag) {
 
 TEST_F(UserptrTest, NullPointerIsEfault) {
   EXPECT_EQ(Import(*file_, nullptr, 4096), EFAULT);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("null"));
+  EXPECT_REJECTION(npu_, HasSubstr("null"));
 }
 
 TEST_F(UserptrTest, UnalignedPointerIsEfault) {
   UserMemory user(8192);
   EXPECT_EQ(Import(*file_, user.data() + 8, 4096), EFAULT);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("aligned"));
+  EXPECT_REJECTION(npu_, HasSubstr("aligned"));
 }
 
 TEST_F(UserptrTest, UnmappedRangeIsEfault) {
   UserMemory user(3 * 4096);
   ASSERT_EQ(munmap(user.data() + 4096, 4096), 0);  // a hole in the middle
   EXPECT_EQ(Import(*file_, user.data(), user.bytes()), EFAULT);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("not mapped"));
+  EXPECT_REJECTION(npu_, HasSubstr("not mapped"));
   // Both sides of the hole still import.
   drm_lnpu_bo_create import{};
   ASSERT_EQ(Import(*file_, user.data(), 4096, 0, &import), 0);
@@ -121,7 +121,7 @@ TEST_F(UserptrTest, SizeZeroIsEinval) {
 TEST_F(UserptrTest, UnalignedSizeIsEinval) {
   UserMemory user(8192);
   EXPECT_EQ(Import(*file_, user.data(), 4097), EINVAL);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("multiple"));
+  EXPECT_REJECTION(npu_, HasSubstr("multiple"));
 }
 
 TEST_F(UserptrTest, UserPtrWithoutFlagIsEinval) {
@@ -130,7 +130,7 @@ TEST_F(UserptrTest, UserPtrWithoutFlagIsEinval) {
   create.size = 4096;
   create.user_ptr = reinterpret_cast<uintptr_t>(user.data());
   EXPECT_EQ(file_->Ioctl(DRM_IOCTL_LNPU_BO_CREATE, &create), EINVAL);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("user_ptr"));
+  EXPECT_REJECTION(npu_, HasSubstr("user_ptr"));
 }
 
 TEST_F(UserptrTest, CommandBufferCannotBeImportedOrReadOnly) {
@@ -198,7 +198,7 @@ TEST_F(UserptrTest, WriteIntoReadOnlyImportIsEinval) {
   EXPECT_EQ(CopyJob(src.device_addr, import.device_addr, 4096,
                     {import.handle, src.handle}),
             EINVAL);
-  EXPECT_THAT(npu_->last_rejection_message(), HasSubstr("READ_ONLY"));
+  EXPECT_REJECTION(npu_, HasSubstr("READ_ONLY"));
   // Reading it is fine.
   EXPECT_EQ(CopyJob(import.device_addr, src.device_addr, 4096,
                     {import.handle, src.handle}),
@@ -222,8 +222,7 @@ TEST_F(ReadOnlyBufferTest, CommandsMayReadButNotWriteIt) {
                        .WriteTo(cmd);
   write.bo_handles = {weights.handle, out.handle};
   EXPECT_EQ(Submit(*file_, write), EINVAL);
-  EXPECT_THAT(npu_->last_rejection_message(),
-              HasSubstr("command 1 (opcode"));
+  EXPECT_REJECTION(npu_, HasSubstr("command 1 (opcode"));
 
   Submission read = write;
   read.cmd_size = CommandStream()

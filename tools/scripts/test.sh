@@ -14,6 +14,8 @@
 #   5. every suite cross-built for aarch64
 #      and run under qemu-aarch64 (the
 #      compute suites on two more CPUs)      $BUILD_DIR-aarch64 (build-aarch64/)
+#   6. the lnpu kernel module in a Linux 6.12
+#      VM (tools/scripts/vm_test.sh)           $BUILD_DIR/vm
 # FUZZ_SECONDS (default 120) bounds the fuzz runs together. Build directories are
 # reused when run again. Sanitizer reports fail the run that printed them.
 set -euo pipefail
@@ -178,6 +180,12 @@ if install_missing_packages g++-aarch64-linux-gnu qemu-user libabsl-dev:arm64 \
 else
   record_case aarch64-build 0
 fi
+
+# 6. The lnpu kernel module (kernel_iface/kmod/) in a Linux 6.12 virtual
+# machine, tested against /dev/accel/accel0 (docs/kernel-driver.md): writes
+# vm-*.xml; a VM that fails to boot is a failed case, bounded in time.
+VM_NO_BUILD=1 BUILD_DIR="$build_dir" bash "$repo/tools/scripts/vm_test.sh" \
+  "$results_dir" || status=1
 
 python3 "$repo/tools/scripts/count_tests.py" "$results_dir"/*.xml || status=1
 exit "$status"
