@@ -21,7 +21,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 if [ -n "${VM_NO_BUILD:-}" ]; then
   # The caller built $BUILD_DIR (test.sh does): only the package installer.
-  source <(sed -n '/^install_missing_packages() {/,/^}/p' "$repo/tools/scripts/setup.sh")
+  source "$repo/tools/scripts/install_packages.sh"
   build_dir=$(realpath -m "${BUILD_DIR:-$repo/build}")
 else
   source "$repo/tools/scripts/setup.sh"
