@@ -313,7 +313,7 @@ absl::StatusOr<CacheSnapshot> Sequence::SaveState(uint32_t max_tokens) const {
   const uint64_t row = id.kv_row_bytes;
   state.kv_rows.resize(uint64_t{id.kv_blocks} * written * row);
   const uint8_t* src = kv_memory().data();
-  for (uint64_t b = 0; b < id.kv_blocks; ++b) {
+  for (uint64_t b = 0; b < id.kv_blocks && written > 0; ++b) {
     std::memcpy(state.kv_rows.data() + b * written * row, src + b * id.kv_capacity * row,
                 written * row);
   }

@@ -39,6 +39,16 @@
 
 extern char** environ;
 
+// How far the server's RSS may stay above its baseline after load: the
+// prefix cache's small states, or AddressSanitizer's quarantine of freed
+// memory (256 MiB by default) and its shadow in a sanitizer build; the
+// normal build keeps the tight bound.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr long kRssAllowanceKib = 640 * 1024;
+#else
+constexpr long kRssAllowanceKib = 16 * 1024;
+#endif
+
 namespace lnpu {
 namespace {
 
@@ -520,7 +530,7 @@ TEST_F(NpuServeTest, SoakOfMixedClientsReturnsToBaseline) {
   EXPECT_TRUE(server_->MetricReaches("npu_serve_active_requests", 0));
   EXPECT_TRUE(server_->MetricReaches("npu_serve_queue_depth", 0));
   // The prefix cache may hold up to its cap of states; stories' are small.
-  EXPECT_LT(server_->RssKib(), baseline_kib + 16 * 1024)
+  EXPECT_LT(server_->RssKib(), baseline_kib + kRssAllowanceKib)
       << "baseline " << baseline_kib << " KiB";
 }
 
@@ -612,7 +622,7 @@ TEST(NpuServeBurstTest, ThousandRequestsGetAnswersAndNothingLeaks) {
   EXPECT_TRUE(server.MetricReaches("npu_serve_queue_depth", 0));
   EXPECT_EQ(server.Metric("npu_serve_requests_total{route=\"/v1/completions\",status=\"429\"}"),
             busy.load());
-  EXPECT_LT(server.RssKib(), baseline_kib + 16 * 1024);
+  EXPECT_LT(server.RssKib(), baseline_kib + kRssAllowanceKib);
 }
 
 TEST(NpuServeFaultTest, DeviceFaultGives500AndTheServerKeepsServing) {
