@@ -93,7 +93,7 @@ TEST(NpuBenchCommandLine, ParsesEveryOption) {
       Parse({"--synthetic", "qwen2.5-0.5b", "--weights", "q4", "--reps", "3", "--warmups", "2",
              "--prompt-lengths", "16,512", "--fills", "0,90", "--decode-steps", "7",
              "--ttft-prompt", "32", "--bandwidth-mib", "64", "--bandwidth-runs", "2", "--seed",
-             "9", "--device", "soft", "--json"});
+             "9", "--device", "soft", "--placement", "import", "--json"});
   ASSERT_TRUE(line.ok()) << line.status();
   ASSERT_TRUE(line->has_value());
   const CommandLine& l = **line;
@@ -109,7 +109,17 @@ TEST(NpuBenchCommandLine, ParsesEveryOption) {
   EXPECT_EQ(l.bandwidth_runs, 2);
   EXPECT_EQ(l.benchmark.seed, 9u);
   EXPECT_EQ(l.device, "soft");
+  EXPECT_EQ(l.placement, "import");
   EXPECT_TRUE(l.json);
+}
+
+TEST(NpuBenchCommandLine, PlacementDefaultsToAutoAndCopyWeightsMeansCopy) {
+  absl::StatusOr<std::optional<CommandLine>> line = Parse({"-m", "a.lnpu"});
+  ASSERT_TRUE(line.ok() && line->has_value()) << line.status();
+  EXPECT_EQ((*line)->placement, "auto");
+  line = Parse({"-m", "a.lnpu", "--copy-weights"});
+  ASSERT_TRUE(line.ok() && line->has_value()) << line.status();
+  EXPECT_EQ((*line)->placement, "copy");
 }
 
 TEST(NpuBenchCommandLine, RejectsBadArguments) {
@@ -121,6 +131,7 @@ TEST(NpuBenchCommandLine, RejectsBadArguments) {
       {{"-m", "a.lnpu", "--fills", "0,100"}, "--fills expects an integer in [0, 99]"},
       {{"-m", "a.lnpu", "--prompt-lengths", "16,,32"}, "--prompt-lengths"},
       {{"-m", "a.lnpu", "--reps", "0"}, "--reps"},
+      {{"-m", "a.lnpu", "--placement", "mmap"}, "--placement expects auto, copy or import"},
       {{"-m", "a.lnpu", "--reps"}, "--reps needs a value"},
       {{"-m", "a.lnpu", "--frobnicate", "1"}, "unknown option --frobnicate"},
       {{"a.lnpu"}, "unexpected argument"},
@@ -186,7 +197,7 @@ TEST(NpuBenchProgram, TextHasEverySection) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   for (const char* section :
        {"npu-bench: ", "device: ", "model: ", "weights: ", "\nprefill\n", "time to first token",
-        "\ndecode\n", "of limit", "decode speed 50% vs 0% fill", "peak RSS: ",
+        "placement: ", "loaded in ", "\ndecode\n", "of limit", "decode speed 50% vs 0% fill", "peak RSS: ",
         "read bandwidth: "}) {
     EXPECT_THAT(run.out, HasSubstr(section));
   }
@@ -195,6 +206,20 @@ TEST(NpuBenchProgram, TextHasEverySection) {
   EXPECT_THAT(run.out, ::testing::ContainsRegex("\n +20 +[0-9]+ +[0-9.]+ +[0-9.]+"));
   EXPECT_THAT(run.out, ::testing::ContainsRegex("\n +0% +[0-9]+ "));
   EXPECT_THAT(run.out, ::testing::ContainsRegex("\n +50% +[0-9]+ "));
+}
+
+TEST(NpuBenchProgram, ReportsThePlacementUsed) {
+  for (const auto& [placement, expected] :
+       {std::pair{"copy", "placement: copied into device memory (--placement copy)"},
+        std::pair{"import",
+                  "placement: the artifact's file mapping imported (not copied) "
+                  "(--placement import)"}}) {
+    std::vector<std::string> args = QuickArgs();
+    args.insert(args.end(), {"--placement", placement});
+    const ToolRun run = RunBench(args);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr(expected));
+  }
 }
 
 TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
@@ -209,6 +234,9 @@ TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
       "import json, sys\n"
       "d = json.load(sys.stdin)\n"
       "assert d[\"compute_units\"] >= 1\n"
+      "assert d[\"placement\"][\"requested\"] == \"auto\"\n"
+      "assert d[\"placement\"][\"weights_imported\"] in (True, False)\n"
+      "assert d[\"placement\"][\"load_ms\"] > 0\n"
       "assert d[\"shape\"][\"kv_capacity\"] == 64\n"
       "assert d[\"decode_traffic\"][\"weight_bytes\"] > 0\n"
       "assert [p[\"tokens\"] for p in d[\"prefill\"]] == [4, 20]\n"

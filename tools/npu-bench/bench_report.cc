@@ -49,6 +49,12 @@ std::string JsonBreakdown(const StepBreakdown& b) {
                          JsonNumber(b.host_us), JsonNumber(b.submit_us), JsonNumber(b.wait_us));
 }
 
+// Where the weights ended up, as the text report says it.
+std::string PlacementLabel(const BenchReport& r) {
+  return r.weights_imported ? "the artifact's file mapping imported (not copied)"
+                            : "copied into device memory";
+}
+
 }  // namespace
 
 ModelShape ModelShape::Of(const runtime::ModelInfo& info) {
@@ -83,6 +89,7 @@ std::string FormatText(const BenchReport& r) {
       "model: %s \"%s\", vocab %d, dim %d, %d layers, %d heads (%d kv), ffn %d, "
       "KV cache %d slots\n"
       "weights: %s; a decode step streams %s of them%s + %s per visible KV slot\n"
+      "placement: %s (--placement %s), loaded in %.0f ms\n"
       "each figure: median of %d timed repetitions after %d warm-up\n",
       r.model, r.device, r.compute_units, m.architecture, m.name, m.vocab_size, m.dim,
       m.n_layers, m.n_heads, m.n_kv_heads, m.ffn_dim, m.kv_capacity, HumanBytes(m.weight_bytes),
@@ -91,7 +98,8 @@ std::string FormatText(const BenchReport& r) {
           ? absl::StrFormat(" (the %s embedding is only gathered)",
                             HumanBytes(r.traffic.gathered_embedding_bytes))
           : std::string(" (embedding tied to the output: streamed)"),
-      HumanBytes(r.traffic.kv_bytes_per_slot), r.reps, r.warmups);
+      HumanBytes(r.traffic.kv_bytes_per_slot), PlacementLabel(r), r.placement_requested,
+      r.load_ms, r.reps, r.warmups);
 
   absl::StrAppend(&out, "\nprefill\n",
                   absl::StrFormat("%8s %7s %11s %10s %12s %12s %12s\n", "tokens", "graphs",
@@ -144,11 +152,13 @@ std::string FormatJson(const BenchReport& r) {
       "\"kv_capacity\": %d, \"weight_bytes\": %d},\n"
       "  \"decode_traffic\": {\"weight_bytes\": %d, \"gathered_embedding_bytes\": %d, "
       "\"kv_bytes_per_slot\": %d},\n"
+      "  \"placement\": {\"requested\": %s, \"weights_imported\": %s, \"load_ms\": %s},\n"
       "  \"reps\": %d,\n  \"warmups\": %d,\n",
       JsonQuote(r.model), JsonQuote(r.device), r.compute_units, JsonQuote(m.architecture),
       JsonQuote(m.name), m.vocab_size, m.dim, m.n_layers, m.n_heads, m.n_kv_heads, m.ffn_dim,
       m.kv_capacity, m.weight_bytes, r.traffic.weight_bytes, r.traffic.gathered_embedding_bytes,
-      r.traffic.kv_bytes_per_slot, r.reps, r.warmups);
+      r.traffic.kv_bytes_per_slot, JsonQuote(r.placement_requested),
+      r.weights_imported ? "true" : "false", JsonNumber(r.load_ms), r.reps, r.warmups);
 
   absl::StrAppend(&out, "  \"prefill\": [");
   for (size_t i = 0; i < r.results.prefill.size(); ++i) {

@@ -34,6 +34,9 @@ struct ModelShape {
 struct BenchReport {
   std::string model;    // the artifact path or "synthetic PRESET (WEIGHTS)"
   std::string device;   // Device::Describe()
+  std::string placement_requested;  // auto, copy or import
+  bool weights_imported = false;    // the placement Model::Load chose
+  double load_ms = 0;               // Model::Load, weights placed and checked
   uint64_t compute_units = 0;
   ModelShape shape;
   int reps = 0;

@@ -50,7 +50,7 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
       continue;
     }
     if (arg == "--copy-weights") {
-      line.copy_weights = true;
+      line.placement = "copy";
       continue;
     }
     if (arg.empty() || arg[0] != '-') {
@@ -87,6 +87,12 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
       }
       line.weights = value;
       line.weights_given = true;
+    } else if (arg == "--placement") {
+      if (value != "auto" && value != "copy" && value != "import") {
+        return absl::InvalidArgumentError("--placement expects auto, copy or import, got '" +
+                                          value + "'");
+      }
+      line.placement = value;
     } else if (arg == "--models-dir") {
       line.models_dir = value;
     } else if (arg == "--device") {

@@ -39,11 +39,13 @@ measurement:
   --bandwidth-runs N       bandwidth runs, best reported (default 5)
   --seed N                 seed of the random token ids (default 1)
   --device D               "auto" (default), "soft" or a device node path
-  --copy-weights           copy the weights into device memory instead of
-                           importing the artifact's file mapping (huge-page
-                           device memory: faster decode and prefill where
-                           page walks are costly, at the price of a second
-                           physical copy beside the page cache)
+  --placement P            where the weights go: "auto" (default: copied
+                           into huge-page device memory when the device's
+                           free memory holds them and two sequences, else
+                           the artifact's file mapping is imported), "copy"
+                           or "import"; the report names the one used and
+                           the load time
+  --copy-weights           the same as --placement copy
 
 output:
   --json                   one JSON object instead of the text tables
@@ -58,7 +60,7 @@ struct CommandLine {
   std::string models_dir;  // --models-dir; empty = $LNPU_MODELS_DIR or "models"
   std::string device = "auto";
   bool json = false;
-  bool copy_weights = false;
+  std::string placement = "auto";  // --placement: auto, copy or import
   uint64_t bandwidth_bytes = 0;  // 0 = DefaultBufferBytes()
   int bandwidth_runs = 5;
   ModelBenchmarkOptions benchmark;

@@ -15,6 +15,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "kernel_iface/driver/device.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/model.h"
@@ -62,11 +64,15 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   absl::StatusOr<DecodeTraffic> traffic = ReadDecodeTraffic(artifact_path);
   if (!traffic.ok()) return traffic.status();
   lnpu::runtime::LoadOptions load;
-  if (line.copy_weights) load.weights = lnpu::runtime::WeightPlacement::kCopy;
-  if (line.copy_weights) absl::StrAppend(&report.model, ", weights copied into device memory");
+  if (line.placement == "copy") load.weights = lnpu::runtime::WeightPlacement::kCopy;
+  if (line.placement == "import") load.weights = lnpu::runtime::WeightPlacement::kImport;
+  const absl::Time load_start = absl::Now();
   absl::StatusOr<std::unique_ptr<lnpu::runtime::Model>> model =
       lnpu::runtime::Model::Load(*std::move(device), artifact_path, load);
   if (!model.ok()) return model.status();
+  report.load_ms = absl::ToDoubleMilliseconds(absl::Now() - load_start);
+  report.placement_requested = line.placement;
+  report.weights_imported = (*model)->weights_imported();
 
   absl::StatusOr<ModelBenchmarkResult> results = RunModelBenchmark(**model, line.benchmark);
   if (!results.ok()) return results.status();

@@ -429,7 +429,8 @@ int Main(int argc, char** argv) {
       "[device: %s; weights %.1f MiB in device memory%s; session %.1f MiB]\n"
       "peak RSS: %.1f MiB\n",
       (*llm)->device().Describe(), (*llm)->weights_device_memory_bytes() / 1048576.0,
-      (*llm)->weights_imported() ? " (imported file mapping, not copied)" : "",
+      (*llm)->weights_imported() ? " (imported file mapping, not copied)"
+                                 : " (copied from the model file)",
       (*session)->device_memory_bytes() / 1048576.0, PeakRssMiB());
   if (lnpu::InterruptRequested()) return lnpu::InterruptExitCode();
   return ok ? 0 : 1;
