@@ -560,6 +560,7 @@ int lnpu_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	drm_sched_job_arm(&job->base);
 	args->fence = lnpu_fence_publish(lfile, &job->base.s_fence->finished);
 	atomic64_inc(&ldev->jobs_submitted);
+	atomic64_inc(&lfile->jobs_submitted);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&lfile->submit_lock);
 	/* Fails only without memory for the id: the job runs all the same. */

@@ -88,6 +88,9 @@ std::string SoftNpuFile::FdInfo() const {
   AppendMemoryStat(out, "resident", "memory", device_bytes);
   AppendMemoryStat(out, "total", "userptr", imported_bytes);
   AppendMemoryStat(out, "shared", "userptr", 0);
+  absl::StrAppendFormat(
+      &out, "lnpu-jobs-submitted:\t%u\n",
+      context_->jobs_submitted.load(std::memory_order_relaxed));
   return out;
 }
 
@@ -412,6 +415,7 @@ int SoftNpuFile::Submit(drm_lnpu_submit& args) {
   args.fence = next_fence_++;
   job->Arm(context_, std::move(fence));
   device_->counters_.submitted.fetch_add(1, std::memory_order_relaxed);
+  context_->jobs_submitted.fetch_add(1, std::memory_order_relaxed);
   engine.Push(std::move(job));
   return 0;
 }

@@ -323,7 +323,8 @@ TEST_F(DeviceTest, UsageParsesTheKernelsFdInfo) {
                        "drm-shared-memory:\t0\n"
                        "drm-resident-memory:\t2 MiB\n"
                        "drm-total-userptr:\t1 GiB\n"
-                       "drm-purgeable-memory:\t0\n"));
+                       "drm-purgeable-memory:\t0\n"
+                       "lnpu-jobs-submitted:\t42\n"));
   auto usage = device_->Usage();
   ASSERT_TRUE(usage.ok()) << usage.status();
   EXPECT_EQ(usage->driver, "lnpu");
@@ -334,6 +335,7 @@ TEST_F(DeviceTest, UsageParsesTheKernelsFdInfo) {
   EXPECT_EQ(usage->memory_shared_bytes, 0u);
   EXPECT_EQ(usage->memory_resident_bytes, 2u << 20);
   EXPECT_EQ(usage->userptr_total_bytes, 1u << 30);
+  EXPECT_EQ(usage->jobs_submitted, 42u);
 }
 
 TEST_F(DeviceTest, UsageOfADeviceWithoutFiguresIsUnimplemented) {
@@ -347,7 +349,8 @@ TEST(ParseFdInfoTest, MalformedValuesAreErrorsNamingTheLine) {
   for (const char* line :
        {"drm-engine-dma:\t12 ms", "drm-total-memory:\t-1", "drm-client-id:",
         "drm-total-memory:\t5 KiB extra", "drm-engine-compute:\tten ns",
-        "drm-total-memory:\t99999999999999999999 MiB"}) {
+        "drm-total-memory:\t99999999999999999999 MiB",
+        "lnpu-jobs-submitted:\t3 KiB"}) {
     auto usage = ParseFdInfo(absl::StrCat("drm-driver:\tlnpu\n", line, "\n"));
     EXPECT_EQ(usage.status().code(), absl::StatusCode::kInternal) << line;
     EXPECT_THAT(std::string(usage.status().message()), HasSubstr(line));
