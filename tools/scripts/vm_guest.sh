@@ -117,23 +117,23 @@ check multi-process-fdinfo python3 "$repo/tools/scripts/vm_usage_check.py" "$nod
 summary "$(sed 's/^/usage check: /' "$tmp/multi-process-fdinfo.log")"
 
 # 5b. The runtime and end-to-end suites on the node (LNPU_TEST_DEVICE,
-#    tests/test_device.h). A subset, to keep the TCG step within its time
-#    budget: greedy decoding, chunked prefill (every prefill graph), two
-#    sequences on threads sharing one file, device memory and imports
-#    returning through the kernel, a saved and restored state, a full
-#    cache; the framework against the reference for 200 tokens, across
-#    prefill chunks and with an F16 cache, and graphs cut into many small
-#    jobs chained by in-fences. The remaining tests exercise host-side
-#    logic that does not depend on the device, or build their own
-#    in-process devices.
+#    tests/test_device.h), a subset that fits the VM step's time budget
+#    (about 2 minutes under TCG): greedy decoding, chunked prefill (every
+#    prefill graph), two sequences on threads sharing one file, device
+#    memory and imports returning through the kernel, a saved and restored
+#    state, a full cache (each a few seconds); the framework against the
+#    independent reference across prefill chunks (about a minute), and
+#    graphs cut into many small jobs chained by in-fences. Left out: the
+#    other stories-vs-reference cases (a minute or more each under TCG; the
+#    kernel adds nothing to them that step 4 and the chunked case do not
+#    cover), and tests of host-side logic or of in-process devices they
+#    build themselves.
 runtime_filter='RuntimeTest.GreedyDecodingTellsTheStory:RuntimeTest.ChunkingDoesNotChangeTheLogits'
 runtime_filter+=':RuntimeTest.SessionsRunConcurrentlyOnThreads'
 runtime_filter+=':RuntimeTest.DeviceMemoryReturnsWhenSessionsAndModelsAreDestroyed'
 runtime_filter+=':RuntimeTest.SavedStateContinuesIdentically'
 runtime_filter+=':RuntimeTest.FullCacheIsResourceExhaustedAndChangesNothing'
-end_to_end_filter='StoriesEquivalenceTest.ShortPromptMatchesReferenceFor200Tokens'
-end_to_end_filter+=':StoriesEquivalenceTest.PromptSpanningSeveralPrefillChunksMatchesReference'
-end_to_end_filter+=':StoriesF16KvTest.MatchesReferenceGreedy'
+end_to_end_filter='StoriesEquivalenceTest.PromptSpanningSeveralPrefillChunksMatchesReference'
 limits_filter='GenerationJobsTest.GraphsCutIntoManyJobsMatchTheReference'
 for suite in "runtime/sequence_test:$runtime_filter" \
              "end_to_end/greedy_equivalence_test:$end_to_end_filter" \
