@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "kernel_iface/driver/linux_kernel_file.h"
 #include "kernel_iface/softnpu/soft_npu.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -235,6 +236,21 @@ absl::StatusOr<DeviceUsage> Device::Usage() const {
 }
 
 absl::StatusOr<uint64_t> Device::Submit(const SubmitArgs& args) {
+  LNPU_ASSIGN_OR_RETURN(const drm_lnpu_submit submit, SubmitWithFlags(args, 0));
+  return submit.fence;
+}
+
+absl::StatusOr<SubmittedJob> Device::SubmitWithFenceFd(const SubmitArgs& args) {
+  LNPU_ASSIGN_OR_RETURN(const drm_lnpu_submit submit,
+                        SubmitWithFlags(args, DRM_LNPU_SUBMIT_OUT_FENCE_FD));
+  SubmittedJob job;
+  job.fence = submit.fence;
+  job.fence_fd = FenceFd(submit.out_fence_fd);
+  return job;
+}
+
+absl::StatusOr<drm_lnpu_submit> Device::SubmitWithFlags(const SubmitArgs& args,
+                                                         uint32_t flags) {
   if (args.cmd == nullptr || !args.cmd->valid()) {
     return absl::InvalidArgumentError("Submit: no command buffer given");
   }
@@ -247,16 +263,18 @@ absl::StatusOr<uint64_t> Device::Submit(const SubmitArgs& args) {
   submit.cmd_handle = args.cmd->handle();
   submit.cmd_offset = args.cmd_offset;
   submit.cmd_size = args.cmd_size;
+  submit.flags = flags;
   if (int err = file_->Ioctl(DRM_IOCTL_LNPU_SUBMIT, &submit); err != 0) {
     return IoctlError(
         "DRM_IOCTL_LNPU_SUBMIT", err,
         absl::StrCat("engine ", args.engine, ", ", args.cmd_size,
                      " command bytes at offset ", args.cmd_offset, ", ",
                      args.bo_handles.size(), " buffers, ",
-                     args.in_fences.size(), " in-fences"),
+                     args.in_fences.size(), " in-fences",
+                     flags == 0 ? "" : absl::StrCat(", flags 0x", absl::Hex(flags))),
         file_.get());
   }
-  return submit.fence;
+  return submit;
 }
 
 absl::Status Device::Wait(absl::Span<const uint64_t> fences,

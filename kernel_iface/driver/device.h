@@ -21,7 +21,9 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "kernel_iface/driver/device_usage.h"
+#include "kernel_iface/driver/fence_fd.h"
 #include "kernel_iface/driver/kernel_file.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu {
 
@@ -73,6 +75,13 @@ struct SubmitArgs {
   absl::Span<const uint64_t> in_fences;  // fences this job waits for
 };
 
+// A job queued by Device::SubmitWithFenceFd: its fence number (for
+// Device::Wait) and the same fence as a file descriptor.
+struct SubmittedJob {
+  uint64_t fence = 0;
+  FenceFd fence_fd;
+};
+
 class Device {
  public:
   // Where Open() looks for a device.
@@ -107,6 +116,11 @@ class Device {
 
   // Queues a job; returns its fence.
   absl::StatusOr<uint64_t> Submit(const SubmitArgs& args);
+  // Submit, also returning the job's fence as a file descriptor
+  // (DRM_LNPU_SUBMIT_OUT_FENCE_FD) that this or another process, or another
+  // driver, waits on with poll(2) (fence_fd.h). Errors as Submit's; a device
+  // older than UAPI 1.3 refuses the flag: InvalidArgument.
+  absl::StatusOr<SubmittedJob> SubmitWithFenceFd(const SubmitArgs& args);
 
   // Waits until all (or, with any = true, one) of `fences` signalled, or
   // until `deadline`. DeadlineExceeded on timeout; Internal when a waited
@@ -123,6 +137,9 @@ class Device {
   std::string Describe() const { return file_->Describe(); }
 
  private:
+  // SUBMIT with `flags` (DRM_LNPU_SUBMIT_*); the ioctl's arguments as the
+  // device returned them.
+  absl::StatusOr<drm_lnpu_submit> SubmitWithFlags(const SubmitArgs& args, uint32_t flags);
   // BO_CREATE (+ BO_INFO for the rounded size); `user_ptr` for USERPTR.
   absl::StatusOr<Buffer> CreateBufferObject(uint64_t size, uint32_t flags,
                                             void* user_ptr);

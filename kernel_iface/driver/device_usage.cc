@@ -62,7 +62,9 @@ absl::StatusOr<DeviceUsage> ParseFdInfo(absl::string_view text) {
     const size_t colon = line.find(':');
     if (colon == absl::string_view::npos) continue;
     const absl::string_view key = line.substr(0, colon);
-    if (!absl::StartsWith(key, "drm-")) continue;
+    if (!absl::StartsWith(key, "drm-") && !absl::StartsWith(key, "lnpu-")) {
+      continue;
+    }
     const absl::string_view value =
         absl::StripAsciiWhitespace(line.substr(colon + 1));
     struct Figure {
@@ -78,6 +80,7 @@ absl::StatusOr<DeviceUsage> ParseFdInfo(absl::string_view text) {
         {"drm-resident-memory", &usage.memory_resident_bytes, kSizeUnits},
         {"drm-shared-memory", &usage.memory_shared_bytes, kSizeUnits},
         {"drm-total-userptr", &usage.userptr_total_bytes, kSizeUnits},
+        {"lnpu-jobs-submitted", &usage.jobs_submitted, {}},
     };
     if (key == "drm-driver") {
       usage.driver = std::string(value);

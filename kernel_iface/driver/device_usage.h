@@ -27,10 +27,12 @@ struct DeviceUsage {
   // drm-total-userptr: user memory imported by this file
   // (DRM_LNPU_BO_USERPTR), not device memory.
   uint64_t userptr_total_bytes = 0;
+  // lnpu-jobs-submitted: SUBMITs of this file that returned 0.
+  uint64_t jobs_submitted = 0;
 };
 
 // Parses fdinfo text: one "key:<whitespace>value" per line; lines without a
-// drm- key (pos, flags, mnt_id, ...) and unknown drm- keys are skipped;
+// drm- or lnpu- key (pos, flags, mnt_id, ...) and unknown keys are skipped;
 // missing figures stay 0. Sizes may carry a KiB, MiB or GiB unit, engine
 // times an "ns" unit. Unimplemented if there is no drm-driver line (the
 // device publishes no figures); Internal naming the line if a known key's

@@ -236,6 +236,8 @@ static void lnpu_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 	lnpu_print_memory(p, "resident", "memory", device_bytes);
 	lnpu_print_memory(p, "total", "userptr", imported_bytes);
 	lnpu_print_memory(p, "shared", "userptr", 0);
+	drm_printf(p, "lnpu-jobs-submitted:\t%llu\n",
+		   atomic64_read(&lfile->jobs_submitted));
 }
 
 static const struct drm_ioctl_desc lnpu_ioctls[] = {

@@ -120,6 +120,7 @@ struct lnpu_file {
 	 * cancel queued jobs and SUBMIT returns ECANCELED. */
 	atomic_t banned;
 	atomic64_t busy_ns[DRM_LNPU_ENGINE_COUNT];
+	atomic64_t jobs_submitted; /* fdinfo's lnpu-jobs-submitted */
 	bool firmware; /* lnpu-firmware's file (it used FW_EXCHANGE) */
 
 	/* Serializes SUBMITs: fence ids follow queue order. */

@@ -137,6 +137,15 @@ static long lnpu_timeout_jiffies(s64 deadline_ns)
 	return min_t(u64, nsecs_to_jiffies64(left) + 1, MAX_SCHEDULE_TIMEOUT - 1);
 }
 
+/* Whether the deadline is still ahead. A jiffies timeout can expire before
+ * CLOCK_MONOTONIC reaches the deadline (ticks of a starved virtual machine
+ * arrive in bursts), so the waits below go on until it has passed: WAIT
+ * never returns ETIMEDOUT early. */
+static bool lnpu_before(s64 deadline_ns)
+{
+	return ktime_get_ns() < deadline_ns;
+}
+
 int lnpu_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct lnpu_file *lfile = file->driver_priv;
@@ -173,9 +182,11 @@ int lnpu_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 				goto done;
 			}
 		}
-		ret = dma_fence_wait_any_timeout(fences, count, true,
-						 lnpu_timeout_jiffies(args->timeout_ns),
-						 &first);
+		do {
+			ret = dma_fence_wait_any_timeout(
+				fences, count, true,
+				lnpu_timeout_jiffies(args->timeout_ns), &first);
+		} while (ret == 0 && lnpu_before(args->timeout_ns));
 		if (ret == 0)
 			ret = -ETIMEDOUT;
 		if (ret < 0)
@@ -184,9 +195,11 @@ int lnpu_wait_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 		for (i = 0; i < count; i++) {
 			if (!fences[i] || dma_fence_is_signaled(fences[i]))
 				continue;
-			ret = dma_fence_wait_timeout(
-				fences[i], true,
-				lnpu_timeout_jiffies(args->timeout_ns));
+			do {
+				ret = dma_fence_wait_timeout(
+					fences[i], true,
+					lnpu_timeout_jiffies(args->timeout_ns));
+			} while (ret == 0 && lnpu_before(args->timeout_ns));
 			if (ret == 0)
 				ret = -ETIMEDOUT;
 			if (ret < 0)

@@ -3,13 +3,17 @@
  * Jobs: DRM_LNPU_SUBMIT (checks in the UAPI's order, stream copy and
  * validation), and the drm_sched back end of the two engines: run_job
  * hands a job to the firmware interface, timedout_job resets the engine
- * and bans the guilty file, free_job releases what the job held.
+ * and bans the guilty file, free_job releases what the job held. With
+ * DRM_LNPU_SUBMIT_OUT_FENCE_FD the job's finished fence is also returned as
+ * a sync_file.
  */
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
+#include <linux/file.h>
 #include <linux/highmem.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
+#include <linux/sync_file.h>
 #include <linux/vmalloc.h>
 
 #include "lnpu_drv.h"
@@ -483,7 +487,8 @@ static int lnpu_job_load_commands(struct lnpu_job *job, struct lnpu_bo *cmd,
 static int lnpu_submit_checks(const struct drm_lnpu_submit *args,
 			      struct lnpu_file *lfile)
 {
-	if (args->flags || args->pad || args->engine >= DRM_LNPU_ENGINE_COUNT ||
+	if ((args->flags & ~DRM_LNPU_SUBMIT_FLAGS_ALL) || args->out_fence_fd ||
+	    args->engine >= DRM_LNPU_ENGINE_COUNT ||
 	    args->bo_count > LNPU_MAX_JOB_BOS ||
 	    args->in_fence_count > LNPU_MAX_FENCES)
 		return -EINVAL;
@@ -504,8 +509,10 @@ int lnpu_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	struct lnpu_file *lfile = file->driver_priv;
 	struct drm_lnpu_submit *args = data;
 	struct drm_gem_object *cmd_obj;
+	struct sync_file *sync_file = NULL;
 	struct lnpu_bo *cmd;
 	struct lnpu_job *job;
+	int out_fd = -1;
 	u32 i;
 	int ret;
 
@@ -539,6 +546,13 @@ int lnpu_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 	drm_gem_object_put(cmd_obj);
 	if (ret)
 		goto err_put;
+	if (args->flags & DRM_LNPU_SUBMIT_OUT_FENCE_FD) {
+		out_fd = get_unused_fd_flags(O_CLOEXEC);
+		if (out_fd < 0) {
+			ret = out_fd;
+			goto err_put;
+		}
+	}
 
 	ret = drm_sched_job_init(&job->base, &lfile->entities[args->engine], 1,
 				 lfile, file->client_id);
@@ -558,16 +572,33 @@ int lnpu_submit_ioctl(struct drm_device *drm, void *data, struct drm_file *file)
 		goto err_cleanup;
 	}
 	drm_sched_job_arm(&job->base);
+	/* Before the push, while the job (and its fence) surely lives. */
+	if (out_fd >= 0)
+		sync_file = sync_file_create(&job->base.s_fence->finished);
 	args->fence = lnpu_fence_publish(lfile, &job->base.s_fence->finished);
 	atomic64_inc(&ldev->jobs_submitted);
+	atomic64_inc(&lfile->jobs_submitted);
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&lfile->submit_lock);
-	/* Fails only without memory for the id: the job runs all the same. */
-	return args->fence ? 0 : -ENOMEM;
+	/* These fail only without memory: the job runs all the same. */
+	if (!args->fence || (out_fd >= 0 && !sync_file)) {
+		if (sync_file)
+			fput(sync_file->file);
+		if (out_fd >= 0)
+			put_unused_fd(out_fd);
+		return -ENOMEM;
+	}
+	if (out_fd >= 0) {
+		fd_install(out_fd, sync_file->file);
+		args->out_fence_fd = out_fd;
+	}
+	return 0;
 
 err_cleanup:
 	drm_sched_job_cleanup(&job->base);
 err_put:
+	if (out_fd >= 0)
+		put_unused_fd(out_fd);
 	lnpu_job_release_bos(job);
 	lnpu_job_put(job);
 	return ret;

@@ -29,6 +29,8 @@ struct FileContext {
   // Nanoseconds each engine (DRM_LNPU_ENGINE_*) spent running this file's
   // jobs, added when each job ends (fdinfo's drm-engine-<name>).
   std::array<std::atomic<uint64_t>, DRM_LNPU_ENGINE_COUNT> busy_ns{};
+  // SUBMITs of this file that returned 0 (fdinfo's lnpu-jobs-submitted).
+  std::atomic<uint64_t> jobs_submitted{0};
   // Woken whenever a fence of this file signals (WAIT sleeps here).
   WaitQueue fence_waiters;
 };

@@ -1,6 +1,9 @@
 #include "kernel_iface/softnpu/soft_npu_file.h"
 
+#include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -88,6 +91,9 @@ std::string SoftNpuFile::FdInfo() const {
   AppendMemoryStat(out, "resident", "memory", device_bytes);
   AppendMemoryStat(out, "total", "userptr", imported_bytes);
   AppendMemoryStat(out, "shared", "userptr", 0);
+  absl::StrAppendFormat(
+      &out, "lnpu-jobs-submitted:\t%u\n",
+      context_->jobs_submitted.load(std::memory_order_relaxed));
   return out;
 }
 
@@ -350,11 +356,17 @@ int SoftNpuFile::Munmap(void* addr, uint64_t length) {
 
 int SoftNpuFile::Submit(drm_lnpu_submit& args) {
   DiagnosticLog& log = *device_->log_;
-  if (args.flags != 0) {
-    return log.Reject(EINVAL, "SUBMIT: flags 0x%x, must be 0", args.flags);
+  if ((args.flags & ~DRM_LNPU_SUBMIT_FLAGS_ALL) != 0) {
+    return log.Reject(EINVAL,
+                      "SUBMIT: flags 0x%x has bits outside "
+                      "DRM_LNPU_SUBMIT_FLAGS_ALL (0x%x)",
+                      args.flags, DRM_LNPU_SUBMIT_FLAGS_ALL);
   }
-  if (args.pad != 0) {
-    return log.Reject(EINVAL, "SUBMIT: pad is %u, must be 0", args.pad);
+  if (args.out_fence_fd != 0) {
+    return log.Reject(EINVAL,
+                      "SUBMIT: out_fence_fd is %d on entry, must be 0 (the "
+                      "device sets it)",
+                      args.out_fence_fd);
   }
   if (args.engine >= DRM_LNPU_ENGINE_COUNT) {
     return log.Reject(EINVAL, "SUBMIT: engine %u is not a DRM_LNPU_ENGINE_*",
@@ -405,13 +417,35 @@ int SoftNpuFile::Submit(drm_lnpu_submit& args) {
     engine.RecycleJob(std::move(job));
     return error;
   }
+  // The exported fence: an eventfd the fence makes readable when it
+  // signals (a sync_file needs a kernel; poll sees the same readiness).
+  // One descriptor for the fence, one for the caller.
+  int fence_fds[2] = {-1, -1};
+  if ((args.flags & DRM_LNPU_SUBMIT_OUT_FENCE_FD) != 0) {
+    fence_fds[0] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+    if (fence_fds[0] >= 0) fence_fds[1] = fcntl(fence_fds[0], F_DUPFD_CLOEXEC, 0);
+    if (fence_fds[1] < 0) {
+      const int error = errno == ENFILE ? EMFILE : errno;
+      if (fence_fds[0] >= 0) close(fence_fds[0]);
+      engine.RecycleJob(std::move(job));
+      return log.Reject(error,
+                        "SUBMIT: no file descriptor for the out-fence "
+                        "(DRM_LNPU_SUBMIT_OUT_FENCE_FD): %s",
+                        std::strerror(error));
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   RetireSignalledFences();
   auto fence = std::make_shared<Fence>();
+  if (fence_fds[0] >= 0) {
+    fence->SetSignalEventFd(fence_fds[0]);
+    args.out_fence_fd = fence_fds[1];
+  }
   unretired_fences_.push_back(fence);
   args.fence = next_fence_++;
   job->Arm(context_, std::move(fence));
   device_->counters_.submitted.fetch_add(1, std::memory_order_relaxed);
+  context_->jobs_submitted.fetch_add(1, std::memory_order_relaxed);
   engine.Push(std::move(job));
   return 0;
 }

@@ -3,6 +3,7 @@
 #include "kernel_iface/driver/device.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -193,7 +194,7 @@ TEST_F(DeviceTest, SubmitFillsEveryField) {
         EXPECT_EQ(s->in_fence_count, 1u);
         EXPECT_EQ(reinterpret_cast<const uint64_t*>(s->in_fences)[0], 4u);
         EXPECT_EQ(s->flags, 0u);
-        EXPECT_EQ(s->pad, 0u);
+        EXPECT_EQ(s->out_fence_fd, 0);
         s->fence = 77;
         return 0;
       }));
@@ -323,7 +324,8 @@ TEST_F(DeviceTest, UsageParsesTheKernelsFdInfo) {
                        "drm-shared-memory:\t0\n"
                        "drm-resident-memory:\t2 MiB\n"
                        "drm-total-userptr:\t1 GiB\n"
-                       "drm-purgeable-memory:\t0\n"));
+                       "drm-purgeable-memory:\t0\n"
+                       "lnpu-jobs-submitted:\t42\n"));
   auto usage = device_->Usage();
   ASSERT_TRUE(usage.ok()) << usage.status();
   EXPECT_EQ(usage->driver, "lnpu");
@@ -334,6 +336,7 @@ TEST_F(DeviceTest, UsageParsesTheKernelsFdInfo) {
   EXPECT_EQ(usage->memory_shared_bytes, 0u);
   EXPECT_EQ(usage->memory_resident_bytes, 2u << 20);
   EXPECT_EQ(usage->userptr_total_bytes, 1u << 30);
+  EXPECT_EQ(usage->jobs_submitted, 42u);
 }
 
 TEST_F(DeviceTest, UsageOfADeviceWithoutFiguresIsUnimplemented) {
@@ -347,7 +350,8 @@ TEST(ParseFdInfoTest, MalformedValuesAreErrorsNamingTheLine) {
   for (const char* line :
        {"drm-engine-dma:\t12 ms", "drm-total-memory:\t-1", "drm-client-id:",
         "drm-total-memory:\t5 KiB extra", "drm-engine-compute:\tten ns",
-        "drm-total-memory:\t99999999999999999999 MiB"}) {
+        "drm-total-memory:\t99999999999999999999 MiB",
+        "lnpu-jobs-submitted:\t3 KiB"}) {
     auto usage = ParseFdInfo(absl::StrCat("drm-driver:\tlnpu\n", line, "\n"));
     EXPECT_EQ(usage.status().code(), absl::StatusCode::kInternal) << line;
     EXPECT_THAT(std::string(usage.status().message()), HasSubstr(line));
@@ -381,9 +385,10 @@ class SoftNpuDeviceTest : public ::testing::Test {
     EXPECT_EQ(npu_->memory_imported(), 0u);
   }
 
-  // Submits one COPY job on the DMA engine touching `buffers`.
+  // Submits one COPY job on the DMA engine touching `buffers`; with
+  // `fence_fd`, through SubmitWithFenceFd, storing the descriptor there.
   absl::StatusOr<uint64_t> SubmitCopy(const Buffer& src, const Buffer& dst,
-                                      uint64_t bytes) {
+                                      uint64_t bytes, FenceFd* fence_fd = nullptr) {
     absl::StatusOr<Buffer> cmd = device_.CreateBuffer(4096, DRM_LNPU_BO_CMDBUF);
     if (!cmd.ok()) return cmd.status();
     absl::StatusOr<absl::Span<uint8_t>> stream = cmd->Map();
@@ -400,7 +405,12 @@ class SoftNpuDeviceTest : public ::testing::Test {
     args.cmd = &*cmd;
     args.cmd_size = sizeof(copy);
     args.bo_handles = handles;
-    return device_.Submit(args);  // the job keeps the closed cmd alive
+    // The job keeps the closed cmd alive.
+    if (fence_fd == nullptr) return device_.Submit(args);
+    absl::StatusOr<SubmittedJob> job = device_.SubmitWithFenceFd(args);
+    if (!job.ok()) return job.status();
+    *fence_fd = std::move(job->fence_fd);
+    return job->fence;
   }
 
   std::shared_ptr<softnpu::SoftNpu> npu_;
@@ -437,6 +447,65 @@ TEST_F(SoftNpuDeviceTest, ImportedWeightsAreReadInPlace) {
   // The driver left the user's mapping alone.
   EXPECT_EQ(static_cast<uint8_t*>(user)[0], 0x42);
   ASSERT_EQ(munmap(user, 8192), 0);
+}
+
+TEST_F(SoftNpuDeviceTest, FenceFdWaitsForTheJob) {
+  absl::StatusOr<Buffer> a = device_.CreateBuffer(4096);
+  absl::StatusOr<Buffer> b = device_.CreateBuffer(4096);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::memcpy(a->Map()->data(), "fd", 3);
+  npu_->PauseEngine(DRM_LNPU_ENGINE_DMA);
+  FenceFd fence_fd;
+  absl::StatusOr<uint64_t> fence = SubmitCopy(*a, *b, 3, &fence_fd);
+  ASSERT_TRUE(fence.ok()) << fence.status();
+  ASSERT_TRUE(fence_fd.valid());
+  EXPECT_EQ(fence_fd.Wait(absl::Now() + absl::Milliseconds(20)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  npu_->ResumeEngine(DRM_LNPU_ENGINE_DMA);
+  ASSERT_TRUE(fence_fd.Wait(absl::Now() + absl::Seconds(20)).ok());
+  EXPECT_STREQ(reinterpret_cast<const char*>(b->Map()->data()), "fd");
+  EXPECT_TRUE(device_.Wait(*fence, absl::InfinitePast()).ok()) << "ended";
+  // Moving hands the descriptor over; Release gives it to the caller.
+  FenceFd moved = std::move(fence_fd);
+  EXPECT_FALSE(fence_fd.valid());
+  EXPECT_EQ(fence_fd.Wait(absl::InfiniteFuture()).code(),
+            absl::StatusCode::kFailedPrecondition);
+  const int raw = moved.Release();
+  EXPECT_FALSE(moved.valid());
+  EXPECT_EQ(close(raw), 0);
+}
+
+TEST_F(DeviceTest, SubmitWithFenceFdAsksForTheDescriptor) {
+  ExpectCreate(5, 4096, 4096);
+  auto cmd = device_->CreateBuffer(4096, DRM_LNPU_BO_CMDBUF);
+  ASSERT_TRUE(cmd.ok());
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_SUBMIT, _))
+      .WillOnce(Invoke([&](unsigned long, void* arg) {
+        auto* s = static_cast<drm_lnpu_submit*>(arg);
+        EXPECT_EQ(s->flags, DRM_LNPU_SUBMIT_OUT_FENCE_FD);
+        EXPECT_EQ(s->out_fence_fd, 0);
+        s->fence = 3;
+        s->out_fence_fd = pipe_fds[0];
+        return 0;
+      }))
+      .WillOnce(Return(EINVAL));  // a device older than UAPI 1.3
+  SubmitArgs args;
+  args.cmd = &*cmd;
+  args.cmd_size = 8;
+  {
+    auto job = device_->SubmitWithFenceFd(args);
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_EQ(job->fence, 3u);
+    EXPECT_EQ(job->fence_fd.get(), pipe_fds[0]);
+  }
+  EXPECT_EQ(close(pipe_fds[0]), -1) << "the FenceFd closed the descriptor";
+  EXPECT_EQ(close(pipe_fds[1]), 0);
+  auto old = device_->SubmitWithFenceFd(args);
+  EXPECT_EQ(old.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(old.status().message()), HasSubstr("flags 0x1"));
+  ExpectClose(5);
 }
 
 TEST_F(SoftNpuDeviceTest, HungJobReachesTheWaiterAsAborted) {

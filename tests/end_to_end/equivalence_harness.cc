@@ -10,6 +10,7 @@
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/gguf/dequantize.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
+#include "tests/test_device.h"
 
 namespace lnpu::end_to_end {
 namespace {
@@ -110,8 +111,10 @@ LoadReferenceForArtifact(const std::string& gguf_path,
 absl::StatusOr<ModelAndReference> LoadModelAndReference(
     const std::string& gguf_path, const std::string& artifact_path) {
   ModelAndReference model;
+  framework::LlmOptions options;
+  options.device = lnpu::testing::TestDevice();
   absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
-      framework::Llm::Load(artifact_path);
+      framework::Llm::Load(artifact_path, options);
   if (!llm.ok()) return llm.status();
   model.llm = *std::move(llm);
   absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>> reference =

@@ -57,7 +57,8 @@ absl::StatusOr<std::unique_ptr<reference::ReferenceLlama>>
 LoadReferenceForArtifact(const std::string& gguf_path,
                          const std::string& artifact_path);
 
-// An artifact loaded on the (software) NPU through the framework, and its
+// An artifact loaded through the framework on the test device
+// (tests/test_device.h: the software NPU, or LNPU_TEST_DEVICE), and its
 // reference (LoadReferenceForArtifact).
 struct ModelAndReference {
   std::unique_ptr<framework::Llm> llm;

@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -730,12 +731,15 @@ class Program {
                      : fence_array.empty() ? AsUserPointer(&kNothing)
                                            : AsUserPointer(fence_array.data());
     args.flags = DecodePad();
-    args.pad = DecodePad();
+    args.out_fence_fd = static_cast<int32_t>(DecodePad());
     bool truncated = false;
     const int error =
         CallWithAbi(DRM_IOCTL_LNPU_SUBMIT, &args, in_.U8(), &truncated);
     Expect("SUBMIT", error, {0, EINVAL, ENOENT, EFAULT, ECANCELED});
     if (error != 0) return;
+    // Success needs out_fence_fd 0 on entry: anything else is the
+    // descriptor DRM_LNPU_SUBMIT_OUT_FENCE_FD asked for, which is ours.
+    if (args.out_fence_fd > 0) close(args.out_fence_fd);
     ++report_.jobs_submitted;
     FileState& f = file();
     const uint64_t fence = f.next_fence++;

@@ -25,6 +25,7 @@
 #include "runtime/model.h"
 #include "runtime/sequence.h"
 #include "runtime/cache_snapshot.h"
+#include "tests/test_device.h"
 
 namespace lnpu::runtime {
 namespace {
@@ -129,7 +130,7 @@ class RuntimeTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
+    absl::StatusOr<std::unique_ptr<Device>> device = Device::Open(lnpu::testing::TestDevice());
     ASSERT_TRUE(device.ok()) << device.status();
     device_ = *std::move(device);
     absl::StatusOr<std::unique_ptr<Model>> model =
@@ -844,7 +845,7 @@ TEST_P(RandomModelTest, ChunkingDoesNotChangeTheLogits) {
   const absl::Status compiled = compiler::CompileGguf(gguf_path, artifact_path, options);
   ASSERT_TRUE(compiled.ok()) << compiled;
 
-  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
+  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open(lnpu::testing::TestDevice());
   ASSERT_TRUE(device.ok()) << device.status();
   absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(*std::move(device), artifact_path);
   ASSERT_TRUE(model.ok()) << model.status();

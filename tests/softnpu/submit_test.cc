@@ -76,13 +76,8 @@ TEST_F(SubmitTest, FencesArePerFile) {
   EXPECT_EQ(WaitJob(*other, theirs), 0);
 }
 
-TEST_F(SubmitTest, NonZeroFlagsAreEinval) {
-  EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) { a.flags = 1; }), EINVAL);
-}
-
-TEST_F(SubmitTest, NonZeroPadIsEinval) {
-  EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) { a.pad = 1; }), EINVAL);
-}
+// The flag and the out_fence_fd rules of DRM_LNPU_SUBMIT_OUT_FENCE_FD are
+// in fence_fd_test.cc.
 
 TEST_F(SubmitTest, UnknownEngineIsEinval) {
   EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) {
@@ -342,7 +337,7 @@ TEST_F(SubmitTest, InFenceOfAnotherFileIsEnoent) {
 TEST_F(SubmitTest, RejectedSubmitIssuesNoFence) {
   const Submission job = CopyJob();
   drm_lnpu_submit bad = job.Args();
-  bad.pad = 1;
+  bad.out_fence_fd = 1;
   EXPECT_EQ(SubmitArgs(bad), EINVAL);
   Submission bad_stream = CopyJob(8192);
   EXPECT_EQ(Submit(*file_, bad_stream), EINVAL);

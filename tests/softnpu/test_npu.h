@@ -27,6 +27,7 @@
 #include "kernel_iface/driver/linux_kernel_file.h"
 #include "kernel_iface/softnpu/soft_npu.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
+#include "tests/test_device.h"
 
 namespace lnpu::softnpu::testing {
 
@@ -65,8 +66,8 @@ class TestNpu {
  public:
   // The node of LNPU_TEST_DEVICE, or "" for the software NPU.
   static std::string KernelNode() {
-    const char* node = std::getenv("LNPU_TEST_DEVICE");
-    return node == nullptr ? "" : node;
+    const std::string device = lnpu::testing::TestDevice();
+    return device == "soft" ? "" : device;
   }
 
   static std::shared_ptr<TestNpu> Create(const SoftNpuOptions& options) {

@@ -76,7 +76,7 @@ TEST(UapiLayoutTest, SubmitOffsets) {
   EXPECT_EQ(offsetof(drm_lnpu_submit, cmd_offset), 32u);
   EXPECT_EQ(offsetof(drm_lnpu_submit, cmd_size), 36u);
   EXPECT_EQ(offsetof(drm_lnpu_submit, flags), 40u);
-  EXPECT_EQ(offsetof(drm_lnpu_submit, pad), 44u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, out_fence_fd), 44u);  // pad before 1.3
   EXPECT_EQ(offsetof(drm_lnpu_submit, fence), 48u);
 }
 

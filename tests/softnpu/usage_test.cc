@@ -39,6 +39,7 @@ TEST_F(UsageTest, FdInfoHasTheDrmKeys) {
   EXPECT_EQ(FdInfoValue(info, "drm-resident-memory"), "0");
   EXPECT_EQ(FdInfoValue(info, "drm-total-userptr"), "0");
   EXPECT_EQ(FdInfoValue(info, "drm-shared-userptr"), "0");
+  EXPECT_EQ(FdInfoValue(info, "lnpu-jobs-submitted"), "0");
   // Every drm-* line has the usage-stats format; a kernel adds its own
   // generic lines (pos, flags, mnt_id, ino) before them.
   for (size_t start = 0; start < info.size();) {
@@ -128,6 +129,10 @@ TEST_F(UsageTest, JobCountersAddUp) {
   EXPECT_EQ(GetParam(*file_, DRM_LNPU_PARAM_JOBS_SUBMITTED), submitted + 5);
   EXPECT_EQ(GetParam(*file_, DRM_LNPU_PARAM_JOBS_COMPLETED), completed + 5);
   EXPECT_EQ(npu_->jobs_completed(), device_completed + 5);
+  // The file's own count, unlike the device's, starts at its open.
+  EXPECT_EQ(FdInfoValue(file_->FdInfo(), "lnpu-jobs-submitted"), "5");
+  auto other = npu_->Open();
+  EXPECT_EQ(FdInfoValue(other->FdInfo(), "lnpu-jobs-submitted"), "0");
 }
 
 }  // namespace

@@ -99,6 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Tool{"npu-llm", "LNPU_NPU_LLM", {"tools/npu-llm/main.cc"}},
                       Tool{"npu-bench", "LNPU_NPU_BENCH", {"tools/npu-bench/command_line.cc"}},
                       Tool{"npu-info", "LNPU_NPU_INFO", {"tools/npu-info/main.cc"}},
+                      Tool{"npu-top", "LNPU_NPU_TOP", {"tools/npu-top/main.cc"}},
                       Tool{"npu-eval", "LNPU_NPU_EVAL", {"tools/npu-eval/main.cc"}},
                       Tool{"npu-tokenize", "LNPU_NPU_TOKENIZE", {"tools/npu-tokenize/main.cc"}}),
     [](const ::testing::TestParamInfo<Tool>& info) {

@@ -1,6 +1,6 @@
 // JSON output of the tools (npu-info, npu-bench): string and number
 // literals, and JsonWriter, which builds one JSON document (objects,
-// arrays, strings, numbers, booleans) in order, with commas and string
+// arrays, strings, numbers, booleans, null) in order, with commas and string
 // escaping handled.
 //
 //   JsonWriter json;
@@ -83,6 +83,11 @@ class JsonWriter {
   JsonWriter& Bool(bool value) {
     Separate();
     text_ += value ? "true" : "false";
+    return *this;
+  }
+  JsonWriter& Null() {
+    Separate();
+    text_ += "null";
     return *this;
   }
 

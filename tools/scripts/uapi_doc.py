@@ -9,10 +9,12 @@ A table is the text between a marker line
   <!-- uapi_doc.py: KIND [NAME] -->
 and the line <!-- /uapi_doc.py -->. KIND is one of
   ioctls          the lnpu ioctls: number, macro, struct, purpose
-  struct NAME     the fields of struct NAME (with [in]/[out] for ioctls)
+  struct NAME     the fields of struct NAME (with [in]/[out]/[in/out] for
+                  ioctls)
   params          the DRM_LNPU_PARAM_* ids
   capabilities    the DRM_LNPU_CAP_* bits
   bo-flags        the DRM_LNPU_BO_* flags
+  submit-flags    the DRM_LNPU_SUBMIT_* flags
 The header is also checked: every struct has a kernel-doc comment naming
 each of its fields exactly once, and every parameter, capability and flag
 a trailing comment. Errors name the header line's symbol and what to fix.
@@ -121,7 +123,7 @@ def generate(kind, name, header, structs):
         if name not in structs:
             raise HeaderError(f'docs/uapi.md asks for struct {name}, which the header lacks')
         fields = structs[name][1]
-        if all(re.match(r'\[(in|out)\] ', d) for _, d in fields):
+        if all(re.match(r'\[(in|out|in/out)\] ', d) for _, d in fields):
             return table(['field', 'dir', 'meaning'],
                          [[f'`{f}`', d[1:d.index(']')], code(d[d.index(']') + 2:])]
                           for f, d in fields])
@@ -133,10 +135,12 @@ def generate(kind, name, header, structs):
         return table(['capability', 'bit', 'meaning'],
                      [[f'`DRM_LNPU_CAP_{n}`', bit(v), code(c)]
                       for n, v, c in parse_defines(header, 'DRM_LNPU_CAP_', BIT)])
-    if kind == 'bo-flags':
+    flag_prefixes = {'bo-flags': 'DRM_LNPU_BO_', 'submit-flags': 'DRM_LNPU_SUBMIT_'}
+    if kind in flag_prefixes:
+        prefix = flag_prefixes[kind]
         return table(['flag', 'bit', 'meaning'],
-                     [[f'`DRM_LNPU_BO_{n}`', bit(v), code(c)]
-                      for n, v, c in parse_defines(header, 'DRM_LNPU_BO_', BIT)])
+                     [[f'`{prefix}{n}`', bit(v), code(c)]
+                      for n, v, c in parse_defines(header, prefix, BIT)])
     raise HeaderError(f'docs/uapi.md: unknown table kind "{kind}"')
 
 

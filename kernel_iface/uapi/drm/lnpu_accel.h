@@ -41,8 +41,9 @@ extern "C" {
 /* UAPI version, reported by DRM_LNPU_PARAM_UAPI_VERSION as
  * (major << 16) | minor. Minor bumps are backwards compatible. */
 #define LNPU_UAPI_VERSION_MAJOR 1
-#define LNPU_UAPI_VERSION_MINOR 2 /* 1.1: userptr, read-only BOs, counters;
-                                     1.2: int8 KV cache (LNPU_DTYPE_I8) */
+#define LNPU_UAPI_VERSION_MINOR 3 /* 1.1: userptr, read-only BOs, counters;
+                                     1.2: int8 KV cache (LNPU_DTYPE_I8);
+                                     1.3: see "since 1.3" */
 
 #define DRM_LNPU_GET_PARAM 0x00
 #define DRM_LNPU_BO_CREATE 0x01
@@ -223,6 +224,13 @@ struct drm_lnpu_bo_info {
 #define DRM_LNPU_ENGINE_DMA 1
 #define DRM_LNPU_ENGINE_COUNT 2
 
+/* Submit flags (struct drm_lnpu_submit). */
+/* Since 1.3: the out-fence as a file descriptor (sync_file export). */
+#define DRM_LNPU_SUBMIT_OUT_FENCE_FD (1u << 0) /* since 1.3: return the job's
+                                                  fence as a file descriptor
+                                                  in out_fence_fd */
+#define DRM_LNPU_SUBMIT_FLAGS_ALL (DRM_LNPU_SUBMIT_OUT_FENCE_FD)
+
 /**
  * struct drm_lnpu_submit - queue a command stream on an engine
  * @bo_handles: [in] pointer to __u32[bo_count]: every BO any command reads
@@ -236,8 +244,10 @@ struct drm_lnpu_bo_info {
  * @cmd_offset: [in] multiple of 8, inside the BO
  * @cmd_size: [in] multiple of 8, > 0, at most DRM_LNPU_PARAM_MAX_CMD_SIZE,
  *            inside the BO
- * @flags: [in] must be 0
- * @pad: [in] must be 0
+ * @flags: [in] DRM_LNPU_SUBMIT_* (since 1.3; 0 before)
+ * @out_fence_fd: [in/out] in: must be 0 (it was pad before 1.3); out,
+ *                since 1.3, with DRM_LNPU_SUBMIT_OUT_FENCE_FD: a new file
+ *                descriptor (close-on-exec) for the job's fence, else 0
  * @fence: [out] the job's fence: a per-file sequence number, starting at 1
  *
  * The command stream is cmd_size bytes at cmd_offset of BO cmd_handle (a
@@ -251,11 +261,29 @@ struct drm_lnpu_bo_info {
  * The job starts after every fence in in_fences has signalled (fences of
  * this file). Jobs on one engine run in submission order.
  *
- * Errors: EINVAL bad engine, flags, pad, counts, offsets or command, a
+ * Out-fence file descriptor (since 1.3), the DRM convention of msm and
+ * etnaviv: with DRM_LNPU_SUBMIT_OUT_FENCE_FD the driver also returns the
+ * job's fence as a file descriptor in out_fence_fd, which the caller owns
+ * and closes. poll(2), select(2) and epoll report it readable (POLLIN) once
+ * the job ended, whatever its outcome (WAIT on @fence tells the outcome);
+ * another process or driver that receives it (SCM_RIGHTS) can wait for the
+ * job without access to this file. A kernel driver returns a sync_file
+ * (Documentation/driver-api/sync_file.rst: SYNC_IOC_FILE_INFO and
+ * SYNC_IOC_MERGE work on it, and other drivers accept it as an in-fence);
+ * the software NPU, which has no kernel object to export, returns an
+ * eventfd (semaphore mode) that it makes readable for good when the job
+ * ends, so only poll and close are portable.
+ * Closing the descriptor early does not affect the job. Without the flag
+ * out_fence_fd stays 0 and no descriptor is created.
+ *
+ * Errors: EINVAL bad engine, flags (an unknown DRM_LNPU_SUBMIT_* bit),
+ *         out_fence_fd not 0, counts, offsets or command, a
  *         CMDBUF BO listed in bo_handles, a command that writes into a
  *         DRM_LNPU_BO_READ_ONLY BO;
  *         ENOENT unknown BO handle or in-fence; EFAULT null array pointer;
- *         ECANCELED the file's context was banned after a job timeout.
+ *         ECANCELED the file's context was banned after a job timeout;
+ *         EMFILE with DRM_LNPU_SUBMIT_OUT_FENCE_FD, the process has no
+ *         free file descriptor (nothing was queued).
  */
 struct drm_lnpu_submit {
   __u64 bo_handles;
@@ -267,7 +295,7 @@ struct drm_lnpu_submit {
   __u32 cmd_offset;
   __u32 cmd_size;
   __u32 flags;
-  __u32 pad;
+  __s32 out_fence_fd; /* since 1.3; pad before */
   __u64 fence;
 };
 
