@@ -10,6 +10,7 @@
 // against the tool's parameters; bad requests get 400 naming the field.
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -308,18 +309,18 @@ TEST_P(StructuredServeTest, JsonSchemaChatRepliesValidate) {
   EXPECT_LT(tokens, static_cast<int>(bytes));
 }
 
-TEST_P(StructuredServeTest, JsonSchemaCompletionsValidate) {
-  const std::string& schema = Schemas()[1];
+// Posts `body` with each of `seeds`, streamed and not, sampling at
+// temperature 1, and expects every reply to be complete JSON valid against
+// `schema`.
+void ExpectValidJsonReplies(const ServerProcess& server, const std::string& path, json body,
+                            const std::string& schema, std::initializer_list<uint64_t> seeds) {
+  body["temperature"] = 1.0;
+  body["max_tokens"] = 1000;
   for (bool stream : {false, true}) {
-    for (uint64_t seed : {11, 12}) {
+    for (uint64_t seed : seeds) {
       SCOPED_TRACE(absl::StrCat(stream ? "streamed, seed " : "seed ", seed));
-      const Reply reply = Post(server(), "/v1/completions",
-                               {{"prompt", "A list of items:"},
-                                {"response_format", JsonSchemaFormat(schema)},
-                                {"temperature", 1.0},
-                                {"seed", seed},
-                                {"max_tokens", 1000}},
-                               stream);
+      body["seed"] = seed;
+      const Reply reply = Post(server, path, body, stream);
       ASSERT_EQ(reply.status, 200) << reply.body.dump();
       EXPECT_EQ(reply.finish_reason, "stop") << reply.content;
       EXPECT_EQ(ValidateJsonText(reply.content, schema), "") << reply.content;
@@ -327,28 +328,23 @@ TEST_P(StructuredServeTest, JsonSchemaCompletionsValidate) {
   }
 }
 
+TEST_P(StructuredServeTest, JsonSchemaCompletionsValidate) {
+  const std::string& schema = Schemas()[1];
+  ExpectValidJsonReplies(server(), "/v1/completions",
+                         {{"prompt", "A list of items:"},
+                          {"response_format", JsonSchemaFormat(schema)}},
+                         schema, {11, 12});
+}
+
 TEST_P(StructuredServeTest, JsonObjectRepliesAreObjects) {
   // Any JSON object: strings and objects are unbounded, and a random
   // model would rarely close them (a closing quote is a few hundred tokens
   // of the vocabulary); favouring the closing punctuation ends them.
-  const std::string object_schema = R"({"type": "object"})";
-  const json bias = ClosingBias(GetParam());
-  for (bool stream : {false, true}) {
-    for (uint64_t seed : {21, 22}) {
-      SCOPED_TRACE(absl::StrCat(stream ? "streamed, seed " : "seed ", seed));
-      const Reply reply = Post(server(), "/v1/chat/completions",
-                               {{"messages", UserMessages("Any JSON object, please.")},
-                                {"response_format", {{"type", "json_object"}}},
-                                {"logit_bias", bias},
-                                {"temperature", 1.0},
-                                {"seed", seed},
-                                {"max_tokens", 1000}},
-                               stream);
-      ASSERT_EQ(reply.status, 200) << reply.body.dump();
-      EXPECT_EQ(reply.finish_reason, "stop") << reply.content;
-      EXPECT_EQ(ValidateJsonText(reply.content, object_schema), "") << reply.content;
-    }
-  }
+  ExpectValidJsonReplies(server(), "/v1/chat/completions",
+                         {{"messages", UserMessages("Any JSON object, please.")},
+                          {"response_format", {{"type", "json_object"}}},
+                          {"logit_bias", ClosingBias(GetParam())}},
+                         R"({"type": "object"})", {21, 22});
 }
 
 TEST_P(StructuredServeTest, RequiredToolCallsValidate) {
