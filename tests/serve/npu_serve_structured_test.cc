@@ -330,10 +330,10 @@ void ExpectValidJsonReplies(const ServerProcess& server, const std::string& path
 
 TEST_P(StructuredServeTest, JsonSchemaCompletionsValidate) {
   const std::string& schema = Schemas()[1];
-  ExpectValidJsonReplies(server(), "/v1/completions",
-                         {{"prompt", "A list of items:"},
-                          {"response_format", JsonSchemaFormat(schema)}},
-                         schema, {11, 12});
+  ExpectValidJsonReplies(
+      server(), "/v1/completions",
+      {{"prompt", "A list of items:"}, {"response_format", JsonSchemaFormat(schema)}}, schema,
+      {11, 12});
 }
 
 TEST_P(StructuredServeTest, JsonObjectRepliesAreObjects) {
