@@ -195,8 +195,8 @@ absl::Status CheckMessages(absl::Span<const ChatMessage> messages,
     const std::string& role = messages[i].role;
     if (role == "tool" || !messages[i].tool_calls.empty()) {
       if (!tools_support) {
-        return no_tools(absl::StrCat("message ", i, role == "tool" ? " is a tool result"
-                                                                   : " has tool calls"));
+        return no_tools(
+            absl::StrCat("message ", i, role == "tool" ? " is a tool result" : " has tool calls"));
       }
     } else if (role != "system" && role != "user" && role != "assistant") {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -222,9 +222,9 @@ using Json = nlohmann::ordered_json;
 absl::StatusOr<Json> ParseObject(std::string_view text, std::string_view what) {
   Json value = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (!value.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        absl::string_view(what.data(), what.size()), " is not a JSON object: ",
-        absl::string_view(text.data(), std::min<size_t>(text.size(), 200))));
+    return absl::InvalidArgumentError(
+        absl::StrCat(absl::string_view(what.data(), what.size()), " is not a JSON object: ",
+                     absl::string_view(text.data(), std::min<size_t>(text.size(), 200))));
   }
   return value;
 }
@@ -291,8 +291,7 @@ void AppendHermesCall(PromptBuilder& out, std::string_view name, std::string_vie
 
 // A "tool" message of Qwen2.5 / Qwen3: consecutive results share one user
 // turn.
-void AppendHermesToolResult(PromptBuilder& out, absl::Span<const ChatMessage> messages,
-                            size_t i) {
+void AppendHermesToolResult(PromptBuilder& out, absl::Span<const ChatMessage> messages, size_t i) {
   if (i == 0 || messages[i - 1].role != "tool") out.Template("<|im_start|>user");
   out.Template("\n<tool_response>\n").Content(messages[i].content);
   out.Template("\n</tool_response>");
@@ -303,9 +302,9 @@ void AppendHermesToolResult(PromptBuilder& out, absl::Span<const ChatMessage> me
 absl::StatusOr<std::vector<Json>> ParseArguments(const ChatMessage& message, size_t i) {
   std::vector<Json> arguments;
   for (size_t j = 0; j < message.tool_calls.size(); ++j) {
-    absl::StatusOr<Json> parsed = ParseObject(
-        message.tool_calls[j].arguments,
-        absl::StrCat("the arguments of tool call ", j, " of message ", i));
+    absl::StatusOr<Json> parsed =
+        ParseObject(message.tool_calls[j].arguments,
+                    absl::StrCat("the arguments of tool call ", j, " of message ", i));
     if (!parsed.ok()) return parsed.status();
     arguments.push_back(*std::move(parsed));
   }
@@ -483,8 +482,7 @@ absl::StatusOr<std::string> ChatTemplate::Render(absl::Span<const ChatMessage> m
 absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderSegments(
     absl::Span<const ChatMessage> messages, bool add_generation_prompt,
     absl::Span<const std::string> tools) const {
-  if (absl::Status valid = CheckMessages(messages, tools, supports_tools(), family_);
-      !valid.ok()) {
+  if (absl::Status valid = CheckMessages(messages, tools, supports_tools(), family_); !valid.ok()) {
     return valid;
   }
   switch (family_) {
@@ -572,11 +570,11 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderLlama3(
       system = Strip(messages.front().content);
       messages.remove_prefix(1);
     }
-    append_turn(out, "system",
-                absl::StrCat(tools.empty() ? "" : "Environment: ipython\n",
-                             "Cutting Knowledge Date: December 2023\nToday Date: ",
-                             date_string_, "\n\n"),
-                system);
+    append_turn(
+        out, "system",
+        absl::StrCat(tools.empty() ? "" : "Environment: ipython\n",
+                     "Cutting Knowledge Date: December 2023\nToday Date: ", date_string_, "\n\n"),
+        system);
     if (!tools.empty()) {
       // Llama 3.1's tools_in_user_message: the tools go before the first
       // user message's content.
@@ -606,9 +604,9 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderLlama3(
       append_turn(out, "ipython", "", PythonJson(Json(m.content)));
     } else if (!m.tool_calls.empty()) {
       if (m.tool_calls.size() != 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "message ", i, " has ", m.tool_calls.size(),
-            " tool calls: llama3.1 supports one tool call per assistant message"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("message ", i, " has ", m.tool_calls.size(),
+                         " tool calls: llama3.1 supports one tool call per assistant message"));
       }
       absl::StatusOr<std::vector<Json>> arguments = ParseArguments(m, i);
       if (!arguments.ok()) return arguments.status();

@@ -665,14 +665,15 @@ TEST(ChatTemplateTest, Qwen25RendersToolsCallsAndResults) {
                 "\"arguments\": {\"city\": \"Oslo\"}}\n</tool_call><|im_end|>\n" +
                 kHermesResults);
   // A system message replaces the default; content comes before the calls.
-  EXPECT_EQ(RenderWithTools(chat, {{"system", "Be brief."},
-                                   {"user", "Hi"},
-                                   {"assistant", "Looking.", {{"f", "{}"}, {"g", "{\"a\":[1,2]}"}}}}),
-            std::string("<|im_start|>system\nBe brief.\n\n") + kHermesTools +
-                "<|im_start|>user\nHi<|im_end|>\n"
-                "<|im_start|>assistant\nLooking.\n<tool_call>\n{\"name\": \"f\", \"arguments\": "
-                "{}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": "
-                "{\"a\": [1, 2]}}\n</tool_call><|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(
+      RenderWithTools(chat, {{"system", "Be brief."},
+                             {"user", "Hi"},
+                             {"assistant", "Looking.", {{"f", "{}"}, {"g", "{\"a\":[1,2]}"}}}}),
+      std::string("<|im_start|>system\nBe brief.\n\n") + kHermesTools +
+          "<|im_start|>user\nHi<|im_end|>\n"
+          "<|im_start|>assistant\nLooking.\n<tool_call>\n{\"name\": \"f\", \"arguments\": "
+          "{}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": "
+          "{\"a\": [1, 2]}}\n</tool_call><|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplateTest, Qwen3RendersToolsCallsAndResults) {
