@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/tokenizer/utf8.h"
+#include "nlohmann/json.hpp"
 
 namespace lnpu::framework {
 namespace {
@@ -174,17 +175,37 @@ absl::Status UnsupportedTemplate(std::string_view what) {
       ". Pass --chat-template FAMILY to choose one"));
 }
 
-absl::Status CheckMessages(absl::Span<const ChatMessage> messages) {
+// Rejects tools, tool calls and "tool" messages unless `tools_support`.
+absl::Status CheckMessages(absl::Span<const ChatMessage> messages,
+                           absl::Span<const std::string> tools, bool tools_support,
+                           ChatFamily family) {
   if (messages.empty()) {
     return absl::InvalidArgumentError(
         "the conversation has no messages: add at least a user message");
   }
+  const auto no_tools = [family](std::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        absl::string_view(what.data(), what.size()), ": the ",
+        absl::string_view(ChatFamilyName(family).data(), ChatFamilyName(family).size()),
+        " chat template does not define tool calling (templates that do: qwen3, llama3.1, "
+        "and ChatML templates with <tool_call> blocks such as Qwen2.5's)"));
+  };
+  if (!tools.empty() && !tools_support) return no_tools("tools were given");
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
-    if (role != "system" && role != "user" && role != "assistant") {
+    if (role == "tool" || !messages[i].tool_calls.empty()) {
+      if (!tools_support) {
+        return no_tools(
+            absl::StrCat("message ", i, role == "tool" ? " is a tool result" : " has tool calls"));
+      }
+    } else if (role != "system" && role != "user" && role != "assistant") {
       return absl::InvalidArgumentError(absl::StrCat(
-          "message ", i, " has role \"", role,
-          "\"; use \"system\", \"user\" or \"assistant\""));
+          "message ", i, " has role \"", role, "\"; use \"system\", \"user\" or \"assistant\"",
+          tools_support ? " (or \"tool\")" : ""));
+    }
+    if (!messages[i].tool_calls.empty() && role != "assistant") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("message ", i, " has tool calls but is not an assistant message"));
     }
     if (absl::Status valid = utf8::Validate(messages[i].content); !valid.ok()) {
       return absl::InvalidArgumentError(
@@ -193,6 +214,101 @@ absl::Status CheckMessages(absl::Span<const ChatMessage> messages) {
     }
   }
   return absl::OkStatus();
+}
+
+using Json = nlohmann::ordered_json;
+
+// `text` as a JSON object; InvalidArgument naming `what` otherwise.
+absl::StatusOr<Json> ParseObject(std::string_view text, std::string_view what) {
+  Json value = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!value.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(absl::string_view(what.data(), what.size()), " is not a JSON object: ",
+                     absl::string_view(text.data(), std::min<size_t>(text.size(), 200))));
+  }
+  return value;
+}
+
+// Jinja's tojson as chat templates run it: Python's json.dumps with
+// ensure_ascii=False, so ", " and ": " separators when `indent` < 0, else
+// one item per line (which nlohmann writes the same way).
+std::string PythonJson(const Json& value, int indent = -1) {
+  constexpr auto kReplace = nlohmann::detail::error_handler_t::replace;
+  if (indent >= 0) return value.dump(indent, ' ', false, kReplace);
+  if (value.is_object()) {
+    std::string out = "{";
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      if (it != value.begin()) out += ", ";
+      absl::StrAppend(&out, Json(it.key()).dump(-1, ' ', false, kReplace), ": ",
+                      PythonJson(it.value()));
+    }
+    return out + "}";
+  }
+  if (value.is_array()) {
+    std::string out = "[";
+    for (size_t i = 0; i < value.size(); ++i) {
+      absl::StrAppend(&out, i == 0 ? "" : ", ", PythonJson(value[i]));
+    }
+    return out + "]";
+  }
+  return value.dump(-1, ' ', false, kReplace);
+}
+
+// The tool definitions, parsed; InvalidArgument naming the one that is
+// not a JSON object.
+absl::StatusOr<std::vector<Json>> ParseTools(absl::Span<const std::string> tools) {
+  std::vector<Json> parsed;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    absl::StatusOr<Json> tool = ParseObject(tools[i], absl::StrCat("tool ", i));
+    if (!tool.ok()) return tool.status();
+    parsed.push_back(*std::move(tool));
+  }
+  return parsed;
+}
+
+// The "# Tools" system text of Qwen2.5 and Qwen3 (after the system
+// message and a blank line, if any).
+void AppendHermesTools(PromptBuilder& out, std::optional<std::string_view> system,
+                       const std::vector<Json>& tools) {
+  out.Template("<|im_start|>system\n");
+  if (system.has_value()) out.Content(*system).Template("\n\n");
+  out.Template(
+      "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+      "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
+  for (const Json& tool : tools) out.Template("\n").Content(PythonJson(tool));
+  out.Template(
+      "\n</tools>\n\nFor each function call, return a json object with function name and "
+      "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+      "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n");
+}
+
+// One <tool_call> block of Qwen2.5 / Qwen3; `arguments` as the template
+// writes them.
+void AppendHermesCall(PromptBuilder& out, std::string_view name, std::string_view arguments) {
+  out.Template("<tool_call>\n{\"name\": \"").Content(name).Template("\", \"arguments\": ");
+  out.Content(arguments).Template("}\n</tool_call>");
+}
+
+// A "tool" message of Qwen2.5 / Qwen3: consecutive results share one user
+// turn.
+void AppendHermesToolResult(PromptBuilder& out, absl::Span<const ChatMessage> messages, size_t i) {
+  if (i == 0 || messages[i - 1].role != "tool") out.Template("<|im_start|>user");
+  out.Template("\n<tool_response>\n").Content(messages[i].content);
+  out.Template("\n</tool_response>");
+  if (i + 1 == messages.size() || messages[i + 1].role != "tool") out.Template("<|im_end|>\n");
+}
+
+// The calls of message `i`, their arguments parsed.
+absl::StatusOr<std::vector<Json>> ParseArguments(const ChatMessage& message, size_t i) {
+  std::vector<Json> arguments;
+  for (size_t j = 0; j < message.tool_calls.size(); ++j) {
+    absl::StatusOr<Json> parsed =
+        ParseObject(message.tool_calls[j].arguments,
+                    absl::StrCat("the arguments of tool call ", j, " of message ", i));
+    if (!parsed.ok()) return parsed.status();
+    arguments.push_back(*std::move(parsed));
+  }
+  return arguments;
 }
 
 // The content of the first message if it is a system message, which is
@@ -291,6 +407,7 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Detect(
   if (Contains(jinja, "<|im_start|>")) {
     ChatTemplate chat(ChatFamily::kChatMl, tokens);
     chat.default_system_prompt_ = DefaultSystemPrompt(jinja);
+    chat.chatml_tools_ = Contains(jinja, "<tool_call>");
     return chat;
   }
   if (Contains(jinja, "<|start_header_id|>")) {
@@ -346,10 +463,16 @@ std::string_view ChatTemplate::LeadingBos() const {
   return tokens_.add_bos ? std::string_view() : std::string_view(tokens_.bos);
 }
 
-absl::StatusOr<std::string> ChatTemplate::Render(
-    absl::Span<const ChatMessage> messages, bool add_generation_prompt) const {
+bool ChatTemplate::supports_tools() const {
+  return family_ == ChatFamily::kQwen3 || family_ == ChatFamily::kLlama31 ||
+         (family_ == ChatFamily::kChatMl && chatml_tools_);
+}
+
+absl::StatusOr<std::string> ChatTemplate::Render(absl::Span<const ChatMessage> messages,
+                                                 bool add_generation_prompt,
+                                                 absl::Span<const std::string> tools) const {
   absl::StatusOr<std::vector<TextSegment>> segments =
-      RenderSegments(messages, add_generation_prompt);
+      RenderSegments(messages, add_generation_prompt, tools);
   if (!segments.ok()) return segments.status();
   std::string text;
   for (const TextSegment& segment : *segments) text += segment.text;
@@ -357,14 +480,17 @@ absl::StatusOr<std::string> ChatTemplate::Render(
 }
 
 absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderSegments(
-    absl::Span<const ChatMessage> messages, bool add_generation_prompt) const {
-  if (absl::Status valid = CheckMessages(messages); !valid.ok()) return valid;
+    absl::Span<const ChatMessage> messages, bool add_generation_prompt,
+    absl::Span<const std::string> tools) const {
+  if (absl::Status valid = CheckMessages(messages, tools, supports_tools(), family_); !valid.ok()) {
+    return valid;
+  }
   switch (family_) {
     case ChatFamily::kChatMl:
-      return RenderChatMl(messages, add_generation_prompt);
+      return RenderChatMl(messages, add_generation_prompt, tools);
     case ChatFamily::kLlama3:
     case ChatFamily::kLlama31:
-      return RenderLlama3(messages, add_generation_prompt);
+      return RenderLlama3(messages, add_generation_prompt, tools);
     case ChatFamily::kLlama2:
       return RenderLlama2(messages);
     case ChatFamily::kZephyr:
@@ -374,7 +500,7 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderSegments(
     case ChatFamily::kGemma:
       return RenderGemma(messages, add_generation_prompt);
     case ChatFamily::kQwen3:
-      return RenderQwen3(messages, add_generation_prompt);
+      return RenderQwen3(messages, add_generation_prompt, tools);
     case ChatFamily::kMistralV3:
     case ChatFamily::kMistralTekken:
       return RenderMistral(messages);
@@ -382,23 +508,52 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderSegments(
   return absl::InternalError("unknown chat family");
 }
 
-std::vector<TextSegment> ChatTemplate::RenderChatMl(absl::Span<const ChatMessage> messages,
-                                                    bool add_generation_prompt) const {
+absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderChatMl(
+    absl::Span<const ChatMessage> messages, bool add_generation_prompt,
+    absl::Span<const std::string> tools) const {
   PromptBuilder out;
-  if (messages.front().role != "system" && default_system_prompt_.has_value()) {
+  if (!tools.empty()) {
+    // Qwen2.5: the system message (or the default one), then the tools.
+    absl::StatusOr<std::vector<Json>> parsed = ParseTools(tools);
+    if (!parsed.ok()) return parsed.status();
+    std::optional<std::string_view> system = TakeSystem(messages);
+    if (!system.has_value() && default_system_prompt_.has_value()) {
+      system = *default_system_prompt_;
+    }
+    AppendHermesTools(out, system, *parsed);
+  } else if (messages.front().role != "system" && default_system_prompt_.has_value()) {
     out.Template("<|im_start|>system\n").Template(*default_system_prompt_);
     out.Template("<|im_end|>\n");
   }
-  for (const ChatMessage& m : messages) {
-    out.Template("<|im_start|>").Template(m.role).Template("\n");
-    out.Content(m.content).Template("<|im_end|>\n");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "tool") {
+      AppendHermesToolResult(out, messages, i);
+      continue;
+    }
+    if (m.tool_calls.empty()) {
+      out.Template("<|im_start|>").Template(m.role).Template("\n");
+      out.Content(m.content).Template("<|im_end|>\n");
+      continue;
+    }
+    // Qwen2.5 writes the arguments with tojson.
+    absl::StatusOr<std::vector<Json>> arguments = ParseArguments(m, i);
+    if (!arguments.ok()) return arguments.status();
+    out.Template("<|im_start|>assistant");
+    if (!m.content.empty()) out.Template("\n").Content(m.content);
+    for (size_t j = 0; j < m.tool_calls.size(); ++j) {
+      out.Template("\n");
+      AppendHermesCall(out, m.tool_calls[j].name, PythonJson((*arguments)[j]));
+    }
+    out.Template("<|im_end|>\n");
   }
   if (add_generation_prompt) out.Template("<|im_start|>assistant\n");
   return out.Take();
 }
 
-std::vector<TextSegment> ChatTemplate::RenderLlama3(absl::Span<const ChatMessage> messages,
-                                                    bool add_generation_prompt) const {
+absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderLlama3(
+    absl::Span<const ChatMessage> messages, bool add_generation_prompt,
+    absl::Span<const std::string> tools) const {
   // `content` as given: the caller trims what the template trims. `preamble`
   // is template text before it.
   auto append_turn = [](PromptBuilder& out, std::string_view role, std::string_view preamble,
@@ -415,13 +570,52 @@ std::vector<TextSegment> ChatTemplate::RenderLlama3(absl::Span<const ChatMessage
       system = Strip(messages.front().content);
       messages.remove_prefix(1);
     }
-    append_turn(out, "system",
-                absl::StrCat("Cutting Knowledge Date: December 2023\nToday Date: ",
-                             date_string_, "\n\n"),
-                system);
+    append_turn(
+        out, "system",
+        absl::StrCat(tools.empty() ? "" : "Environment: ipython\n",
+                     "Cutting Knowledge Date: December 2023\nToday Date: ", date_string_, "\n\n"),
+        system);
+    if (!tools.empty()) {
+      // Llama 3.1's tools_in_user_message: the tools go before the first
+      // user message's content.
+      absl::StatusOr<std::vector<Json>> parsed = ParseTools(tools);
+      if (!parsed.ok()) return parsed.status();
+      if (messages.empty() || messages.front().role != "user") {
+        return absl::InvalidArgumentError(
+            "llama3.1 puts the tools into the first user message: give a user message first "
+            "(after an optional system message)");
+      }
+      PromptBuilder preamble;
+      preamble.Template(
+          "Given the following functions, please respond with a JSON for a function call "
+          "with its proper arguments that best answers the given prompt.\n\n"
+          "Respond in the format {\"name\": function name, \"parameters\": dictionary of "
+          "argument name and its value}.Do not use variables.\n\n");
+      for (const Json& tool : *parsed) preamble.Content(PythonJson(tool, 4)).Template("\n\n");
+      out.Template("<|start_header_id|>user<|end_header_id|>\n\n").Append(preamble.Take());
+      out.Content(Strip(messages.front().content)).Template("<|eot_id|>");
+      messages.remove_prefix(1);
+    }
   }
-  for (const ChatMessage& m : messages) {
-    append_turn(out, m.role, "", Strip(m.content));
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "tool") {
+      // The template writes a result with tojson (a string is iterable).
+      append_turn(out, "ipython", "", PythonJson(Json(m.content)));
+    } else if (!m.tool_calls.empty()) {
+      if (m.tool_calls.size() != 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("message ", i, " has ", m.tool_calls.size(),
+                         " tool calls: llama3.1 supports one tool call per assistant message"));
+      }
+      absl::StatusOr<std::vector<Json>> arguments = ParseArguments(m, i);
+      if (!arguments.ok()) return arguments.status();
+      out.Template("<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"");
+      out.Content(m.tool_calls[0].name).Template("\", \"parameters\": ");
+      out.Content(PythonJson(arguments->front())).Template("}<|eot_id|>");
+    } else {
+      append_turn(out, m.role, "", Strip(m.content));
+    }
   }
   if (add_generation_prompt) {
     out.Template("<|start_header_id|>assistant<|end_header_id|>\n\n");
@@ -505,8 +699,9 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderGemma(
   return out.Take();
 }
 
-std::vector<TextSegment> ChatTemplate::RenderQwen3(absl::Span<const ChatMessage> messages,
-                                                   bool add_generation_prompt) const {
+absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderQwen3(
+    absl::Span<const ChatMessage> messages, bool add_generation_prompt,
+    absl::Span<const std::string> tools) const {
   // Assistant turns after the last user message keep their reasoning in a
   // <think> block; earlier ones keep only the answer.
   size_t last_query = messages.size() - 1;
@@ -517,8 +712,23 @@ std::vector<TextSegment> ChatTemplate::RenderQwen3(absl::Span<const ChatMessage>
     }
   }
   PromptBuilder out;
-  for (size_t i = 0; i < messages.size(); ++i) {
+  size_t first = 0;
+  if (!tools.empty()) {
+    absl::StatusOr<std::vector<Json>> parsed = ParseTools(tools);
+    if (!parsed.ok()) return parsed.status();
+    std::optional<std::string_view> system;
+    if (messages.front().role == "system") {
+      system = messages.front().content;
+      first = 1;
+    }
+    AppendHermesTools(out, system, *parsed);
+  }
+  for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
+    if (m.role == "tool") {
+      AppendHermesToolResult(out, messages, i);
+      continue;
+    }
     out.Template("<|im_start|>").Template(m.role).Template("\n");
     if (m.role != "assistant") {
       out.Content(m.content).Template("<|im_end|>\n");
@@ -532,6 +742,12 @@ std::vector<TextSegment> ChatTemplate::RenderQwen3(absl::Span<const ChatMessage>
       out.Template("\n</think>\n\n").Content(StripNewlinesLeft(reply.answer));
     } else {
       out.Content(reply.answer);
+    }
+    // Qwen3 writes the arguments text as given.
+    if (absl::Status valid = ParseArguments(m, i).status(); !valid.ok()) return valid;
+    for (size_t j = 0; j < m.tool_calls.size(); ++j) {
+      if (j > 0 || !reply.answer.empty()) out.Template("\n");
+      AppendHermesCall(out, m.tool_calls[j].name, m.tool_calls[j].arguments);
     }
     out.Template("<|im_end|>\n");
   }

@@ -21,9 +21,20 @@
 
 namespace lnpu::framework {
 
+// A function call an assistant message made (OpenAI
+// message.tool_calls[].function), rendered back by templates with tools.
+struct ChatToolCall {
+  std::string name;
+  std::string arguments;  // the text of a JSON object
+};
+
 struct ChatMessage {
-  std::string role;     // "system", "user" or "assistant"
+  // "system", "user", "assistant", or "tool" (a tool's result, for
+  // templates with tools: ChatTemplate::supports_tools()).
+  std::string role;
   std::string content;  // well-formed UTF-8
+  // The calls of an assistant message (templates with tools only).
+  std::vector<ChatToolCall> tool_calls = {};
 };
 
 enum class ChatFamily {
@@ -116,14 +127,28 @@ class ChatTemplate {
   ChatTemplate WithThinking(bool enable_thinking) const;
   bool thinking() const { return enable_thinking_; }
 
+  // Whether the template renders tool definitions, assistant tool calls
+  // and "tool" messages: Qwen3, Llama 3.1, and ChatML templates that
+  // define <tool_call> blocks (Qwen2.5's, as detected).
+  bool supports_tools() const;
+
   // The prompt text for `messages`, ending with the start of an assistant
-  // turn when `add_generation_prompt`. InvalidArgument, naming the message,
-  // for no messages, a role other than system/user/assistant, content that
-  // is not well-formed UTF-8, or a conversation the family cannot express
-  // (Llama 2, Gemma, Mistral: a system message after the first, or turns
-  // that do not alternate user/assistant starting with user).
+  // turn when `add_generation_prompt`. `tools` are the functions the model
+  // may call, each an OpenAI tools[] entry as a JSON object's text
+  // ({"type": "function", "function": {"name", "description",
+  // "parameters"}}), rendered as the family's template renders them
+  // (Python's json.dumps of the object, as Jinja's tojson). InvalidArgument,
+  // naming the message, for no messages, a role other than
+  // system/user/assistant (and tool, with tools support), content that is
+  // not well-formed UTF-8, tools, tool calls or "tool" messages for a
+  // template without tools support, tool arguments or definitions that are
+  // not JSON objects, or a conversation the family cannot express (Llama 2,
+  // Gemma, Mistral: a system message after the first, or turns that do not
+  // alternate user/assistant starting with user; Llama 3.1 with tools: no
+  // user message first, or an assistant message with more than one call).
   absl::StatusOr<std::string> Render(absl::Span<const ChatMessage> messages,
-                                     bool add_generation_prompt) const;
+                                     bool add_generation_prompt,
+                                     absl::Span<const std::string> tools = {}) const;
 
   // The same text as Render, in segments to tokenize with
   // Tokenizer::EncodeSegments: the template's own text (turn markers,
@@ -132,7 +157,8 @@ class ChatTemplate {
   // content without, so that content spelling a control token stays text.
   // No segment is empty; adjacent segments differ in parse_special.
   absl::StatusOr<std::vector<TextSegment>> RenderSegments(
-      absl::Span<const ChatMessage> messages, bool add_generation_prompt) const;
+      absl::Span<const ChatMessage> messages, bool add_generation_prompt,
+      absl::Span<const std::string> tools = {}) const;
 
  private:
   ChatTemplate(ChatFamily family, ChatSpecialTokens tokens)
@@ -141,24 +167,28 @@ class ChatTemplate {
   // The template's bos_token at the very start of the prompt: empty when
   // the tokenizer adds BOS itself.
   std::string_view LeadingBos() const;
-  std::vector<TextSegment> RenderChatMl(absl::Span<const ChatMessage> messages,
-                                        bool add_generation_prompt) const;
-  std::vector<TextSegment> RenderLlama3(absl::Span<const ChatMessage> messages,
-                                        bool add_generation_prompt) const;
+  absl::StatusOr<std::vector<TextSegment>> RenderChatMl(
+      absl::Span<const ChatMessage> messages, bool add_generation_prompt,
+      absl::Span<const std::string> tools) const;
+  absl::StatusOr<std::vector<TextSegment>> RenderLlama3(
+      absl::Span<const ChatMessage> messages, bool add_generation_prompt,
+      absl::Span<const std::string> tools) const;
   absl::StatusOr<std::vector<TextSegment>> RenderLlama2(
       absl::Span<const ChatMessage> messages) const;
   std::vector<TextSegment> RenderTagged(absl::Span<const ChatMessage> messages,
                                         bool add_generation_prompt) const;
   absl::StatusOr<std::vector<TextSegment>> RenderGemma(
       absl::Span<const ChatMessage> messages, bool add_generation_prompt) const;
-  std::vector<TextSegment> RenderQwen3(absl::Span<const ChatMessage> messages,
-                                       bool add_generation_prompt) const;
+  absl::StatusOr<std::vector<TextSegment>> RenderQwen3(
+      absl::Span<const ChatMessage> messages, bool add_generation_prompt,
+      absl::Span<const std::string> tools) const;
   absl::StatusOr<std::vector<TextSegment>> RenderMistral(
       absl::Span<const ChatMessage> messages) const;
 
   ChatFamily family_;
   ChatSpecialTokens tokens_;
   std::optional<std::string> default_system_prompt_;
+  bool chatml_tools_ = false;  // a detected ChatML template with <tool_call>
   std::string date_string_ = "26 Jul 2024";
   bool enable_thinking_ = true;
 };

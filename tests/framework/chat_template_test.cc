@@ -616,6 +616,127 @@ TEST(ChatTemplateTest, Qwen3) {
             "<|im_start|>assistant\n<think>\n\n</think>\n\nHello!<|im_end|>\n");
 }
 
+// A tool round trip: the call, then two results.
+const std::vector<ChatMessage> kToolConversation = {
+    {"user", "Weather in Oslo?"},
+    {"assistant", "", {{"get_weather", R"({"city":"Oslo"})"}}},
+    {"tool", "3 C"},
+    {"tool", "rain"},
+};
+const std::vector<std::string> kTools = {
+    R"({"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}})"};
+// Qwen2.5's and Qwen3's tools system text after its first line.
+constexpr char kHermesTools[] =
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+    R"({"type": "function", "function": {"name": "get_weather", "parameters": {"type": )"
+    R"("object", "properties": {"city": {"type": "string"}}}}})"
+    "\n</tools>\n\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+    "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n";
+constexpr char kHermesResults[] =
+    "<|im_start|>user\n<tool_response>\n3 C\n</tool_response>\n<tool_response>\nrain\n"
+    "</tool_response><|im_end|>\n<|im_start|>assistant\n";
+
+std::string RenderWithTools(const ChatTemplate& chat, const std::vector<ChatMessage>& messages,
+                            const std::vector<std::string>& tools = kTools) {
+  absl::StatusOr<std::string> text = chat.Render(messages, true, tools);
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.ok() ? *text : "";
+}
+
+// The message of Render's error ("" when it renders).
+std::string RenderError(const ChatTemplate& chat, const std::vector<ChatMessage>& messages,
+                        const std::vector<std::string>& tools = {}) {
+  return std::string(chat.Render(messages, true, tools).status().message());
+}
+
+TEST(ChatTemplateTest, Qwen25RendersToolsCallsAndResults) {
+  const ChatTemplate chat = Detected(kQwen25, kQwenTokens);
+  EXPECT_TRUE(chat.supports_tools());
+  // The default system prompt, then the tools; the call's arguments as
+  // tojson writes them.
+  EXPECT_EQ(RenderWithTools(chat, kToolConversation),
+            std::string("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a "
+                        "helpful assistant.\n\n") +
+                kHermesTools +
+                "<|im_start|>user\nWeather in Oslo?<|im_end|>\n"
+                "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", "
+                "\"arguments\": {\"city\": \"Oslo\"}}\n</tool_call><|im_end|>\n" +
+                kHermesResults);
+  // A system message replaces the default; content comes before the calls.
+  EXPECT_EQ(
+      RenderWithTools(chat, {{"system", "Be brief."},
+                             {"user", "Hi"},
+                             {"assistant", "Looking.", {{"f", "{}"}, {"g", "{\"a\":[1,2]}"}}}}),
+      std::string("<|im_start|>system\nBe brief.\n\n") + kHermesTools +
+          "<|im_start|>user\nHi<|im_end|>\n"
+          "<|im_start|>assistant\nLooking.\n<tool_call>\n{\"name\": \"f\", \"arguments\": "
+          "{}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": "
+          "{\"a\": [1, 2]}}\n</tool_call><|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplateTest, Qwen3RendersToolsCallsAndResults) {
+  const ChatTemplate chat = Detected(kQwen3, kQwenTokens);
+  EXPECT_TRUE(chat.supports_tools());
+  // No system message: the tools alone; the arguments text as given.
+  EXPECT_EQ(RenderWithTools(chat, kToolConversation),
+            std::string("<|im_start|>system\n") + kHermesTools +
+                "<|im_start|>user\nWeather in Oslo?<|im_end|>\n"
+                "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", "
+                "\"arguments\": {\"city\":\"Oslo\"}}\n</tool_call><|im_end|>\n" +
+                kHermesResults);
+  // Tool results in the history render without tools too.
+  EXPECT_EQ(RenderWithTools(chat, {{"user", "Hi"}, {"tool", "x"}}, {}),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>user\n<tool_response>\nx\n"
+            "</tool_response><|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplateTest, Llama31PutsToolsIntoTheFirstUserMessage) {
+  const ChatTemplate chat = Detected(kLlama31, kLlama3Tokens);
+  EXPECT_TRUE(chat.supports_tools());
+  EXPECT_EQ(RenderWithTools(chat, kToolConversation),
+            "<|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\n"
+            "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please "
+            "respond with a JSON for a function call with its proper arguments that best "
+            "answers the given prompt.\n\nRespond in the format {\"name\": function name, "
+            "\"parameters\": dictionary of argument name and its value}.Do not use "
+            "variables.\n\n{\n    \"type\": \"function\",\n    \"function\": {\n        "
+            "\"name\": \"get_weather\",\n        \"parameters\": {\n            \"type\": "
+            "\"object\",\n            \"properties\": {\n                \"city\": {\n"
+            "                    \"type\": \"string\"\n                }\n            }\n"
+            "        }\n    }\n}\n\nWeather in Oslo?<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"get_weather\", "
+            "\"parameters\": {\"city\": \"Oslo\"}}<|eot_id|>"
+            "<|start_header_id|>ipython<|end_header_id|>\n\n\"3 C\"<|eot_id|>"
+            "<|start_header_id|>ipython<|end_header_id|>\n\n\"rain\"<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  // One call per message, and a user message to carry the tools.
+  EXPECT_THAT(RenderError(chat, {{"user", "x"}, {"assistant", "", {{"f", "{}"}, {"g", "{}"}}}}),
+              HasSubstr("one tool call per assistant message"));
+  EXPECT_THAT(RenderError(chat, {{"assistant", "x"}}, kTools),
+              HasSubstr("give a user message first"));
+}
+
+TEST(ChatTemplateTest, TemplatesWithoutToolCallingRefuseTools) {
+  for (const ChatTemplate& chat :
+       {Detected(kQwen2, kQwenTokens), Detected(kLlama3, kLlama3Tokens),
+        ChatTemplate::ForFamily(ChatFamily::kChatMl, kQwenTokens),
+        ChatTemplate::ForFamily(ChatFamily::kGemma, kSentencePieceTokens)}) {
+    EXPECT_FALSE(chat.supports_tools());
+    EXPECT_THAT(RenderError(chat, kOneQuestion, kTools), HasSubstr("does not define tool calling"));
+    EXPECT_THAT(RenderError(chat, kToolConversation), HasSubstr("does not define tool calling"));
+  }
+  // Arguments and definitions must be JSON objects.
+  const ChatTemplate qwen3 = Detected(kQwen3, kQwenTokens);
+  EXPECT_THAT(RenderError(qwen3, {{"user", "x"}, {"assistant", "", {{"f", "[1]"}}}}),
+              HasSubstr("not a JSON object"));
+  EXPECT_THAT(RenderError(qwen3, kOneQuestion, {"[]"}), HasSubstr("tool 0 is not a JSON object"));
+  EXPECT_THAT(RenderError(qwen3, {{"user", "x", {{"f", "{}"}}}}),
+              HasSubstr("not an assistant message"));
+}
+
 void ExpectSplit(const std::string& reply, const std::string& reasoning,
                  const std::string& answer) {
   const ReasoningReply split = SplitReasoning(reply);
@@ -742,7 +863,8 @@ TEST(ChatTemplateTest, RejectsBadMessages) {
     const char* problem;
   } cases[] = {
       {{}, "no messages"},
-      {{{"user", "hi"}, {"tool", "42"}}, "message 1 has role \"tool\""},
+      {{{"user", "hi"}, {"tool", "42"}}, "message 1 is a tool result"},
+      {{{"user", "hi"}, {"robot", "42"}}, "message 1 has role \"robot\""},
       {{{"user", "bad \xFF byte"}}, "message 0 content is not well-formed UTF-8"},
   };
   for (const auto& c : cases) {

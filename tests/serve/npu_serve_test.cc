@@ -35,6 +35,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "tests/serve/serve_test_support.h"
 #include "tests/tools/tool_test_support.h"
 
 extern char** environ;
@@ -52,12 +53,14 @@ constexpr long kRssAllowanceKib = 16 * 1024;
 namespace lnpu {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using serve::testing::kKey;
+using serve::testing::PostStream;
+using serve::testing::ServerProcess;
+using serve::testing::Stream;
+using ::testing::HasSubstr;
 using tools::testing::ReadFileOrEmpty;
 using tools::testing::TestDirectory;
-
-constexpr char kKey[] = "test-key";
 
 ::testing::Environment* const test_directory =
     ::testing::AddGlobalTestEnvironment(new TestDirectory("npu_serve_test"));
@@ -79,194 +82,6 @@ const std::string& Artifact() {
   return *path;
 }
 
-// A running npu-serve child process on a free loopback port.
-class ServerProcess {
- public:
-  // Starts npu-serve -m Artifact() --device soft --port 0 `args`, with
-  // `env` added, and waits until /health is ready.
-  ServerProcess(const std::string& name, const std::vector<std::string>& args,
-                const std::vector<std::string>& env = {})
-      : log_path_(TestDirectory::Path(name + ".log")) {
-    const char* program = std::getenv("LNPU_NPU_SERVE");
-    if (program == nullptr) {
-      ADD_FAILURE() << "LNPU_NPU_SERVE is not set: run through meson test";
-      return;
-    }
-    std::vector<std::string> argv_storage = {program, "-m", Artifact(), "--device", "soft",
-                                             "--host", "127.0.0.1", "--port", "0"};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : argv_storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_storage(env.begin(), env.end());
-    for (char** e = environ; *e != nullptr; ++e) env_storage.emplace_back(*e);
-    std::vector<char*> envp;
-    for (std::string& e : env_storage) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, log_path_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int spawned = posix_spawn(&pid_, program, &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (spawned != 0) {
-      ADD_FAILURE() << "cannot start " << program;
-      pid_ = -1;
-      return;
-    }
-    const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
-    const absl::Time deadline = absl::Now() + absl::Seconds(60);
-    std::smatch match;
-    std::string log;
-    while (absl::Now() < deadline) {
-      log = ReadFileOrEmpty(log_path_);
-      if (std::regex_search(log, match, listening)) break;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    if (match.empty()) {
-      ADD_FAILURE() << "npu-serve did not start:\n" << log;
-      return;
-    }
-    port_ = std::stoi(match[1]);
-    while (absl::Now() < deadline) {
-      httplib::Result health = Client().Get("/health");
-      if (health && health->status == 200) return;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    ADD_FAILURE() << "npu-serve did not become ready:\n" << ReadFileOrEmpty(log_path_);
-  }
-
-  ~ServerProcess() {
-    if (pid_ > 0 && !stopped_) {
-      EXPECT_EQ(Stop(), 0) << log();
-    }
-  }
-
-  // SIGTERM, then the exit code (-1 when it did not exit within 60 s).
-  int Stop() {
-    stopped_ = true;
-    kill(pid_, SIGTERM);
-    const absl::Time deadline = absl::Now() + absl::Seconds(60);
-    int status = 0;
-    while (absl::Now() < deadline) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, &status, 0);
-    return -1;
-  }
-
-  httplib::Client Client(bool with_key = true) const {
-    httplib::Client client("127.0.0.1", port_);
-    client.set_read_timeout(60, 0);
-    if (with_key) client.set_default_headers({{"Authorization", absl::StrCat("Bearer ", kKey)}});
-    return client;
-  }
-
-  // A value of GET /metrics ("name" or "name{labels}"), or -1.
-  double Metric(const std::string& name) const {
-    httplib::Result res = Client().Get("/metrics");
-    if (!res || res->status != 200) return -1;
-    for (absl::string_view line : absl::StrSplit(res->body, '\n')) {
-      if (line.size() > name.size() && line.substr(0, name.size()) == name &&
-          line[name.size()] == ' ') {
-        double value = -1;
-        if (absl::SimpleAtod(line.substr(name.size() + 1), &value)) return value;
-      }
-    }
-    return 0;  // a labelled counter not seen yet
-  }
-
-  // Waits up to 10 s for Metric(name) == value.
-  bool MetricReaches(const std::string& name, double value) const {
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (absl::Now() < deadline) {
-      if (Metric(name) == value) return true;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return false;
-  }
-
-  // Resident memory in KiB.
-  int64_t RssKib() const {
-    std::ifstream status(absl::StrCat("/proc/", pid_, "/status"));
-    std::string line;
-    while (std::getline(status, line)) {
-      int64_t kib = 0;
-      if (line.starts_with("VmRSS:") &&
-          absl::SimpleAtoi(absl::StripAsciiWhitespace(
-                               absl::string_view(line).substr(6, line.size() - 6 - 3)),
-                           &kib)) {
-        return kib;
-      }
-    }
-    return -1;
-  }
-
-  int port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  std::string log() const { return ReadFileOrEmpty(log_path_); }
-
- private:
-  std::string log_path_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-  bool stopped_ = false;
-};
-
-// A streamed response split into its events.
-struct Stream {
-  int status = 0;
-  std::vector<json> chunks;  // the data events before [DONE]
-  bool done = false;         // [DONE] arrived last
-  std::string text;          // the concatenated deltas
-};
-
-Stream PostStream(httplib::Client client, const std::string& path, const json& body,
-                  const std::function<bool(const Stream&)>& keep_reading = nullptr) {
-  Stream stream;
-  std::string buffer;
-  httplib::Request req;
-  req.method = "POST";
-  req.path = path;
-  req.body = body.dump();
-  req.set_header("Content-Type", "application/json");
-  req.response_handler = [&](const httplib::Response& res) {
-    stream.status = res.status;
-    return true;
-  };
-  req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-    buffer.append(data, size);
-    size_t end;
-    while ((end = buffer.find("\n\n")) != std::string::npos) {
-      const std::string event = buffer.substr(0, end);
-      buffer.erase(0, end + 2);
-      if (!event.starts_with("data: ")) continue;
-      EXPECT_FALSE(stream.done) << "an event after [DONE]";
-      if (event == "data: [DONE]") {
-        stream.done = true;
-        continue;
-      }
-      json chunk = json::parse(event.substr(6));
-      if (chunk.contains("choices") && !chunk["choices"].empty()) {
-        const json& choice = chunk["choices"][0];
-        if (choice.contains("delta")) {
-          stream.text += choice["delta"].value("content", "");
-        } else {
-          stream.text += choice.value("text", "");
-        }
-      }
-      stream.chunks.push_back(std::move(chunk));
-    }
-    return !keep_reading || keep_reading(stream);
-  };
-  client.send(req);
-  return stream;
-}
-
 framework::GenerationConfig Greedy(int max_new_tokens) {
   framework::GenerationConfig config;
   config.max_new_tokens = max_new_tokens;
@@ -276,9 +91,9 @@ framework::GenerationConfig Greedy(int max_new_tokens) {
 class NpuServeTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new ServerProcess("main", {"--api-key", kKey, "--sessions", "2", "--queue", "8",
-                                         "--max-body-bytes", "65536", "--chat-template",
-                                         "chatml"});
+    server_ = new ServerProcess(Artifact(), "main",
+                                {"--api-key", kKey, "--sessions", "2", "--queue", "8",
+                                 "--max-body-bytes", "65536", "--chat-template", "chatml"});
     llm_ = framework::Llm::Load(Artifact(), {.device = "soft"}).value().release();
   }
   static void TearDownTestSuite() {
@@ -419,9 +234,11 @@ TEST_F(NpuServeTest, BadRequestsGetOpenAiErrors) {
             "invalid_json");
   EXPECT_THAT(ExpectError("/v1/chat/completions",
                           R"({"messages": [{"role": "user", "content": "x"}],
-                              "response_format": {"type": "json_object"}})",
-                          400)["message"].get<std::string>(),
-              HasSubstr("not supported yet"));
+                              "response_format": {"type": "json_schema", "json_schema":
+                              {"name": "n", "schema": {"type": "integer", "minimum": 0}}}})",
+                          400)["message"]
+                  .get<std::string>(),
+              HasSubstr("'minimum'"));
   std::string long_prompt;
   for (int i = 0; i < 400; ++i) long_prompt += "the dog ran and ";
   EXPECT_EQ(ExpectError("/v1/completions", json{{"prompt", long_prompt}}.dump(), 400)["code"],
@@ -539,7 +356,8 @@ TEST_F(NpuServeTest, SoakOfMixedClientsReturnsToBaseline) {
 class EndlessServeTest : public ::testing::Test {};
 
 TEST_F(EndlessServeTest, ClientDisconnectFreesTheSessionAtOnce) {
-  ServerProcess server("ring", {"--api-key", kKey, "--sessions", "1", "--ctx-policy", "ring"});
+  ServerProcess server(Artifact(), "ring",
+                       {"--api-key", kKey, "--sessions", "1", "--ctx-policy", "ring"});
   const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 1000000}, {"stream", true}};
   const Stream stream = PostStream(server.Client(), "/v1/completions", body,
                                    [](const Stream& s) { return s.chunks.size() < 3; });
@@ -555,8 +373,9 @@ TEST_F(EndlessServeTest, ClientDisconnectFreesTheSessionAtOnce) {
 }
 
 TEST_F(EndlessServeTest, SigtermFinishesInFlightAndRefusesNewRequests) {
-  ServerProcess server("shutdown", {"--api-key", kKey, "--sessions", "1", "--ctx-policy",
-                                    "ring", "--shutdown-timeout", "2"});
+  ServerProcess server(
+      Artifact(), "shutdown",
+      {"--api-key", kKey, "--sessions", "1", "--ctx-policy", "ring", "--shutdown-timeout", "2"});
   std::atomic<bool> streaming{false};
   Stream stream;
   std::thread client([&] {
@@ -586,8 +405,9 @@ TEST_F(EndlessServeTest, SigtermFinishesInFlightAndRefusesNewRequests) {
 }
 
 TEST(NpuServeBurstTest, ThousandRequestsGetAnswersAndNothingLeaks) {
-  ServerProcess server("burst", {"--api-key", kKey, "--sessions", "2", "--queue", "2",
-                                 "--http-threads", "24", "--quiet"});
+  ServerProcess server(
+      Artifact(), "burst",
+      {"--api-key", kKey, "--sessions", "2", "--queue", "2", "--http-threads", "24", "--quiet"});
   const json body = {{"prompt", "Burst"}, {"max_tokens", 8}};
   for (int i = 0; i < 10; ++i) {
     server.Client().Post("/v1/completions", body.dump(), "application/json");
@@ -626,7 +446,7 @@ TEST(NpuServeBurstTest, ThousandRequestsGetAnswersAndNothingLeaks) {
 }
 
 TEST(NpuServeFaultTest, DeviceFaultGives500AndTheServerKeepsServing) {
-  ServerProcess server("fault", {"--api-key", kKey, "--sessions", "1"},
+  ServerProcess server(Artifact(), "fault", {"--api-key", kKey, "--sessions", "1"},
                        {"LNPU_SOFTNPU_FAIL=fault:compute:1"});
   const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 4})";
   httplib::Result failed = server.Client().Post("/v1/completions", body, "application/json");

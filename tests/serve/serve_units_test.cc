@@ -5,6 +5,7 @@
 #include <string>
 #include <variant>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -12,6 +13,7 @@
 #include "tools/npu-serve/openai_request.h"
 #include "tools/npu-serve/openai_response.h"
 #include "tools/npu-serve/prefix_cache.h"
+#include "tools/npu-serve/reply_format.h"
 #include "tools/npu-serve/serve_options.h"
 
 namespace lnpu::serve {
@@ -107,9 +109,38 @@ TEST(OpenAiRequestTest, BadRequestsNameTheField) {
       {R"({"messages": [{"role": "user", "content": "x"}], "stream": "yes"})", "stream"},
       {R"({"messages": [{"role": "user", "content": "x"}], "seed": 1.5})", "seed"},
       {R"({"messages": [{"role": "user", "content": "x"}],
-           "response_format": {"type": "json_object"}})", "response_format"},
+           "response_format": {"type": "json"}})",
+       "response_format"},
+      {R"({"messages": [{"role": "user", "content": "x"}],
+           "response_format": {"type": "json_schema", "json_schema": {"name": "a b",
+                               "schema": {}}}})",
+       "response_format"},
+      {R"({"messages": [{"role": "user", "content": "x"}],
+           "response_format": {"type": "json_schema", "json_schema": {"name": "a",
+                               "schema": {"type": "string", "format": "date",
+                                          "minProperties": 1}}}})",
+       "response_format"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})",
        "tools"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": {"type": "function"}})",
+       "tools"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [
+           {"type": "function", "function": {"name": "f"}},
+           {"type": "function", "function": {"name": "f"}}]})",
+       "tools"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [
+           {"type": "function", "function": {"name": "f", "parameters": [1]}}]})",
+       "tools"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"})", "tool_choice"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "sometimes",
+           "tools": [{"type": "function", "function": {"name": "f"}}]})",
+       "tool_choice"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function",
+           "function": {"name": "f", "arguments": "[1]"}}]}]})",
+       "messages[0].tool_calls[0].function.arguments"},
+      {R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function"}]}]})",
+       "messages[0].tool_calls[0]"},
+      {R"({"messages": [{"role": "tool"}]})", "messages[0].content"},
   };
   for (const Case& c : cases) {
     const ApiError error = ParseError(c.body);
@@ -118,6 +149,174 @@ TEST(OpenAiRequestTest, BadRequestsNameTheField) {
     EXPECT_EQ(error.type, "invalid_request_error");
   }
   EXPECT_EQ(ParseError(R"({"prompt": 3})", Endpoint::kCompletions).param, "prompt");
+  EXPECT_EQ(ParseError(R"({"prompt": "x", "tools": [{"type": "function",
+                           "function": {"name": "f"}}]})",
+                       Endpoint::kCompletions)
+                .param,
+            "tools");
+  // The unsupported keyword and its place are named.
+  EXPECT_THAT(ParseError(R"({"prompt": "x", "response_format": {"type": "json_schema",
+                "json_schema": {"name": "n", "schema": {"properties": {"a":
+                {"type": "number", "maximum": 3}}}}}})",
+                         Endpoint::kCompletions)
+                  .message,
+              HasSubstr("'maximum' at /properties/a"));
+}
+
+TEST(OpenAiRequestTest, StructuredOutputAndTools) {
+  EXPECT_EQ(ParseOk(R"({"messages": [{"role": "user", "content": "x"}],
+                        "response_format": {"type": "text"}})")
+                .response_grammar,
+            nullptr);
+  EXPECT_NE(ParseOk(R"({"messages": [{"role": "user", "content": "x"}],
+                        "response_format": {"type": "json_object"}})")
+                .response_grammar,
+            nullptr);
+  EXPECT_NE(ParseOk(R"({"prompt": "x", "response_format": {"type": "json_schema",
+                        "json_schema": {"name": "n", "strict": true, "schema":
+                        {"type": "object", "properties": {"a": {"type": "integer"}}}}}})",
+                    Endpoint::kCompletions)
+                .response_grammar,
+            nullptr);
+
+  const CompletionRequest tools = ParseOk(R"({"messages": [
+      {"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+       "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "3 C"}],
+    "tools": [{"type": "function", "function": {"name": "weather", "description": "d",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+              {"type": "function", "function": {"name": "time"}}]})");
+  EXPECT_EQ(tools.tool_choice, ToolChoice::kAuto);
+  ASSERT_EQ(tools.tools.size(), 2u);
+  EXPECT_EQ(tools.tools[0].name, "weather");
+  EXPECT_EQ(tools.tools[0].parameters_schema,
+            R"({"type":"object","properties":{"city":{"type":"string"}}})");
+  EXPECT_EQ(tools.tools[1].parameters_schema, R"({"type": "object"})");
+  // The definitions keep the client's key order, for the chat template.
+  EXPECT_EQ(tools.tool_definitions[1], R"({"type":"function","function":{"name":"time"}})");
+  ASSERT_EQ(tools.messages.size(), 3u);
+  EXPECT_EQ(tools.messages[1].content, "");
+  ASSERT_EQ(tools.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(tools.messages[1].tool_calls[0].name, "weather");
+  EXPECT_EQ(tools.messages[1].tool_calls[0].arguments, R"({"city": "Oslo"})");
+  EXPECT_EQ(tools.messages[2].role, "tool");
+
+  const std::string tool = R"("tools": [{"type": "function", "function": {"name": "f"}}])";
+  const CompletionRequest named =
+      ParseOk(absl::StrCat(R"({"messages": [{"role": "user", "content": "x"}], )", tool,
+                           R"(, "tool_choice": {"type": "function", "function": {"name": "f"}}})"));
+  EXPECT_EQ(named.tool_choice, ToolChoice::kFunction);
+  EXPECT_EQ(named.forced_tool, "f");
+  EXPECT_EQ(ParseOk(absl::StrCat(R"({"messages": [{"role": "user", "content": "x"}], )", tool,
+                                 R"(, "tool_choice": "required"})"))
+                .tool_choice,
+            ToolChoice::kRequired);
+  EXPECT_EQ(ParseOk(absl::StrCat(R"({"messages": [{"role": "user", "content": "x"}], )", tool,
+                                 R"(, "tool_choice": "none"})"))
+                .tool_choice,
+            ToolChoice::kNone);
+}
+
+framework::ChatTemplate Template(framework::ChatFamily family) {
+  return framework::ChatTemplate::ForFamily(family, {});
+}
+
+TEST(ReplyFormatTest, GrammarAndToolCallFormatPerTemplate) {
+  const std::string tool = R"("tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}}])";
+  const auto request = [&](const std::string& choice) {
+    return ParseOk(absl::StrCat(R"({"messages": [{"role": "user", "content": "x"}], )", tool,
+                                R"(, "tool_choice": )", choice, "}"));
+  };
+  using framework::ChatFamily;
+  using framework::structured_output::ToolCallFormat;
+  // Qwen3: <tool_call> blocks; "auto" is not constrained, "required" is.
+  const auto automatic =
+      std::get<ReplyFormat>(ReplyFormatOf(request("\"auto\""), Template(ChatFamily::kQwen3)));
+  EXPECT_EQ(automatic.grammar, nullptr);
+  EXPECT_EQ(automatic.tool_calls, ToolCallFormat::kHermes);
+  const auto required =
+      std::get<ReplyFormat>(ReplyFormatOf(request("\"required\""), Template(ChatFamily::kQwen3)));
+  EXPECT_NE(required.grammar, nullptr);
+  const auto none =
+      std::get<ReplyFormat>(ReplyFormatOf(request("\"none\""), Template(ChatFamily::kLlama31)));
+  EXPECT_EQ(none.tool_calls, std::nullopt);
+  EXPECT_EQ(
+      std::get<ReplyFormat>(ReplyFormatOf(request("\"required\""), Template(ChatFamily::kLlama31)))
+          .tool_calls,
+      ToolCallFormat::kLlama3Json);
+  // Templates without tool calling: 400 naming tools.
+  for (ChatFamily family : {ChatFamily::kChatMl, ChatFamily::kLlama3, ChatFamily::kGemma}) {
+    const auto refused = ReplyFormatOf(request("\"auto\""), Template(family));
+    ASSERT_TRUE(std::holds_alternative<ApiError>(refused));
+    EXPECT_EQ(std::get<ApiError>(refused).param, "tools");
+  }
+  // A parameters keyword that cannot be enforced, only when calls are
+  // required.
+  const std::string bad = R"({"messages": [{"role": "user", "content": "x"}],
+      "tools": [{"type": "function", "function": {"name": "f", "parameters":
+      {"type": "object", "properties": {"s": {"type": "array", "prefixItems": []}}}}}], )";
+  EXPECT_TRUE(std::holds_alternative<ReplyFormat>(
+      ReplyFormatOf(ParseOk(bad + R"("tool_choice": "auto"})"), Template(ChatFamily::kQwen3))));
+  const auto refused =
+      ReplyFormatOf(ParseOk(bad + R"("tool_choice": "required"})"), Template(ChatFamily::kQwen3));
+  ASSERT_TRUE(std::holds_alternative<ApiError>(refused));
+  EXPECT_EQ(std::get<ApiError>(refused).param, "tools");
+  EXPECT_THAT(std::get<ApiError>(refused).message, HasSubstr("'prefixItems'"));
+}
+
+TEST(ReplyFormatTest, ParseReplyFindsCalls) {
+  using framework::structured_output::ToolCallFormat;
+  const ReplyMessage hermes =
+      ParseReply(ToolCallFormat::kHermes,
+                 "Sure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"n\": 1}}\n</tool_call>");
+  EXPECT_EQ(hermes.content, "Sure.");
+  ASSERT_EQ(hermes.calls.size(), 1u);
+  EXPECT_EQ(hermes.calls[0].name, "f");
+  EXPECT_EQ(hermes.calls[0].arguments, R"({"n":1})");
+  // A broken call is content, as is text without calls.
+  EXPECT_EQ(ParseReply(ToolCallFormat::kHermes, "<tool_call>\n{oops").content,
+            "<tool_call>\n{oops");
+  EXPECT_TRUE(ParseReply(ToolCallFormat::kHermes, "<tool_call>\n{oops").calls.empty());
+  EXPECT_EQ(ParseReply(std::nullopt, " text ").content, " text ");
+  const ReplyMessage llama =
+      ParseReply(ToolCallFormat::kLlama3Json, R"({"name": "f", "parameters": {"n": 2}})");
+  ASSERT_EQ(llama.calls.size(), 1u);
+  EXPECT_EQ(llama.calls[0].arguments, R"({"n":2})");
+  EXPECT_EQ(llama.content, "");
+}
+
+TEST(ReplyFormatTest, StreamFilterHoldsBackOnlyWhatMayBeACall) {
+  using framework::structured_output::ToolCallFormat;
+  ToolCallStreamFilter hermes(ToolCallFormat::kHermes);
+  EXPECT_EQ(hermes.Push("Let me look <"), "Let me look ");
+  EXPECT_EQ(hermes.Push("b>"), "<b>");  // not the tag after all
+  EXPECT_EQ(hermes.Push(" up.\n<tool"), " up.\n");
+  EXPECT_EQ(hermes.Push("_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"), "");
+  EXPECT_EQ(hermes.Push(" more"), "");
+  const ReplyMessage held = hermes.Finish();
+  ASSERT_EQ(held.calls.size(), 1u);
+  EXPECT_EQ(held.calls[0].name, "f");
+  EXPECT_EQ(held.content, "more");
+
+  ToolCallStreamFilter broken(ToolCallFormat::kHermes);
+  EXPECT_EQ(broken.Push("a <tool_call> b"), "a ");
+  EXPECT_EQ(broken.Finish().content, "<tool_call> b");
+  EXPECT_TRUE(broken.Finish().calls.empty());
+
+  ToolCallStreamFilter text(ToolCallFormat::kLlama3Json);
+  EXPECT_EQ(text.Push("  "), "");
+  EXPECT_EQ(text.Push("Hi {"), "  Hi {");
+  EXPECT_EQ(text.Push("x"), "x");
+  EXPECT_EQ(text.Finish().content, "");
+
+  ToolCallStreamFilter call(ToolCallFormat::kLlama3Json);
+  EXPECT_EQ(call.Push("\n{\"name\": \"f\", "), "");
+  EXPECT_EQ(call.Push("\"parameters\": {\"a\": \"b\"}}"), "");
+  const ReplyMessage called = call.Finish();
+  ASSERT_EQ(called.calls.size(), 1u);
+  EXPECT_EQ(called.calls[0].arguments, R"({"a":"b"})");
 }
 
 TEST(OpenAiRequestTest, MalformedJsonAndInvalidUtf8AreRefused) {
@@ -150,8 +349,7 @@ TEST(OpenAiResponseTest, WholeResponseAndStreamChunks) {
   EXPECT_EQ(chunk["choices"][0]["delta"]["role"], "assistant");
   EXPECT_EQ(chunk["choices"][0]["delta"]["content"], "He");
   EXPECT_TRUE(chunk["choices"][0]["finish_reason"].is_null());
-  const json last =
-      json::parse(ChunkEvent(chat, "", false, framework::FinishReason::kStop).substr(6));
+  const json last = json::parse(ChunkEvent(chat, "", false, "stop").substr(6));
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
   EXPECT_FALSE(last["choices"][0]["delta"].contains("content"));
   const json usage = json::parse(UsageEvent(chat, {.prompt_tokens = 1}).substr(6));
@@ -163,6 +361,28 @@ TEST(OpenAiResponseTest, WholeResponseAndStreamChunks) {
   EXPECT_EQ(json::parse(CompletionJson(text, "x", framework::FinishReason::kStop, {}))
                 ["choices"][0]["text"], "x");
   EXPECT_EQ(json::parse(ModelsJson("stories", 1))["data"][0]["id"], "stories");
+
+  // Tool calls: content null, OpenAI's tool_calls, finish reason
+  // "tool_calls"; in a stream, a delta with indexed calls.
+  const std::vector<framework::structured_output::ToolCall> calls = {{"f", R"({"n":1})"},
+                                                                     {"g", "{}"}};
+  const json called = json::parse(
+      CompletionJson(chat, "", framework::FinishReason::kStop, {}, calls))["choices"][0];
+  EXPECT_EQ(called["finish_reason"], "tool_calls");
+  EXPECT_TRUE(called["message"]["content"].is_null());
+  ASSERT_EQ(called["message"]["tool_calls"].size(), 2u);
+  EXPECT_EQ(called["message"]["tool_calls"][0]["id"], "call_1-0");
+  EXPECT_EQ(called["message"]["tool_calls"][1]["id"], "call_1-1");
+  EXPECT_EQ(called["message"]["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(called["message"]["tool_calls"][0]["function"]["name"], "f");
+  EXPECT_EQ(called["message"]["tool_calls"][0]["function"]["arguments"], R"({"n":1})");
+  EXPECT_EQ(OpenAiFinishReason(framework::FinishReason::kLength, true), "length");
+  const json delta =
+      json::parse(ToolCallsEvent(chat, calls, false).substr(6))["choices"][0]["delta"];
+  ASSERT_EQ(delta["tool_calls"].size(), 2u);
+  EXPECT_EQ(delta["tool_calls"][1]["index"], 1);
+  EXPECT_EQ(delta["tool_calls"][1]["function"]["name"], "g");
+  EXPECT_FALSE(delta.contains("role"));
   EXPECT_EQ(json::parse(InvalidRequest("bad", "top_p").Body())["error"]["param"], "top_p");
 }
 

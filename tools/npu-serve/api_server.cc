@@ -9,8 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "framework/structured_output/grammar_matcher.h"
 #include "tools/npu-serve/chat_page.h"
 #include "tools/npu-serve/openai_response.h"
+#include "tools/npu-serve/reply_format.h"
 
 namespace lnpu::serve {
 namespace {
@@ -43,7 +45,8 @@ absl::StatusOr<std::vector<int32_t>> PromptTokens(const ServedModel& model,
         "): use /v1/completions, or start npu-serve with --chat-template FAMILY"));
   }
   absl::StatusOr<std::vector<framework::TextSegment>> segments =
-      model.chat_template->RenderSegments(request.messages, /*add_generation_prompt=*/true);
+      model.chat_template->RenderSegments(request.messages, /*add_generation_prompt=*/true,
+                                          request.tool_definitions);
   if (!segments.ok()) return segments.status();
   return tokenizer.EncodeSegments(*segments, add_bos);
 }
@@ -53,6 +56,8 @@ struct StreamState {
   std::shared_ptr<RequestStream> stream;
   ResponseHeader header;
   bool include_usage = false;
+  // With tools: holds back the text of tool calls.
+  std::optional<ToolCallStreamFilter> tool_calls;
   std::string text;  // to send next
   bool first = true;
   bool finished = false;
@@ -90,10 +95,12 @@ bool WriteStreamEvents(StreamState& state, httplib::DataSink& sink) {
     state.last_write = absl::Now();
     return sink.write(event.data(), event.size());
   };
-  if (!state.text.empty() || state.first) {
-    if (!write(ChunkEvent(state.header, state.text, state.first, std::nullopt))) return false;
+  const std::string content =
+      state.tool_calls ? state.tool_calls->Push(state.text) : std::move(state.text);
+  state.text.clear();
+  if (!content.empty() || state.first) {
+    if (!write(ChunkEvent(state.header, content, state.first, std::nullopt))) return false;
     state.first = false;
-    state.text.clear();
   }
   if (!state.finished) {
     // A comment every few seconds keeps proxies from timing out and finds
@@ -110,7 +117,19 @@ bool WriteStreamEvents(StreamState& state, httplib::DataSink& sink) {
   } else if (outcome.result.finish_reason == framework::FinishReason::kError) {
     if (!write(ErrorEvent(DeviceError(outcome.result.error).Body()))) return false;
   } else {
-    if (!write(ChunkEvent(state.header, "", false, outcome.result.finish_reason))) return false;
+    ReplyMessage held;
+    if (state.tool_calls) held = state.tool_calls->Finish();
+    if (!held.content.empty() &&
+        !write(ChunkEvent(state.header, held.content, false, std::nullopt))) {
+      return false;
+    }
+    if (!held.calls.empty() && !write(ToolCallsEvent(state.header, held.calls, false))) {
+      return false;
+    }
+    if (!write(ChunkEvent(state.header, "", false,
+                          OpenAiFinishReason(outcome.result.finish_reason, !held.calls.empty())))) {
+      return false;
+    }
     if (state.include_usage && !write(UsageEvent(state.header, UsageOf(outcome)))) return false;
   }
   if (!write(DoneEvent())) return false;
@@ -173,6 +192,9 @@ void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response&
        .vocab_size = static_cast<int32_t>(info.vocab_size)});
   if (const ApiError* error = std::get_if<ApiError>(&parsed)) return SetError(res, *error);
   CompletionRequest& request = std::get<CompletionRequest>(parsed);
+  std::variant<ReplyFormat, ApiError> format = ReplyFormatOf(request, model->chat_template);
+  if (const ApiError* error = std::get_if<ApiError>(&format)) return SetError(res, *error);
+  const ReplyFormat& reply_format = std::get<ReplyFormat>(format);
 
   absl::StatusOr<std::vector<int32_t>> prompt = PromptTokens(*model, request);
   if (!prompt.ok()) return SetError(res, InvalidRequest(std::string(prompt.status().message())));
@@ -183,8 +205,13 @@ void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response&
         endpoint == Endpoint::kChatCompletions ? "messages" : "prompt",
         "context_length_exceeded"));
   }
-  absl::StatusOr<std::shared_ptr<RequestStream>> stream =
-      model->scheduler->Submit(*std::move(prompt), request.config, request_start);
+  std::unique_ptr<framework::TokenConstraint> constraint;
+  if (reply_format.grammar != nullptr) {
+    constraint = std::make_unique<framework::structured_output::GrammarMatcher>(
+        reply_format.grammar, model->token_trie);
+  }
+  absl::StatusOr<std::shared_ptr<RequestStream>> stream = model->scheduler->Submit(
+      *std::move(prompt), request.config, request_start, std::move(constraint));
   if (!stream.ok()) {
     if (absl::IsResourceExhausted(stream.status())) {
       res.set_header("Retry-After", "1");
@@ -203,6 +230,7 @@ void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response&
                    .created = absl::ToUnixSeconds(absl::Now()),
                    .model = request.model.empty() ? model->id : request.model};
   state->include_usage = request.include_usage;
+  if (reply_format.tool_calls) state->tool_calls.emplace(*reply_format.tool_calls);
   // Streaming waits for the first text only, so that errors found before
   // any token still get their own status.
   while (!state->finished && (!request.stream || state->text.empty())) {
@@ -216,9 +244,11 @@ void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response&
       return SetError(res, DeviceError(outcome.result.error));
     }
     if (!request.stream) {
-      return res.set_content(CompletionJson(state->header, outcome.result.text,
-                                            outcome.result.finish_reason, UsageOf(outcome)),
-                             kJson);
+      const ReplyMessage reply = ParseReply(reply_format.tool_calls, outcome.result.text);
+      return res.set_content(
+          CompletionJson(state->header, reply.content, outcome.result.finish_reason,
+                         UsageOf(outcome), reply.calls),
+          kJson);
     }
   }
   res.set_header("Cache-Control", "no-cache");

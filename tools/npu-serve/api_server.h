@@ -3,7 +3,9 @@
 // /v1/models), GET /health, GET /metrics, and the chat page at /.
 //
 // A completion request is parsed (openai_request.h), rendered with the
-// chat template, tokenized, and queued on the scheduler; the handler then
+// chat template (with its tools), tokenized, and queued on the scheduler
+// with the grammar its response_format or tool_choice asks for
+// (reply_format.h); the handler then
 // waits for the first text or the end, so that errors found before any
 // token (a prompt the cache cannot hold, a device fault while prefilling)
 // still get their own HTTP status in streaming mode; after that the reply
@@ -29,6 +31,7 @@
 #include "absl/time/time.h"
 #include "framework/chat_template.h"
 #include "framework/llm.h"
+#include "framework/structured_output/token_trie.h"
 #include "httplib.h"
 #include "tools/npu-serve/api_error.h"
 #include "tools/npu-serve/metrics.h"
@@ -50,6 +53,8 @@ struct ServedModel {
   // The chat template, or why /v1/chat/completions is unavailable.
   absl::StatusOr<framework::ChatTemplate> chat_template =
       absl::NotFoundError("no chat template");
+  // The vocabulary's trie, for the grammars of structured output.
+  std::shared_ptr<const framework::structured_output::TokenTrie> token_trie;
   std::string id;  // the model's name in /v1/models and responses
   int64_t created = 0;
   bool ring_policy = false;

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "framework/chat_template.h"
 #include "framework/llm.h"
+#include "framework/structured_output/token_trie.h"
 #include "httplib.h"
 #include "tools/npu-serve/api_server.h"
 #include "tools/npu-serve/metrics.h"
@@ -108,6 +109,8 @@ int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
       served.llm = llm->get();
       served.scheduler = scheduler.get();
       served.chat_template = ChatTemplateOf(**llm, options.chat_template);
+      served.token_trie =
+          lnpu::framework::structured_output::TokenTrie::Create((*llm)->tokenizer());
       served.id = std::filesystem::path(options.model_path).stem().string();
       served.created = absl::ToUnixSeconds(absl::Now());
       served.ring_policy = options.scheduler.context_policy.on_full ==

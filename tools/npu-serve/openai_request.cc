@@ -4,15 +4,21 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "framework/sampler.h"
+#include "framework/structured_output/json_schema.h"
 #include "nlohmann/json.hpp"
 
 namespace lnpu::serve {
 namespace {
 
-using nlohmann::json;
+namespace so = framework::structured_output;
+// Objects keep the order of their keys: a schema's properties are
+// generated in the order the client wrote them, and the chat template
+// renders tools as given.
+using json = nlohmann::ordered_json;
 
 // A field's value, or the error naming it. Each reader returns an error
 // when the field has the wrong type or range.
@@ -67,19 +73,71 @@ struct Reader {
   }
 };
 
+// The string member `key` of `object`; "" when absent or not a string
+// (json::value would throw on another type).
+std::string StringMember(const json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 // A message's content: a string, or text parts.
 std::optional<std::string> ContentText(const json& content) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) return std::nullopt;
   std::string text;
   for (const json& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+    if (!part.is_object() || StringMember(part, "type") != "text" || !part.contains("text") ||
         !part["text"].is_string()) {
       return std::nullopt;
     }
     text += part["text"].get<std::string>();
   }
   return text;
+}
+
+// OpenAI's rule for function names.
+bool IsFunctionName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (const char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+// The tool_calls of an assistant message `m` (at `where`), or the error.
+std::optional<ApiError> ReadToolCalls(const json& m, const std::string& where,
+                                      framework::ChatMessage& message) {
+  const json& calls = m["tool_calls"];
+  const std::string field = where + ".tool_calls";
+  if (!calls.is_array()) return InvalidRequest(absl::StrCat(field, " must be an array"), field);
+  for (size_t j = 0; j < calls.size(); ++j) {
+    const std::string call_field = absl::StrCat(field, "[", j, "]");
+    const json& call = calls[j];
+    const json* function =
+        call.is_object() && call.contains("function") ? &call["function"] : nullptr;
+    if (function == nullptr || !function->is_object() || !function->contains("name") ||
+        !(*function)["name"].is_string()) {
+      return InvalidRequest(
+          absl::StrCat(call_field,
+                       " must be {\"type\": \"function\", \"function\": {\"name\", "
+                       "\"arguments\"}}"),
+          call_field);
+    }
+    std::string arguments = "{}";
+    if (function->contains("arguments")) {
+      const json& given = (*function)["arguments"];
+      const json parsed =
+          given.is_string() ? json::parse(given.get<std::string>(), nullptr, false) : given;
+      if (!parsed.is_object()) {
+        return InvalidRequest(
+            absl::StrCat(call_field, ".function.arguments must be a JSON object's text"),
+            call_field + ".function.arguments");
+      }
+      arguments = given.is_string() ? given.get<std::string>() : given.dump();
+    }
+    message.tool_calls.push_back({(*function)["name"].get<std::string>(), std::move(arguments)});
+  }
+  return std::nullopt;
 }
 
 void ReadMessages(Reader& r, CompletionRequest& request) {
@@ -97,23 +155,39 @@ void ReadMessages(Reader& r, CompletionRequest& request) {
       return;
     }
     const std::string role = m["role"].get<std::string>();
-    if (role != "system" && role != "user" && role != "assistant" && role != "developer") {
+    if (role != "system" && role != "user" && role != "assistant" && role != "developer" &&
+        role != "tool") {
       r.error = InvalidRequest(
           absl::StrCat(where, ".role is '", role,
-                       "': supported roles are system, developer, user and assistant"),
+                       "': supported roles are system, developer, user, assistant and tool"),
           where + ".role");
       return;
     }
-    const std::optional<std::string> content =
-        m.contains("content") ? ContentText(m["content"]) : std::nullopt;
+    framework::ChatMessage message;
+    // OpenAI's "developer" role is the system role of newer models.
+    message.role = role == "developer" ? "system" : role;
+    const bool has_calls =
+        role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null();
+    if (has_calls) {
+      if (std::optional<ApiError> error = ReadToolCalls(m, where, message)) {
+        r.error = *std::move(error);
+        return;
+      }
+    }
+    // An assistant message with tool calls may have no content.
+    const bool no_content = !m.contains("content") || m["content"].is_null();
+    const std::optional<std::string> content = has_calls && no_content
+                                                   ? std::optional<std::string>("")
+                                               : no_content ? std::nullopt
+                                                            : ContentText(m["content"]);
     if (!content) {
       r.error = InvalidRequest(
           absl::StrCat(where, ".content must be a string or an array of text parts"),
           where + ".content");
       return;
     }
-    // OpenAI's "developer" role is the system role of newer models.
-    request.messages.push_back({role == "developer" ? "system" : role, *content});
+    message.content = *content;
+    request.messages.push_back(std::move(message));
   }
 }
 
@@ -157,20 +231,127 @@ void ReadLogitBias(Reader& r, framework::GenerationConfig& config, int32_t vocab
   }
 }
 
-// Fields that ask for structured output, refused until it is supported.
-void RefuseStructuredOutput(Reader& r) {
-  if (const json* format = r.Find("response_format")) {
-    if (!format->is_object() || format->value("type", "") != "text") {
-      return r.Fail("response_format", "is not supported yet: only {\"type\": \"text\"}");
+// response_format: compiles the grammar of a json_object / json_schema
+// reply.
+void ReadResponseFormat(Reader& r, CompletionRequest& request) {
+  const json* format = r.Find("response_format");
+  if (format == nullptr) return;
+  const std::string type =
+      format->is_object() && format->contains("type") && (*format)["type"].is_string()
+          ? (*format)["type"].get<std::string>()
+          : "";
+  if (type == "text") return;
+  if (type == "json_object") {
+    request.response_grammar = so::JsonObjectGrammar();
+    return;
+  }
+  if (type != "json_schema") {
+    return r.Fail("response_format",
+                  "must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+                  "{\"type\": \"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": "
+                  "{...}}}");
+  }
+  const json* spec = format->contains("json_schema") ? &(*format)["json_schema"] : nullptr;
+  if (spec == nullptr || !spec->is_object()) {
+    return r.Fail("response_format", "of type json_schema needs a 'json_schema' object");
+  }
+  if (!spec->contains("name") || !(*spec)["name"].is_string() ||
+      !IsFunctionName((*spec)["name"].get<std::string>())) {
+    return r.Fail("response_format",
+                  "json_schema.name must be a string of 1 to 64 letters, digits, '_' or '-'");
+  }
+  if (spec->contains("strict") && !(*spec)["strict"].is_boolean() && !(*spec)["strict"].is_null()) {
+    return r.Fail("response_format", "json_schema.strict must be true or false");
+  }
+  if (!spec->contains("schema") ||
+      !((*spec)["schema"].is_object() || (*spec)["schema"].is_boolean())) {
+    return r.Fail("response_format", "json_schema.schema must be a JSON Schema object");
+  }
+  absl::StatusOr<std::shared_ptr<const so::Grammar>> grammar =
+      so::JsonSchemaGrammar((*spec)["schema"].dump());
+  if (!grammar.ok()) {
+    return r.Fail("response_format", absl::StrCat("json_schema.schema cannot be enforced: ",
+                                                  grammar.status().message()));
+  }
+  request.response_grammar = *std::move(grammar);
+}
+
+// tools and tool_choice.
+void ReadTools(Reader& r, CompletionRequest& request) {
+  const json* tools = r.Find("tools");
+  if (tools != nullptr) {
+    if (request.endpoint != Endpoint::kChatCompletions) {
+      return r.Fail("tools", "are only for /v1/chat/completions");
     }
+    if (!tools->is_array()) {
+      return r.Fail("tools",
+                    "must be an array of {\"type\": \"function\", \"function\": {...}} objects");
+    }
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const json& tool = (*tools)[i];
+      const json* function = tool.is_object() && StringMember(tool, "type") == "function" &&
+                                     tool.contains("function") && tool["function"].is_object()
+                                 ? &tool["function"]
+                                 : nullptr;
+      if (function == nullptr) {
+        return r.Fail("tools", absl::StrCat("[", i,
+                                            "] must be {\"type\": \"function\", "
+                                            "\"function\": {\"name\", \"description\", "
+                                            "\"parameters\"}}"));
+      }
+      const std::string name = StringMember(*function, "name");
+      if (!IsFunctionName(name)) {
+        return r.Fail("tools", absl::StrCat("[", i,
+                                            "].function.name must be a string of 1 to 64 "
+                                            "letters, digits, '_' or '-'"));
+      }
+      for (const so::ToolDefinition& other : request.tools) {
+        if (other.name == name) {
+          return r.Fail("tools", absl::StrCat("define function '", name, "' twice"));
+        }
+      }
+      so::ToolDefinition definition{.name = name};
+      if (function->contains("parameters") && !(*function)["parameters"].is_null()) {
+        if (!(*function)["parameters"].is_object()) {
+          return r.Fail("tools", absl::StrCat("[", i,
+                                              "].function.parameters must be a JSON "
+                                              "Schema object"));
+        }
+        definition.parameters_schema = (*function)["parameters"].dump();
+      }
+      request.tools.push_back(std::move(definition));
+      request.tool_definitions.push_back(tool.dump());
+    }
+    if (!request.tools.empty()) request.tool_choice = ToolChoice::kAuto;
   }
-  if (const json* tools = r.Find("tools"); tools != nullptr && !tools->empty()) {
-    return r.Fail("tools", "are not supported yet");
+  const json* choice = r.Find("tool_choice");
+  if (choice == nullptr) return;
+  if (choice->is_string() && choice->get<std::string>() == "none") {
+    request.tool_choice = ToolChoice::kNone;
+    return;
   }
-  if (const json* choice = r.Find("tool_choice");
-      choice != nullptr && !(choice->is_string() && choice->get<std::string>() == "none")) {
-    return r.Fail("tool_choice", "is not supported yet: only \"none\"");
+  if (request.tools.empty()) return r.Fail("tool_choice", "needs 'tools' to choose from");
+  if (choice->is_string() && choice->get<std::string>() == "auto") return;
+  if (choice->is_string() && choice->get<std::string>() == "required") {
+    request.tool_choice = ToolChoice::kRequired;
+    return;
   }
+  const json* function = choice->is_object() && StringMember(*choice, "type") == "function" &&
+                                 choice->contains("function") && (*choice)["function"].is_object()
+                             ? &(*choice)["function"]
+                             : nullptr;
+  if (function == nullptr || !function->contains("name") || !(*function)["name"].is_string()) {
+    return r.Fail("tool_choice",
+                  "must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                  "\"function\": {\"name\": ...}}");
+  }
+  request.forced_tool = (*function)["name"].get<std::string>();
+  request.tool_choice = ToolChoice::kFunction;
+  for (const so::ToolDefinition& tool : request.tools) {
+    if (tool.name == request.forced_tool) return;
+  }
+  r.Fail("tool_choice",
+         absl::StrCat("names function '", request.forced_tool, "', which is not among the tools"));
 }
 
 }  // namespace
@@ -235,7 +416,15 @@ std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_vie
       }
     }
   }
-  RefuseStructuredOutput(r);
+  ReadTools(r, request);
+  ReadResponseFormat(r, request);
+  if (!r.error && request.response_grammar != nullptr &&
+      (request.tool_choice == ToolChoice::kRequired ||
+       request.tool_choice == ToolChoice::kFunction)) {
+    r.Fail("response_format",
+           "cannot constrain a reply that tool_choice requires to be tool "
+           "calls: give one of them");
+  }
   if (r.error) return *r.error;
   if (absl::Status valid = framework::Sampler::Validate(config, limits.vocab_size); !valid.ok()) {
     return InvalidRequest(std::string(valid.message()));

@@ -33,18 +33,47 @@ json Envelope(const ResponseHeader& header, bool chunk) {
 
 std::string Event(const json& j) { return absl::StrCat("data: ", Dump(j), "\n\n"); }
 
+// OpenAI's tool_calls array; `with_index` for stream deltas.
+json ToolCallsJson(const ResponseHeader& header,
+                   absl::Span<const framework::structured_output::ToolCall> calls,
+                   bool with_index) {
+  json array = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = {{"id", ToolCallId(header, i)},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (with_index) call["index"] = i;
+    array.push_back(std::move(call));
+  }
+  return array;
+}
+
 }  // namespace
 
-std::string_view OpenAiFinishReason(framework::FinishReason reason) {
-  return reason == framework::FinishReason::kLength ? "length" : "stop";
+std::string_view OpenAiFinishReason(framework::FinishReason reason, bool tool_calls) {
+  if (reason == framework::FinishReason::kLength) return "length";
+  return tool_calls ? "tool_calls" : "stop";
+}
+
+std::string ToolCallId(const ResponseHeader& header, size_t index) {
+  const size_t dash = header.id.find('-');
+  return absl::StrCat("call_", dash == std::string::npos ? header.id : header.id.substr(dash + 1),
+                      "-", index);
 }
 
 std::string CompletionJson(const ResponseHeader& header, std::string_view text,
-                           framework::FinishReason reason, const Usage& usage) {
-  json choice = {{"index", 0}, {"finish_reason", OpenAiFinishReason(reason)},
+                           framework::FinishReason reason, const Usage& usage,
+                           absl::Span<const framework::structured_output::ToolCall> calls) {
+  const bool chat = header.endpoint == Endpoint::kChatCompletions;
+  json choice = {{"index", 0},
+                 {"finish_reason", OpenAiFinishReason(reason, chat && !calls.empty())},
                  {"logprobs", nullptr}};
-  if (header.endpoint == Endpoint::kChatCompletions) {
+  if (chat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
+    if (!calls.empty()) {
+      if (text.empty()) choice["message"]["content"] = nullptr;
+      choice["message"]["tool_calls"] = ToolCallsJson(header, calls, false);
+    }
   } else {
     choice["text"] = text;
   }
@@ -55,10 +84,9 @@ std::string CompletionJson(const ResponseHeader& header, std::string_view text,
 }
 
 std::string ChunkEvent(const ResponseHeader& header, std::string_view delta, bool first,
-                       std::optional<framework::FinishReason> finish) {
+                       std::optional<std::string_view> finish) {
   json choice = {{"index", 0}, {"logprobs", nullptr}};
-  choice["finish_reason"] =
-      finish ? json(OpenAiFinishReason(*finish)) : json(nullptr);
+  choice["finish_reason"] = finish ? json(*finish) : json(nullptr);
   if (header.endpoint == Endpoint::kChatCompletions) {
     json d = json::object();
     if (first) d["role"] = "assistant";
@@ -69,6 +97,19 @@ std::string ChunkEvent(const ResponseHeader& header, std::string_view delta, boo
   }
   json chunk = Envelope(header, true);
   chunk["choices"] = json::array({std::move(choice)});
+  return Event(chunk);
+}
+
+std::string ToolCallsEvent(const ResponseHeader& header,
+                           absl::Span<const framework::structured_output::ToolCall> calls,
+                           bool first) {
+  json delta = {{"tool_calls", ToolCallsJson(header, calls, true)}};
+  if (first) delta["role"] = "assistant";
+  json chunk = Envelope(header, true);
+  chunk["choices"] = json::array({{{"index", 0},
+                                   {"delta", std::move(delta)},
+                                   {"logprobs", nullptr},
+                                   {"finish_reason", nullptr}}});
   return Event(chunk);
 }
 

@@ -13,7 +13,9 @@
 #include <string>
 #include <string_view>
 
+#include "absl/types/span.h"
 #include "framework/generation.h"
+#include "framework/structured_output/tool_calls.h"
 #include "tools/npu-serve/openai_request.h"
 
 namespace lnpu::serve {
@@ -32,19 +34,31 @@ struct ResponseHeader {
   std::string model;
 };
 
-// "stop" for kStop, "length" for kLength; a cancelled generation (the
-// client went away) reports "stop" too, as it is never seen by a client.
-std::string_view OpenAiFinishReason(framework::FinishReason reason);
+// "stop" for kStop ("tool_calls" when `tool_calls`: the reply made
+// calls), "length" for kLength; a cancelled generation (the client went
+// away) reports "stop" too, as it is never seen by a client.
+std::string_view OpenAiFinishReason(framework::FinishReason reason, bool tool_calls = false);
 
-// The non-streaming response: one choice with the whole text.
+// The id of the `index`th tool call of the response `header` ("call_...").
+std::string ToolCallId(const ResponseHeader& header, size_t index);
+
+// The non-streaming response: one choice with the whole text; a chat
+// message with `calls` carries them as tool_calls (content null when
+// `text` is empty) and finish reason "tool_calls".
 std::string CompletionJson(const ResponseHeader& header, std::string_view text,
-                           framework::FinishReason reason, const Usage& usage);
+                           framework::FinishReason reason, const Usage& usage,
+                           absl::Span<const framework::structured_output::ToolCall> calls = {});
 
 // One server-sent event "data: JSON\n\n" of a stream. A chunk carries a
 // text delta; the first chunk of a chat stream also carries the role; the
-// last one the finish reason (and no text).
+// last one the finish reason (an OpenAiFinishReason; and no text).
 std::string ChunkEvent(const ResponseHeader& header, std::string_view delta, bool first,
-                       std::optional<framework::FinishReason> finish);
+                       std::optional<std::string_view> finish_reason);
+// A chat chunk whose delta carries `calls` as tool_calls (each whole: id,
+// type, function name and arguments), and the role when `first`.
+std::string ToolCallsEvent(const ResponseHeader& header,
+                           absl::Span<const framework::structured_output::ToolCall> calls,
+                           bool first);
 // The usage chunk (stream_options.include_usage): no choices.
 std::string UsageEvent(const ResponseHeader& header, const Usage& usage);
 // An error inside a stream whose HTTP status was already sent.

@@ -57,7 +57,8 @@ Scheduler::~Scheduler() {
 }
 
 absl::StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(
-    std::vector<int32_t> prompt, framework::GenerationConfig config, absl::Time arrival) {
+    std::vector<int32_t> prompt, framework::GenerationConfig config, absl::Time arrival,
+    std::unique_ptr<framework::TokenConstraint> constraint) {
   absl::MutexLock lock(&mu_);
   if (!accepting_) {
     return absl::UnavailableError("the server is shutting down: retry on another instance");
@@ -68,7 +69,8 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(
         " requests are waiting: retry later"));
   }
   auto stream = std::make_shared<RequestStream>();
-  queue_.push_back({std::move(prompt), std::move(config), arrival, stream});
+  config.constraint = constraint.get();
+  queue_.push_back({std::move(prompt), std::move(config), arrival, stream, std::move(constraint)});
   return stream;
 }
 

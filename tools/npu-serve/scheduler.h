@@ -28,11 +28,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "runtime/cache_full_policy.h"
 #include "framework/generation.h"
 #include "framework/generator.h"
 #include "framework/llm.h"
 #include "framework/session.h"
+#include "framework/token_constraint.h"
+#include "runtime/cache_full_policy.h"
 #include "tools/npu-serve/metrics.h"
 #include "tools/npu-serve/prefix_cache.h"
 #include "tools/npu-serve/request_stream.h"
@@ -63,12 +64,15 @@ class Scheduler {
   ~Scheduler();
 
   // Queues the generation of a reply to `prompt` (whole, BOS included),
-  // timed from `arrival`. ResourceExhausted when the queue is full,
+  // timed from `arrival`, constrained by `constraint` when given (the
+  // scheduler owns it until the request ends; it replaces
+  // config.constraint). ResourceExhausted when the queue is full,
   // Unavailable after StopAccepting. The request's input errors (e.g. a
   // prompt longer than the cache) arrive through its stream.
-  absl::StatusOr<std::shared_ptr<RequestStream>> Submit(std::vector<int32_t> prompt,
-                                                        framework::GenerationConfig config,
-                                                        absl::Time arrival = absl::Now());
+  absl::StatusOr<std::shared_ptr<RequestStream>> Submit(
+      std::vector<int32_t> prompt, framework::GenerationConfig config,
+      absl::Time arrival = absl::Now(),
+      std::unique_ptr<framework::TokenConstraint> constraint = nullptr);
 
   // New requests get Unavailable from now on; queued and active ones go on.
   void StopAccepting();
@@ -85,6 +89,7 @@ class Scheduler {
     framework::GenerationConfig config;
     absl::Time arrival;
     std::shared_ptr<RequestStream> stream;
+    std::unique_ptr<framework::TokenConstraint> constraint;  // config.constraint
   };
   // A request holding a session.
   struct Active {
