@@ -40,17 +40,6 @@ GenerationConfig Greedy(int max_new_tokens) {
   return config;
 }
 
-// Largest |a - b| relative to the largest |b|.
-double RelativeDifference(absl::Span<const float> a, absl::Span<const float> b) {
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0, scale = 1e-30;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff = std::max(diff, std::fabs(double{a[i]} - b[i]));
-    scale = std::max(scale, std::fabs(double{b[i]}));
-  }
-  return diff / scale;
-}
-
 // A target model (verify graph of 6 rows) and draft models of one source
 // model, all with 48 + 16 cache slots.
 struct ModelSet {
