@@ -685,7 +685,9 @@ TEST_F(RuntimeTest, VerifyRowsMatchDecodingAndTruncateDropsRowsCleanly) {
     const std::vector<float> expected = LogitsAfter(*reference, rows[i]);
     const std::vector<float> row = Copy(logits->subspan(i * vocab, vocab));
     EXPECT_LE(RelativeDifference(row, expected), 1e-4) << "row " << i;
-    if (i < 4) EXPECT_EQ(Argmax(row), tokens[8 + i]) << "row " << i;
+    if (i < 4) {
+      EXPECT_EQ(Argmax(row), tokens[8 + i]) << "row " << i;
+    }
   }
 
   // Drop the rejected proposal: the cache equals that of a session that
