@@ -54,9 +54,9 @@ absl::Status Generator::CheckSpeculative(const Session& session, const Generatio
         ": recompile it with npu-compile --verify-rows K (e.g. 8)"));
   }
   if (speculative.max_draft_tokens < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "speculative max_draft_tokens is ", speculative.max_draft_tokens,
-        ": propose at least 1 token per step"));
+    return absl::InvalidArgumentError(absl::StrCat("speculative max_draft_tokens is ",
+                                                   speculative.max_draft_tokens,
+                                                   ": propose at least 1 token per step"));
   }
   if (session.runtime_->cache().policy().ring()) {
     return absl::FailedPreconditionError(
@@ -65,9 +65,9 @@ absl::Status Generator::CheckSpeculative(const Session& session, const Generatio
   }
   if (speculative.kind == SpeculativeConfig::Kind::kPromptLookup &&
       !(speculative.min_ngram >= 1 && speculative.min_ngram <= speculative.max_ngram)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "prompt lookup n-gram sizes [", speculative.min_ngram, ", ", speculative.max_ngram,
-        "] are invalid: use 1 <= min_ngram <= max_ngram"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("prompt lookup n-gram sizes [", speculative.min_ngram, ", ",
+                     speculative.max_ngram, "] are invalid: use 1 <= min_ngram <= max_ngram"));
   }
   if (speculative.kind == SpeculativeConfig::Kind::kDraftModel) {
     const Session* draft = speculative.draft;
@@ -78,9 +78,9 @@ absl::Status Generator::CheckSpeculative(const Session& session, const Generatio
     }
     const uint32_t draft_vocab = draft->runtime_->info().vocab_size;
     if (draft_vocab != info.vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the draft model has ", draft_vocab, " tokens but the model has ", info.vocab_size,
-          ": a draft model needs the same vocabulary"));
+      return absl::InvalidArgumentError(absl::StrCat("the draft model has ", draft_vocab,
+                                                     " tokens but the model has ", info.vocab_size,
+                                                     ": a draft model needs the same vocabulary"));
     }
     if (draft->runtime_->cache().policy().ring()) {
       return absl::FailedPreconditionError(
@@ -171,9 +171,9 @@ void Generator::SpeculativeStep() {
   // the reply or the cache can take would be wasted (EmitToken ends the
   // reply when 1 slot is left, and free_before >= 2 here).
   const size_t left = static_cast<size_t>(config_.max_new_tokens) - result_.tokens.size();
-  const size_t max_draft = std::min({static_cast<size_t>(config_.speculative.max_draft_tokens),
-                                     size_t{model.info().verify_rows} - 1, left - 1,
-                                     size_t{free_before} - 2});
+  const size_t max_draft =
+      std::min({static_cast<size_t>(config_.speculative.max_draft_tokens),
+                size_t{model.info().verify_rows} - 1, left - 1, size_t{free_before} - 2});
   const std::vector<int32_t> proposals = ProposeTokens(max_draft);
   const int32_t first_position = model.cache().next_position();
   std::vector<int32_t> rows = session_->pending_;
@@ -208,8 +208,8 @@ void Generator::SpeculativeStep() {
     if (accepted) ++result_.stats.accepted_tokens;
     if (!EmitToken(*token, free_before - static_cast<uint32_t>(row + 1)) || !accepted) break;
   }
-  if (absl::Status dropped = model.Truncate(static_cast<uint32_t>(first_position) +
-                                            static_cast<uint32_t>(row) + 1);
+  if (absl::Status dropped =
+          model.Truncate(static_cast<uint32_t>(first_position) + static_cast<uint32_t>(row) + 1);
       !dropped.ok() && !done_) {
     result_.error = std::string(dropped.message());
     Finish(FinishReason::kError);
@@ -237,8 +237,7 @@ std::vector<int32_t> Generator::ProposeWithDraftModel(absl::Span<const int32_t> 
   const std::vector<int32_t> cached = draft.cache().TokensInContext();
   const size_t limit = std::min(cached.size(), context.size() - 1);
   const size_t common =
-      std::mismatch(cached.begin(), cached.begin() + static_cast<ptrdiff_t>(limit),
-                    context.begin())
+      std::mismatch(cached.begin(), cached.begin() + static_cast<ptrdiff_t>(limit), context.begin())
           .first -
       cached.begin();
   // Drafting is best effort: when the draft's cache cannot take the

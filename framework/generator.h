@@ -119,8 +119,7 @@ class Generator {
   // tokens and the pending one); with a draft model that samples,
   // draft_probabilities_ gets each proposal's draft distribution.
   std::vector<int32_t> ProposeTokens(size_t max_tokens);
-  std::vector<int32_t> ProposeWithDraftModel(absl::Span<const int32_t> context,
-                                             size_t max_tokens);
+  std::vector<int32_t> ProposeWithDraftModel(absl::Span<const int32_t> context, size_t max_tokens);
   // Picks the next token from `logits` (filter, constraint, sampler); with
   // `proposed` >= 0, by the acceptance rule against it and its draft
   // distribution `draft` (empty: a point mass). nullopt when a constraint

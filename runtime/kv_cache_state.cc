@@ -164,14 +164,14 @@ void KvCacheState::Clear() {
 
 absl::Status KvCacheState::Truncate(int32_t next_position) {
   if (next_position < 0 || next_position > next_position_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot truncate the cache to ", next_position, " tokens: it holds ", next_position_,
-        "; give a count in [0, ", next_position_, "]"));
+    return absl::InvalidArgumentError(absl::StrCat("cannot truncate the cache to ", next_position,
+                                                   " tokens: it holds ", next_position_,
+                                                   "; give a count in [0, ", next_position_, "]"));
   }
   if (wrapped()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "cannot truncate the cache after its ring has wrapped (", next_position_,
-        " tokens in ", capacity(), " slots): the tokens it evicted cannot be brought back"));
+        "cannot truncate the cache after its ring has wrapped (", next_position_, " tokens in ",
+        capacity(), " slots): the tokens it evicted cannot be brought back"));
   }
   // Not wrapped: position p is in slot p.
   for (int32_t p = next_position; p < next_position_; ++p) {

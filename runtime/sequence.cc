@@ -138,8 +138,7 @@ void Sequence::CountForwardCall(uint32_t tokens, absl::Time start,
       (absl::Now() - start) - (stats_.submit_time + stats_.wait_time - device_time_before);
 }
 
-absl::StatusOr<absl::Span<const float>> Sequence::ForwardAllRows(
-    absl::Span<const int32_t> tokens) {
+absl::StatusOr<absl::Span<const float>> Sequence::ForwardAllRows(absl::Span<const int32_t> tokens) {
   const absl::Time start = absl::Now();
   const ModelInfo& info = program_->info();
   if (info.verify_rows == 0) {
@@ -148,9 +147,9 @@ absl::StatusOr<absl::Span<const float>> Sequence::ForwardAllRows(
         "with npu-compile --verify-rows K (e.g. 8)");
   }
   if (tokens.size() > info.verify_rows) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ForwardAllRows() of ", tokens.size(), " tokens; the verify graph has ",
-        info.verify_rows, " rows: give at most that many"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ForwardAllRows() of ", tokens.size(), " tokens; the verify graph has ",
+                     info.verify_rows, " rows: give at most that many"));
   }
   LNPU_RETURN_IF_ERROR(CheckTokens(tokens));
   const uint32_t n = static_cast<uint32_t>(tokens.size());
@@ -163,9 +162,8 @@ absl::StatusOr<absl::Span<const float>> Sequence::ForwardAllRows(
 
 absl::Status Sequence::Truncate(uint32_t tokens) {
   if (tokens > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot truncate the cache to ", tokens, " tokens: it holds ",
-                     cache_.next_position()));
+    return absl::InvalidArgumentError(absl::StrCat("cannot truncate the cache to ", tokens,
+                                                   " tokens: it holds ", cache_.next_position()));
   }
   return cache_.Truncate(static_cast<int32_t>(tokens));
 }

@@ -139,9 +139,9 @@ absl::Status CompileGguf(const std::string& gguf_path,
   if (!hparams.ok()) return hparams.status();
   const uint32_t source_layers = hparams->n_layers;
   if (options.keep_layers > source_layers) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "keep_layers %u exceeds the model's %u layers; keep at most %u (0 = all)",
-        options.keep_layers, source_layers, source_layers));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("keep_layers %u exceeds the model's %u layers; keep at most %u (0 = all)",
+                        options.keep_layers, source_layers, source_layers));
   }
   if (options.keep_layers > 0) hparams->n_layers = options.keep_layers;
   absl::StatusOr<WeightPlan> weights =
@@ -155,10 +155,10 @@ absl::Status CompileGguf(const std::string& gguf_path,
   buffers.activations = kActivationsBuffer;
   buffers.capacity = options.max_prompt_len + options.min_response_len;
   if (options.verify_rows > buffers.capacity) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "verify_rows %u exceeds the KV-cache capacity of %u slots; use fewer rows "
-        "(a few more than the proposed tokens per step, e.g. 8)",
-        options.verify_rows, buffers.capacity));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("verify_rows %u exceeds the KV-cache capacity of %u slots; use fewer rows "
+                        "(a few more than the proposed tokens per step, e.g. 8)",
+                        options.verify_rows, buffers.capacity));
   }
   const uint32_t max_graph_rows = std::max(prefill_sizes->back(), options.verify_rows);
   buffers.layout = PlanActivations(*hparams, max_graph_rows);
@@ -195,8 +195,10 @@ absl::Status CompileGguf(const std::string& gguf_path,
   }
   specs.push_back({"decode", fb::GraphKind::Decode, 1, {}});
   if (options.verify_rows > 0) {
-    specs.push_back({absl::StrCat("verify_", options.verify_rows), fb::GraphKind::Verify,
-                     options.verify_rows, {}});
+    specs.push_back({absl::StrCat("verify_", options.verify_rows),
+                     fb::GraphKind::Verify,
+                     options.verify_rows,
+                     {}});
   }
   for (GraphSpec& spec : specs) {
     const uint64_t rows_bytes = uint64_t{spec.tokens} * 4;
@@ -212,10 +214,10 @@ absl::Status CompileGguf(const std::string& gguf_path,
   const uint64_t widest_row =
       std::max({hparams->dim, hparams->q_dim(), hparams->ffn_dim});
   if (uint64_t{max_graph_rows} * widest_row > UINT32_MAX) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "a graph of %u rows x %u elements per row exceeds the 32-bit element "
-        "counts of the command set; use smaller prefill chunks or verify rows",
-        max_graph_rows, widest_row));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("a graph of %u rows x %u elements per row exceeds the 32-bit element "
+                        "counts of the command set; use smaller prefill chunks or verify rows",
+                        max_graph_rows, widest_row));
   }
   for (uint64_t size : {buffers.layout.size, kv_bytes, io.size()}) {
     if (size > artifact::kMaxBufferSize) {

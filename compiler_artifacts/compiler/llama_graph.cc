@@ -247,19 +247,20 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
   const fb::Operand last = all_rows ? normed : At(act, a.last);
   if (!all_rows) {
     jobs.For(h.dim).GatherRows({.table = x,
-                        .indices = io.last_row,
-                        .dst = last,
-                        .table_dtype = LNPU_DTYPE_F32,
-                        .row_len = h.dim,
-                        .table_rows = t,
-                        .count = 1});
+                                .indices = io.last_row,
+                                .dst = last,
+                                .table_dtype = LNPU_DTYPE_F32,
+                                .row_len = h.dim,
+                                .table_rows = t,
+                                .count = 1});
   }
-  jobs.For(uint64_t{logit_rows} * h.dim).RmsNorm({.src = all_rows ? x : last,
-                   .weight = weights.Get("output_norm.weight").operand(),
-                   .dst = last,
-                   .rows = logit_rows,
-                   .dim = h.dim,
-                   .eps = h.norm_eps});
+  jobs.For(uint64_t{logit_rows} * h.dim)
+      .RmsNorm({.src = all_rows ? x : last,
+                .weight = weights.Get("output_norm.weight").operand(),
+                .dst = last,
+                .rows = logit_rows,
+                .dim = h.dim,
+                .eps = h.norm_eps});
   matmul(last, h.dim, weights.output(), io.logits, logit_rows, false);
 
   CommandStreamBuilder dma(DRM_LNPU_ENGINE_DMA);

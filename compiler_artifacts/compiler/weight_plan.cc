@@ -214,9 +214,10 @@ uint64_t PlannedWeight::rows() const {
   return rows;
 }
 
-absl::StatusOr<WeightPlan> WeightPlan::Create(
-    const gguf::GgufFile& file, const LlamaHParams& hparams,
-    CompileOptions::WeightType weights, uint32_t source_layers) {
+absl::StatusOr<WeightPlan> WeightPlan::Create(const gguf::GgufFile& file,
+                                              const LlamaHParams& hparams,
+                                              CompileOptions::WeightType weights,
+                                              uint32_t source_layers) {
   WeightPlan plan;
   const bool has_output = file.FindTensor("output.weight") != nullptr;
   plan.output_name_ = has_output ? "output.weight" : "token_embd.weight";

@@ -81,8 +81,7 @@ class WeightPlan {
   // `source_layers` is the file's layer count when hparams.n_layers keeps
   // only its first layers (CompileOptions::keep_layers): the tensors of
   // layers [hparams.n_layers, source_layers) are left out. 0 = all layers.
-  static absl::StatusOr<WeightPlan> Create(const gguf::GgufFile& file,
-                                           const LlamaHParams& hparams,
+  static absl::StatusOr<WeightPlan> Create(const gguf::GgufFile& file, const LlamaHParams& hparams,
                                            CompileOptions::WeightType weights,
                                            uint32_t source_layers = 0);
 

@@ -370,8 +370,8 @@ absl::Status VerifyGraphs(const fb::Model& model) {
       case fb::GraphKind::Verify:
         if (++verify_graphs > 1) return Invalid("%s: a second Verify graph", where);
         if (graph->tokens() > model.kv_cache()->capacity()) {
-          return Invalid("%s: %u tokens exceed the KV-cache capacity %u", where,
-                         graph->tokens(), model.kv_cache()->capacity());
+          return Invalid("%s: %u tokens exceed the KV-cache capacity %u", where, graph->tokens(),
+                         model.kv_cache()->capacity());
         }
         break;
       default:
@@ -397,8 +397,7 @@ absl::Status VerifyGraphs(const fb::Model& model) {
     LNPU_RETURN_IF_ERROR(
         VerifyIoOperand(model, io->last_row(), 4, 4, where + " io.last_row"));
     const uint64_t logit_rows = graph->kind() == fb::GraphKind::Verify ? graph->tokens() : 1;
-    LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, io->logits(),
-                                         logit_rows * h->vocab_size() * 4, 4,
+    LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, io->logits(), logit_rows * h->vocab_size() * 4, 4,
                                          where + " io.logits"));
   }
   if (decode_graphs != 1) {

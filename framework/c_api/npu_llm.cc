@@ -112,9 +112,9 @@ lnpu::framework::GenerationConfig ConfigOf(const npu_llm_config& c) {
 // stop string is NULL.
 absl::Status CheckArrays(const npu_llm_config& c) {
   if (c.speculative < NPU_LLM_SPECULATIVE_NONE || c.speculative > NPU_LLM_SPECULATIVE_DRAFT) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "npu_llm_config.speculative is ", static_cast<int>(c.speculative),
-        ": use NPU_LLM_SPECULATIVE_NONE, _LOOKUP or _DRAFT"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("npu_llm_config.speculative is ", static_cast<int>(c.speculative),
+                     ": use NPU_LLM_SPECULATIVE_NONE, _LOOKUP or _DRAFT"));
   }
   if ((c.n_stop_strings > 0 && c.stop_strings == nullptr) ||
       (c.n_stop_tokens > 0 && c.stop_tokens == nullptr) ||

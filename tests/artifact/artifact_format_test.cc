@@ -334,9 +334,7 @@ TEST_F(ArtifactOpenTest, RejectsBadGraphSets) {
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.graphs.pop_back(); }),
               HasSubstr("0 Decode graphs, there must be exactly one"));
   // A Verify graph's logits hold every row: a one-row operand is too small.
-  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
-                m.graphs[0]->kind = fb::GraphKind::Verify;
-              }),
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.graphs[0]->kind = fb::GraphKind::Verify; }),
               HasSubstr("io.logits"));
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
                 m.graphs[0]->kind = fb::GraphKind::Verify;

@@ -131,7 +131,7 @@ TEST(SamplerTest, DistributionIsWhatSampleDrawsFrom) {
 TEST(SamplerTest, AcceptOrResampleKeepsTheTargetDistribution) {
   const std::vector<float> target = {0.4f, 0.25f, 0.15f, 0.1f, 0.07f, 0.03f};
   const std::vector<std::vector<float>> drafts = {
-      {0.05f, 0.05f, 0.1f, 0.1f, 0.3f, 0.4f},  // far from the target
+      {0.05f, 0.05f, 0.1f, 0.1f, 0.3f, 0.4f},    // far from the target
       {0.4f, 0.25f, 0.15f, 0.1f, 0.07f, 0.03f},  // equal: always accepted
       {0.0f, 0.5f, 0.5f, 0.0f, 0.0f, 0.0f},      // misses tokens entirely
   };
@@ -164,7 +164,8 @@ TEST(SamplerTest, AcceptOrResampleOfAPointMassProposal) {
   constexpr int kDraws = 200000;
   Sampler sampler(Config(1.0f, 0, 1.0f, 11));
   std::vector<int> counts(target.size());
-  for (int i = 0; i < kDraws; ++i) ++counts[static_cast<size_t>(sampler.AcceptOrResample(target, {}, 1))];
+  for (int i = 0; i < kDraws; ++i)
+    ++counts[static_cast<size_t>(sampler.AcceptOrResample(target, {}, 1))];
   // 2 degrees of freedom: 0.999 quantile 13.8.
   EXPECT_LT(ChiSquare(counts, {0.5, 0.3, 0.2, 0.0}, kDraws), 13.8);
 

@@ -702,9 +702,9 @@ TEST_F(RuntimeTest, VerifyRowsMatchDecodingAndTruncateDropsRowsCleanly) {
   EXPECT_EQ(a.mask, b.mask);
   EXPECT_EQ(a.slot_tokens, b.slot_tokens);
   EXPECT_EQ(a.kv_rows.size(), b.kv_rows.size());
-  EXPECT_LE(RelativeDifference(LogitsAfter(*verified, tokens[11]),
-                               LogitsAfter(*expected, tokens[11])),
-            1e-4);
+  EXPECT_LE(
+      RelativeDifference(LogitsAfter(*verified, tokens[11]), LogitsAfter(*expected, tokens[11])),
+      1e-4);
 
   EXPECT_EQ(verified->Truncate(13).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(verified->ForwardAllRows(std::vector<int32_t>(6, 5)).status().code(),

@@ -127,14 +127,11 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
       std::cout << kUsage;
       return std::nullopt;
     }
-    const bool takes_value = arg == "-o" || arg == "--output" ||
-                             arg == "--max-prompt-len" ||
-                             arg == "--min-response-len" ||
-                             arg == "--prefill-chunks" || arg == "--weights" ||
-                             arg == "--kv-dtype" || arg == "--synthetic" ||
-                             arg == "--seed" || arg == "--models-dir" ||
-                             arg == "--max-job-mmacs" || arg == "--verify" ||
-                             arg == "--verify-rows" || arg == "--keep-layers";
+    const bool takes_value = arg == "-o" || arg == "--output" || arg == "--max-prompt-len" ||
+                             arg == "--min-response-len" || arg == "--prefill-chunks" ||
+                             arg == "--weights" || arg == "--kv-dtype" || arg == "--synthetic" ||
+                             arg == "--seed" || arg == "--models-dir" || arg == "--max-job-mmacs" ||
+                             arg == "--verify" || arg == "--verify-rows" || arg == "--keep-layers";
     if (!takes_value) {
       if (!arg.empty() && arg[0] == '-') {
         return absl::InvalidArgumentError("unknown option " + arg);

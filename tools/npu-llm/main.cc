@@ -316,12 +316,13 @@ int Main(int argc, char** argv) {
   } else if (speculative == "draft") {
     config->speculative.kind = SpeculativeKind::kDraftModel;
     if (draft_model.empty()) {
-      return Fail("--speculative draft needs --draft-model DRAFT.lnpu (e.g. npu-compile "
-                  "--keep-layers N of the same model)");
+      return Fail(
+          "--speculative draft needs --draft-model DRAFT.lnpu (e.g. npu-compile "
+          "--keep-layers N of the same model)");
     }
   } else if (speculative != "none") {
-    return Fail("--speculative must be \"none\", \"lookup\" or \"draft\", got '" +
-                speculative + "'");
+    return Fail("--speculative must be \"none\", \"lookup\" or \"draft\", got '" + speculative +
+                "'");
   }
   if (!draft_model.empty() && config->speculative.kind != SpeculativeKind::kDraftModel) {
     return Fail("--draft-model is used only with --speculative draft");
