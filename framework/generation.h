@@ -23,6 +23,38 @@ enum class FinishReason {
 
 std::string_view FinishReasonName(FinishReason reason);  // "stop", ...
 
+class Session;
+
+// Speculative decoding (docs/speculative-decoding.md): each decode step
+// proposes up to max_draft_tokens tokens cheaply and runs them with the
+// last sampled token through the model's verify graph in one run; the
+// tokens the model agrees with are kept (greedy: the same tokens as without
+// speculation; sampling: the acceptance rule keeps the model's
+// distribution), the cache positions of the others are dropped. Needs an
+// artifact compiled with a verify graph (npu-compile --verify-rows) and the
+// finish cache policy (a ring's evictions cannot be undone).
+struct SpeculativeConfig {
+  enum class Kind {
+    kNone,
+    // Proposes the tokens that followed the latest earlier occurrence of
+    // the context's last n tokens (n from max_ngram down to min_ngram), in
+    // the prompt or the reply: no second model; pays off on text that
+    // repeats its input (summaries, edits, code).
+    kPromptLookup,
+    // Proposes the tokens a smaller model of the same vocabulary picks.
+    kDraftModel,
+  };
+  Kind kind = Kind::kNone;
+  int max_draft_tokens = 4;  // >= 1; at most the verify graph's rows - 1
+  int min_ngram = 1;         // kPromptLookup: 1 <= min_ngram <= max_ngram
+  int max_ngram = 3;
+  // kDraftModel: a session of the draft model (same vocabulary), not
+  // owned, used only by the generation; its conversation is replaced.
+  Session* draft = nullptr;
+};
+
+std::string_view SpeculativeKindName(SpeculativeConfig::Kind kind);  // "none", ...
+
 // What to generate and how to pick tokens. Sampler::Validate checks every
 // field; docs/chat-and-sampling.md gives the order the sampling controls
 // apply in (logit bias, penalties, top-k, top-p, min-p, temperature).
@@ -63,6 +95,8 @@ struct GenerationConfig {
   // owned: it must outlive the generation call, and is used by it. Its
   // errors end generation with FinishReason::kError.
   TokenConstraint* constraint = nullptr;
+
+  SpeculativeConfig speculative;
 };
 
 struct GenerationStats {
@@ -72,6 +106,10 @@ struct GenerationStats {
   double prefill_ms = 0;              // the prompt's forward passes
   double decode_ms = 0;               // first token to the end
   double decode_tokens_per_second = 0;  // (generated - 1) / decode time
+  // Speculative decoding: tokens proposed and checked, and how many of them
+  // the model accepted (accepted / drafted is the acceptance rate).
+  int drafted_tokens = 0;
+  int accepted_tokens = 0;
 };
 
 struct GenerationResult {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "framework/llm.h"
+#include "framework/prompt_lookup.h"
 #include "framework/session.h"
 
 namespace lnpu::framework {
@@ -26,6 +27,9 @@ absl::StatusOr<Generator> Generator::Start(Session& session, absl::Span<const in
       !valid.ok()) {
     return valid;
   }
+  if (absl::Status speculative = CheckSpeculative(session, config); !speculative.ok()) {
+    return speculative;
+  }
   std::vector<int32_t> input = session.pending_;
   input.insert(input.end(), tokens.begin(), tokens.end());
   if (absl::Status fits = session.CheckInput(input); !fits.ok()) return fits;
@@ -37,6 +41,54 @@ absl::StatusOr<Generator> Generator::Start(Session& session, absl::Span<const in
   const size_t input_size = input.size();
   session.pending_ = std::move(input);
   return Generator(session, config, std::move(options), input_size, after_text);
+}
+
+absl::Status Generator::CheckSpeculative(const Session& session, const GenerationConfig& config) {
+  const SpeculativeConfig& speculative = config.speculative;
+  if (speculative.kind == SpeculativeConfig::Kind::kNone) return absl::OkStatus();
+  const runtime::ModelInfo& info = session.runtime_->info();
+  if (info.verify_rows < 2) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "speculative decoding needs a verify graph of at least 2 rows; this model has ",
+        info.verify_rows == 0 ? std::string("none") : absl::StrCat(info.verify_rows, " row"),
+        ": recompile it with npu-compile --verify-rows K (e.g. 8)"));
+  }
+  if (speculative.max_draft_tokens < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("speculative max_draft_tokens is ",
+                                                   speculative.max_draft_tokens,
+                                                   ": propose at least 1 token per step"));
+  }
+  if (session.runtime_->cache().policy().ring()) {
+    return absl::FailedPreconditionError(
+        "speculative decoding drops rejected tokens from the cache, which a ring cannot undo "
+        "once it evicted the oldest tokens: use the finish cache policy, or no speculation");
+  }
+  if (speculative.kind == SpeculativeConfig::Kind::kPromptLookup &&
+      !(speculative.min_ngram >= 1 && speculative.min_ngram <= speculative.max_ngram)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prompt lookup n-gram sizes [", speculative.min_ngram, ", ",
+                     speculative.max_ngram, "] are invalid: use 1 <= min_ngram <= max_ngram"));
+  }
+  if (speculative.kind == SpeculativeConfig::Kind::kDraftModel) {
+    const Session* draft = speculative.draft;
+    if (draft == nullptr || draft == &session) {
+      return absl::InvalidArgumentError(
+          "draft-model speculation needs a session of the draft model other than the "
+          "generating one: set speculative.draft");
+    }
+    const uint32_t draft_vocab = draft->runtime_->info().vocab_size;
+    if (draft_vocab != info.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("the draft model has ", draft_vocab,
+                                                     " tokens but the model has ", info.vocab_size,
+                                                     ": a draft model needs the same vocabulary"));
+    }
+    if (draft->runtime_->cache().policy().ring()) {
+      return absl::FailedPreconditionError(
+          "the draft model's session uses the ring cache policy, whose evictions cannot be "
+          "undone: give it the finish policy");
+    }
+  }
+  return absl::OkStatus();
 }
 
 Generator::Generator(Session& session, const GenerationConfig& config, Options options,
@@ -52,6 +104,12 @@ Generator::Generator(Session& session, const GenerationConfig& config, Options o
                                                : StreamingDetokenizer::Start::kStartOfText)),
       stop_strings_(std::make_unique<StopStringMatcher>(config.stop_strings)) {
   result_.stats.prompt_tokens = static_cast<int>(input_size);
+  if (config.speculative.kind == SpeculativeConfig::Kind::kDraftModel) {
+    GenerationConfig draft_config = config;
+    draft_config.seed = config.seed ^ 0x9e3779b97f4a7c15ull;  // proposals independent of picks
+    draft_sampler_ = std::make_unique<Sampler>(draft_config);
+    config.speculative.draft->pending_.clear();
+  }
 }
 
 Generator::Generator(Generator&&) noexcept = default;
@@ -86,7 +144,128 @@ absl::Status Generator::PrefillStep() {
 }
 
 void Generator::DecodeStep() {
-  absl::Span<const float> logits = logits_;
+  const bool speculative = config_.speculative.kind != SpeculativeConfig::Kind::kNone;
+  if (speculative && logits_.empty()) return SpeculativeStep();
+  const std::optional<int32_t> token = PickToken(logits_);
+  if (!token.has_value()) return;
+  if (!EmitToken(*token, session_->runtime_->cache().free_slots())) return;
+  if (speculative) {
+    // The token stays pending: the next step runs it with proposals.
+    logits_ = {};
+    return;
+  }
+  absl::StatusOr<absl::Span<const float>> next = session_->runtime_->Forward(session_->pending_);
+  if (!next.ok()) {
+    result_.error = std::string(next.status().message());
+    return Finish(FinishReason::kError);
+  }
+  session_->pending_.clear();
+  logits_ = *next;
+}
+
+void Generator::SpeculativeStep() {
+  runtime::Sequence& model = *session_->runtime_;
+  const uint32_t free_before = model.cache().free_slots();
+  const uint32_t vocab = model.info().vocab_size;
+  // Tokens emitted in this step: one per verified row. More rows than
+  // the reply or the cache can take would be wasted (EmitToken ends the
+  // reply when 1 slot is left, and free_before >= 2 here).
+  const size_t left = static_cast<size_t>(config_.max_new_tokens) - result_.tokens.size();
+  const size_t max_draft =
+      std::min({static_cast<size_t>(config_.speculative.max_draft_tokens),
+                size_t{model.info().verify_rows} - 1, left - 1, size_t{free_before} - 2});
+  const std::vector<int32_t> proposals = ProposeTokens(max_draft);
+  const int32_t first_position = model.cache().next_position();
+  std::vector<int32_t> rows = session_->pending_;
+  rows.insert(rows.end(), proposals.begin(), proposals.end());
+  absl::StatusOr<absl::Span<const float>> logits =
+      proposals.empty() ? model.Forward(rows) : model.ForwardAllRows(rows);
+  if (!logits.ok()) {
+    result_.error = std::string(logits.status().message());
+    return Finish(FinishReason::kError);
+  }
+  session_->pending_.clear();
+  if (proposals.empty()) {
+    logits_ = *logits;
+    return;
+  }
+  result_.stats.drafted_tokens += static_cast<int>(proposals.size());
+  // Row i's token follows rows[0..i]; the rows after the last emitted
+  // token's row are dropped, so the cache holds exactly what a step
+  // without speculation would have run.
+  size_t row = 0;
+  for (;; ++row) {
+    const absl::Span<const float> row_logits = logits->subspan(row * vocab, vocab);
+    const bool has_proposal = row < proposals.size();
+    const absl::Span<const float> draft =
+        has_proposal && !draft_probabilities_.empty()
+            ? absl::MakeConstSpan(draft_probabilities_).subspan(row * vocab, vocab)
+            : absl::Span<const float>();
+    const std::optional<int32_t> token =
+        PickToken(row_logits, has_proposal ? proposals[row] : -1, draft);
+    if (!token.has_value()) break;
+    const bool accepted = has_proposal && *token == proposals[row];
+    if (accepted) ++result_.stats.accepted_tokens;
+    if (!EmitToken(*token, free_before - static_cast<uint32_t>(row + 1)) || !accepted) break;
+  }
+  if (absl::Status dropped =
+          model.Truncate(static_cast<uint32_t>(first_position) + static_cast<uint32_t>(row) + 1);
+      !dropped.ok() && !done_) {
+    result_.error = std::string(dropped.message());
+    Finish(FinishReason::kError);
+  }
+  logits_ = {};
+}
+
+std::vector<int32_t> Generator::ProposeTokens(size_t max_tokens) {
+  draft_probabilities_.clear();
+  if (max_tokens == 0) return {};
+  std::vector<int32_t> context = session_->runtime_->cache().TokensInContext();
+  context.insert(context.end(), session_->pending_.begin(), session_->pending_.end());
+  const SpeculativeConfig& speculative = config_.speculative;
+  if (speculative.kind == SpeculativeConfig::Kind::kPromptLookup) {
+    return PromptLookupDraft(context, speculative.min_ngram, speculative.max_ngram, max_tokens);
+  }
+  return ProposeWithDraftModel(context, max_tokens);
+}
+
+std::vector<int32_t> Generator::ProposeWithDraftModel(absl::Span<const int32_t> context,
+                                                      size_t max_tokens) {
+  runtime::Sequence& draft = *config_.speculative.draft->runtime_;
+  // Keep the draft's cache where it agrees with the conversation, but run
+  // at least the last token, whose logits give the first proposal.
+  const std::vector<int32_t> cached = draft.cache().TokensInContext();
+  const size_t limit = std::min(cached.size(), context.size() - 1);
+  const size_t common =
+      std::mismatch(cached.begin(), cached.begin() + static_cast<ptrdiff_t>(limit), context.begin())
+          .first -
+      cached.begin();
+  // Drafting is best effort: when the draft's cache cannot take the
+  // conversation, the step runs without proposals.
+  if (!draft.Truncate(static_cast<uint32_t>(common)).ok()) return {};
+  const uint32_t room = draft.cache().free_slots();
+  if (room < context.size() - common) return {};
+  max_tokens = std::min<size_t>(max_tokens, room - (context.size() - common) + 1);
+  absl::StatusOr<absl::Span<const float>> logits = draft.Forward(context.subspan(common));
+  std::vector<int32_t> proposals;
+  const bool sampling = config_.temperature != 0.0f && config_.top_k != 1;
+  const uint32_t vocab = draft.info().vocab_size;
+  while (logits.ok()) {
+    draft_sampler_->Distribution(*logits, history_, {}, &target_probabilities_);
+    const int32_t token = draft_sampler_->Draw(target_probabilities_);
+    proposals.push_back(token);
+    if (sampling) {
+      draft_probabilities_.insert(draft_probabilities_.end(), target_probabilities_.begin(),
+                                  target_probabilities_.begin() + vocab);
+    }
+    if (proposals.size() == max_tokens) break;
+    logits = draft.Forward(absl::MakeConstSpan(&proposals.back(), 1));
+  }
+  return proposals;
+}
+
+std::optional<int32_t> Generator::PickToken(absl::Span<const float> logits, int32_t proposed,
+                                            absl::Span<const float> draft) {
   if (options_.logits_filter) {
     filtered_logits_.assign(logits.begin(), logits.end());
     options_.logits_filter(result_.tokens, absl::MakeSpan(filtered_logits_));
@@ -97,16 +276,28 @@ void Generator::DecodeStep() {
   if (config_.constraint != nullptr) {
     if (absl::Status allowed = config_.constraint->AllowedTokens(allowed_tokens_); !allowed.ok()) {
       result_.error = std::string(allowed.message());
-      return Finish(FinishReason::kError);
+      Finish(FinishReason::kError);
+      return std::nullopt;
     }
   }
-  const int32_t token = sampler_->Sample(logits, history_, allowed_tokens_);
+  int32_t token;
+  if (proposed < 0) {
+    token = sampler_->Sample(logits, history_, allowed_tokens_);
+  } else {
+    sampler_->Distribution(logits, history_, allowed_tokens_, &target_probabilities_);
+    token = sampler_->AcceptOrResample(target_probabilities_, draft, proposed);
+  }
   if (config_.constraint != nullptr) {
     if (absl::Status accepted = config_.constraint->Accept(token); !accepted.ok()) {
       result_.error = std::string(accepted.message());
-      return Finish(FinishReason::kError);
+      Finish(FinishReason::kError);
+      return std::nullopt;
     }
   }
+  return token;
+}
+
+bool Generator::EmitToken(int32_t token, uint32_t free_slots) {
   if (result_.tokens.empty()) {
     first_token_time_ = absl::Now();
     result_.stats.time_to_first_token_ms = Milliseconds(first_token_time_ - start_);
@@ -118,29 +309,30 @@ void Generator::DecodeStep() {
       (config_.stop_at_eos && session_->tokenizer_->IsEndOfGeneration(token)) ||
       std::find(config_.stop_token_ids.begin(), config_.stop_token_ids.end(), token) !=
           config_.stop_token_ids.end();
-  if (stop_token) return Finish(FinishReason::kStop);
+  if (stop_token) {
+    Finish(FinishReason::kStop);
+    return false;
+  }
   result_.tokens.push_back(token);
   history_.push_back(token);
   const std::string text = stop_strings_->Push(detokenizer_->Push(token));
   result_.text += text;
   if (options_.on_token && !options_.on_token(token, text)) {
-    return Finish(FinishReason::kCancelled);
+    Finish(FinishReason::kCancelled);
+    return false;
   }
-  if (stop_strings_->stopped()) return Finish(FinishReason::kStop);
-  const runtime::KvCacheState& cache = session_->runtime_->cache();
+  if (stop_strings_->stopped()) {
+    Finish(FinishReason::kStop);
+    return false;
+  }
   if (result_.tokens.size() >= static_cast<size_t>(config_.max_new_tokens) ||
-      (!cache.policy().ring() && cache.free_slots() <= 1)) {
+      (!session_->runtime_->cache().policy().ring() && free_slots <= 1)) {
     // Without ring, the reply ends when the token takes the last free
     // slot, which stays for it: the conversation still fits the cache.
-    return Finish(FinishReason::kLength);
+    Finish(FinishReason::kLength);
+    return false;
   }
-  absl::StatusOr<absl::Span<const float>> next = session_->runtime_->Forward(session_->pending_);
-  if (!next.ok()) {
-    result_.error = std::string(next.status().message());
-    return Finish(FinishReason::kError);
-  }
-  session_->pending_.clear();
-  logits_ = *next;
+  return true;
 }
 
 void Generator::Finish(FinishReason reason) {

@@ -15,6 +15,11 @@
 // Options::max_prefill_tokens_per_step of the input through the model) or,
 // once the input has run, a decode step (samples one token, streams its
 // text, and runs it through the model unless generation ends with it).
+// With speculative decoding (GenerationConfig::speculative) a decode step
+// after the first proposes tokens, runs the last sampled token and the
+// proposals through the verify graph in one run, and emits every token it
+// accepts plus one more, dropping the cache positions of the rejected
+// proposals (greedy output is token for token that without speculation).
 // Results, finish reasons and streaming are exactly those of
 // Session::GenerateFromTokens (framework/session.h) for the same input and
 // config, whatever the chunk size.
@@ -102,8 +107,29 @@ class Generator {
   Generator(Session& session, const GenerationConfig& config, Options options,
             size_t input_size, bool after_text);
 
+  // Checks config.speculative against the session's model and cache.
+  static absl::Status CheckSpeculative(const Session& session, const GenerationConfig& config);
+
   absl::Status PrefillStep();
   void DecodeStep();
+  // With speculation, once the last sampled token is pending (logits_
+  // empty): proposes tokens, verifies them and emits the accepted ones.
+  void SpeculativeStep();
+  // Up to `max_tokens` proposals to follow the conversation (the cache's
+  // tokens and the pending one); with a draft model that samples,
+  // draft_probabilities_ gets each proposal's draft distribution.
+  std::vector<int32_t> ProposeTokens(size_t max_tokens);
+  std::vector<int32_t> ProposeWithDraftModel(absl::Span<const int32_t> context, size_t max_tokens);
+  // Picks the next token from `logits` (filter, constraint, sampler); with
+  // `proposed` >= 0, by the acceptance rule against it and its draft
+  // distribution `draft` (empty: a point mass). nullopt when a constraint
+  // error ended generation.
+  std::optional<int32_t> PickToken(absl::Span<const float> logits, int32_t proposed = -1,
+                                   absl::Span<const float> draft = {});
+  // Makes `token` the conversation's pending token and the reply's next,
+  // streams it and finishes when it ends generation; `free_slots` are the
+  // cache slots free before it. Returns whether generation goes on.
+  bool EmitToken(int32_t token, uint32_t free_slots);
   // Flushes held text, fills the stats and marks the generation done.
   void Finish(FinishReason reason);
 
@@ -120,6 +146,11 @@ class Generator {
   std::vector<float> filtered_logits_;  // with a LogitsFilter
   std::vector<uint64_t> allowed_tokens_;  // config_.constraint's mask; empty without one
   std::vector<int32_t> history_;        // what the sampler's penalties look at
+  std::vector<float> target_probabilities_;  // speculation: the model's distribution
+  // Speculation with a sampling draft model: the draft distribution of
+  // each proposal, vocab_size floats each.
+  std::vector<float> draft_probabilities_;
+  std::unique_ptr<Sampler> draft_sampler_;  // draws the draft model's proposals
   // Heap-held so that a moved Generator keeps them in place.
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<StreamingDetokenizer> detokenizer_;

@@ -19,6 +19,18 @@ std::string_view FinishReasonName(FinishReason reason) {
   return "unknown";
 }
 
+std::string_view SpeculativeKindName(SpeculativeConfig::Kind kind) {
+  switch (kind) {
+    case SpeculativeConfig::Kind::kNone:
+      return "none";
+    case SpeculativeConfig::Kind::kPromptLookup:
+      return "prompt_lookup";
+    case SpeculativeConfig::Kind::kDraftModel:
+      return "draft_model";
+  }
+  return "unknown";
+}
+
 absl::StatusOr<std::unique_ptr<Llm>> Llm::Load(const std::string& artifact_path,
                                                const LlmOptions& options) {
   std::unique_ptr<Llm> llm(new Llm());

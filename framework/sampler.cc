@@ -169,7 +169,82 @@ int32_t Sampler::Sample(absl::Span<const float> logits,
                         absl::Span<const uint64_t> allowed_tokens) {
   AdjustLogits(logits, history, allowed_tokens);
   if (temperature_ == 0.0f || top_k_ == 1) return Argmax(adjusted_);
+  const double total = Candidates();
+  if (candidates_.empty()) return 0;
+  std::uniform_real_distribution<double> uniform(0.0, total);
+  double r = uniform(rng_);
+  for (const auto& [p, id] : candidates_) {
+    if (r < p) return id;
+    r -= p;
+  }
+  return candidates_.back().second;
+}
 
+void Sampler::Distribution(absl::Span<const float> logits, absl::Span<const int32_t> history,
+                           absl::Span<const uint64_t> allowed_tokens,
+                           std::vector<float>* probabilities) {
+  AdjustLogits(logits, history, allowed_tokens);
+  probabilities->assign(logits.size(), 0.0f);
+  if (temperature_ == 0.0f || top_k_ == 1) {
+    (*probabilities)[static_cast<size_t>(Argmax(adjusted_))] = 1.0f;
+    return;
+  }
+  const double total = Candidates();
+  if (candidates_.empty()) {
+    (*probabilities)[0] = 1.0f;  // as Sample()
+    return;
+  }
+  for (const auto& [p, id] : candidates_) {
+    (*probabilities)[static_cast<size_t>(id)] = static_cast<float>(p / total);
+  }
+}
+
+int32_t Sampler::Draw(absl::Span<const float> probabilities) {
+  double total = 0;
+  int32_t last = 0;
+  for (size_t i = 0; i < probabilities.size(); ++i) {
+    if (probabilities[i] > 0.0f) {
+      total += probabilities[i];
+      last = static_cast<int32_t>(i);
+    }
+  }
+  std::uniform_real_distribution<double> uniform(0.0, total);
+  double r = uniform(rng_);
+  for (size_t i = 0; i < probabilities.size(); ++i) {
+    if (probabilities[i] <= 0.0f) continue;
+    if (r < probabilities[i]) return static_cast<int32_t>(i);
+    r -= probabilities[i];
+  }
+  return last;
+}
+
+int32_t Sampler::AcceptOrResample(absl::Span<const float> target, absl::Span<const float> draft,
+                                  int32_t proposed) {
+  const size_t d = static_cast<size_t>(proposed);
+  const double q = draft.empty() ? 1.0 : draft[d];
+  // u < p / q, written without dividing (q > 0 for a token drawn from it).
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  if (uniform(rng_) * q < target[d]) return proposed;
+  residual_.resize(target.size());
+  double mass = 0;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const float q_i = draft.empty() ? (i == d ? 1.0f : 0.0f) : draft[i];
+    residual_[i] = std::max(0.0f, target[i] - q_i);
+    mass += residual_[i];
+  }
+  residual_[d] = 0.0f;
+  if (mass <= 0) {
+    // Only rounding leaves nothing: the target without the rejected token.
+    residual_.assign(target.begin(), target.end());
+    residual_[d] = 0.0f;
+    if (std::all_of(residual_.begin(), residual_.end(), [](float p) { return p <= 0.0f; })) {
+      return proposed;
+    }
+  }
+  return Draw(residual_);
+}
+
+double Sampler::Candidates() {
   candidates_.clear();
   for (size_t i = 0; i < adjusted_.size(); ++i) {
     if (std::isfinite(adjusted_[i])) {
@@ -224,13 +299,7 @@ int32_t Sampler::Sample(absl::Span<const float> logits,
         std::exp((static_cast<double>(value) - max_logit) / temperature_));
     total += value;
   }
-  std::uniform_real_distribution<double> uniform(0.0, total);
-  double r = uniform(rng_);
-  for (const auto& [p, id] : candidates_) {
-    if (r < p) return id;
-    r -= p;
-  }
-  return candidates_.back().second;
+  return total;
 }
 
 }  // namespace lnpu::framework

@@ -57,7 +57,38 @@ class Sampler {
                  absl::Span<const int32_t> history = {},
                  absl::Span<const uint64_t> allowed_tokens = {});
 
+  // The distribution Sample() draws from for the same inputs, written to
+  // `probabilities` (resized to logits.size()): probability 1 for the
+  // greedy pick; otherwise the tokens left by top-k, top-p and min-p with
+  // their softmax at the temperature, 0 for every other token. Does not
+  // draw.
+  void Distribution(absl::Span<const float> logits, absl::Span<const int32_t> history,
+                    absl::Span<const uint64_t> allowed_tokens, std::vector<float>* probabilities);
+
+  // A token drawn from `probabilities` (non-negative, summing to about 1;
+  // the last token with a positive probability absorbs rounding).
+  int32_t Draw(absl::Span<const float> probabilities);
+
+  // The acceptance rule of speculative sampling (Leviathan et al. 2023,
+  // Chen et al. 2023): `proposed` was drawn from the draft distribution
+  // `draft` (empty: a deterministic proposal, i.e. a point mass on it);
+  // `target` is the model's distribution (Distribution()). Returns
+  // `proposed` with probability min(1, target[proposed] /
+  // draft[proposed]), otherwise a token drawn from max(0, target - draft)
+  // renormalized, which is never `proposed`. The result is distributed as
+  // `target` whatever the draft distribution. When the residual is all 0
+  // (rounding), draws from `target` without `proposed`, or returns
+  // `proposed` when it holds all of the target's mass. `target` and a
+  // non-empty `draft` have one entry per token; `proposed` indexes them.
+  int32_t AcceptOrResample(absl::Span<const float> target, absl::Span<const float> draft,
+                           int32_t proposed);
+
  private:
+  // Steps 4 to 6 on adjusted_: candidates_ holds the tokens left, their
+  // unnormalized probability at the temperature first, highest first.
+  // Returns their total, 0 when no logit is finite (candidates_ empty).
+  double Candidates();
+
   // The mask, then steps 1 and 2, on adjusted_, a copy of `logits`.
   void AdjustLogits(absl::Span<const float> logits,
                     absl::Span<const int32_t> history,
@@ -77,6 +108,7 @@ class Sampler {
   std::vector<float> adjusted_;
   std::vector<int32_t> counts_;  // occurrences in the window; zero between steps
   std::vector<std::pair<float, int32_t>> candidates_;
+  std::vector<float> residual_;  // AcceptOrResample's max(0, target - draft)
 };
 
 }  // namespace lnpu::framework

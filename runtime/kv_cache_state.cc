@@ -162,6 +162,28 @@ void KvCacheState::Clear() {
   next_position_ = 0;
 }
 
+absl::Status KvCacheState::Truncate(int32_t next_position) {
+  if (next_position < 0 || next_position > next_position_) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot truncate the cache to ", next_position,
+                                                   " tokens: it holds ", next_position_,
+                                                   "; give a count in [0, ", next_position_, "]"));
+  }
+  if (wrapped()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot truncate the cache after its ring has wrapped (", next_position_, " tokens in ",
+        capacity(), " slots): the tokens it evicted cannot be brought back"));
+  }
+  // Not wrapped: position p is in slot p.
+  for (int32_t p = next_position; p < next_position_; ++p) {
+    uint8_t& visible = mask_[static_cast<size_t>(p)];
+    used_ -= visible;
+    visible = 0;
+    slot_tokens_[static_cast<size_t>(p)] = -1;
+  }
+  next_position_ = next_position;
+  return absl::OkStatus();
+}
+
 absl::Status KvCacheState::Restore(const CacheFullPolicy& policy, int32_t next_position,
                                    absl::Span<const uint8_t> mask,
                                    absl::Span<const int32_t> slot_tokens) {

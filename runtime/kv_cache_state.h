@@ -121,6 +121,16 @@ class KvCacheState {
   // stays.
   void Clear();
 
+  // Drops the tokens at positions [next_position, next_position()): their
+  // slots become invisible and free (slot token -1) and next_position()
+  // becomes `next_position`, exactly the state before they were
+  // committed. Used to roll back tokens proposed by speculative decoding
+  // that the model rejected: a later step overwrites their slots. Returns
+  // InvalidArgument for a negative next_position or one beyond
+  // next_position(); FailedPrecondition once a ring cache has wrapped (the
+  // tokens it evicted cannot be brought back). Nothing changes on error.
+  absl::Status Truncate(int32_t next_position);
+
   // Replaces the whole state, e.g. from a saved session: `mask` and
   // `slot_tokens` hold written_slots() = min(next_position, capacity)
   // entries. InvalidArgument when the sizes do not match, a mask byte is

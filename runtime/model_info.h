@@ -44,6 +44,8 @@ struct ModelInfo {
   uint32_t min_response_len = 0;
   // Row counts of the compiled prefill graphs, strictly ascending.
   std::vector<uint32_t> prefill_chunks;
+  // Rows of the Verify graph (Sequence::ForwardAllRows), 0 without one.
+  uint32_t verify_rows = 0;
 
   // The tokenizer description and the chat template (GGUF
   // tokenizer.chat_template, may be empty).

@@ -109,6 +109,7 @@ absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact
     GraphSpec graph;
     graph.name = StringOf(g->name());
     graph.decode = g->kind() == fb::GraphKind::Decode;
+    graph.verify = g->kind() == fb::GraphKind::Verify;
     graph.rows = g->tokens();
     const fb::GraphIo& io = *g->io();
     graph.io = {LocationOf(*io.tokens()), LocationOf(*io.positions()), LocationOf(*io.slots()),
@@ -151,13 +152,18 @@ absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact
       graph.streams.push_back(std::move(stream));
     }
     if (graph.decode) program.decode_graph_ = program.graphs_.size();
+    if (graph.verify) {
+      program.verify_graph_ = program.graphs_.size();
+      program.info_.verify_rows = graph.rows;
+    }
     program.graphs_.push_back(std::move(graph));
   }
 
   // Multi-token runs use the prefill graphs, or the decode graph alone.
   std::vector<std::pair<uint32_t, size_t>> prefill;  // (rows, graph)
   for (size_t i = 0; i < program.graphs_.size(); ++i) {
-    if (!program.graphs_[i].decode) prefill.emplace_back(program.graphs_[i].rows, i);
+    const GraphSpec& graph = program.graphs_[i];
+    if (!graph.decode && !graph.verify) prefill.emplace_back(graph.rows, i);
   }
   if (prefill.empty()) prefill.emplace_back(1, program.decode_graph_);
   std::sort(prefill.begin(), prefill.end());

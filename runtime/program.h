@@ -59,12 +59,13 @@ struct GraphIoSpec {
   BufferLocation positions;  // I32[rows]
   BufferLocation slots;      // I32[rows], -1 = padding row
   BufferLocation last_row;   // I32[1]
-  BufferLocation logits;     // F32[vocab_size]
+  BufferLocation logits;     // F32[vocab_size]; a verify graph's F32[rows][vocab_size]
 };
 
 struct GraphSpec {
   std::string name;
-  bool decode = false;  // the single-token decode graph, else a prefill graph
+  bool decode = false;  // the single-token decode graph
+  bool verify = false;  // the graph with logits of every row; neither: a prefill graph
   uint32_t rows = 0;    // tokens per run, > 0
   std::vector<StreamSpec> streams;  // run in order, each after the previous
   GraphIoSpec io;
@@ -96,6 +97,9 @@ class Program {
   absl::Span<const uint32_t> run_chunks() const { return run_chunks_; }
   // The graph that runs a chunk of run_chunks()[i] rows.
   size_t run_chunk_graph(size_t i) const { return run_chunk_graphs_[i]; }
+  // The verify graph (logits of every row); info().verify_rows > 0 when
+  // there is one.
+  size_t verify_graph() const { return verify_graph_; }
 
   uint32_t kv_capacity() const { return info_.kv_capacity; }
   uint32_t kv_cache_buffer() const { return kv_cache_buffer_; }
@@ -120,6 +124,7 @@ class Program {
   std::vector<BufferSpec> buffers_;
   std::vector<GraphSpec> graphs_;
   size_t decode_graph_ = 0;
+  size_t verify_graph_ = 0;
   std::vector<uint32_t> run_chunks_;
   std::vector<size_t> run_chunk_graphs_;
   uint32_t kv_cache_buffer_ = 0;

@@ -114,8 +114,7 @@ Sequence::Sequence(std::shared_ptr<Device> device, std::shared_ptr<const Program
   step_fences_.reserve(max_streams);
 }
 
-absl::StatusOr<absl::Span<const float>> Sequence::Forward(absl::Span<const int32_t> tokens) {
-  const absl::Time start = absl::Now();
+absl::Status Sequence::CheckTokens(absl::Span<const int32_t> tokens) const {
   const ModelInfo& info = program_->info();
   if (tokens.empty()) {
     return absl::InvalidArgumentError("Forward() of no tokens: give at least one token");
@@ -127,8 +126,51 @@ absl::StatusOr<absl::Span<const float>> Sequence::Forward(absl::Span<const int32
                        " is outside the vocabulary [0, ", info.vocab_size, ")"));
     }
   }
-  // Also bounds n by INT32_MAX (positions are 32-bit).
-  LNPU_RETURN_IF_ERROR(cache_.CheckRoomFor(tokens.size()));
+  // Also bounds the count by INT32_MAX (positions are 32-bit).
+  return cache_.CheckRoomFor(tokens.size());
+}
+
+void Sequence::CountForwardCall(uint32_t tokens, absl::Time start,
+                                absl::Duration device_time_before) {
+  ++stats_.forward_calls;
+  stats_.tokens += tokens;
+  stats_.host_time +=
+      (absl::Now() - start) - (stats_.submit_time + stats_.wait_time - device_time_before);
+}
+
+absl::StatusOr<absl::Span<const float>> Sequence::ForwardAllRows(absl::Span<const int32_t> tokens) {
+  const absl::Time start = absl::Now();
+  const ModelInfo& info = program_->info();
+  if (info.verify_rows == 0) {
+    return absl::FailedPreconditionError(
+        "the model has no verify graph, which computes the logits of every row: recompile it "
+        "with npu-compile --verify-rows K (e.g. 8)");
+  }
+  if (tokens.size() > info.verify_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ForwardAllRows() of ", tokens.size(), " tokens; the verify graph has ",
+                     info.verify_rows, " rows: give at most that many"));
+  }
+  LNPU_RETURN_IF_ERROR(CheckTokens(tokens));
+  const uint32_t n = static_cast<uint32_t>(tokens.size());
+  const absl::Duration device_time_before = stats_.submit_time + stats_.wait_time;
+  LNPU_RETURN_IF_ERROR(RunGraph(program_->verify_graph(), tokens));
+  CountForwardCall(n, start, device_time_before);
+  return absl::Span<const float>(graphs_[program_->verify_graph()].logits,
+                                 uint64_t{n} * info.vocab_size);
+}
+
+absl::Status Sequence::Truncate(uint32_t tokens) {
+  if (tokens > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot truncate the cache to ", tokens,
+                                                   " tokens: it holds ", cache_.next_position()));
+  }
+  return cache_.Truncate(static_cast<int32_t>(tokens));
+}
+
+absl::StatusOr<absl::Span<const float>> Sequence::Forward(absl::Span<const int32_t> tokens) {
+  const absl::Time start = absl::Now();
+  LNPU_RETURN_IF_ERROR(CheckTokens(tokens));
   const uint32_t n = static_cast<uint32_t>(tokens.size());
 
   const absl::Duration device_time_before = stats_.submit_time + stats_.wait_time;
@@ -153,10 +195,7 @@ absl::StatusOr<absl::Span<const float>> Sequence::Forward(absl::Span<const int32
     }
   }
 
-  ++stats_.forward_calls;
-  stats_.tokens += n;
-  stats_.host_time +=
-      (absl::Now() - start) - (stats_.submit_time + stats_.wait_time - device_time_before);
+  CountForwardCall(n, start, device_time_before);
   return absl::Span<const float>(graphs_[last_graph].logits, program_->info().vocab_size);
 }
 

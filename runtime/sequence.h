@@ -72,6 +72,22 @@ class Sequence {
   // error stay in the cache, slots evicted for the failed run stay masked.
   absl::StatusOr<absl::Span<const float>> Forward(absl::Span<const int32_t> tokens);
 
+  // Runs `tokens` (1 to info().verify_rows) through the verify graph at
+  // the next cache slots, in one run, and returns the logits of every token:
+  // row i (vocab_size floats at i * vocab_size) predicts the token after
+  // tokens[i]. Valid until the next run, Reset() or RestoreState(). All
+  // tokens are committed; Truncate() drops the ones that should not have
+  // been (speculative decoding). Errors as Forward(); FailedPrecondition
+  // when the model has no verify graph, InvalidArgument for more tokens
+  // than its rows.
+  absl::StatusOr<absl::Span<const float>> ForwardAllRows(absl::Span<const int32_t> tokens);
+
+  // Keeps the first `tokens` positions of the cache and drops the rest as
+  // if they had never run (KvCacheState::Truncate: their mask bytes go back
+  // to 0, their K/V rows are never attended and later overwritten). Same
+  // errors; nothing changes on error.
+  absl::Status Truncate(uint32_t tokens);
+
   const KvCacheState& cache() const { return cache_; }
 
   // What happens when the cache is full (kv_cache_state.h). InvalidArgument
@@ -139,6 +155,13 @@ class Sequence {
   Sequence(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
           std::shared_ptr<const Buffer> weights, std::vector<Buffer> buffers, Buffer commands,
           std::vector<RecordedGraph> graphs, absl::Span<uint8_t> mask, bool chain_with_fences);
+
+  // InvalidArgument for no tokens or an id outside the vocabulary,
+  // KvCacheState::CheckRoomFor's errors.
+  absl::Status CheckTokens(absl::Span<const int32_t> tokens) const;
+  // Adds a completed forward call of `tokens` that started at `start`,
+  // when the device time was `device_time_before`, to the stats.
+  void CountForwardCall(uint32_t tokens, absl::Time start, absl::Duration device_time_before);
 
   // Runs graph `graph` on `tokens` (at most its rows) at the next
   // positions: evicts the slots it overwrites, submits, waits and commits.

@@ -137,8 +137,15 @@ absl::Status CompileGguf(const std::string& gguf_path,
   absl::StatusOr<LlamaHParams> hparams = ReadLlamaHParams(
       **file, static_cast<uint32_t>(tokenizer->tokens.size()));
   if (!hparams.ok()) return hparams.status();
+  const uint32_t source_layers = hparams->n_layers;
+  if (options.keep_layers > source_layers) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("keep_layers %u exceeds the model's %u layers; keep at most %u (0 = all)",
+                        options.keep_layers, source_layers, source_layers));
+  }
+  if (options.keep_layers > 0) hparams->n_layers = options.keep_layers;
   absl::StatusOr<WeightPlan> weights =
-      WeightPlan::Create(**file, *hparams, options.weights);
+      WeightPlan::Create(**file, *hparams, options.weights, source_layers);
   if (!weights.ok()) return weights.status();
 
   // Buffers: 0 weights, 1 activations, 2 KV cache, 3 I/O.
@@ -146,9 +153,16 @@ absl::Status CompileGguf(const std::string& gguf_path,
                      kKvCacheBuffer = 2, kIoBuffer = 3;
   GraphBuffers buffers;
   buffers.activations = kActivationsBuffer;
-  buffers.layout = PlanActivations(*hparams, prefill_sizes->back());
-  buffers.kv_cache = kKvCacheBuffer;
   buffers.capacity = options.max_prompt_len + options.min_response_len;
+  if (options.verify_rows > buffers.capacity) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("verify_rows %u exceeds the KV-cache capacity of %u slots; use fewer rows "
+                        "(a few more than the proposed tokens per step, e.g. 8)",
+                        options.verify_rows, buffers.capacity));
+  }
+  const uint32_t max_graph_rows = std::max(prefill_sizes->back(), options.verify_rows);
+  buffers.layout = PlanActivations(*hparams, max_graph_rows);
+  buffers.kv_cache = kKvCacheBuffer;
   switch (options.kv_dtype) {
     case CompileOptions::KvType::kF32: buffers.kv_dtype = LNPU_DTYPE_F32; break;
     case CompileOptions::KvType::kF16: buffers.kv_dtype = LNPU_DTYPE_F16; break;
@@ -180,22 +194,30 @@ absl::Status CompileGguf(const std::string& gguf_path,
                      size, {}});
   }
   specs.push_back({"decode", fb::GraphKind::Decode, 1, {}});
+  if (options.verify_rows > 0) {
+    specs.push_back({absl::StrCat("verify_", options.verify_rows),
+                     fb::GraphKind::Verify,
+                     options.verify_rows,
+                     {}});
+  }
   for (GraphSpec& spec : specs) {
     const uint64_t rows_bytes = uint64_t{spec.tokens} * 4;
     spec.io.tokens = io.Allocate(rows_bytes);
     spec.io.positions = io.Allocate(rows_bytes);
     spec.io.slots = io.Allocate(rows_bytes);
     spec.io.last_row = io.Allocate(4);
-    spec.io.logits = logits;
+    spec.io.logits = spec.kind == fb::GraphKind::Verify
+                         ? io.Allocate(uint64_t{spec.tokens} * hparams->vocab_size * 4)
+                         : logits;
   }
   // Element counts travel in 32-bit command fields.
   const uint64_t widest_row =
       std::max({hparams->dim, hparams->q_dim(), hparams->ffn_dim});
-  if (uint64_t{prefill_sizes->back()} * widest_row > UINT32_MAX) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "prefill chunk %u x %u elements per row exceeds the 32-bit element "
-        "counts of the command set; use smaller prefill chunks",
-        prefill_sizes->back(), widest_row));
+  if (uint64_t{max_graph_rows} * widest_row > UINT32_MAX) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("a graph of %u rows x %u elements per row exceeds the 32-bit element "
+                        "counts of the command set; use smaller prefill chunks or verify rows",
+                        max_graph_rows, widest_row));
   }
   for (uint64_t size : {buffers.layout.size, kv_bytes, io.size()}) {
     if (size > artifact::kMaxBufferSize) {

@@ -55,6 +55,15 @@ struct CompileOptions {
   // 4 G multiply-adds, is about 2 s at 2 GMAC/s, a small board's portable
   // int8 path. Decode graphs of models up to ~4 B parameters stay one job.
   uint64_t max_job_macs = uint64_t{4} << 30;
+  // Rows of the Verify graph (model.fbs), which computes the logits of
+  // every row so that speculative decoding checks verify_rows - 1 proposed
+  // tokens in one run; 0 (the default) compiles none. At most the KV-cache
+  // capacity.
+  uint32_t verify_rows = 0;
+  // Compiles only the first keep_layers transformer layers (0 = all), e.g.
+  // a cheap self-draft model for speculative decoding that shares the
+  // source model's vocabulary and embeddings. At most the model's layers.
+  uint32_t keep_layers = 0;
   // When set, called from the compiling thread while the weights are
   // written, with (bytes written, total bytes) of the data section.
   std::function<void(uint64_t, uint64_t)> progress;

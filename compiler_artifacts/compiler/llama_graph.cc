@@ -240,21 +240,28 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
     matmul(At(act, a.swiglu), h.ffn_dim,
            weights.Get(LayerTensorName(l, "ffn_down")), x, t, true);
   }
-  const fb::Operand last = At(act, a.last);
-  jobs.For(h.dim).GatherRows({.table = x,
-                      .indices = io.last_row,
-                      .dst = last,
-                      .table_dtype = LNPU_DTYPE_F32,
-                      .row_len = h.dim,
-                      .table_rows = t,
-                      .count = 1});
-  jobs.For(h.dim).RmsNorm({.src = last,
-                   .weight = weights.Get("output_norm.weight").operand(),
-                   .dst = last,
-                   .rows = 1,
-                   .dim = h.dim,
-                   .eps = h.norm_eps});
-  matmul(last, h.dim, weights.output(), io.logits, 1, false);
+  // The rows whose logits are computed: every row of a Verify graph,
+  // otherwise the one io.last_row names, gathered into `last`.
+  const bool all_rows = kind == fb::GraphKind::Verify;
+  const uint32_t logit_rows = all_rows ? t : 1;
+  const fb::Operand last = all_rows ? normed : At(act, a.last);
+  if (!all_rows) {
+    jobs.For(h.dim).GatherRows({.table = x,
+                                .indices = io.last_row,
+                                .dst = last,
+                                .table_dtype = LNPU_DTYPE_F32,
+                                .row_len = h.dim,
+                                .table_rows = t,
+                                .count = 1});
+  }
+  jobs.For(uint64_t{logit_rows} * h.dim)
+      .RmsNorm({.src = all_rows ? x : last,
+                .weight = weights.Get("output_norm.weight").operand(),
+                .dst = last,
+                .rows = logit_rows,
+                .dim = h.dim,
+                .eps = h.norm_eps});
+  matmul(last, h.dim, weights.output(), io.logits, logit_rows, false);
 
   CommandStreamBuilder dma(DRM_LNPU_ENGINE_DMA);
   dma.ScatterRows({.src = staging(0, 0),

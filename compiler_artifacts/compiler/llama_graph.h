@@ -52,11 +52,12 @@ struct GraphIoLayout {
   fb::Operand positions;  // I32[tokens]
   fb::Operand slots;      // I32[tokens]
   fb::Operand last_row;   // I32[1]
-  fb::Operand logits;     // F32[vocab_size]
+  fb::Operand logits;     // F32[vocab_size]; a Verify graph's F32[tokens][vocab_size]
 };
 
 // Builds the graph `name` of `tokens` rows reading its inputs and writing
-// logits where `io` says. The compute commands are cut into consecutive
+// logits where `io` says: of the row io.last_row names, or of every row
+// for a Verify graph. The compute commands are cut into consecutive
 // streams of at most `max_job_macs` estimated multiply-adds each (a single
 // command above the budget gets a stream of its own; max_job_macs >= 1).
 flatbuffers::Offset<fb::Graph> BuildLlamaGraph(

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -213,9 +214,10 @@ uint64_t PlannedWeight::rows() const {
   return rows;
 }
 
-absl::StatusOr<WeightPlan> WeightPlan::Create(
-    const gguf::GgufFile& file, const LlamaHParams& hparams,
-    CompileOptions::WeightType weights) {
+absl::StatusOr<WeightPlan> WeightPlan::Create(const gguf::GgufFile& file,
+                                              const LlamaHParams& hparams,
+                                              CompileOptions::WeightType weights,
+                                              uint32_t source_layers) {
   WeightPlan plan;
   const bool has_output = file.FindTensor("output.weight") != nullptr;
   plan.output_name_ = has_output ? "output.weight" : "token_embd.weight";
@@ -270,8 +272,16 @@ absl::StatusOr<WeightPlan> WeightPlan::Create(
     plan.index_.emplace(w.name, plan.weights_.size());
     plan.weights_.push_back(std::move(w));
   }
+  // A tensor of a layer left out: "blk.<layer>." with layer in
+  // [hparams.n_layers, source_layers).
+  auto dropped = [&](const std::string& name) {
+    uint32_t layer = 0;
+    int consumed = 0;
+    return std::sscanf(name.c_str(), "blk.%u.%n", &layer, &consumed) == 1 && consumed > 0 &&
+           layer >= hparams.n_layers && layer < source_layers;
+  };
   for (const gguf::TensorInfo& tensor : file.tensors()) {
-    if (!plan.index_.contains(tensor.name)) {
+    if (!plan.index_.contains(tensor.name) && !dropped(tensor.name)) {
       return absl::InvalidArgumentError(absl::StrCat(
           file.path(), ": tensor '", tensor.name,
           "' is not part of the supported ", hparams.architecture,

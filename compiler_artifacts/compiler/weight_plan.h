@@ -77,9 +77,13 @@ class WeightPlan {
   // are not a multiple of 32 elements falls back to F16 (listed by
   // f16_fallbacks()).
   // Norm weights, biases and frequency factors are F32.
-  static absl::StatusOr<WeightPlan> Create(const gguf::GgufFile& file,
-                                           const LlamaHParams& hparams,
-                                           CompileOptions::WeightType weights);
+  //
+  // `source_layers` is the file's layer count when hparams.n_layers keeps
+  // only its first layers (CompileOptions::keep_layers): the tensors of
+  // layers [hparams.n_layers, source_layers) are left out. 0 = all layers.
+  static absl::StatusOr<WeightPlan> Create(const gguf::GgufFile& file, const LlamaHParams& hparams,
+                                           CompileOptions::WeightType weights,
+                                           uint32_t source_layers = 0);
 
   // The planned weight named `name` (a GGUF tensor name); it must exist.
   const PlannedWeight& Get(absl::string_view name) const;

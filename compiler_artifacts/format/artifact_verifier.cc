@@ -338,6 +338,7 @@ absl::Status VerifyGraphs(const fb::Model& model) {
   const fb::HParams* h = model.hparams();
   const uint32_t max_prompt_len = model.kv_cache()->max_prompt_len();
   int decode_graphs = 0;
+  int verify_graphs = 0;
   absl::flat_hash_set<uint32_t> prefill_tokens;
   absl::flat_hash_set<std::string> names;
   for (uint32_t g = 0; g < graphs->size(); ++g) {
@@ -366,6 +367,13 @@ absl::Status VerifyGraphs(const fb::Model& model) {
                          graph->tokens());
         }
         break;
+      case fb::GraphKind::Verify:
+        if (++verify_graphs > 1) return Invalid("%s: a second Verify graph", where);
+        if (graph->tokens() > model.kv_cache()->capacity()) {
+          return Invalid("%s: %u tokens exceed the KV-cache capacity %u", where, graph->tokens(),
+                         model.kv_cache()->capacity());
+        }
+        break;
       default:
         return Invalid("%s: kind %d is unknown", where,
                        static_cast<int>(graph->kind()));
@@ -388,8 +396,8 @@ absl::Status VerifyGraphs(const fb::Model& model) {
         VerifyIoOperand(model, io->slots(), rows_bytes, 4, where + " io.slots"));
     LNPU_RETURN_IF_ERROR(
         VerifyIoOperand(model, io->last_row(), 4, 4, where + " io.last_row"));
-    LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, io->logits(),
-                                         uint64_t{h->vocab_size()} * 4, 4,
+    const uint64_t logit_rows = graph->kind() == fb::GraphKind::Verify ? graph->tokens() : 1;
+    LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, io->logits(), logit_rows * h->vocab_size() * 4, 4,
                                          where + " io.logits"));
   }
   if (decode_graphs != 1) {

@@ -99,12 +99,23 @@ lnpu::framework::GenerationConfig ConfigOf(const npu_llm_config& c) {
   for (size_t i = 0; i < c.n_logit_bias; ++i) {
     config.logit_bias[c.logit_bias[i].token] = c.logit_bias[i].bias;
   }
+  using Kind = lnpu::framework::SpeculativeConfig::Kind;
+  config.speculative.kind = c.speculative == NPU_LLM_SPECULATIVE_LOOKUP  ? Kind::kPromptLookup
+                            : c.speculative == NPU_LLM_SPECULATIVE_DRAFT ? Kind::kDraftModel
+                                                                         : Kind::kNone;
+  config.speculative.max_draft_tokens = c.draft_tokens;
+  config.speculative.draft = c.draft_session != nullptr ? c.draft_session->session.get() : nullptr;
   return config;
 }
 
 // InvalidArgument when a (pointer, count) pair of `c` is (NULL, > 0) or a
 // stop string is NULL.
 absl::Status CheckArrays(const npu_llm_config& c) {
+  if (c.speculative < NPU_LLM_SPECULATIVE_NONE || c.speculative > NPU_LLM_SPECULATIVE_DRAFT) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("npu_llm_config.speculative is ", static_cast<int>(c.speculative),
+                     ": use NPU_LLM_SPECULATIVE_NONE, _LOOKUP or _DRAFT"));
+  }
   if ((c.n_stop_strings > 0 && c.stop_strings == nullptr) ||
       (c.n_stop_tokens > 0 && c.stop_tokens == nullptr) ||
       (c.n_logit_bias > 0 && c.logit_bias == nullptr)) {
@@ -184,6 +195,8 @@ void npu_llm_config_init(npu_llm_config* config) {
   config->seed = defaults.seed;
   config->add_bos = defaults.add_bos ? 1 : 0;
   config->stop_at_eos = defaults.stop_at_eos ? 1 : 0;
+  config->speculative = NPU_LLM_SPECULATIVE_NONE;
+  config->draft_tokens = defaults.speculative.max_draft_tokens;
 }
 
 void npu_llm_result_clear(npu_llm_result* result) {
@@ -242,6 +255,8 @@ npu_llm_status npu_llm_session_generate(npu_llm_session* session, const char* te
     result->time_to_first_token_ms = generated->stats.time_to_first_token_ms;
     result->prefill_ms = generated->stats.prefill_ms;
     result->decode_tokens_per_second = generated->stats.decode_tokens_per_second;
+    result->drafted_tokens = generated->stats.drafted_tokens;
+    result->accepted_tokens = generated->stats.accepted_tokens;
     device_error = generated->error;
     return absl::OkStatus();
   });

@@ -73,6 +73,13 @@ typedef struct npu_llm_logit_bias {
   float bias; /* finite, or -INFINITY to ban the token */
 } npu_llm_logit_bias;
 
+typedef enum npu_llm_speculative {
+  NPU_LLM_SPECULATIVE_NONE = 0,
+  NPU_LLM_SPECULATIVE_LOOKUP = 1, /* propose what followed an earlier occurrence of the
+                                     text's last tokens (no second model) */
+  NPU_LLM_SPECULATIVE_DRAFT = 2   /* propose what a draft model picks */
+} npu_llm_speculative;
+
 /* Initialize with npu_llm_config_init, then change fields. */
 typedef struct npu_llm_config {
   int32_t max_new_tokens;   /* >= 1; default 128 */
@@ -93,6 +100,14 @@ typedef struct npu_llm_config {
   size_t n_stop_tokens;
   const npu_llm_logit_bias* logit_bias;
   size_t n_logit_bias;
+  /* Speculative decoding (the model needs a verify graph: npu-compile
+   * --verify-rows K); greedy replies are unchanged, sampled ones keep the
+   * model's distribution. */
+  npu_llm_speculative speculative; /* default NPU_LLM_SPECULATIVE_NONE */
+  int32_t draft_tokens;            /* tokens proposed per step, >= 1; default 4 */
+  npu_llm_session* draft_session;  /* NPU_LLM_SPECULATIVE_DRAFT: a session of a
+                                      model of the same vocabulary, used only by
+                                      this call (its conversation is replaced) */
 } npu_llm_config;
 void npu_llm_config_init(npu_llm_config* config);
 
@@ -112,6 +127,8 @@ typedef struct npu_llm_result {
   double time_to_first_token_ms;
   double prefill_ms;
   double decode_tokens_per_second;
+  int32_t drafted_tokens;  /* speculative decoding: tokens proposed, */
+  int32_t accepted_tokens; /* and accepted by the model */
 } npu_llm_result;
 /* Frees result->text and zeroes the result; NULL and cleared results are fine. */
 void npu_llm_result_clear(npu_llm_result* result);

@@ -333,6 +333,16 @@ TEST_F(ArtifactOpenTest, RejectsBadGraphSets) {
               HasSubstr("a Decode graph has tokens 8, must be 1"));
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.graphs.pop_back(); }),
               HasSubstr("0 Decode graphs, there must be exactly one"));
+  // A Verify graph's logits hold every row: a one-row operand is too small.
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.graphs[0]->kind = fb::GraphKind::Verify; }),
+              HasSubstr("io.logits"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
+                m.graphs[0]->kind = fb::GraphKind::Verify;
+                m.graphs[0]->tokens = 1;
+                m.graphs[1]->kind = fb::GraphKind::Verify;
+                m.graphs[1]->tokens = 1;
+              }),
+              HasSubstr("a second Verify graph"));
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
                 m.graphs[1]->tokens = m.graphs[0]->tokens;
               }),

@@ -526,6 +526,57 @@ TEST(CompilerTest, RejectsBadOptions) {
   ExpectCompileFails(Stories260KPath(), options, "max_job_macs is 0");
 }
 
+TEST(CompilerTest, VerifyGraphComputesEveryRowsLogits) {
+  CompileOptions options;
+  options.max_prompt_len = 40;
+  options.min_response_len = 8;
+  options.prefill_chunks = {16};
+  options.verify_rows = 6;
+  std::unique_ptr<Artifact> artifact = CompileAndOpen(Stories260KPath(), options);
+  ASSERT_NE(artifact, nullptr);
+  const fb::Model& model = artifact->model();
+  const fb::Graph* verify = FindGraph(model, "verify_6");
+  ASSERT_NE(verify, nullptr);
+  EXPECT_EQ(verify->kind(), fb::GraphKind::Verify);
+  EXPECT_EQ(verify->tokens(), 6u);
+  // Its own logits operand of 6 rows, apart from the shared one of the
+  // other graphs.
+  const fb::Graph* decode = FindGraph(model, "decode");
+  ASSERT_NE(decode, nullptr);
+  EXPECT_NE(verify->io()->logits()->offset(), decode->io()->logits()->offset());
+  const fb::Graph* prefill = FindGraph(model, "prefill_16");
+  ASSERT_NE(prefill, nullptr);
+  EXPECT_EQ(prefill->io()->logits()->offset(), decode->io()->logits()->offset());
+  // The last command is the output matmul over all 6 rows.
+  const fb::CommandStream& compute = *verify->streams()->Get(verify->streams()->size() - 2);
+  const std::vector<Command> commands = Commands(compute);
+  ASSERT_FALSE(commands.empty());
+  ASSERT_EQ(commands.back().header.opcode, LNPU_OP_MATMUL);
+  const auto matmul = Decode<lnpu_cmd_matmul>(compute, commands.back());
+  EXPECT_EQ(matmul.rows, 6u);
+  EXPECT_EQ(matmul.n, model.hparams()->vocab_size());
+
+  options.verify_rows = 49;
+  ExpectCompileFails(Stories260KPath(), options, "verify_rows 49 exceeds the KV-cache capacity");
+}
+
+TEST(CompilerTest, KeepLayersCompilesTheFirstLayersOnly) {
+  CompileOptions options;
+  options.max_prompt_len = 40;
+  options.min_response_len = 8;
+  options.keep_layers = 2;
+  std::unique_ptr<Artifact> artifact = CompileAndOpen(Stories260KPath(), options);
+  ASSERT_NE(artifact, nullptr);
+  const fb::Model& model = artifact->model();
+  EXPECT_EQ(model.hparams()->n_layers(), 2u);
+  EXPECT_NE(FindWeight(model, "blk.1.ffn_down.weight"), nullptr);
+  EXPECT_EQ(FindWeight(model, "blk.2.ffn_down.weight"), nullptr);
+  EXPECT_NE(FindWeight(model, "output_norm.weight"), nullptr);
+
+  options.keep_layers = 6;  // stories260K has 5
+  ExpectCompileFails(Stories260KPath(), options, "keep_layers 6 exceeds the model's 5 layers");
+}
+
 TEST(CompilerTest, RejectsOverwritingTheInput) {
   const std::string gguf = TempPath("copy.gguf");
   WriteFileBytes(gguf, ReadFileBytes(Stories260KPath()));

@@ -81,9 +81,45 @@ int main(int argc, char** argv) {
   check(strcmp(stream.text, result.text) == 0 && result.text_len == strlen(result.text),
         "streamed text equals the result text");
   check(result.prompt_tokens == 5 && result.time_to_first_token_ms > 0, "statistics");
+  char first_reply[512];
+  snprintf(first_reply, sizeof first_reply, "%s", result.text != NULL ? result.text : "");
   npu_llm_result_clear(&result);
   check(result.text == NULL, "result_clear frees and zeroes");
   npu_llm_result_clear(&result); /* twice is fine */
+
+  /* Speculative decoding gives the same greedy reply: with prompt lookup,
+   * and with a draft session of the same model, whose proposals are all
+   * accepted. */
+  npu_llm_session* fresh = NULL;
+  npu_llm_session* draft = NULL;
+  check(npu_llm_session_create(llm, &fresh) == NPU_LLM_OK &&
+            npu_llm_session_create(llm, &draft) == NPU_LLM_OK,
+        "sessions for speculation");
+  npu_llm_config speculative = config;
+  speculative.speculative = NPU_LLM_SPECULATIVE_DRAFT;
+  speculative.draft_session = draft;
+  npu_llm_result drafted;
+  check(npu_llm_session_generate(fresh, "Once upon a time", &speculative, NULL, NULL,
+                                 &drafted) == NPU_LLM_OK &&
+            strcmp(drafted.text, first_reply) == 0 && drafted.drafted_tokens > 0 &&
+            drafted.accepted_tokens == drafted.drafted_tokens,
+        "draft-model speculation: the same reply, every proposal accepted");
+  npu_llm_result_clear(&drafted);
+  npu_llm_session_reset(fresh);
+  speculative.speculative = NPU_LLM_SPECULATIVE_LOOKUP;
+  speculative.draft_session = NULL;
+  check(npu_llm_session_generate(fresh, "Once upon a time", &speculative, NULL, NULL,
+                                 &drafted) == NPU_LLM_OK &&
+            strcmp(drafted.text, first_reply) == 0 &&
+            drafted.accepted_tokens <= drafted.drafted_tokens,
+        "prompt-lookup speculation: the same reply");
+  npu_llm_result_clear(&drafted);
+  speculative.speculative = (npu_llm_speculative)7;
+  check(npu_llm_session_generate(fresh, "x", &speculative, NULL, NULL, &drafted) ==
+            NPU_LLM_INVALID_ARGUMENT,
+        "an unknown speculative kind is refused");
+  npu_llm_session_destroy(fresh);
+  npu_llm_session_destroy(draft);
 
   /* Second turn: only the new text (and the pending last token) runs. */
   const uint64_t tokens_before = npu_llm_session_token_count(session);

@@ -1,5 +1,6 @@
 #include "framework/sampler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -84,6 +85,98 @@ TEST(SamplerTest, FrequenciesFollowTheSoftmax) {
   EXPECT_NEAR(counts[0] / double(n), 0.5, 0.02);
   EXPECT_NEAR(counts[1] / double(n), 0.3, 0.02);
   EXPECT_NEAR(counts[2] / double(n), 0.2, 0.02);
+}
+
+// Pearson's chi-square statistic of `counts` (n draws) against `expected`
+// probabilities; tokens with expected probability 0 must not occur.
+double ChiSquare(const std::vector<int>& counts, const std::vector<double>& expected, int n) {
+  double chi2 = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (expected[i] == 0) {
+      EXPECT_EQ(counts[i], 0) << "token " << i << " has probability 0";
+      continue;
+    }
+    const double e = expected[i] * n;
+    chi2 += (counts[i] - e) * (counts[i] - e) / e;
+  }
+  return chi2;
+}
+
+TEST(SamplerTest, DistributionIsWhatSampleDrawsFrom) {
+  Sampler sampler(Config(0.7f, /*top_k=*/3));
+  const std::vector<float> logits = {0.1f, 2.0f, -1.0f, 1.5f, 0.5f};
+  std::vector<float> p;
+  sampler.Distribution(logits, {}, {}, &p);
+  ASSERT_EQ(p.size(), logits.size());
+  // Top 3 of the logits at temperature 0.7; the others 0.
+  const double e1 = std::exp(2.0 / 0.7), e3 = std::exp(1.5 / 0.7), e4 = std::exp(0.5 / 0.7);
+  const double total = e1 + e3 + e4;
+  EXPECT_NEAR(p[1], e1 / total, 1e-6);
+  EXPECT_NEAR(p[3], e3 / total, 1e-6);
+  EXPECT_NEAR(p[4], e4 / total, 1e-6);
+  EXPECT_EQ(p[0], 0.0f);
+  EXPECT_EQ(p[2], 0.0f);
+
+  Sampler greedy(Config(0.0f));
+  greedy.Distribution(logits, {}, {}, &p);
+  EXPECT_EQ(p, (std::vector<float>{0, 1, 0, 0, 0}));
+}
+
+// The acceptance rule keeps the target distribution whatever the draft
+// distribution: for each fixed (target, draft) pair, draw a proposal from
+// the draft and apply the rule 200000 times, then compare the results'
+// frequencies with the target by a chi-square test. The bound is the 0.999
+// quantile of chi-square with 5 degrees of freedom (20.5); the seeds are
+// fixed, so the test is deterministic.
+TEST(SamplerTest, AcceptOrResampleKeepsTheTargetDistribution) {
+  const std::vector<float> target = {0.4f, 0.25f, 0.15f, 0.1f, 0.07f, 0.03f};
+  const std::vector<std::vector<float>> drafts = {
+      {0.05f, 0.05f, 0.1f, 0.1f, 0.3f, 0.4f},    // far from the target
+      {0.4f, 0.25f, 0.15f, 0.1f, 0.07f, 0.03f},  // equal: always accepted
+      {0.0f, 0.5f, 0.5f, 0.0f, 0.0f, 0.0f},      // misses tokens entirely
+  };
+  const std::vector<double> expected(target.begin(), target.end());
+  constexpr int kDraws = 200000;
+  uint64_t seed = 7;
+  for (const std::vector<float>& draft : drafts) {
+    Sampler proposer(Config(1.0f, 0, 1.0f, seed++));
+    Sampler sampler(Config(1.0f, 0, 1.0f, seed++));
+    std::vector<int> counts(target.size());
+    int accepted = 0;
+    for (int i = 0; i < kDraws; ++i) {
+      const int32_t proposed = proposer.Draw(draft);
+      const int32_t token = sampler.AcceptOrResample(target, draft, proposed);
+      ++counts[static_cast<size_t>(token)];
+      accepted += token == proposed;
+    }
+    EXPECT_LT(ChiSquare(counts, expected, kDraws), 20.5) << "draft " << draft[0];
+    // Acceptance probability: sum over tokens of min(target, draft).
+    double overlap = 0;
+    for (size_t i = 0; i < target.size(); ++i) overlap += std::min(target[i], draft[i]);
+    EXPECT_NEAR(accepted / double(kDraws), overlap, 0.005) << "draft " << draft[0];
+  }
+}
+
+TEST(SamplerTest, AcceptOrResampleOfAPointMassProposal) {
+  // A deterministic proposal (prompt lookup): accepted with the target's
+  // probability of it, else a draw from the target without it.
+  const std::vector<float> target = {0.5f, 0.3f, 0.2f, 0.0f};
+  constexpr int kDraws = 200000;
+  Sampler sampler(Config(1.0f, 0, 1.0f, 11));
+  std::vector<int> counts(target.size());
+  for (int i = 0; i < kDraws; ++i)
+    ++counts[static_cast<size_t>(sampler.AcceptOrResample(target, {}, 1))];
+  // 2 degrees of freedom: 0.999 quantile 13.8.
+  EXPECT_LT(ChiSquare(counts, {0.5, 0.3, 0.2, 0.0}, kDraws), 13.8);
+
+  // Greedy targets accept exactly the argmax and otherwise return it.
+  Sampler greedy(Config(0.0f));
+  const std::vector<float> point = {0, 0, 1, 0};
+  EXPECT_EQ(greedy.AcceptOrResample(point, {}, 2), 2);
+  EXPECT_EQ(greedy.AcceptOrResample(point, {}, 0), 2);
+  EXPECT_EQ(greedy.AcceptOrResample(point, {0, 0, 0, 1}, 3), 2);
+  // A proposal that holds all the target's mass is always kept.
+  EXPECT_EQ(greedy.AcceptOrResample({0, 1, 0, 0}, {0, 0.5f, 0.5f, 0}, 1), 1);
 }
 
 TEST(SamplerTest, LowTemperatureSharpensHighFlattens) {

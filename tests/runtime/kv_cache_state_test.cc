@@ -112,6 +112,65 @@ TEST(KvCacheStateTest, ExternalMaskIsTheSourceOfTruth) {
   EXPECT_THAT(storage, Each(0));
 }
 
+TEST(KvCacheStateTest, TruncateRestoresTheStateBeforeTheDroppedTokens) {
+  KvCacheState truncated(8);
+  truncated.Commit(*truncated.Reserve(3), Tokens(3));
+  truncated.Commit(*truncated.Reserve(4), Tokens(4, 200));
+  ASSERT_TRUE(truncated.Truncate(4).ok());
+
+  KvCacheState expected(8);
+  expected.Commit(*expected.Reserve(3), Tokens(3));
+  expected.Commit(*expected.Reserve(1), Tokens(1, 200));
+  EXPECT_EQ(truncated.next_position(), 4);
+  EXPECT_EQ(truncated.used(), 4u);
+  EXPECT_EQ(truncated.free_slots(), 4u);
+  EXPECT_THAT(truncated.mask(), ElementsAre(1, 1, 1, 1, 0, 0, 0, 0));
+  EXPECT_EQ(std::vector<uint8_t>(truncated.mask().begin(), truncated.mask().end()),
+            std::vector<uint8_t>(expected.mask().begin(), expected.mask().end()));
+  EXPECT_EQ(std::vector<int32_t>(truncated.slot_tokens().begin(), truncated.slot_tokens().end()),
+            std::vector<int32_t>(expected.slot_tokens().begin(), expected.slot_tokens().end()));
+  EXPECT_EQ(truncated.TokensInContext(), expected.TokensInContext());
+
+  // The next token takes the first dropped slot.
+  absl::StatusOr<SlotPlacement> next = truncated.Reserve(1);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->first_position, 4);
+  EXPECT_EQ(next->slot(0), 4);
+  // Truncating to the current count changes nothing.
+  ASSERT_TRUE(truncated.Truncate(4).ok());
+  EXPECT_EQ(truncated.used(), 4u);
+}
+
+TEST(KvCacheStateTest, TruncateRefusesGrowingAndNegativeCounts) {
+  KvCacheState cache(8);
+  cache.Commit(*cache.Reserve(3), Tokens(3));
+  for (int32_t bad : {4, -1}) {
+    const absl::Status status = cache.Truncate(bad);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(status.message(), HasSubstr("holds 3"));
+  }
+  EXPECT_EQ(cache.next_position(), 3);
+  EXPECT_EQ(cache.used(), 3u);
+}
+
+TEST(KvCacheStateRingTest, TruncateWorksBeforeTheRingWrapsAndIsRefusedAfter) {
+  KvCacheState cache(8);
+  ASSERT_TRUE(cache.SetPolicy(CacheFullPolicy::Ring(2)).ok());
+  cache.Commit(*cache.Reserve(5), Tokens(5));
+  ASSERT_TRUE(cache.Truncate(3).ok());
+  EXPECT_THAT(cache.mask(), ElementsAre(1, 1, 1, 0, 0, 0, 0, 0));
+  cache.Commit(*cache.Reserve(3), Tokens(3, 200));
+  absl::StatusOr<SlotPlacement> wrap = cache.Reserve(4);
+  ASSERT_TRUE(wrap.ok());
+  cache.Evict(*wrap);
+  cache.Commit(*wrap, Tokens(4, 300));
+  ASSERT_TRUE(cache.wrapped());
+  const absl::Status status = cache.Truncate(7);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("wrapped"));
+  EXPECT_EQ(cache.next_position(), 10);
+}
+
 TEST(KvCacheStateRingTest, SlotsWrapPastTheSinksAndPositionsKeepIncreasing) {
   const CacheFullPolicy ring = CacheFullPolicy::Ring(2);
   // Capacity 6, 2 sinks: positions 0..5 in slots 0..5, then 6 -> 2, 7 -> 3,

@@ -639,6 +639,80 @@ TEST_F(RuntimeTest, CopiedPrefixEqualsRecomputingIt) {
   EXPECT_EQ(copy->CopyPrefixFrom(*copy, 1).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(RuntimeTest, ForwardAllRowsNeedsAVerifyGraph) {
+  std::unique_ptr<Sequence> session = NewSession();
+  EXPECT_EQ(model_->info().verify_rows, 0u);
+  const absl::StatusOr<absl::Span<const float>> rows = session->ForwardAllRows(kPrompt);
+  EXPECT_EQ(rows.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(rows.status().message(), HasSubstr("--verify-rows"));
+  EXPECT_EQ(session->cache().next_position(), 0);
+}
+
+// A verify graph gives every row's logits, as running the tokens one by
+// one does, and dropping its last rows leaves the cache as if they had
+// never run.
+TEST_F(RuntimeTest, VerifyRowsMatchDecodingAndTruncateDropsRowsCleanly) {
+  const std::string path = *dir_ + "/stories_verify.lnpu";
+  compiler::CompileOptions options;
+  options.max_prompt_len = kMaxPromptLen;
+  options.min_response_len = kMinResponseLen;
+  options.prefill_chunks = {4, 16};
+  options.kv_dtype = compiler::CompileOptions::KvType::kF32;
+  options.verify_rows = 5;
+  const absl::Status compiled =
+      compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", path, options);
+  ASSERT_TRUE(compiled.ok()) << compiled;
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      Model::Load(device_, path, {.weights = WeightPlacement::kImport});
+  std::remove(path.c_str());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->info().verify_rows, 5u);
+  EXPECT_EQ((*model)->info().prefill_chunks, (std::vector<uint32_t>{4, 16}));
+  const uint32_t vocab = (*model)->info().vocab_size;
+
+  // tokens[0..12): a prompt and the model's greedy continuation.
+  const std::vector<int32_t> tokens = FillGreedy(**(*model)->CreateSequence(), 12);
+  std::unique_ptr<Sequence> verified = *(*model)->CreateSequence();
+  ASSERT_TRUE(verified->Forward(absl::MakeConstSpan(tokens).first(7)).ok());
+  std::vector<int32_t> rows(tokens.begin() + 7, tokens.begin() + 11);
+  rows.push_back(300);  // a proposal the model rejects
+  absl::StatusOr<absl::Span<const float>> logits = verified->ForwardAllRows(rows);
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  ASSERT_EQ(logits->size(), rows.size() * vocab);
+  EXPECT_EQ(verified->cache().next_position(), 12);
+  std::unique_ptr<Sequence> reference = *(*model)->CreateSequence();
+  ASSERT_TRUE(reference->Forward(absl::MakeConstSpan(tokens).first(7)).ok());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::vector<float> expected = LogitsAfter(*reference, rows[i]);
+    const std::vector<float> row = Copy(logits->subspan(i * vocab, vocab));
+    EXPECT_LE(RelativeDifference(row, expected), 1e-4) << "row " << i;
+    if (i < 4) {
+      EXPECT_EQ(Argmax(row), tokens[8 + i]) << "row " << i;
+    }
+  }
+
+  // Drop the rejected proposal: the cache equals that of a session that
+  // ran tokens[0..11) and continues as it does.
+  ASSERT_TRUE(verified->Truncate(11).ok());
+  std::unique_ptr<Sequence> expected = *(*model)->CreateSequence();
+  ASSERT_TRUE(expected->Forward(absl::MakeConstSpan(tokens).first(11)).ok());
+  const CacheSnapshot a = verified->SaveState().value();
+  const CacheSnapshot b = expected->SaveState().value();
+  EXPECT_EQ(a.next_position, 11);
+  EXPECT_EQ(a.next_position, b.next_position);
+  EXPECT_EQ(a.mask, b.mask);
+  EXPECT_EQ(a.slot_tokens, b.slot_tokens);
+  EXPECT_EQ(a.kv_rows.size(), b.kv_rows.size());
+  EXPECT_LE(
+      RelativeDifference(LogitsAfter(*verified, tokens[11]), LogitsAfter(*expected, tokens[11])),
+      1e-4);
+
+  EXPECT_EQ(verified->Truncate(13).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(verified->ForwardAllRows(std::vector<int32_t>(6, 5)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(verified->cache().next_position(), 12);
+}
+
 TEST_F(RuntimeTest, StatesOfOtherModelsAndCapacitiesAreRefused) {
   std::unique_ptr<Sequence> session = NewSession();
   FillGreedy(*session, 8);

@@ -81,6 +81,13 @@ options:
                              compute job (default 4096); long prefill graphs
                              are cut into several jobs so that each stays
                              inside the device's job timeout on slow devices
+  --verify-rows K            also compile a verify graph of K rows, which
+                             computes every row's logits, for speculative
+                             decoding (npu-llm --speculative) with up to
+                             K - 1 proposed tokens per step (default: none)
+  --keep-layers N            compile only the first N layers, e.g. a cheap
+                             self-draft model of the same vocabulary for
+                             npu-llm --speculative draft (default: all)
   --verify FILE.lnpu         check an artifact without running it: header,
                              metadata and every weight checksum; exit 0 when
                              intact, 1 naming what is corrupt
@@ -120,13 +127,11 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
       std::cout << kUsage;
       return std::nullopt;
     }
-    const bool takes_value = arg == "-o" || arg == "--output" ||
-                             arg == "--max-prompt-len" ||
-                             arg == "--min-response-len" ||
-                             arg == "--prefill-chunks" || arg == "--weights" ||
-                             arg == "--kv-dtype" || arg == "--synthetic" ||
-                             arg == "--seed" || arg == "--models-dir" ||
-                             arg == "--max-job-mmacs" || arg == "--verify";
+    const bool takes_value = arg == "-o" || arg == "--output" || arg == "--max-prompt-len" ||
+                             arg == "--min-response-len" || arg == "--prefill-chunks" ||
+                             arg == "--weights" || arg == "--kv-dtype" || arg == "--synthetic" ||
+                             arg == "--seed" || arg == "--models-dir" || arg == "--max-job-mmacs" ||
+                             arg == "--verify" || arg == "--verify-rows" || arg == "--keep-layers";
     if (!takes_value) {
       if (!arg.empty() && arg[0] == '-') {
         return absl::InvalidArgumentError("unknown option " + arg);
@@ -164,6 +169,10 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
       absl::StatusOr<uint32_t> n = ParseCount(arg, value);
       if (!n.ok()) return n.status();
       line.options.max_job_macs = uint64_t{*n} * 1000000;
+    } else if (arg == "--verify-rows" || arg == "--keep-layers") {
+      absl::StatusOr<uint32_t> n = ParseCount(arg, value);
+      if (!n.ok()) return n.status();
+      (arg == "--verify-rows" ? line.options.verify_rows : line.options.keep_layers) = *n;
     } else if (arg == "--synthetic") {
       line.synthetic = value;
     } else if (arg == "--verify") {

@@ -73,6 +73,15 @@ ABSL_FLAG(std::string, save_session, "", "save the conversation to this file at 
 ABSL_FLAG(bool, copy_weights, false,
           "copy the weights into device memory even when the device can map them from "
           "the model file");
+ABSL_FLAG(std::string, speculative, "none",
+          "speculative decoding: \"lookup\" proposes the continuation of an earlier "
+          "occurrence of the text's last tokens (pays off when the reply repeats the prompt), "
+          "\"draft\" what --draft-model picks; the model needs a verify graph (npu-compile "
+          "--verify-rows); greedy output is unchanged");
+ABSL_FLAG(std::string, draft_model, "",
+          "--speculative draft: a small artifact of the same vocabulary (e.g. npu-compile "
+          "--keep-layers N of the same model)");
+ABSL_FLAG(int, draft_tokens, 4, "--speculative: tokens proposed per step (>= 1)");
 ABSL_FLAG(std::string, device, "auto",
           "\"auto\" (lnpu /dev/accel node, else the software NPU), \"soft\", "
           "or a device node path");
@@ -258,6 +267,13 @@ absl::StatusOr<GenerationResult> Reply(lnpu::framework::Session& session,
   if (!echoed) std::cout << echo;
   std::cout << "\n" << std::flush;
   const auto& stats = result->stats;
+  if (config.speculative.kind != lnpu::framework::SpeculativeConfig::Kind::kNone) {
+    std::cerr << absl::StrFormat(
+        "[speculative %s: %d of %d proposed tokens accepted (%.1f%%)]\n",
+        lnpu::framework::SpeculativeKindName(config.speculative.kind), stats.accepted_tokens,
+        stats.drafted_tokens,
+        stats.drafted_tokens > 0 ? 100.0 * stats.accepted_tokens / stats.drafted_tokens : 0.0);
+  }
   std::cerr << absl::StrFormat(
       "[prompt %d tokens (prefill %.2f ms), generated %d tokens, finish: %s%s; time to first "
       "token %.2f ms; decode %.1f tokens/s; conversation %d tokens]\n",
@@ -289,8 +305,28 @@ int Main(int argc, char** argv) {
                 "MODEL.lnpu)");
   }
   std::string error;
-  const std::optional<GenerationConfig> config = ConfigFromFlags(&error);
+  std::optional<GenerationConfig> config = ConfigFromFlags(&error);
   if (!config) return Fail(error);
+  using SpeculativeKind = lnpu::framework::SpeculativeConfig::Kind;
+  const std::string speculative = absl::GetFlag(FLAGS_speculative);
+  const std::string draft_model = absl::GetFlag(FLAGS_draft_model);
+  config->speculative.max_draft_tokens = absl::GetFlag(FLAGS_draft_tokens);
+  if (speculative == "lookup") {
+    config->speculative.kind = SpeculativeKind::kPromptLookup;
+  } else if (speculative == "draft") {
+    config->speculative.kind = SpeculativeKind::kDraftModel;
+    if (draft_model.empty()) {
+      return Fail(
+          "--speculative draft needs --draft-model DRAFT.lnpu (e.g. npu-compile "
+          "--keep-layers N of the same model)");
+    }
+  } else if (speculative != "none") {
+    return Fail("--speculative must be \"none\", \"lookup\" or \"draft\", got '" + speculative +
+                "'");
+  }
+  if (!draft_model.empty() && config->speculative.kind != SpeculativeKind::kDraftModel) {
+    return Fail("--draft-model is used only with --speculative draft");
+  }
   const std::string save = absl::GetFlag(FLAGS_save_session);
   if (!save.empty()) {
     // Before anything runs: a session file must never replace the model
@@ -320,6 +356,19 @@ int Main(int argc, char** argv) {
   if (!session.ok()) return Fail(std::string(session.status().message()));
   if (absl::Status set = (*session)->SetCacheFullPolicy(policy); !set.ok()) {
     return Fail(std::string(set.message()));
+  }
+  // The draft model runs on the same device as the model.
+  std::unique_ptr<lnpu::framework::Llm> draft_llm;
+  std::unique_ptr<lnpu::framework::Session> draft_session;
+  if (!draft_model.empty()) {
+    absl::StatusOr<std::unique_ptr<lnpu::framework::Llm>> loaded =
+        lnpu::framework::Llm::Load(draft_model, options);
+    if (!loaded.ok()) return Fail("draft model: " + std::string(loaded.status().message()));
+    draft_llm = *std::move(loaded);
+    absl::StatusOr<std::unique_ptr<lnpu::framework::Session>> created = draft_llm->CreateSession();
+    if (!created.ok()) return Fail("draft model: " + std::string(created.status().message()));
+    draft_session = *std::move(created);
+    config->speculative.draft = draft_session.get();
   }
   const std::string load = absl::GetFlag(FLAGS_load_session);
   if (!load.empty()) {
