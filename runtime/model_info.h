@@ -44,6 +44,9 @@ struct ModelInfo {
   uint32_t min_response_len = 0;
   // Row counts of the compiled prefill graphs, strictly ascending.
   std::vector<uint32_t> prefill_chunks;
+  // Lane counts of the batched decode graphs (DecodeBatch), strictly
+  // ascending; empty when the artifact has none.
+  std::vector<uint32_t> decode_batches;
 
   // The tokenizer description and the chat template (GGUF
   // tokenizer.chat_template, may be empty).
