@@ -86,6 +86,12 @@ absl::Status Generator::PrefillStep() {
 }
 
 void Generator::DecodeStep() {
+  if (const std::optional<int32_t> token = SampleNextToken()) {
+    RanNextToken(session_->runtime_->Forward(absl::MakeConstSpan(&*token, 1)));
+  }
+}
+
+std::optional<int32_t> Generator::SampleNextToken() {
   absl::Span<const float> logits = logits_;
   if (options_.logits_filter) {
     filtered_logits_.assign(logits.begin(), logits.end());
@@ -97,14 +103,16 @@ void Generator::DecodeStep() {
   if (config_.constraint != nullptr) {
     if (absl::Status allowed = config_.constraint->AllowedTokens(allowed_tokens_); !allowed.ok()) {
       result_.error = std::string(allowed.message());
-      return Finish(FinishReason::kError);
+      Finish(FinishReason::kError);
+      return std::nullopt;
     }
   }
   const int32_t token = sampler_->Sample(logits, history_, allowed_tokens_);
   if (config_.constraint != nullptr) {
     if (absl::Status accepted = config_.constraint->Accept(token); !accepted.ok()) {
       result_.error = std::string(accepted.message());
-      return Finish(FinishReason::kError);
+      Finish(FinishReason::kError);
+      return std::nullopt;
     }
   }
   if (result_.tokens.empty()) {
@@ -118,23 +126,34 @@ void Generator::DecodeStep() {
       (config_.stop_at_eos && session_->tokenizer_->IsEndOfGeneration(token)) ||
       std::find(config_.stop_token_ids.begin(), config_.stop_token_ids.end(), token) !=
           config_.stop_token_ids.end();
-  if (stop_token) return Finish(FinishReason::kStop);
+  if (stop_token) {
+    Finish(FinishReason::kStop);
+    return std::nullopt;
+  }
   result_.tokens.push_back(token);
   history_.push_back(token);
   const std::string text = stop_strings_->Push(detokenizer_->Push(token));
   result_.text += text;
   if (options_.on_token && !options_.on_token(token, text)) {
-    return Finish(FinishReason::kCancelled);
+    Finish(FinishReason::kCancelled);
+    return std::nullopt;
   }
-  if (stop_strings_->stopped()) return Finish(FinishReason::kStop);
+  if (stop_strings_->stopped()) {
+    Finish(FinishReason::kStop);
+    return std::nullopt;
+  }
   const runtime::KvCacheState& cache = session_->runtime_->cache();
   if (result_.tokens.size() >= static_cast<size_t>(config_.max_new_tokens) ||
       (!cache.policy().ring() && cache.free_slots() <= 1)) {
     // Without ring, the reply ends when the token takes the last free
     // slot, which stays for it: the conversation still fits the cache.
-    return Finish(FinishReason::kLength);
+    Finish(FinishReason::kLength);
+    return std::nullopt;
   }
-  absl::StatusOr<absl::Span<const float>> next = session_->runtime_->Forward(session_->pending_);
+  return token;
+}
+
+void Generator::RanNextToken(absl::StatusOr<absl::Span<const float>> next) {
   if (!next.ok()) {
     result_.error = std::string(next.status().message());
     return Finish(FinishReason::kError);

@@ -102,8 +102,20 @@ class Generator {
   Generator(Session& session, const GenerationConfig& config, Options options,
             size_t input_size, bool after_text);
 
+  friend class SessionBatch;  // runs the two halves of decode steps of several generators
+
   absl::Status PrefillStep();
+  // SampleNextToken() and, unless generation ended with the sampled token,
+  // its run on the session and RanNextToken().
   void DecodeStep();
+  // The first half of a decode step: samples and streams the next token,
+  // which becomes the session's pending token. Returns it when generation
+  // goes on and it must run through the model; nullopt when generation
+  // ended (done()).
+  std::optional<int32_t> SampleNextToken();
+  // The second half: takes the logits of the sampled token's run (an error
+  // ends the reply with FinishReason::kError) and empties pending.
+  void RanNextToken(absl::StatusOr<absl::Span<const float>> next);
   // Flushes held text, fills the stats and marks the generation done.
   void Finish(FinishReason reason);
 
