@@ -14,8 +14,8 @@
 //   }
 //
 // Each session is a whole Session (prefill, save, restore, Reset, policy,
-// GenerateFromTokens) and generates what it generates alone (up to the
-// rounding of the multi-row matmul path: decode_batch.h).
+// GenerateFromTokens) and generates what it generates alone
+// (runtime/decode_batch.h says how exactly).
 //
 // Lifetime: owns its sessions; a Generator on one of them must end first.
 // Thread-safety: not thread-safe; use the batch and its sessions from one

@@ -17,9 +17,11 @@
 // active lanes low (e.g. give out the lowest free lane first) to run
 // smaller graphs.
 //
-// Results equal the lanes' solo runs up to the rounding of the matmul
-// kernels' multi-row path (the prefill graphs' path): the rows do not
-// interact, and a lane's logits do not depend on the other lanes' tokens.
+// The rows do not interact: a lane's logits do not depend on the other
+// lanes' tokens. On the software NPU they equal the lane's solo decode
+// step bit for bit for batches of up to 4 lanes (MATMUL runs each row's
+// GEMV, kernel_iface/softnpu/compute/matmul.h); larger batches take the
+// multi-row GEMM path, whose rounding differs in the last bits.
 //
 // Lifetime: the lanes must outlive the batch. Thread-safety: not
 // thread-safe; use the batch and its lanes from one thread at a time.
