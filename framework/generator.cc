@@ -146,15 +146,25 @@ absl::Status Generator::PrefillStep() {
 void Generator::DecodeStep() {
   const bool speculative = config_.speculative.kind != SpeculativeConfig::Kind::kNone;
   if (speculative && logits_.empty()) return SpeculativeStep();
-  const std::optional<int32_t> token = PickToken(logits_);
+  const std::optional<int32_t> token = SampleNextToken();
   if (!token.has_value()) return;
-  if (!EmitToken(*token, session_->runtime_->cache().free_slots())) return;
   if (speculative) {
     // The token stays pending: the next step runs it with proposals.
     logits_ = {};
     return;
   }
-  absl::StatusOr<absl::Span<const float>> next = session_->runtime_->Forward(session_->pending_);
+  RanNextToken(session_->runtime_->Forward(absl::MakeConstSpan(&*token, 1)));
+}
+
+std::optional<int32_t> Generator::SampleNextToken() {
+  const std::optional<int32_t> token = PickToken(logits_);
+  if (!token.has_value() || !EmitToken(*token, session_->runtime_->cache().free_slots())) {
+    return std::nullopt;
+  }
+  return token;
+}
+
+void Generator::RanNextToken(absl::StatusOr<absl::Span<const float>> next) {
   if (!next.ok()) {
     result_.error = std::string(next.status().message());
     return Finish(FinishReason::kError);

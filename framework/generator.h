@@ -109,8 +109,11 @@ class Generator {
 
   // Checks config.speculative against the session's model and cache.
   static absl::Status CheckSpeculative(const Session& session, const GenerationConfig& config);
+  friend class SessionBatch;  // runs the two halves of decode steps of several generators
 
   absl::Status PrefillStep();
+  // SampleNextToken() and, unless generation ended with the sampled token,
+  // its run on the session and RanNextToken().
   void DecodeStep();
   // With speculation, once the last sampled token is pending (logits_
   // empty): proposes tokens, verifies them and emits the accepted ones.
@@ -130,6 +133,14 @@ class Generator {
   // streams it and finishes when it ends generation; `free_slots` are the
   // cache slots free before it. Returns whether generation goes on.
   bool EmitToken(int32_t token, uint32_t free_slots);
+  // The first half of a decode step: samples and streams the next token,
+  // which becomes the session's pending token. Returns it when generation
+  // goes on and it must run through the model; nullopt when generation
+  // ended (done()).
+  std::optional<int32_t> SampleNextToken();
+  // The second half: takes the logits of the sampled token's run (an error
+  // ends the reply with FinishReason::kError) and empties pending.
+  void RanNextToken(absl::StatusOr<absl::Span<const float>> next);
   // Flushes held text, fills the stats and marks the generation done.
   void Finish(FinishReason reason);
 

@@ -1,6 +1,7 @@
 #include "framework/llm.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -67,6 +68,22 @@ absl::StatusOr<std::unique_ptr<Session>> Llm::CreateSession() const {
   absl::StatusOr<std::unique_ptr<runtime::Sequence>> runtime = model_->CreateSequence();
   if (!runtime.ok()) return runtime.status();
   return std::unique_ptr<Session>(new Session(tokenizer_, artifact_path_, *std::move(runtime)));
+}
+
+absl::StatusOr<std::unique_ptr<SessionBatch>> Llm::CreateSessionBatch(size_t lanes) const {
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<runtime::Sequence*> sequences;
+  for (size_t i = 0; i < lanes; ++i) {
+    absl::StatusOr<std::unique_ptr<Session>> session = CreateSession();
+    if (!session.ok()) return session.status();
+    sequences.push_back((*session)->runtime_.get());
+    sessions.push_back(*std::move(session));
+  }
+  absl::StatusOr<std::unique_ptr<runtime::DecodeBatch>> batch =
+      model_->CreateDecodeBatch(sequences);
+  if (!batch.ok()) return batch.status();
+  return std::unique_ptr<SessionBatch>(
+      new SessionBatch(std::move(sessions), *std::move(batch)));
 }
 
 absl::StatusOr<GenerationResult> Llm::Generate(std::string_view prompt,

@@ -24,6 +24,7 @@
 #include "framework/chat_template.h"
 #include "framework/generation.h"
 #include "framework/session.h"
+#include "framework/session_batch.h"
 #include "framework/tokenizer/tokenizer.h"
 #include "kernel_iface/driver/device.h"
 #include "runtime/model.h"
@@ -71,6 +72,12 @@ class Llm {
   // ownership of the device, weights and tokenizer, so it may outlive this
   // Llm.
   absl::StatusOr<std::unique_ptr<Session>> CreateSession() const;
+
+  // `lanes` new sessions whose decode steps run together (SessionBatch).
+  // InvalidArgument when `lanes` is not one of info().decode_batches,
+  // FailedPrecondition when the model has none (runtime::DecodeBatch);
+  // device errors.
+  absl::StatusOr<std::unique_ptr<SessionBatch>> CreateSessionBatch(size_t lanes) const;
 
   // Tokenizes `prompt` and generates from it (see GenerateFromTokens).
   absl::StatusOr<GenerationResult> Generate(

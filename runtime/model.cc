@@ -141,4 +141,9 @@ absl::StatusOr<std::unique_ptr<Sequence>> Model::CreateSequence() {
   return Sequence::Create(device_, program_, weights_, chain_with_fences_);
 }
 
+absl::StatusOr<std::unique_ptr<DecodeBatch>> Model::CreateDecodeBatch(
+    absl::Span<Sequence* const> lanes) {
+  return DecodeBatch::Create(device_, program_, weights_, chain_with_fences_, lanes);
+}
+
 }  // namespace lnpu::runtime

@@ -20,6 +20,8 @@
 #include "absl/status/statusor.h"
 #include "kernel_iface/driver/device.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
+#include "absl/types/span.h"
+#include "runtime/decode_batch.h"
 #include "runtime/model_info.h"
 #include "runtime/program.h"
 #include "runtime/sequence.h"
@@ -69,6 +71,12 @@ class Model {
   // A new sequence with an empty cache: allocates and zeroes its buffers
   // and records its command streams.
   absl::StatusOr<std::unique_ptr<Sequence>> CreateSequence();
+
+  // A batch of the decode steps of `lanes`, sequences of this model
+  // (decode_batch.h: which lane counts exist, the errors). The lanes must
+  // outlive the batch.
+  absl::StatusOr<std::unique_ptr<DecodeBatch>> CreateDecodeBatch(
+      absl::Span<Sequence* const> lanes);
 
   // Device memory of the shared weights (imported or copied).
   uint64_t device_memory_bytes() const { return weights_->size(); }

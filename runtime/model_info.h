@@ -46,6 +46,9 @@ struct ModelInfo {
   std::vector<uint32_t> prefill_chunks;
   // Rows of the Verify graph (Sequence::ForwardAllRows), 0 without one.
   uint32_t verify_rows = 0;
+  // Lane counts of the batched decode graphs (DecodeBatch), strictly
+  // ascending; empty when the artifact has none.
+  std::vector<uint32_t> decode_batches;
 
   // The tokenizer description and the chat template (GGUF
   // tokenizer.chat_template, may be empty).

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/crc32.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/format/vocabulary_table.h"
 #include "compiler_artifacts/format/model_generated.h"
@@ -107,56 +108,26 @@ absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact
 
   for (const fb::Graph* g : *model.graphs()) {
     GraphSpec graph;
-    graph.name = StringOf(g->name());
-    graph.decode = g->kind() == fb::GraphKind::Decode;
-    graph.verify = g->kind() == fb::GraphKind::Verify;
-    graph.rows = g->tokens();
-    const fb::GraphIo& io = *g->io();
-    graph.io = {LocationOf(*io.tokens()), LocationOf(*io.positions()), LocationOf(*io.slots()),
-                LocationOf(*io.last_row()), LocationOf(*io.logits())};
-
-    for (const fb::CommandStream* cs : *g->streams()) {
-      const uint32_t size = cs->commands()->size();
-      if (size > limits.max_cmd_size) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "graph '", graph.name, "' has a ", size, "-byte command stream but the device "
-            "accepts at most ", limits.max_cmd_size, " bytes per job; recompile the model "
-            "with smaller prefill chunks"));
-      }
-      const uint64_t offset = program.commands_.size();
-      if (offset + size > std::numeric_limits<uint32_t>::max()) {
-        return absl::InvalidArgumentError(
-            "the command streams of all graphs exceed 4 GiB; recompile the model with fewer "
-            "or smaller prefill chunks");
-      }
-      StreamSpec stream;
-      stream.engine = cs->engine();
-      stream.offset = static_cast<uint32_t>(offset);
-      stream.size = size;
-      program.commands_.insert(program.commands_.end(), cs->commands()->begin(),
-                               cs->commands()->end());
-      if (cs->relocations() != nullptr) {
-        for (const fb::Relocation* r : *cs->relocations()) {
-          program.relocations_.push_back({stream.offset + r->offset(), r->buffer()});
-          stream.buffers.push_back(r->buffer());
-        }
-      }
-      std::sort(stream.buffers.begin(), stream.buffers.end());
-      stream.buffers.erase(std::unique(stream.buffers.begin(), stream.buffers.end()),
-                           stream.buffers.end());
-      if (stream.buffers.size() > limits.max_job_bos) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "graph '", graph.name, "' has a job touching ", stream.buffers.size(),
-            " buffers but the device accepts at most ", limits.max_job_bos, " per job"));
-      }
-      graph.streams.push_back(std::move(stream));
-    }
+    LNPU_RETURN_IF_ERROR(program.commands_.Append(*g, limits, &graph));
+    graph.io.last_row = LocationOf(*g->io()->last_row());
     if (graph.decode) program.decode_graph_ = program.graphs_.size();
     if (graph.verify) {
       program.verify_graph_ = program.graphs_.size();
       program.info_.verify_rows = graph.rows;
     }
     program.graphs_.push_back(std::move(graph));
+  }
+  if (model.decode_batches() != nullptr) {
+    std::vector<const fb::Graph*> batches(model.decode_batches()->begin(),
+                                          model.decode_batches()->end());
+    std::sort(batches.begin(), batches.end(),
+              [](const fb::Graph* a, const fb::Graph* b) { return a->tokens() < b->tokens(); });
+    for (const fb::Graph* g : batches) {
+      GraphSpec graph;
+      LNPU_RETURN_IF_ERROR(program.decode_batch_commands_.Append(*g, limits, &graph));
+      program.info_.decode_batches.push_back(graph.rows);
+      program.decode_batches_.push_back(std::move(graph));
+    }
   }
 
   // Multi-token runs use the prefill graphs, or the decode graph alone.
@@ -175,14 +146,81 @@ absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact
   return program;
 }
 
-void Program::Record(absl::Span<const uint64_t> buffer_addrs, absl::Span<uint8_t> image) const {
-  std::memcpy(image.data(), commands_.data(), commands_.size());
-  for (const PatchSite& site : relocations_) {
+absl::Status Program::CommandImage::Append(const fb::Graph& g, const DeviceLimits& limits,
+                                           GraphSpec* graph) {
+  graph->name = StringOf(g.name());
+  graph->decode = g.kind() == fb::GraphKind::Decode;
+  graph->verify = g.kind() == fb::GraphKind::Verify;
+  graph->rows = g.tokens();
+  const fb::GraphIo& io = *g.io();
+  graph->io.tokens = LocationOf(*io.tokens());
+  graph->io.positions = LocationOf(*io.positions());
+  graph->io.slots = LocationOf(*io.slots());
+  graph->io.logits = LocationOf(*io.logits());
+  for (const fb::CommandStream* cs : *g.streams()) {
+    const uint32_t size = cs->commands()->size();
+    if (size > limits.max_cmd_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph '", graph->name, "' has a ", size, "-byte command stream but the device "
+          "accepts at most ", limits.max_cmd_size, " bytes per job; recompile the model "
+          "with smaller prefill chunks"));
+    }
+    const uint64_t offset = commands.size();
+    if (offset + size > std::numeric_limits<uint32_t>::max()) {
+      return absl::InvalidArgumentError(
+          "the command streams of all graphs exceed 4 GiB; recompile the model with fewer "
+          "or smaller prefill chunks");
+    }
+    StreamSpec stream;
+    stream.engine = cs->engine();
+    stream.offset = static_cast<uint32_t>(offset);
+    stream.size = size;
+    commands.insert(commands.end(), cs->commands()->begin(), cs->commands()->end());
+    if (cs->relocations() != nullptr) {
+      for (const fb::Relocation* r : *cs->relocations()) {
+        relocations.push_back({stream.offset + r->offset(), r->buffer()});
+        stream.buffers.push_back(r->buffer());
+      }
+    }
+    std::sort(stream.buffers.begin(), stream.buffers.end());
+    stream.buffers.erase(std::unique(stream.buffers.begin(), stream.buffers.end()),
+                         stream.buffers.end());
+    if (stream.buffers.size() > limits.max_job_bos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph '", graph->name, "' has a job touching ", stream.buffers.size(),
+          " buffers but the device accepts at most ", limits.max_job_bos, " per job"));
+    }
+    graph->streams.push_back(std::move(stream));
+  }
+  return absl::OkStatus();
+}
+
+void Program::CommandImage::Record(absl::Span<const uint64_t> addrs, uint32_t bytes,
+                                   absl::Span<uint8_t> image) const {
+  if (bytes == 0) return;
+  std::memcpy(image.data(), commands.data(), bytes);
+  for (const PatchSite& site : relocations) {
+    if (site.offset >= bytes) continue;
     uint64_t value;
     std::memcpy(&value, image.data() + site.offset, sizeof(value));
-    value += buffer_addrs[site.buffer];
+    value += addrs[site.buffer];
     std::memcpy(image.data() + site.offset, &value, sizeof(value));
   }
+}
+
+void Program::Record(absl::Span<const uint64_t> buffer_addrs, absl::Span<uint8_t> image) const {
+  commands_.Record(buffer_addrs, command_bytes(), image);
+}
+
+uint32_t Program::decode_batch_command_bytes(size_t graphs) const {
+  if (graphs == 0) return 0;
+  const StreamSpec& last = decode_batches_[graphs - 1].streams.back();
+  return last.offset + last.size;
+}
+
+void Program::RecordDecodeBatches(size_t graphs, absl::Span<const uint64_t> lane_buffer_addrs,
+                                  absl::Span<uint8_t> image) const {
+  decode_batch_commands_.Record(lane_buffer_addrs, decode_batch_command_bytes(graphs), image);
 }
 
 }  // namespace lnpu::runtime

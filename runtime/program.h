@@ -16,12 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "runtime/model_info.h"
 
 namespace lnpu::artifact {
 class Artifact;
+namespace fb {
+struct Graph;
+}  // namespace fb
 }  // namespace lnpu::artifact
 
 namespace lnpu::runtime {
@@ -105,9 +109,25 @@ class Program {
   uint32_t kv_cache_buffer() const { return kv_cache_buffer_; }
   BufferLocation kv_mask() const { return kv_mask_; }  // U8[kv_capacity], kIo
 
+  // The batched decode graphs, by ascending lanes (= rows; row b belongs
+  // to lane b): their StreamSpec::buffers are lane-qualified indices,
+  // lane * buffers().size() + i for buffers()[i] of that lane. Their
+  // scratch and io are lane 0's; io.logits is F32[rows][vocab_size] and
+  // io.last_row is unused.
+  absl::Span<const GraphSpec> decode_batches() const { return decode_batches_; }
+  // Size of the command image of the first `graphs` batched decode graphs.
+  uint32_t decode_batch_command_bytes(size_t graphs) const;
+  // Writes the command image of the first `graphs` decode_batches() into
+  // `image` (at least decode_batch_command_bytes(graphs) long) with every
+  // relocation resolved: lane_buffer_addrs[lane * buffers().size() + i] is
+  // the device address of buffers()[i] of `lane`, for each lane of those
+  // graphs.
+  void RecordDecodeBatches(size_t graphs, absl::Span<const uint64_t> lane_buffer_addrs,
+                           absl::Span<uint8_t> image) const;
+
   // Size of the command image that holds every graph's streams.
-  uint32_t command_bytes() const { return static_cast<uint32_t>(commands_.size()); }
-  // Writes the command image into `image` (command_bytes() long) with every
+  uint32_t command_bytes() const { return static_cast<uint32_t>(commands_.commands.size()); }
+  // Writes the command image into `image` (at least command_bytes() long) with every
   // relocation resolved: buffer_addrs[i] is the device address of
   // buffers()[i] (buffer_addrs.size() == buffers().size()).
   void Record(absl::Span<const uint64_t> buffer_addrs, absl::Span<uint8_t> image) const;
@@ -116,6 +136,21 @@ class Program {
   struct PatchSite {
     uint32_t offset;  // of an 8-byte address field in the image
     uint32_t buffer;
+  };
+
+  // Command streams with their relocated address fields.
+  struct CommandImage {
+    std::vector<uint8_t> commands;  // relocated fields hold buffer offsets
+    std::vector<PatchSite> relocations;
+
+    // Appends the streams of `graph` to the image and `spec->streams`;
+    // InvalidArgument for streams beyond the device's `limits`.
+    absl::Status Append(const artifact::fb::Graph& graph, const DeviceLimits& limits,
+                        GraphSpec* spec);
+    // Copies the first `bytes` of the streams into `image` (at least that
+    // long), resolving the relocations inside them with `addrs`.
+    void Record(absl::Span<const uint64_t> addrs, uint32_t bytes,
+                absl::Span<uint8_t> image) const;
   };
 
   Program() = default;
@@ -129,8 +164,9 @@ class Program {
   std::vector<size_t> run_chunk_graphs_;
   uint32_t kv_cache_buffer_ = 0;
   BufferLocation kv_mask_;
-  std::vector<uint8_t> commands_;  // relocated fields hold buffer offsets
-  std::vector<PatchSite> relocations_;
+  CommandImage commands_;
+  std::vector<GraphSpec> decode_batches_;
+  CommandImage decode_batch_commands_;
 };
 
 }  // namespace lnpu::runtime

@@ -14,17 +14,6 @@
 #include "runtime/prefill_plan.h"
 
 namespace lnpu::runtime {
-namespace {
-
-// Deadline of one graph run.
-constexpr absl::Duration kStepTimeout = absl::Seconds(60);
-
-void StoreI32(uint8_t* array, size_t index, int32_t value) {
-  std::memcpy(array + index * sizeof(int32_t), &value, sizeof(value));
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<Sequence>> Sequence::Create(
     std::shared_ptr<Device> shared_device, std::shared_ptr<const Program> program,
     std::shared_ptr<const Buffer> weights, bool chain_with_fences) {
@@ -221,45 +210,14 @@ absl::Status Sequence::RunGraph(size_t graph_index, absl::Span<const int32_t> to
   }
   StoreI32(graph.last_row, 0, static_cast<int32_t>(count - 1));
 
-  const absl::Time deadline = absl::Now() + kStepTimeout;
-  // The fences of this step's jobs, in submission order (capacity reserved
-  // when the sequence was created: no allocation per step).
-  step_fences_.clear();
-  for (size_t i = 0; i < graph.streams.size(); ++i) {
-    const RecordedStream& stream = graph.streams[i];
-    if (i > 0 && !chain_with_fences_) {
-      const absl::Time wait_start = absl::Now();
-      absl::Status waited = device_->Wait(step_fences_.back(), deadline);
-      stats_.wait_time += absl::Now() - wait_start;
-      if (!waited.ok()) return StepError(graph_index, i - 1, waited);
-    }
-    SubmitArgs args;
-    args.engine = stream.engine;
-    args.cmd = &commands_;
-    args.cmd_offset = stream.offset;
-    args.cmd_size = stream.size;
-    args.bo_handles = stream.bo_handles;
-    if (i > 0 && chain_with_fences_) args.in_fences = absl::MakeConstSpan(&step_fences_.back(), 1);
-    const absl::Time submit_start = absl::Now();
-    absl::StatusOr<uint64_t> submitted = device_->Submit(args);
-    stats_.submit_time += absl::Now() - submit_start;
-    if (!submitted.ok()) return submitted.status();
-    step_fences_.push_back(*submitted);
-  }
-  const absl::Time wait_start = absl::Now();
-  absl::Status waited = device_->Wait(step_fences_.back(), deadline);
-  stats_.wait_time += absl::Now() - wait_start;
-  if (!waited.ok()) {
-    // A failed job cancels the jobs chained after it: report the first
-    // job of the step that failed, with its own cause (the jobs before
-    // the last have all completed or failed, so these waits return at
-    // once).
-    for (size_t i = 0; i + 1 < step_fences_.size(); ++i) {
-      absl::Status earlier = device_->Wait(step_fences_[i], absl::Now());
-      if (!earlier.ok()) return StepError(graph_index, i, earlier);
-    }
-    return StepError(graph_index, step_fences_.size() - 1, waited);
-  }
+  DeviceTime time;
+  const absl::Status ran =
+      RunRecordedGraph(*device_, commands_, graph.streams, chain_with_fences_,
+                       program_->graphs()[graph_index].name, absl::Now() + kStepTimeout,
+                       step_fences_, time);
+  stats_.submit_time += time.submit;
+  stats_.wait_time += time.wait;
+  if (!ran.ok()) return ran;
 
   // The compute job has read the mask: the new slots become visible now.
   cache_.Commit(*placement, tokens);
@@ -267,16 +225,6 @@ absl::Status Sequence::RunGraph(size_t graph_index, absl::Span<const int32_t> to
   ++stats_.graphs[graph_index].runs;
   stats_.padded_rows += rows - count;
   return absl::OkStatus();
-}
-
-absl::Status Sequence::StepError(size_t graph_index, size_t stream,
-                                 const absl::Status& error) const {
-  const RecordedGraph& graph = graphs_[graph_index];
-  const char* engine = graph.streams[stream].engine == DRM_LNPU_ENGINE_DMA ? "DMA" : "compute";
-  return absl::Status(error.code(),
-                      absl::StrCat("graph '", program_->graphs()[graph_index].name, "': ", engine,
-                                   " job ", stream + 1, " of ", graph.streams.size(),
-                                   " failed: ", error.message()));
 }
 
 absl::Status Sequence::SetCacheFullPolicy(const CacheFullPolicy& policy) {

@@ -24,6 +24,7 @@
 #include "kernel_iface/driver/device.h"
 #include "runtime/kv_cache_state.h"
 #include "runtime/program.h"
+#include "runtime/recorded_graph.h"
 #include "runtime/cache_snapshot.h"
 
 namespace lnpu::runtime {
@@ -42,6 +43,10 @@ struct SequenceStats {
   uint64_t tokens = 0;       // tokens run through the model
   uint64_t padded_rows = 0;  // padding rows of partially filled prefill runs
   uint64_t evicted_tokens = 0;  // tokens overwritten by the ring policy
+  // Tokens run as a row of a batched decode graph (DecodeBatch); counted
+  // in forward_calls and tokens too, not in steps or graphs. The batched
+  // step's whole device time counts in each of its lanes' times.
+  uint64_t batched_steps = 0;
   absl::Duration host_time;    // in Forward() outside submit and wait
   absl::Duration submit_time;  // in Device::Submit
   absl::Duration wait_time;    // in Device::Wait
@@ -129,14 +134,8 @@ class Sequence {
 
  private:
   friend class Model;
+  friend class DecodeBatch;  // records against the buffers, runs steps of the cache
 
-  // A recorded stream, ready to submit.
-  struct RecordedStream {
-    uint32_t engine = 0;
-    uint32_t offset = 0;
-    uint32_t size = 0;
-    std::vector<uint32_t> bo_handles;
-  };
   // A graph's recorded streams and its IO operands in the mapped IO memory.
   struct RecordedGraph {
     std::vector<RecordedStream> streams;
@@ -166,9 +165,6 @@ class Sequence {
   // Runs graph `graph` on `tokens` (at most its rows) at the next
   // positions: evicts the slots it overwrites, submits, waits and commits.
   absl::Status RunGraph(size_t graph, absl::Span<const int32_t> tokens);
-
-  // `error` of job `stream` of graph `graph_index`, naming both.
-  absl::Status StepError(size_t graph_index, size_t stream, const absl::Status& error) const;
 
   // The mapped KV cache: [kv_blocks][capacity][kv_row_bytes].
   absl::Span<uint8_t> kv_memory() const;

@@ -65,6 +65,23 @@ absl::StatusOr<std::vector<uint32_t>> PrefillSizes(
   return sizes;
 }
 
+// The lane counts of the batched decode graphs: sorted, without duplicates
+// and without 1 (the ordinary decode graph).
+absl::StatusOr<std::vector<uint32_t>> DecodeBatchSizes(const CompileOptions& options) {
+  std::vector<uint32_t> sizes;
+  for (uint32_t lanes : options.decode_batches) {
+    if (lanes == 0 || lanes > artifact::kMaxDecodeBatchLanes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "decode batch of %u lanes is invalid; give lane counts in [1, %u], e.g. 1,2,4",
+          lanes, artifact::kMaxDecodeBatchLanes));
+    }
+    if (lanes > 1) sizes.push_back(lanes);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
 // The data section is checksummed in pieces of this size (model.fbs
 // DataChecksums): small enough to name the corrupt weight, large enough
 // that the table stays small (4 bytes per MiB).
@@ -112,6 +129,13 @@ absl::Status CompileGguf(const std::string& gguf_path,
                          const CompileOptions& options) {
   absl::StatusOr<std::vector<uint32_t>> prefill_sizes = PrefillSizes(options);
   if (!prefill_sizes.ok()) return prefill_sizes.status();
+  absl::StatusOr<std::vector<uint32_t>> batch_sizes = DecodeBatchSizes(options);
+  if (!batch_sizes.ok()) return batch_sizes.status();
+  // Rows of the largest graph (prefill chunk, decode batch or verify
+  // graph): the activations hold that many.
+  const uint32_t max_rows = std::max({prefill_sizes->back(),
+                                      batch_sizes->empty() ? 1u : batch_sizes->back(),
+                                      options.verify_rows});
   if (options.max_job_macs == 0) {
     return absl::InvalidArgumentError(
         "max_job_macs is 0; give the largest compute job in multiply-adds "
@@ -150,7 +174,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
 
   // Buffers: 0 weights, 1 activations, 2 KV cache, 3 I/O.
   constexpr uint32_t kWeightsBuffer = 0, kActivationsBuffer = 1,
-                     kKvCacheBuffer = 2, kIoBuffer = 3;
+                     kKvCacheBuffer = 2, kIoBuffer = 3, kBufferCount = 4;
   GraphBuffers buffers;
   buffers.activations = kActivationsBuffer;
   buffers.capacity = options.max_prompt_len + options.min_response_len;
@@ -160,8 +184,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
                         "(a few more than the proposed tokens per step, e.g. 8)",
                         options.verify_rows, buffers.capacity));
   }
-  const uint32_t max_graph_rows = std::max(prefill_sizes->back(), options.verify_rows);
-  buffers.layout = PlanActivations(*hparams, max_graph_rows);
+  buffers.layout = PlanActivations(*hparams, max_rows);
   buffers.kv_cache = kKvCacheBuffer;
   switch (options.kv_dtype) {
     case CompileOptions::KvType::kF32: buffers.kv_dtype = LNPU_DTYPE_F32; break;
@@ -210,14 +233,24 @@ absl::Status CompileGguf(const std::string& gguf_path,
                          ? io.Allocate(uint64_t{spec.tokens} * hparams->vocab_size * 4)
                          : logits;
   }
+  std::vector<GraphSpec> batch_specs;
+  for (uint32_t lanes : *batch_sizes) {
+    GraphSpec spec{absl::StrCat("decode_batch_", lanes), fb::GraphKind::Decode, lanes, {}};
+    const uint64_t rows_bytes = uint64_t{lanes} * 4;
+    spec.io.tokens = io.Allocate(rows_bytes);
+    spec.io.positions = io.Allocate(rows_bytes);
+    spec.io.slots = io.Allocate(rows_bytes);
+    spec.io.logits = io.Allocate(rows_bytes * hparams->vocab_size);
+    batch_specs.push_back(std::move(spec));
+  }
   // Element counts travel in 32-bit command fields.
   const uint64_t widest_row =
       std::max({hparams->dim, hparams->q_dim(), hparams->ffn_dim});
-  if (uint64_t{max_graph_rows} * widest_row > UINT32_MAX) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("a graph of %u rows x %u elements per row exceeds the 32-bit element "
-                        "counts of the command set; use smaller prefill chunks or verify rows",
-                        max_graph_rows, widest_row));
+  if (uint64_t{max_rows} * widest_row > UINT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a graph of %u rows x %u elements per row exceeds the 32-bit element counts of the "
+        "command set; use smaller prefill chunks, decode batches or verify rows",
+        max_rows, widest_row));
   }
   for (uint64_t size : {buffers.layout.size, kv_bytes, io.size()}) {
     if (size > artifact::kMaxBufferSize) {
@@ -241,6 +274,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
                              kv_bytes),
       fb::CreateBufferDirect(builder, "io", fb::BufferKind::Io, io.size()),
   };
+  static_assert(kIoBuffer + 1 == kBufferCount);
   static_assert(kWeightsBuffer == 0, "buffers[0] must be the weights");
   const auto kv_cache_fb = fb::CreateKvCache(
       builder, buffers.capacity, options.max_prompt_len,
@@ -251,6 +285,12 @@ absl::Status CompileGguf(const std::string& gguf_path,
     graphs.push_back(BuildLlamaGraph(builder, *hparams, *weights, buffers,
                                      spec.name, spec.kind, spec.tokens,
                                      spec.io, options.max_job_macs));
+  }
+  std::vector<flatbuffers::Offset<fb::Graph>> decode_batches;
+  for (const GraphSpec& spec : batch_specs) {
+    decode_batches.push_back(BuildLlamaDecodeBatchGraph(builder, *hparams, *weights, buffers,
+                                                        spec.name, spec.tokens, kBufferCount,
+                                                        spec.io, options.max_job_macs));
   }
   // Placeholders: the writer fills in each chunk's CRC-32C as the weights
   // stream through it.
@@ -263,7 +303,8 @@ absl::Status CompileGguf(const std::string& gguf_path,
       builder, hparams_fb, tokenizer_fb, weights_fb,
       builder.CreateVector(buffer_list), kv_cache_fb,
       builder.CreateVector(graphs), builder.CreateString(kProducer),
-      builder.CreateString(BaseName(gguf_path)), checksums_fb);
+      builder.CreateString(BaseName(gguf_path)), checksums_fb,
+      decode_batches.empty() ? 0 : builder.CreateVector(decode_batches));
   fb::FinishModelBuffer(builder, model);
   const absl::Span<const uint8_t> metadata(builder.GetBufferPointer(),
                                            builder.GetSize());

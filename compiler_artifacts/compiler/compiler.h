@@ -25,6 +25,12 @@ struct CompileOptions {
   // max_prompt_len are clamped to it and duplicates dropped, so these
   // defaults work with any max_prompt_len. Must not be empty.
   std::vector<uint32_t> prefill_chunks = {16, 64, 256};
+  // Lane counts of the batched decode graphs (model.fbs
+  // Model.decode_batches), each in [1, 64]: a graph of B lanes runs the
+  // decode steps of B sequences in one pass over the weights. 1 is the
+  // ordinary decode graph, always present; duplicates are dropped. Each
+  // graph adds B * (vocab_size + 3) * 4 bytes to every session's io buffer.
+  std::vector<uint32_t> decode_batches;
   // Element type of the matmul weights and the embedding table, chosen per
   // tensor from its GGUF type. kQ8 and kQ4 are symmetric per-block int8 /
   // int4 with an f16 scale per 32 weights (LNPU_DTYPE_Q8_0 / Q4_0, what

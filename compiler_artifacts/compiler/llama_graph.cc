@@ -76,11 +76,19 @@ ActivationLayout PlanActivations(const LlamaHParams& h, uint32_t max_tokens) {
   return layout;
 }
 
-flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
+namespace {
+
+// The rows of a batched decode graph belong to different sequences (lanes,
+// model.fbs Model.decode_batches); absent for a graph of one sequence.
+struct LaneSplit {
+  uint32_t buffers_per_lane = 0;  // operand buffer i of lane b is b * this + i
+};
+
+flatbuffers::Offset<fb::Graph> BuildGraph(
     flatbuffers::FlatBufferBuilder& builder, const LlamaHParams& h,
     const WeightPlan& weights, const GraphBuffers& buffers,
     const std::string& name, fb::GraphKind kind, uint32_t tokens,
-    const GraphIoLayout& io, uint64_t max_job_macs) {
+    const GraphIoLayout& io, uint64_t max_job_macs, const std::optional<LaneSplit>& lanes) {
   const uint32_t act = buffers.activations;
   const ActivationLayout& a = buffers.layout;
   const uint32_t t = tokens;
@@ -98,6 +106,11 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
   const fb::Operand x = At(act, a.x);
   const fb::Operand normed = At(act, a.normed);
   const fb::Operand q = At(act, a.q);
+  // `op` (one sequence's buffer) in the buffers of lane `lane`.
+  auto in_lane = [&](fb::Operand op, uint32_t lane) {
+    return fb::Operand(lane * lanes->buffers_per_lane + op.buffer(), op.offset());
+  };
+  const uint64_t q_row_bytes = uint64_t{h.q_dim()} * kF32;
 
   ComputeJobs jobs(max_job_macs);
   // Element-wise commands cost one unit per element touched.
@@ -198,23 +211,41 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
       rope(q, h.n_heads);
       rope(staging(l, 0), h.n_kv_heads);
     }
-    // Scores and weighted values over at most every slot and new row.
-    const uint64_t attention_macs = 2ull * t * (buffers.capacity + t) *
-                                    h.n_heads * h.head_dim;
-    jobs.For(attention_macs).Attention({.q = q,
-                       .k_new = staging(l, 0),
-                       .v_new = staging(l, 1),
-                       .k_cache = cache(l, 0),
-                       .v_cache = cache(l, 1),
-                       .mask = buffers.mask,
-                       .dst = At(act, a.attn),
-                       .rows = t,
-                       .capacity = buffers.capacity,
-                       .heads = h.n_heads,
-                       .kv_heads = h.n_kv_heads,
-                       .head_dim = h.head_dim,
-                       .kv_dtype = buffers.kv_dtype,
-                       .scale = attention_scale});
+    // Scores and weighted values over at most every slot and new row; in
+    // a batched graph each row over its own lane's cache.
+    const AttentionArgs attention = {.q = q,
+                                     .k_new = staging(l, 0),
+                                     .v_new = staging(l, 1),
+                                     .k_cache = cache(l, 0),
+                                     .v_cache = cache(l, 1),
+                                     .mask = buffers.mask,
+                                     .dst = At(act, a.attn),
+                                     .rows = t,
+                                     .capacity = buffers.capacity,
+                                     .heads = h.n_heads,
+                                     .kv_heads = h.n_kv_heads,
+                                     .head_dim = h.head_dim,
+                                     .kv_dtype = buffers.kv_dtype,
+                                     .scale = attention_scale};
+    auto attention_macs = [&](uint32_t rows) {
+      return 2ull * rows * (buffers.capacity + rows) * h.n_heads * h.head_dim;
+    };
+    if (!lanes) {
+      jobs.For(attention_macs(t)).Attention(attention);
+    } else {
+      for (uint32_t b = 0; b < t; ++b) {
+        AttentionArgs row = attention;
+        row.q = At(act, a.q + b * q_row_bytes);
+        row.k_new = At(act, attention.k_new.offset() + b * kv_row_bytes);
+        row.v_new = At(act, attention.v_new.offset() + b * kv_row_bytes);
+        row.k_cache = in_lane(attention.k_cache, b);
+        row.v_cache = in_lane(attention.v_cache, b);
+        row.mask = in_lane(attention.mask, b);
+        row.dst = At(act, a.attn + b * q_row_bytes);
+        row.rows = 1;
+        jobs.For(attention_macs(1)).Attention(row);
+      }
+    }
     matmul(At(act, a.attn), h.q_dim(),
            weights.Get(LayerTensorName(l, "attn_output")), x, t, true);
     jobs.For(row_work).RmsNorm({.src = x,
@@ -240,9 +271,10 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
     matmul(At(act, a.swiglu), h.ffn_dim,
            weights.Get(LayerTensorName(l, "ffn_down")), x, t, true);
   }
-  // The rows whose logits are computed: every row of a Verify graph,
-  // otherwise the one io.last_row names, gathered into `last`.
-  const bool all_rows = kind == fb::GraphKind::Verify;
+  // The rows whose logits are computed: every row of a Verify graph or a
+  // decode batch (F32[rows][vocab_size]), otherwise the one io.last_row
+  // names, gathered into `last`.
+  const bool all_rows = kind == fb::GraphKind::Verify || lanes.has_value();
   const uint32_t logit_rows = all_rows ? t : 1;
   const fb::Operand last = all_rows ? normed : At(act, a.last);
   if (!all_rows) {
@@ -264,26 +296,60 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
   matmul(last, h.dim, weights.output(), io.logits, logit_rows, false);
 
   CommandStreamBuilder dma(DRM_LNPU_ENGINE_DMA);
-  dma.ScatterRows({.src = staging(0, 0),
-                   .dst = cache(0, 0),
-                   .indices = io.slots,
-                   .src_block_stride = staging_block,
-                   .dst_block_stride = cache_block,
-                   .row_bytes = static_cast<uint32_t>(kv_row_bytes),
-                   .rows = t,
-                   .blocks = 2 * h.n_layers,
-                   .dst_rows = buffers.capacity,
-                   .f32_to_f16 = buffers.kv_dtype == LNPU_DTYPE_F16,
-                   .f32_to_i8 = buffers.kv_dtype == LNPU_DTYPE_I8,
-                   .group_len = buffers.kv_dtype == LNPU_DTYPE_I8 ? h.head_dim : 0});
+  const ScatterRowsArgs scatter = {
+      .src = staging(0, 0),
+      .dst = cache(0, 0),
+      .indices = io.slots,
+      .src_block_stride = staging_block,
+      .dst_block_stride = cache_block,
+      .row_bytes = static_cast<uint32_t>(kv_row_bytes),
+      .rows = t,
+      .blocks = 2 * h.n_layers,
+      .dst_rows = buffers.capacity,
+      .f32_to_f16 = buffers.kv_dtype == LNPU_DTYPE_F16,
+      .f32_to_i8 = buffers.kv_dtype == LNPU_DTYPE_I8,
+      .group_len = buffers.kv_dtype == LNPU_DTYPE_I8 ? h.head_dim : 0};
+  if (!lanes) {
+    dma.ScatterRows(scatter);
+  } else {
+    // Row b of every staging block into lane b's cache, at slots[b].
+    for (uint32_t b = 0; b < t; ++b) {
+      ScatterRowsArgs row = scatter;
+      row.src = At(act, scatter.src.offset() + b * kv_row_bytes);
+      row.dst = in_lane(scatter.dst, b);
+      row.indices = fb::Operand(io.slots.buffer(), io.slots.offset() + b * sizeof(int32_t));
+      row.rows = 1;
+      dma.ScatterRows(row);
+    }
+  }
 
   std::vector<flatbuffers::Offset<fb::CommandStream>> streams;
   jobs.Serialize(builder, &streams);
   streams.push_back(dma.Serialize(builder));
-  const auto io_fb = fb::CreateGraphIo(builder, &io.tokens, &io.positions,
-                                       &io.slots, &io.last_row, &io.logits);
+  const auto io_fb = fb::CreateGraphIo(builder, &io.tokens, &io.positions, &io.slots,
+                                       lanes ? nullptr : &io.last_row, &io.logits);
   return fb::CreateGraphDirect(builder, name.c_str(), kind, tokens, &streams,
                                io_fb);
+}
+
+}  // namespace
+
+flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
+    flatbuffers::FlatBufferBuilder& builder, const LlamaHParams& hparams,
+    const WeightPlan& weights, const GraphBuffers& buffers,
+    const std::string& name, fb::GraphKind kind, uint32_t tokens,
+    const GraphIoLayout& io, uint64_t max_job_macs) {
+  return BuildGraph(builder, hparams, weights, buffers, name, kind, tokens, io, max_job_macs,
+                    std::nullopt);
+}
+
+flatbuffers::Offset<fb::Graph> BuildLlamaDecodeBatchGraph(
+    flatbuffers::FlatBufferBuilder& builder, const LlamaHParams& hparams,
+    const WeightPlan& weights, const GraphBuffers& buffers, const std::string& name,
+    uint32_t lanes, uint32_t buffers_per_lane, const GraphIoLayout& io,
+    uint64_t max_job_macs) {
+  return BuildGraph(builder, hparams, weights, buffers, name, fb::GraphKind::Decode, lanes, io,
+                    max_job_macs, LaneSplit{buffers_per_lane});
 }
 
 }  // namespace lnpu::compiler

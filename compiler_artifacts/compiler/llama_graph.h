@@ -66,6 +66,18 @@ flatbuffers::Offset<fb::Graph> BuildLlamaGraph(
     const std::string& name, fb::GraphKind kind, uint32_t tokens,
     const GraphIoLayout& io, uint64_t max_job_macs);
 
+// Builds the batched decode graph `name` of `lanes` rows, row b the next
+// token of lane b's sequence (model.fbs Model.decode_batches): `buffers`
+// are one lane's, each lane has `buffers_per_lane` buffers, and the
+// graph's scratch and `io` are lane 0's. io.tokens, io.positions and
+// io.slots hold `lanes` entries, io.logits F32[lanes][vocab_size];
+// io.last_row is unused. The activations must hold `lanes` rows.
+flatbuffers::Offset<fb::Graph> BuildLlamaDecodeBatchGraph(
+    flatbuffers::FlatBufferBuilder& builder, const LlamaHParams& hparams,
+    const WeightPlan& weights, const GraphBuffers& buffers, const std::string& name,
+    uint32_t lanes, uint32_t buffers_per_lane, const GraphIoLayout& io,
+    uint64_t max_job_macs);
+
 }  // namespace lnpu::compiler
 
 #endif  // COMPILER_ARTIFACTS_COMPILER_LLAMA_GRAPH_H_

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -269,8 +270,10 @@ absl::Status VerifyKvCache(const fb::Model& model) {
                          "kv_cache.mask");
 }
 
+// Checks the framing and relocations of stream `s` of a graph of `lanes`
+// lanes (1 for the graphs of one sequence; model.fbs decode_batches).
 absl::Status VerifyStream(const fb::Model& model, const fb::CommandStream* s,
-                          const std::string& where) {
+                          const std::string& where, uint32_t lanes) {
   if (s->engine() >= DRM_LNPU_ENGINE_COUNT) {
     return Invalid("%s: engine %u is unknown (DRM_LNPU_ENGINE_*)", where,
                    s->engine());
@@ -316,18 +319,64 @@ absl::Status VerifyStream(const fb::Model& model, const fb::CommandStream* s,
     if (!relocated.insert(r->offset()).second) {
       return Invalid("%s: two relocations at byte %u", where, r->offset());
     }
-    if (r->buffer() >= buffers->size()) {
-      return Invalid("%s: relocation at byte %u names buffer %u, there are %u",
-                     where, r->offset(), r->buffer(), buffers->size());
+    if (r->buffer() >= uint64_t{lanes} * buffers->size()) {
+      return Invalid("%s: relocation at byte %u names buffer %u, there are %u%s", where,
+                     r->offset(), r->buffer(), buffers->size(),
+                     lanes == 1 ? "" : absl::StrCat(" buffers x ", lanes, " lanes"));
     }
     uint64_t value = 0;
     for (int i = 7; i >= 0; --i) value = value << 8 | bytes[r->offset() + i];
-    const uint64_t size = buffers->Get(r->buffer())->size();
+    const uint64_t size = buffers->Get(r->buffer() % buffers->size())->size();
     if (value >= size) {
       return Invalid("%s: relocation at byte %u points to offset %u of "
                      "buffer %u, which has %u bytes",
                      where, r->offset(), value, r->buffer(), size);
     }
+  }
+  return absl::OkStatus();
+}
+
+// The batched decode graphs (model.fbs Model.decode_batches); `names`
+// holds the names of the other graphs.
+absl::Status VerifyDecodeBatches(const fb::Model& model, absl::flat_hash_set<std::string> names) {
+  const auto* graphs = model.decode_batches();
+  if (graphs == nullptr) return absl::OkStatus();  // compiled without them
+  const uint32_t vocab_size = model.hparams()->vocab_size();
+  absl::flat_hash_set<uint32_t> lane_counts;
+  for (uint32_t g = 0; g < graphs->size(); ++g) {
+    const fb::Graph* graph = graphs->Get(g);
+    const std::string name = graph->name() ? graph->name()->str() : "";
+    const std::string where = absl::StrFormat("decode_batches[%u] '%s'", g, name);
+    if (name.empty()) return Invalid("decode_batches[%u] has no name", g);
+    if (!names.insert(name).second) return Invalid("%s: name repeated", where);
+    const uint32_t lanes = graph->tokens();
+    if (graph->kind() != fb::GraphKind::Decode) {
+      return Invalid("%s: kind %d, must be Decode", where, static_cast<int>(graph->kind()));
+    }
+    if (lanes < 2 || lanes > kMaxDecodeBatchLanes) {
+      return Invalid("%s: %u lanes, must be in [2, %u]", where, lanes, kMaxDecodeBatchLanes);
+    }
+    if (!lane_counts.insert(lanes).second) {
+      return Invalid("%s: another batched decode graph also has %u lanes", where, lanes);
+    }
+    if (graph->streams() == nullptr || graph->streams()->size() == 0) {
+      return Invalid("%s: no command streams", where);
+    }
+    for (uint32_t i = 0; i < graph->streams()->size(); ++i) {
+      LNPU_RETURN_IF_ERROR(VerifyStream(model, graph->streams()->Get(i),
+                                        absl::StrFormat("%s stream %u", where, i), lanes));
+    }
+    const fb::GraphIo* io = graph->io();
+    if (io == nullptr) return Invalid("%s: io missing", where);
+    if (io->last_row() != nullptr) return Invalid("%s: io.last_row must be absent", where);
+    const uint64_t rows_bytes = uint64_t{lanes} * 4;
+    LNPU_RETURN_IF_ERROR(
+        VerifyIoOperand(model, io->tokens(), rows_bytes, 4, where + " io.tokens"));
+    LNPU_RETURN_IF_ERROR(
+        VerifyIoOperand(model, io->positions(), rows_bytes, 4, where + " io.positions"));
+    LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, io->slots(), rows_bytes, 4, where + " io.slots"));
+    LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, io->logits(), rows_bytes * vocab_size, 4,
+                                         where + " io.logits"));
   }
   return absl::OkStatus();
 }
@@ -383,7 +432,7 @@ absl::Status VerifyGraphs(const fb::Model& model) {
     }
     for (uint32_t i = 0; i < graph->streams()->size(); ++i) {
       LNPU_RETURN_IF_ERROR(VerifyStream(model, graph->streams()->Get(i),
-                                        absl::StrFormat("%s stream %u", where, i)));
+                                        absl::StrFormat("%s stream %u", where, i), 1));
     }
     const fb::GraphIo* io = graph->io();
     if (io == nullptr) return Invalid("%s: io missing", where);
@@ -404,7 +453,7 @@ absl::Status VerifyGraphs(const fb::Model& model) {
     return Invalid("%d Decode graphs, there must be exactly one",
                    decode_graphs);
   }
-  return absl::OkStatus();
+  return VerifyDecodeBatches(model, std::move(names));
 }
 
 absl::Status VerifyDataChecksums(const fb::DataChecksums* checksums, uint64_t data_size) {

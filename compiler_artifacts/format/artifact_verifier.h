@@ -16,6 +16,8 @@ namespace lnpu::artifact {
 // absurd values early.
 inline constexpr uint64_t kMaxModelDimension = uint64_t{1} << 20;
 inline constexpr uint64_t kMaxBufferSize = uint64_t{1} << 40;
+// Most lanes of a batched decode graph (model.fbs Model.decode_batches).
+inline constexpr uint32_t kMaxDecodeBatchLanes = 64;
 
 // Bytes per element of an LNPU_DTYPE_* element type (F32, F16, I32, U8);
 // 0 for block-quantized and unknown values.

@@ -114,6 +114,7 @@ class ArtifactOpenTest : public ::testing::Test {
     options.max_prompt_len = 64;
     options.min_response_len = 16;
     options.prefill_chunks = {8, 32};
+    options.decode_batches = {2};
     const absl::Status status =
         compiler::CompileGguf(testing::Stories260KPath(), *path_, options);
     ASSERT_TRUE(status.ok()) << status;
@@ -353,6 +354,39 @@ TEST_F(ArtifactOpenTest, RejectsBadGraphSets) {
                 m.graphs[0]->streams[0]->engine = 7;
               }),
               HasSubstr("engine 7 is unknown"));
+}
+
+TEST_F(ArtifactOpenTest, RejectsBadDecodeBatches) {
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
+                auto& r = m.decode_batches[0]->streams[0]->relocations[0];
+                r = fb::Relocation(r.offset(), 2 * 4 + 1);
+              }),
+              HasSubstr("names buffer 9, there are 4 buffers x 2 lanes"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.decode_batches[0]->tokens = 1; }),
+              HasSubstr("1 lanes, must be in [2, 64]"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.decode_batches[0]->tokens = 65; }),
+              HasSubstr("65 lanes, must be in [2, 64]"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
+                m.decode_batches[0]->kind = fb::GraphKind::Prefill;
+              }),
+              HasSubstr("must be Decode"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.decode_batches[0]->name = "decode"; }),
+              HasSubstr("name repeated"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
+                m.decode_batches.push_back(std::make_unique<fb::GraphT>(*m.decode_batches[0]));
+                m.decode_batches[1]->name = "again";
+              }),
+              HasSubstr("another batched decode graph also has 2 lanes"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
+                m.decode_batches[0]->io->last_row = std::make_unique<fb::Operand>(3, 0);
+              }),
+              HasSubstr("io.last_row must be absent"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
+                // Room for one row of logits, not two.
+                m.decode_batches[0]->io->logits =
+                    std::make_unique<fb::Operand>(3, m.buffers[3]->size - 512 * 4);
+              }),
+              HasSubstr("decode_batches[0] 'decode_batch_2' io.logits"));
 }
 
 TEST_F(ArtifactOpenTest, RejectsInconsistentHParams) {

@@ -24,12 +24,17 @@
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/model.h"
 #include "runtime/sequence.h"
+#include "tests/runtime/runtime_test_util.h"
 #include "runtime/cache_snapshot.h"
 #include "tests/test_device.h"
 
 namespace lnpu::runtime {
 namespace {
 
+using ::lnpu::runtime::testing::Argmax;
+using ::lnpu::runtime::testing::ModelsDir;
+using ::lnpu::runtime::testing::NewTempDir;
+using ::lnpu::runtime::testing::RelativeDifference;
 using ::testing::ElementsAre;
 using ::testing::Each;
 using ::testing::HasSubstr;
@@ -39,35 +44,8 @@ using ::testing::StartsWith;
 // "Once upon a time" with BOS.
 const std::vector<int32_t> kPrompt = {1, 403, 407, 261, 378};
 
-std::string ModelsDir() {
-  const char* dir = std::getenv("LNPU_MODELS_DIR");
-  return dir ? dir : "models";
-}
-
-std::string NewTempDir() {
-  std::string pattern = ::testing::TempDir() + "lnpu_runtime_XXXXXX";
-  const char* made = mkdtemp(pattern.data());
-  EXPECT_NE(made, nullptr);
-  return pattern;
-}
-
 std::vector<float> Copy(absl::Span<const float> logits) {
   return std::vector<float>(logits.begin(), logits.end());
-}
-
-// Largest |a - b| relative to the largest |b|.
-double RelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0, scale = 1e-30;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff = std::max(diff, std::fabs(double{a[i]} - b[i]));
-    scale = std::max(scale, std::fabs(double{b[i]}));
-  }
-  return diff / scale;
-}
-
-int32_t Argmax(absl::Span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
 uint64_t Param(const Device& device, uint32_t param) {

@@ -43,6 +43,8 @@ class SchedulerTest : public ::testing::Test {
     options.max_prompt_len = 48;
     options.min_response_len = 16;
     options.prefill_chunks = {4, 16};
+    // Batched decode graphs: sessions are lanes of batches of 2 or 4.
+    options.decode_batches = {2, 4};
     const std::string artifact = *dir_ + "/stories.lnpu";
     const absl::Status compiled = compiler::CompileGguf(
         std::string(models ? models : "models") + "/stories260K.gguf", artifact, options);
@@ -105,6 +107,42 @@ TEST_F(SchedulerTest, ConcurrentRequestsEqualTheirSoloRuns) {
   EXPECT_EQ(gauges.queue_depth, 0u);
   EXPECT_EQ(gauges.sessions, 2u);
   EXPECT_GT(gauges.device_memory_bytes, llm_->weights_device_memory_bytes());
+}
+
+TEST_F(SchedulerTest, BatchedDecodeStepsEqualSoloRunsWhateverTheSessionGroups) {
+  const std::vector<std::string> texts = {
+      "Once upon a time", "The little dog ran to the park and saw a big red ball",
+      "Lily liked to", "One day, a boy named Tim went", "The sun was", "Tom and Sue",
+      "A cat sat on the mat and", "Mom said"};
+  std::vector<framework::GenerationResult> solo;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    solo.push_back(Solo(Prompt(texts[i]), Greedy(6 + 5 * (i % 4))));
+  }
+  // 4: one batch of 4; 3: a batch of 2 and a plain session; 4 unbatched.
+  for (const auto& [sessions, batch] :
+       std::vector<std::pair<size_t, bool>>{{4, true}, {3, true}, {4, false}}) {
+    SchedulerOptions options{.sessions = sessions, .max_queue = 8, .prefill_chunk = 4};
+    options.batch_decode = batch;
+    std::unique_ptr<Scheduler> scheduler = NewScheduler(options);
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      streams.push_back(scheduler->Submit(Prompt(texts[i]), Greedy(6 + 5 * (i % 4))).value());
+    }
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const RequestOutcome outcome = Await(*streams[i]);
+      ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+      EXPECT_EQ(outcome.result.tokens, solo[i].tokens) << sessions << " " << batch << " " << texts[i];
+      EXPECT_EQ(outcome.result.text, solo[i].text);
+    }
+    const MetricsGauges gauges = scheduler->Gauges();
+    EXPECT_EQ(gauges.sessions, sessions);
+    if (batch) {
+      EXPECT_GT(gauges.batched_decode_steps, 0u);
+      EXPECT_GE(gauges.batched_decode_tokens, 2 * gauges.batched_decode_steps);
+    } else {
+      EXPECT_EQ(gauges.batched_decode_steps, 0u);
+    }
+  }
 }
 
 TEST_F(SchedulerTest, ResentConversationPrefillsOnlyTheNewTurn) {

@@ -64,6 +64,12 @@ options:
                              slots
   --prefill-chunks A,B,...   token counts of the prefill graphs (default
                              16,64,256; sizes above max-prompt-len are clamped)
+  --decode-batch A,B,...     lane counts (up to 64) of batched decode graphs,
+                             e.g. 1,2,4: a graph of B lanes runs the next
+                             token of B sessions in one pass over the
+                             weights (npu-serve batches its sessions' decode
+                             steps with them; 1 is the decode graph every
+                             artifact has; default none)
   --weights auto|q8|q4|f16|f32|keep
                              matmul weights and embedding: q8 int8 and q4
                              int4, symmetric, an f16 scale per 32 weights
@@ -117,6 +123,18 @@ absl::StatusOr<uint32_t> ParseCount(const std::string& flag,
   return value;
 }
 
+// A comma-separated list of positive integers, e.g. "16,64,256".
+absl::StatusOr<std::vector<uint32_t>> ParseCounts(const std::string& flag,
+                                                  const std::string& text) {
+  std::vector<uint32_t> values;
+  for (const std::string& part : std::vector<std::string>(absl::StrSplit(text, ','))) {
+    absl::StatusOr<uint32_t> n = ParseCount(flag, part);
+    if (!n.ok()) return n.status();
+    values.push_back(*n);
+  }
+  return values;
+}
+
 // Returns nullopt (after printing the usage) for --help.
 absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
                                                             char** argv) {
@@ -129,6 +147,7 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
     }
     const bool takes_value = arg == "-o" || arg == "--output" || arg == "--max-prompt-len" ||
                              arg == "--min-response-len" || arg == "--prefill-chunks" ||
+                             arg == "--decode-batch" ||
                              arg == "--weights" || arg == "--kv-dtype" || arg == "--synthetic" ||
                              arg == "--seed" || arg == "--models-dir" || arg == "--max-job-mmacs" ||
                              arg == "--verify" || arg == "--verify-rows" || arg == "--keep-layers";
@@ -158,13 +177,13 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
       if (!n.ok()) return n.status();
       line.options.min_response_len = *n;
     } else if (arg == "--prefill-chunks") {
-      line.options.prefill_chunks.clear();
-      for (const std::string& part :
-           std::vector<std::string>(absl::StrSplit(value, ','))) {
-        absl::StatusOr<uint32_t> n = ParseCount(arg, part);
-        if (!n.ok()) return n.status();
-        line.options.prefill_chunks.push_back(*n);
-      }
+      absl::StatusOr<std::vector<uint32_t>> sizes = ParseCounts(arg, value);
+      if (!sizes.ok()) return sizes.status();
+      line.options.prefill_chunks = *std::move(sizes);
+    } else if (arg == "--decode-batch") {
+      absl::StatusOr<std::vector<uint32_t>> lanes = ParseCounts(arg, value);
+      if (!lanes.ok()) return lanes.status();
+      line.options.decode_batches = *std::move(lanes);
     } else if (arg == "--max-job-mmacs") {
       absl::StatusOr<uint32_t> n = ParseCount(arg, value);
       if (!n.ok()) return n.status();
@@ -320,16 +339,22 @@ void PrintSummary(const lnpu::artifact::Artifact& artifact) {
                 fb::EnumNameBufferKind(b->kind()),
                 static_cast<unsigned long long>(b->size()));
   }
-  std::printf("graphs:\n");
-  for (const fb::Graph* g : *model.graphs()) {
-    std::printf("  %-12s %-8s %4u tokens:", g->name()->c_str(),
-                fb::EnumNameGraphKind(g->kind()), g->tokens());
-    for (const fb::CommandStream* s : *g->streams()) {
-      std::printf(" %s %u bytes (%u relocations)",
-                  s->engine() == DRM_LNPU_ENGINE_DMA ? "dma" : "compute",
-                  s->commands()->size(), s->relocations()->size());
+  auto print_graphs = [](const char* title, const auto& graphs, const char* rows) {
+    std::printf("%s:\n", title);
+    for (const fb::Graph* g : graphs) {
+      std::printf("  %-14s %-8s %4u %s:", g->name()->c_str(),
+                  fb::EnumNameGraphKind(g->kind()), g->tokens(), rows);
+      for (const fb::CommandStream* s : *g->streams()) {
+        std::printf(" %s %u bytes (%u relocations)",
+                    s->engine() == DRM_LNPU_ENGINE_DMA ? "dma" : "compute",
+                    s->commands()->size(), s->relocations()->size());
+      }
+      std::printf("\n");
     }
-    std::printf("\n");
+  };
+  print_graphs("graphs", *model.graphs(), "tokens");
+  if (model.decode_batches() != nullptr) {
+    print_graphs("batched decode graphs", *model.decode_batches(), "lanes");
   }
 }
 

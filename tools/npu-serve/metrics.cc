@@ -94,6 +94,11 @@ std::string Metrics::Render(const MetricsGauges& g) const {
           g.prefix_cache_hits);
   counter("npu_serve_prefix_cache_misses_total", "Prefix cache lookups that found none.",
           g.prefix_cache_misses);
+  counter("npu_serve_batched_decode_steps_total",
+          "Device steps that ran the decode steps of several sessions at once.",
+          g.batched_decode_steps);
+  counter("npu_serve_batched_decode_tokens_total", "Tokens run by batched decode steps.",
+          g.batched_decode_tokens);
   gauge("npu_serve_queue_depth", "Requests waiting for a session.", g.queue_depth);
   gauge("npu_serve_active_requests", "Requests holding a session.", g.active_requests);
   gauge("npu_serve_sessions", "Sessions (concurrent requests) the server runs.", g.sessions);

@@ -44,6 +44,9 @@ struct MetricsGauges {
   uint64_t prefix_cache_bytes = 0;
   uint64_t prefix_cache_hits = 0;
   uint64_t prefix_cache_misses = 0;
+  // Batched decode steps (SessionBatch) and the tokens they ran.
+  uint64_t batched_decode_steps = 0;
+  uint64_t batched_decode_tokens = 0;
 };
 
 class Metrics {

@@ -1,5 +1,7 @@
 #include "tools/npu-serve/scheduler.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,36 +15,64 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const framework::Ll
   if (options.sessions == 0) {
     return absl::InvalidArgumentError("the scheduler needs at least 1 session");
   }
-  std::vector<std::unique_ptr<framework::Session>> sessions;
-  for (size_t i = 0; i < options.sessions; ++i) {
+  SessionPool pool;
+  std::vector<framework::Session*> created;
+  // Groups of the largest compiled lane count that fits what is left.
+  const std::vector<uint32_t>& lane_counts = llm.info().decode_batches;
+  size_t left = options.sessions;
+  while (options.batch_decode && left >= 2) {
+    const auto fits = std::upper_bound(lane_counts.begin(), lane_counts.end(), left);
+    if (fits == lane_counts.begin()) break;
+    const size_t lanes = *std::prev(fits);
+    absl::StatusOr<std::unique_ptr<framework::SessionBatch>> batch =
+        llm.CreateSessionBatch(lanes);
+    if (!batch.ok()) {
+      return absl::Status(batch.status().code(),
+                          absl::StrCat("creating a batch of ", lanes, " sessions: ",
+                                       batch.status().message()));
+    }
+    for (size_t lane = 0; lane < lanes; ++lane) created.push_back(&(*batch)->session(lane));
+    pool.batches.push_back(*std::move(batch));
+    left -= lanes;
+  }
+  for (size_t i = created.size(); i < options.sessions; ++i) {
     absl::StatusOr<std::unique_ptr<framework::Session>> session = llm.CreateSession();
     if (!session.ok()) {
       return absl::Status(session.status().code(),
                           absl::StrCat("creating session ", i + 1, " of ", options.sessions,
                                        ": ", session.status().message()));
     }
-    if (absl::Status set = (*session)->SetCacheFullPolicy(options.context_policy); !set.ok()) {
+    created.push_back(session->get());
+    pool.plain.push_back(*std::move(session));
+  }
+  for (framework::Session* session : created) {
+    if (absl::Status set = session->SetCacheFullPolicy(options.context_policy); !set.ok()) {
       return set;
     }
-    sessions.push_back(*std::move(session));
   }
-  return std::unique_ptr<Scheduler>(new Scheduler(llm, options, metrics, std::move(sessions)));
+  return std::unique_ptr<Scheduler>(new Scheduler(llm, options, metrics, std::move(pool)));
 }
 
 Scheduler::Scheduler(const framework::Llm& llm, const SchedulerOptions& options,
-                     Metrics& metrics, std::vector<std::unique_ptr<framework::Session>> sessions)
+                     Metrics& metrics, SessionPool pool)
     : llm_(llm),
       options_(options),
       prefill_chunk_(options.prefill_chunk != 0 ? options.prefill_chunk
                                                 : llm.info().prefill_chunks.back()),
       metrics_(metrics),
-      sessions_(std::move(sessions)),
+      pool_(std::move(pool)),
       prefix_cache_(options.prefix_cache_entries, options.prefix_cache_bytes) {
   device_memory_bytes_ = llm.weights_device_memory_bytes();
-  for (const auto& session : sessions_) {
-    device_memory_bytes_ += session->device_memory_bytes();
-    free_sessions_.push_back(session.get());
+  for (const auto& batch : pool_.batches) {
+    device_memory_bytes_ += batch->device_memory_bytes();
+    for (size_t lane = 0; lane < batch->lanes(); ++lane) sessions_.push_back(&batch->session(lane));
   }
+  for (const auto& session : pool_.plain) {
+    device_memory_bytes_ += session->device_memory_bytes();
+    sessions_.push_back(session.get());
+  }
+  free_sessions_.assign(sessions_.rbegin(), sessions_.rend());
+  batched_steps_.resize(pool_.batches.size());
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -97,7 +127,9 @@ MetricsGauges Scheduler::Gauges() const {
           .prefix_cache_entries = cache_entries_,
           .prefix_cache_bytes = cache_bytes_,
           .prefix_cache_hits = cache_hits_,
-          .prefix_cache_misses = cache_misses_};
+          .prefix_cache_misses = cache_misses_,
+          .batched_decode_steps = batched_decode_steps_,
+          .batched_decode_tokens = batched_decode_tokens_};
 }
 
 bool Scheduler::HasWork() const {
@@ -118,7 +150,13 @@ void Scheduler::Run() {
         return;
       }
       while (!queue_.empty() && !free_sessions_.empty()) {
-        active_.push_back({.job = std::move(queue_.front()), .session = free_sessions_.back()});
+        framework::Session* session = free_sessions_.back();
+        framework::SessionBatch* batch = nullptr;
+        for (const auto& b : pool_.batches) {
+          if (b->LaneOf(*session)) batch = b.get();
+        }
+        active_.push_back(
+            {.job = std::move(queue_.front()), .session = session, .batch = batch});
         queue_.pop_front();
         free_sessions_.pop_back();
         ++active_count_;
@@ -181,19 +219,64 @@ void Scheduler::RunRound() {
       continue;
     }
     prefilled |= prefill;
-    absl::Status step = generator.Step();
-    if (!step.ok()) {
-      // Only the device fails a step: a server error whatever its code.
-      step = absl::InternalError(
-          absl::StrCat("the device failed while running the prompt: ", step.message()));
+    if (!prefill && it->batch != nullptr) {
+      // Runs below, with the other decode steps of its batch.
+      const size_t b = std::find_if(pool_.batches.begin(), pool_.batches.end(),
+                                    [&](const auto& p) { return p.get() == it->batch; }) -
+                       pool_.batches.begin();
+      batched_steps_[b].push_back(&generator);
+      ++it;
+      continue;
     }
+    absl::Status step = generator.Step();
     if (!step.ok() || generator.done()) {
-      Finish(*it, std::move(step));
+      Finish(*it, StepOutcome(std::move(step)));
       it = active_.erase(it);
     } else {
       ++it;
     }
   }
+  bool batched = false;
+  for (size_t b = 0; b < pool_.batches.size(); ++b) {
+    if (batched_steps_[b].empty()) continue;
+    batched = true;
+    // Decode steps only: their device errors end the replies, not the step.
+    absl::Status step = pool_.batches[b]->Step(batched_steps_[b]);
+    batched_steps_[b].clear();
+    if (!step.ok()) {
+      // A scheduler bug: end the batch's requests rather than loop on it.
+      for (Active& active : active_) {
+        if (active.batch == pool_.batches[b].get() && !active.generator->done()) {
+          active.generator->Cancel();
+        }
+      }
+    }
+  }
+  if (batched) {
+    uint64_t steps = 0, tokens = 0;
+    for (const auto& batch : pool_.batches) {
+      steps += batch->stats().batched_steps;
+      tokens += batch->stats().batched_tokens;
+    }
+    absl::MutexLock lock(&mu_);
+    batched_decode_steps_ = steps;
+    batched_decode_tokens_ = tokens;
+  }
+  for (auto it = active_.begin(); it != active_.end();) {
+    if (it->generator->done()) {
+      Finish(*it, absl::OkStatus());
+      it = active_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+absl::Status Scheduler::StepOutcome(absl::Status step) {
+  if (step.ok()) return step;
+  // Only the device fails a step: a server error whatever its code.
+  return absl::InternalError(
+      absl::StrCat("the device failed while running the prompt: ", step.message()));
 }
 
 void Scheduler::Finish(Active& active, absl::Status status) {
@@ -214,7 +297,15 @@ void Scheduler::Finish(Active& active, absl::Status status) {
   session.Reset();
   {
     absl::MutexLock lock(&mu_);
-    free_sessions_.push_back(&session);
+    // Given out lowest first: the session list's order, reversed.
+    const auto rank = [this](framework::Session* s) {
+      return std::find(sessions_.begin(), sessions_.end(), s) - sessions_.begin();
+    };
+    free_sessions_.insert(std::lower_bound(free_sessions_.begin(), free_sessions_.end(), &session,
+                                           [&](framework::Session* a, framework::Session* b) {
+                                             return rank(a) > rank(b);
+                                           }),
+                          &session);
     --active_count_;
     cache_entries_ = prefix_cache_.entries();
     cache_bytes_ = prefix_cache_.bytes();

@@ -7,6 +7,14 @@
 // more than a chunk per token. Requests wait in a bounded FIFO queue for a
 // free session.
 //
+// When the model has batched decode graphs (npu-compile --decode-batch)
+// and batching is on, the sessions are the lanes of framework::
+// SessionBatch groups (as many of the largest compiled lane count that
+// fits the remaining sessions as possible; sessions left over are plain),
+// and the decode steps of a round's requests on one group run as one
+// batched device step. A request takes the free session of the lowest
+// group and lane, so that few groups and small graphs run.
+//
 // Before a request's prompt runs, the prefix cache (prefix_cache.h) is
 // asked for the longest common prefix of it, which is restored instead of
 // recomputed; a finished request's conversation goes into the cache.
@@ -34,6 +42,7 @@
 #include "framework/session.h"
 #include "framework/token_constraint.h"
 #include "runtime/cache_full_policy.h"
+#include "framework/session_batch.h"
 #include "tools/npu-serve/metrics.h"
 #include "tools/npu-serve/prefix_cache.h"
 #include "tools/npu-serve/request_stream.h"
@@ -47,6 +56,9 @@ struct SchedulerOptions {
   // prefill chunk.
   uint32_t prefill_chunk = 0;
   runtime::CacheFullPolicy context_policy = {};
+  // Batch the decode steps of sessions when the model has batched decode
+  // graphs.
+  bool batch_decode = true;
   size_t prefix_cache_entries = 64;  // 0 disables the prefix cache
   uint64_t prefix_cache_bytes = uint64_t{256} << 20;
 };
@@ -95,13 +107,20 @@ class Scheduler {
   struct Active {
     Job job;
     framework::Session* session = nullptr;
+    framework::SessionBatch* batch = nullptr;  // the group of `session`, if any
     std::optional<framework::Generator> generator = std::nullopt;
     int cached_tokens = 0;
     absl::Time last_token = {};
   };
 
+  // The sessions: the lanes of `batches`, then `plain`.
+  struct SessionPool {
+    std::vector<std::unique_ptr<framework::SessionBatch>> batches;
+    std::vector<std::unique_ptr<framework::Session>> plain;
+  };
+
   Scheduler(const framework::Llm& llm, const SchedulerOptions& options, Metrics& metrics,
-            std::vector<std::unique_ptr<framework::Session>> sessions);
+            SessionPool pool);
 
   void Run();
   // Restores the cached prefix and starts the generation; false (the
@@ -109,6 +128,8 @@ class Scheduler {
   bool Admit(Active& active);
   // One step of every decoding request and one prefill chunk.
   void RunRound();
+  // A step's status as the request's outcome: a device error is Internal.
+  static absl::Status StepOutcome(absl::Status step);
   // Ends `active`: outcome to its stream, conversation to the prefix
   // cache, session back to the free list.
   void Finish(Active& active, absl::Status status);
@@ -119,11 +140,15 @@ class Scheduler {
   const SchedulerOptions options_;
   const uint32_t prefill_chunk_;
   Metrics& metrics_;
-  const std::vector<std::unique_ptr<framework::Session>> sessions_;
+  const SessionPool pool_;
+  // Every session in the order they are given out: batch by batch, lane by
+  // lane, then the plain ones.
+  std::vector<framework::Session*> sessions_;
   uint64_t device_memory_bytes_ = 0;
 
   mutable absl::Mutex mu_;
   std::deque<Job> queue_ ABSL_GUARDED_BY(mu_);
+  // Free sessions, the next one to give out last.
   std::vector<framework::Session*> free_sessions_ ABSL_GUARDED_BY(mu_);
   size_t active_count_ ABSL_GUARDED_BY(mu_) = 0;
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
@@ -134,9 +159,15 @@ class Scheduler {
   uint64_t cache_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t cache_hits_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t cache_misses_ ABSL_GUARDED_BY(mu_) = 0;
+  // The batches' figures for Gauges(), updated by the thread.
+  uint64_t batched_decode_steps_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t batched_decode_tokens_ ABSL_GUARDED_BY(mu_) = 0;
 
   // The scheduler thread's own.
   std::list<Active> active_;
+  // Per batch, the generators whose decode step joins its batched step in
+  // this round (RunRound's scratch).
+  std::vector<std::vector<framework::Generator*>> batched_steps_;
   PrefixCache prefix_cache_;
   std::thread thread_;
 };

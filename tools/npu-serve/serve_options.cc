@@ -89,6 +89,12 @@ absl::StatusOr<ServeOptions> ParseServeOptions(const std::vector<std::string>& a
       parsed = ParseNumber(flag, value, 0.0, o.shutdown_timeout_seconds);
     } else if (flag == "--sessions") {
       parsed = ParseNumber(flag, value, size_t{1}, o.scheduler.sessions);
+    } else if (flag == "--decode-batch") {
+      if (value == "on" || value == "off") {
+        o.scheduler.batch_decode = value == "on";
+      } else {
+        parsed = BadValue(flag, value, "on or off");
+      }
     } else if (flag == "--queue") {
       parsed = ParseNumber(flag, value, size_t{0}, o.scheduler.max_queue);
     } else if (flag == "--prefill-chunk") {
@@ -146,6 +152,9 @@ OpenAI-compatible HTTP server for a compiled model (docs/serve.md).
                             (chatml, llama3, llama3.1, llama2, zephyr, phi3)
   --sessions N              requests generating at once, each with its own
                             KV cache in device memory (default 4)
+  --decode-batch on|off     run the decode steps of several sessions as one
+                            batched step when the model has batched decode
+                            graphs (npu-compile --decode-batch; default on)
   --queue N                 requests waiting for a session before 429 (default 16)
   --prefill-chunk N         prompt tokens per scheduling step (default: the
                             model's largest compiled prefill chunk)

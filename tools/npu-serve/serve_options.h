@@ -23,7 +23,7 @@ struct ServeOptions {
   std::string chat_template;      // --chat-template FAMILY; empty: the model's
   int http_threads = 0;           // --http-threads; 0: sessions + queue + 4
   double shutdown_timeout_seconds = 30;  // --shutdown-timeout
-  SchedulerOptions scheduler;     // --sessions, --queue, --prefill-chunk,
+  SchedulerOptions scheduler;     // --sessions, --decode-batch, --queue, --prefill-chunk,
                                   // --ctx-policy, --sink-tokens,
                                   // --prefix-cache-entries, --prefix-cache-mb
   ApiOptions api;                 // --api-key / --api-key-file, --max-body-bytes,

@@ -1,0 +1,50 @@
+// Helpers of the runtime tests on the software NPU.
+#ifndef TESTS_RUNTIME_RUNTIME_TEST_UTIL_H_
+#define TESTS_RUNTIME_RUNTIME_TEST_UTIL_H_
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "absl/types/span.h"
+#include "gtest/gtest.h"
+
+namespace lnpu::runtime::testing {
+
+// The bundled models (LNPU_MODELS_DIR, set by meson test).
+inline std::string ModelsDir() {
+  const char* dir = std::getenv("LNPU_MODELS_DIR");
+  return dir ? dir : "models";
+}
+
+// A new directory under the test's temporary directory.
+inline std::string NewTempDir() {
+  std::string pattern = ::testing::TempDir() + "lnpu_runtime_XXXXXX";
+  const char* made = mkdtemp(pattern.data());
+  EXPECT_NE(made, nullptr);
+  return pattern;
+}
+
+// Largest |a - b| relative to the largest |b|.
+inline double RelativeDifference(absl::Span<const float> a, absl::Span<const float> b) {
+  EXPECT_EQ(a.size(), b.size());
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff = std::max(diff, std::fabs(double{a[i]} - b[i]));
+    scale = std::max(scale, std::fabs(double{b[i]}));
+  }
+  return diff / scale;
+}
+
+// The greedy token of `logits`.
+inline int32_t Argmax(absl::Span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+}  // namespace lnpu::runtime::testing
+
+#endif  // TESTS_RUNTIME_RUNTIME_TEST_UTIL_H_
