@@ -13,6 +13,7 @@
 #define RUNTIME_PROGRAM_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,9 @@ class Program {
   uint32_t kv_capacity() const { return info_.kv_capacity; }
   uint32_t kv_cache_buffer() const { return kv_cache_buffer_; }
   BufferLocation kv_mask() const { return kv_mask_; }  // U8[kv_capacity], kIo
+  // I32[kv_capacity] in kIo, the position each slot holds: models with
+  // sliding-window layers only.
+  std::optional<BufferLocation> kv_slot_positions() const { return kv_slot_positions_; }
 
   // Size of the command image that holds every graph's streams.
   uint32_t command_bytes() const { return static_cast<uint32_t>(commands_.size()); }
@@ -124,6 +128,7 @@ class Program {
   std::vector<size_t> run_chunk_graphs_;
   uint32_t kv_cache_buffer_ = 0;
   BufferLocation kv_mask_;
+  std::optional<BufferLocation> kv_slot_positions_;
   std::vector<uint8_t> commands_;  // relocated fields hold buffer offsets
   std::vector<PatchSite> relocations_;
 };
