@@ -132,22 +132,20 @@ void CommandStreamBuilder::Attention(const AttentionArgs& a) {
          LNPU_CMD_ATTENTION_SIZE_1_2);
 }
 
-void CommandStreamBuilder::Swiglu(const SwigluArgs& a) {
-  lnpu_cmd_swiglu c{};
+template <typename Cmd>
+void CommandStreamBuilder::GatedActivation(uint16_t opcode, const SwigluArgs& a) {
+  Cmd c{};
   c.count = a.count;
-  Append(c, LNPU_OP_SWIGLU, 0,
-         {{offsetof(lnpu_cmd_swiglu, gate), a.gate},
-          {offsetof(lnpu_cmd_swiglu, up), a.up},
-          {offsetof(lnpu_cmd_swiglu, dst), a.dst}});
+  Append(c, opcode, 0,
+         {{offsetof(Cmd, gate), a.gate}, {offsetof(Cmd, up), a.up}, {offsetof(Cmd, dst), a.dst}});
+}
+
+void CommandStreamBuilder::Swiglu(const SwigluArgs& a) {
+  GatedActivation<lnpu_cmd_swiglu>(LNPU_OP_SWIGLU, a);
 }
 
 void CommandStreamBuilder::Geglu(const GegluArgs& a) {
-  lnpu_cmd_geglu c{};
-  c.count = a.count;
-  Append(c, LNPU_OP_GEGLU, 0,
-         {{offsetof(lnpu_cmd_geglu, gate), a.gate},
-          {offsetof(lnpu_cmd_geglu, up), a.up},
-          {offsetof(lnpu_cmd_geglu, dst), a.dst}});
+  GatedActivation<lnpu_cmd_geglu>(LNPU_OP_GEGLU, a);
 }
 
 void CommandStreamBuilder::Add(const AddArgs& a) {

@@ -119,6 +119,9 @@ class CommandStreamBuilder {
   void Append(Cmd command, uint16_t opcode, uint16_t flags,
               std::initializer_list<std::pair<size_t, fb::Operand>> addresses,
               uint32_t size = sizeof(Cmd));
+  // SWIGLU or GEGLU: the same operands in commands of the same layout.
+  template <typename Cmd>
+  void GatedActivation(uint16_t opcode, const SwigluArgs& args);
 
   uint32_t engine_;
   std::vector<uint8_t> commands_;

@@ -396,22 +396,6 @@ TEST(CommandValidationTest, AttentionUapi12SizeAccepted) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("LNPU_OP_ATTENTION.window"));
 }
 
-TEST(CommandValidationTest, GegluRules) {
-  auto v = MakeCommand<lnpu_cmd_geglu>(LNPU_OP_GEGLU);
-  v.gate = kA;
-  v.up = kB;
-  v.dst = kA;  // in place
-  v.count = 100;
-  ExpectEachRejected<lnpu_cmd_geglu>(
-      v, "LNPU_OP_GEGLU",
-      {{"count", [](auto& c) { c.count = 0; }},
-       {"pad", [](auto& c) { c.pad = 1; }},
-       {"gate", [](auto& c) { c.gate = kA + 2; }},
-       {"up", [](auto& c) { c.up = kB + 1; }},
-       {"dst", [](auto& c) { c.dst = kC + 2; }},
-       {"dst", [](auto& c) { c.dst = kA + 4; }},  // partial in-place
-       {"hdr.flags", [](auto& c) { c.hdr.flags = 1; }}});
-}
 
 TEST(CommandValidationTest, ScaleRules) {
   auto v = MakeCommand<lnpu_cmd_scale>(LNPU_OP_SCALE);
@@ -434,21 +418,35 @@ TEST(CommandValidationTest, ScaleRules) {
        {"hdr.flags", [](auto& c) { c.hdr.flags = 1; }}});
 }
 
-TEST(CommandValidationTest, SwigluRules) {
-  auto v = MakeCommand<lnpu_cmd_swiglu>(LNPU_OP_SWIGLU);
+// SWIGLU and GEGLU (since 1.3) share their layout and rules.
+template <typename Cmd>
+void ExpectGatedActivationRules(uint16_t opcode, const std::string& name) {
+  auto v = MakeCommand<Cmd>(opcode);
   v.gate = kA;
   v.up = kB;
   v.dst = kC;
   v.count = 100;
-  ExpectEachRejected<lnpu_cmd_swiglu>(
-      v, "LNPU_OP_SWIGLU",
+  ExpectEachRejected<Cmd>(
+      v, name,
       {{"count", [](auto& c) { c.count = 0; }},
        {"pad", [](auto& c) { c.pad = 1; }},
        {"gate", [](auto& c) { c.gate = kA + 2; }},
        {"up", [](auto& c) { c.up = kB + 1; }},
        {"dst", [](auto& c) { c.dst = kC + 2; }},
        {"dst", [](auto& c) { c.dst = kA + 4; }},  // partial in-place
-       {"dst", [](auto& c) { c.dst = kB - 4; }}});
+       {"dst", [](auto& c) { c.dst = kB - 4; }},
+       {"hdr.flags", [](auto& c) { c.hdr.flags = 1; }}});
+  v.dst = kA;  // exactly in place
+  std::vector<OperandAccess> accesses;
+  EXPECT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok()) << name;
+}
+
+TEST(CommandValidationTest, SwigluRules) {
+  ExpectGatedActivationRules<lnpu_cmd_swiglu>(LNPU_OP_SWIGLU, "LNPU_OP_SWIGLU");
+}
+
+TEST(CommandValidationTest, GegluRules) {
+  ExpectGatedActivationRules<lnpu_cmd_geglu>(LNPU_OP_GEGLU, "LNPU_OP_GEGLU");
 }
 
 TEST(CommandValidationTest, AddRules) {
