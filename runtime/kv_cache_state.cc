@@ -29,9 +29,22 @@ KvCacheState::KvCacheState(uint32_t capacity)
       mask_(absl::MakeSpan(owned_mask_)),
       slot_tokens_(capacity, -1) {}
 
-KvCacheState::KvCacheState(absl::Span<uint8_t> mask_storage)
-    : mask_(mask_storage), slot_tokens_(mask_storage.size(), -1) {
+KvCacheState::KvCacheState(absl::Span<uint8_t> mask_storage,
+                           absl::Span<uint8_t> slot_position_storage)
+    : mask_(mask_storage),
+      slot_positions_(slot_position_storage),
+      slot_tokens_(mask_storage.size(), -1) {
+  if (!slot_positions_.empty() && slot_positions_.size() != mask_.size() * sizeof(int32_t)) {
+    std::fprintf(stderr, "lnpu runtime: KvCacheState with %zu mask bytes and %zu slot position "
+                 "bytes (expected 4 per slot)\n", mask_.size(), slot_positions_.size());
+    std::abort();
+  }
   Clear();
+}
+
+void KvCacheState::StoreSlotPosition(size_t slot, int32_t position) {
+  if (slot_positions_.empty()) return;
+  std::memcpy(slot_positions_.data() + slot * sizeof(int32_t), &position, sizeof(position));
 }
 
 uint32_t KvCacheState::free_slots() const { return capacity() - written_slots(); }
@@ -137,6 +150,7 @@ void KvCacheState::Commit(const SlotPlacement& placement, absl::Span<const int32
     if (mask_[slot] == 0) ++used_;
     mask_[slot] = 1;
     slot_tokens_[slot] = tokens[i];
+    StoreSlotPosition(slot, placement.position(i));
   }
   next_position_ += static_cast<int32_t>(placement.count);
 }
@@ -157,6 +171,7 @@ std::vector<int32_t> KvCacheState::TokensInContext() const {
 
 void KvCacheState::Clear() {
   if (!mask_.empty()) std::memset(mask_.data(), 0, mask_.size());
+  if (!slot_positions_.empty()) std::memset(slot_positions_.data(), 0, slot_positions_.size());
   std::fill(slot_tokens_.begin(), slot_tokens_.end(), -1);
   used_ = 0;
   next_position_ = 0;
@@ -221,6 +236,16 @@ absl::Status KvCacheState::Restore(const CacheFullPolicy& policy, int32_t next_p
   std::copy(slot_tokens.begin(), slot_tokens.end(), slot_tokens_.begin());
   used_ = used;
   next_position_ = next_position;
+  // The slots hold the sinks' positions and the last ring-size positions
+  // (without a ring: every position).
+  const int32_t sinks = static_cast<int32_t>(std::min<uint32_t>(policy_.sinks(), capacity()));
+  const int32_t ring = static_cast<int32_t>(capacity()) - sinks;
+  for (int32_t p = 0; p < std::min(next_position, sinks); ++p) {
+    StoreSlotPosition(static_cast<size_t>(SlotOf(p, capacity(), policy_)), p);
+  }
+  for (int32_t p = std::max(sinks, next_position - ring); p < next_position; ++p) {
+    StoreSlotPosition(static_cast<size_t>(SlotOf(p, capacity(), policy_)), p);
+  }
   return absl::OkStatus();
 }
 

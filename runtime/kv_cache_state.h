@@ -16,7 +16,8 @@
 // writes slots runs as: Reserve() -> Evict() (before the step runs: the
 // slots about to be overwritten stop being attended) -> the device step ->
 // Commit() (after it completed: the new slots become visible). This is pure
-// host logic; the device only reads the mask.
+// host logic; the device only reads the mask (and, for models with
+// sliding-window attention, the position each slot holds).
 //
 // Thread-safety: none; owned by one Sequence (or test) at a time.
 #ifndef RUNTIME_KV_CACHE_STATE_H_
@@ -57,8 +58,12 @@ class KvCacheState {
   explicit KvCacheState(uint32_t capacity);
   // A cache whose mask is `mask_storage` (e.g. the mapped device mask),
   // which then is the single source of truth and must outlive this object.
-  // The storage is cleared (all slots free).
-  explicit KvCacheState(absl::Span<uint8_t> mask_storage);
+  // The storage is cleared (all slots free). `slot_position_storage`, when
+  // not empty, receives the position of the token each slot holds (I32 per
+  // slot, native byte order; 0 for slots never written), kept in step with
+  // the mask.
+  explicit KvCacheState(absl::Span<uint8_t> mask_storage,
+                        absl::Span<uint8_t> slot_position_storage = {});
 
   // The mask may be external memory: neither copyable nor movable.
   KvCacheState(const KvCacheState&) = delete;
@@ -140,12 +145,14 @@ class KvCacheState {
                        absl::Span<const uint8_t> mask, absl::Span<const int32_t> slot_tokens);
 
  private:
+  void StoreSlotPosition(size_t slot, int32_t position);
   // Aborts unless `placement` continues the current state.
   void CheckPlacement(const SlotPlacement& placement, const char* caller) const;
   static absl::Status ValidatePolicy(const CacheFullPolicy& policy, uint32_t capacity);
 
   std::vector<uint8_t> owned_mask_;  // storage when the mask is not external
   absl::Span<uint8_t> mask_;
+  absl::Span<uint8_t> slot_positions_;  // capacity I32, or empty
   std::vector<int32_t> slot_tokens_;
   CacheFullPolicy policy_;
   uint32_t used_ = 0;

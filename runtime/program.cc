@@ -87,6 +87,9 @@ absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact
   }
   program.kv_cache_buffer_ = model.kv_cache()->buffer();
   program.kv_mask_ = LocationOf(*model.kv_cache()->mask());
+  if (const fb::Operand* positions = model.kv_cache()->slot_positions(); positions != nullptr) {
+    program.kv_slot_positions_ = LocationOf(*positions);
+  }
 
   // The cache is [2 * n_layers blocks][capacity slots][row bytes]; saving
   // and restoring sessions copies rows of that layout.

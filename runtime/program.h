@@ -13,6 +13,7 @@
 #define RUNTIME_PROGRAM_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,9 @@ class Program {
   uint32_t kv_capacity() const { return info_.kv_capacity; }
   uint32_t kv_cache_buffer() const { return kv_cache_buffer_; }
   BufferLocation kv_mask() const { return kv_mask_; }  // U8[kv_capacity], kIo
+  // I32[kv_capacity] in kIo, the position each slot holds: models with
+  // sliding-window layers only.
+  std::optional<BufferLocation> kv_slot_positions() const { return kv_slot_positions_; }
 
   // The batched decode graphs, by ascending lanes (= rows; row b belongs
   // to lane b): their StreamSpec::buffers are lane-qualified indices,
@@ -164,6 +168,7 @@ class Program {
   std::vector<size_t> run_chunk_graphs_;
   uint32_t kv_cache_buffer_ = 0;
   BufferLocation kv_mask_;
+  std::optional<BufferLocation> kv_slot_positions_;
   CommandImage commands_;
   std::vector<GraphSpec> decode_batches_;
   CommandImage decode_batch_commands_;

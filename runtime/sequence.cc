@@ -65,11 +65,16 @@ absl::StatusOr<std::unique_ptr<Sequence>> Sequence::Create(
   }
   const BufferLocation mask = program->kv_mask();
   const absl::Span<uint8_t> mask_memory(io_address(mask), program->kv_capacity());
+  absl::Span<uint8_t> positions_memory;
+  if (const std::optional<BufferLocation> positions = program->kv_slot_positions()) {
+    positions_memory = absl::Span<uint8_t>(io_address(*positions),
+                                           uint64_t{program->kv_capacity()} * sizeof(int32_t));
+  }
 
   return std::unique_ptr<Sequence>(new Sequence(std::move(shared_device), std::move(program), std::move(weights),
                                               std::move(buffers), *std::move(commands),
                                               std::move(graphs), mask_memory,
-                                              chain_with_fences));
+                                              positions_memory, chain_with_fences));
 }
 
 namespace {
@@ -85,7 +90,7 @@ uint64_t TotalSize(absl::Span<const Buffer> buffers, const Buffer& commands) {
 Sequence::Sequence(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
                    std::shared_ptr<const Buffer> weights, std::vector<Buffer> buffers,
                    Buffer commands, std::vector<RecordedGraph> graphs, absl::Span<uint8_t> mask,
-                   bool chain_with_fences)
+                   absl::Span<uint8_t> slot_positions, bool chain_with_fences)
     : device_(std::move(device)),
       program_(std::move(program)),
       weights_(std::move(weights)),
@@ -94,7 +99,7 @@ Sequence::Sequence(std::shared_ptr<Device> device, std::shared_ptr<const Program
       graphs_(std::move(graphs)),
       chain_with_fences_(chain_with_fences),
       device_memory_bytes_(TotalSize(buffers_, commands_)),
-      cache_(mask) {
+      cache_(mask, slot_positions) {
   size_t max_streams = 0;
   for (const GraphSpec& spec : program_->graphs()) {
     stats_.graphs.push_back({spec.name, spec.rows, 0});

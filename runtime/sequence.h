@@ -153,7 +153,8 @@ class Sequence {
 
   Sequence(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
           std::shared_ptr<const Buffer> weights, std::vector<Buffer> buffers, Buffer commands,
-          std::vector<RecordedGraph> graphs, absl::Span<uint8_t> mask, bool chain_with_fences);
+          std::vector<RecordedGraph> graphs, absl::Span<uint8_t> mask,
+          absl::Span<uint8_t> slot_positions, bool chain_with_fences);
 
   // InvalidArgument for no tokens or an id outside the vocabulary,
   // KvCacheState::CheckRoomFor's errors.
@@ -182,7 +183,7 @@ class Sequence {
   const std::vector<RecordedGraph> graphs_;
   const bool chain_with_fences_;
   const uint64_t device_memory_bytes_;
-  KvCacheState cache_;  // its mask is the mapped device mask
+  KvCacheState cache_;  // its mask (and slot positions) are the mapped device ones
   SequenceStats stats_;
   std::vector<uint64_t> step_fences_;  // of the step in RunGraph
 };

@@ -12,14 +12,14 @@ static_assert(std::endian::native == std::endian::little,
 template <typename Cmd>
 void CommandStreamBuilder::Append(
     Cmd command, uint16_t opcode, uint16_t flags,
-    std::initializer_list<std::pair<size_t, fb::Operand>> addresses) {
+    std::initializer_list<std::pair<size_t, fb::Operand>> addresses, uint32_t size) {
   static_assert(std::is_standard_layout_v<Cmd> && sizeof(Cmd) % 8 == 0);
   command.hdr.opcode = opcode;
   command.hdr.flags = flags;
-  command.hdr.size = sizeof(Cmd);
+  command.hdr.size = size;
   const size_t start = commands_.size();
-  commands_.resize(start + sizeof(Cmd));
-  std::memcpy(commands_.data() + start, &command, sizeof(Cmd));
+  commands_.resize(start + size);
+  std::memcpy(commands_.data() + start, &command, size);
   for (const auto& [field, operand] : addresses) {
     const uint64_t offset = operand.offset();
     std::memcpy(commands_.data() + start + field, &offset, sizeof offset);
@@ -104,6 +104,23 @@ void CommandStreamBuilder::Attention(const AttentionArgs& a) {
   c.head_dim = a.head_dim;
   c.kv_dtype = a.kv_dtype;
   c.scale = a.scale;
+  c.softcap = a.softcap;
+  if (a.window.has_value()) {
+    c.window = a.window->window;
+    Append(c, LNPU_OP_ATTENTION, LNPU_ATTENTION_WINDOW,
+           {{offsetof(lnpu_cmd_attention, q), a.q},
+            {offsetof(lnpu_cmd_attention, k_new), a.k_new},
+            {offsetof(lnpu_cmd_attention, v_new), a.v_new},
+            {offsetof(lnpu_cmd_attention, k_cache), a.k_cache},
+            {offsetof(lnpu_cmd_attention, v_cache), a.v_cache},
+            {offsetof(lnpu_cmd_attention, mask), a.mask},
+            {offsetof(lnpu_cmd_attention, dst), a.dst},
+            {offsetof(lnpu_cmd_attention, positions), a.window->positions},
+            {offsetof(lnpu_cmd_attention, slot_positions), a.window->slot_positions}});
+    return;
+  }
+  // Without a window: the UAPI 1.2 command (its soft cap was a pad of 0),
+  // which devices of UAPI 1.2 run as well.
   Append(c, LNPU_OP_ATTENTION, 0,
          {{offsetof(lnpu_cmd_attention, q), a.q},
           {offsetof(lnpu_cmd_attention, k_new), a.k_new},
@@ -111,16 +128,43 @@ void CommandStreamBuilder::Attention(const AttentionArgs& a) {
           {offsetof(lnpu_cmd_attention, k_cache), a.k_cache},
           {offsetof(lnpu_cmd_attention, v_cache), a.v_cache},
           {offsetof(lnpu_cmd_attention, mask), a.mask},
-          {offsetof(lnpu_cmd_attention, dst), a.dst}});
+          {offsetof(lnpu_cmd_attention, dst), a.dst}},
+         LNPU_CMD_ATTENTION_SIZE_1_2);
+}
+
+template <typename Cmd>
+void CommandStreamBuilder::GatedActivation(uint16_t opcode, const SwigluArgs& a) {
+  Cmd c{};
+  c.count = a.count;
+  Append(c, opcode, 0,
+         {{offsetof(Cmd, gate), a.gate}, {offsetof(Cmd, up), a.up}, {offsetof(Cmd, dst), a.dst}});
 }
 
 void CommandStreamBuilder::Swiglu(const SwigluArgs& a) {
-  lnpu_cmd_swiglu c{};
+  GatedActivation<lnpu_cmd_swiglu>(LNPU_OP_SWIGLU, a);
+}
+
+void CommandStreamBuilder::Geglu(const GegluArgs& a) {
+  GatedActivation<lnpu_cmd_geglu>(LNPU_OP_GEGLU, a);
+}
+
+void CommandStreamBuilder::Add(const AddArgs& a) {
+  lnpu_cmd_add c{};
   c.count = a.count;
-  Append(c, LNPU_OP_SWIGLU, 0,
-         {{offsetof(lnpu_cmd_swiglu, gate), a.gate},
-          {offsetof(lnpu_cmd_swiglu, up), a.up},
-          {offsetof(lnpu_cmd_swiglu, dst), a.dst}});
+  Append(c, LNPU_OP_ADD, 0,
+         {{offsetof(lnpu_cmd_add, a), a.a},
+          {offsetof(lnpu_cmd_add, b), a.b},
+          {offsetof(lnpu_cmd_add, dst), a.dst}});
+}
+
+void CommandStreamBuilder::Scale(const ScaleArgs& a) {
+  lnpu_cmd_scale c{};
+  c.count = a.count;
+  c.scale = a.scale;
+  c.softcap = a.softcap;
+  Append(c, LNPU_OP_SCALE, 0,
+         {{offsetof(lnpu_cmd_scale, src), a.src},
+          {offsetof(lnpu_cmd_scale, dst), a.dst}});
 }
 
 void CommandStreamBuilder::ScatterRows(const ScatterRowsArgs& a) {

@@ -53,10 +53,29 @@ struct AttentionArgs {
   fb::Operand q, k_new, v_new, k_cache, v_cache, mask, dst;
   uint32_t rows, capacity, heads, kv_heads, head_dim, kv_dtype;
   float scale;
+  float softcap = 0;  // since UAPI 1.3; 0 = no cap
+  // Since UAPI 1.3, LNPU_ATTENTION_WINDOW: each row sees the last `window`
+  // positions; positions I32[rows], slot_positions I32[capacity].
+  struct Window {
+    fb::Operand positions, slot_positions;
+    uint32_t window;
+  };
+  std::optional<Window> window = std::nullopt;
 };
 struct SwigluArgs {
   fb::Operand gate, up, dst;
   uint32_t count;
+};
+using GegluArgs = SwigluArgs;  // the same operands (UAPI 1.3)
+struct AddArgs {
+  fb::Operand a, b, dst;
+  uint32_t count;
+};
+struct ScaleArgs {  // UAPI 1.3
+  fb::Operand src, dst;
+  uint32_t count;
+  float scale;
+  float softcap = 0;  // 0 = no cap
 };
 struct ScatterRowsArgs {
   fb::Operand src, dst, indices;
@@ -77,6 +96,9 @@ class CommandStreamBuilder {
   void Rope(const RopeArgs& args);
   void Attention(const AttentionArgs& args);
   void Swiglu(const SwigluArgs& args);
+  void Geglu(const GegluArgs& args);
+  void Add(const AddArgs& args);
+  void Scale(const ScaleArgs& args);
   void ScatterRows(const ScatterRowsArgs& args);
 
   uint32_t engine() const { return engine_; }
@@ -89,12 +111,17 @@ class CommandStreamBuilder {
       flatbuffers::FlatBufferBuilder& builder) const;
 
  private:
-  // Appends `command` (header filled in here) and, for each (field offset
-  // within Cmd, operand), stores operand.offset() in that field and records
-  // a relocation to operand.buffer().
+  // Appends the first `size` bytes of `command` (header filled in here;
+  // size: sizeof(Cmd), or the shorter size of an older UAPI's command) and,
+  // for each (field offset within Cmd, operand), stores operand.offset()
+  // in that field and records a relocation to operand.buffer().
   template <typename Cmd>
   void Append(Cmd command, uint16_t opcode, uint16_t flags,
-              std::initializer_list<std::pair<size_t, fb::Operand>> addresses);
+              std::initializer_list<std::pair<size_t, fb::Operand>> addresses,
+              uint32_t size = sizeof(Cmd));
+  // SWIGLU or GEGLU: the same operands in commands of the same layout.
+  template <typename Cmd>
+  void GatedActivation(uint16_t opcode, const SwigluArgs& args);
 
   uint32_t engine_;
   std::vector<uint8_t> commands_;

@@ -204,6 +204,12 @@ absl::Status CompileGguf(const std::string& gguf_path,
   IoAllocator io(kIoBuffer);
   const fb::Operand logits = io.Allocate(uint64_t{hparams->vocab_size} * 4);
   buffers.mask = io.Allocate(buffers.capacity);
+  // Sliding-window layers compare slot positions with the window (also
+  // when the cache is smaller than the window: a ring keeps its sink slots
+  // for good).
+  if (hparams->gemma.sliding_window > 0) {
+    buffers.slot_positions = io.Allocate(uint64_t{buffers.capacity} * 4);
+  }
 
   struct GraphSpec {
     std::string name;
@@ -279,7 +285,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
   const auto kv_cache_fb = fb::CreateKvCache(
       builder, buffers.capacity, options.max_prompt_len,
       options.min_response_len, buffers.kv_dtype, kKvCacheBuffer,
-      &buffers.mask);
+      &buffers.mask, buffers.slot_positions ? &*buffers.slot_positions : nullptr);
   std::vector<flatbuffers::Offset<fb::Graph>> graphs;
   for (const GraphSpec& spec : specs) {
     graphs.push_back(BuildLlamaGraph(builder, *hparams, *weights, buffers,

@@ -144,22 +144,44 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
     if (longrope != nullptr) freq_factors = longrope;
   }
   // RoPE's attention factor scales the rotated (here: all) dimensions of Q
-  // and K, so every score by its square.
-  const float attention_scale = h.rope_attn_factor * h.rope_attn_factor /
-                                std::sqrt(static_cast<float>(h.head_dim));
-  auto rope = [&](fb::Operand data, uint32_t heads) {
+  // and K, so every score by its square. Gemma fixes its own query scale.
+  const float attention_scale = h.gemma.enabled
+                                    ? h.gemma.query_scale
+                                    : h.rope_attn_factor * h.rope_attn_factor /
+                                          std::sqrt(static_cast<float>(h.head_dim));
+  // Gemma 3's sliding-window layers rotate with their own base and no
+  // frequency scaling.
+  auto rope = [&](fb::Operand data, uint32_t heads, uint32_t layer) {
+    const bool local = h.gemma.IsLocalLayer(layer) && h.gemma.rope_theta_local > 0;
     jobs.For(uint64_t{t} * heads * h.head_dim).Rope({.data = data,
                   .positions = io.positions,
                   .rows = t,
                   .heads = heads,
                   .head_dim = h.head_dim,
                   .rope_dim = h.rope_dim,
-                  .theta_base = h.rope_theta,
-                  .freq_scale = h.rope_freq_scale,
+                  .theta_base = local ? h.gemma.rope_theta_local : h.rope_theta,
+                  .freq_scale = local ? 1.0f : h.rope_freq_scale,
                   .mode = h.rope_mode,
-                  .freq_factors = freq_factors
+                  .freq_factors = freq_factors && !local
                                       ? std::optional(freq_factors->operand())
                                       : std::nullopt});
+  };
+  // x += out[t][dim], the output of a block's last projection; Gemma
+  // normalizes it with `post_norm` first (out is then normed in place).
+  auto add_block_output = [&](fb::Operand src, uint32_t k, const PlannedWeight& w,
+                              uint32_t layer, const char* post_norm) {
+    if (!h.gemma.enabled) {
+      matmul(src, k, w, x, t, true);
+      return;
+    }
+    matmul(src, k, w, normed, t, false);
+    jobs.For(row_work).RmsNorm({.src = normed,
+                                .weight = weights.Get(LayerTensorName(layer, post_norm)).operand(),
+                                .dst = normed,
+                                .rows = t,
+                                .dim = h.dim,
+                                .eps = h.norm_eps});
+    jobs.For(row_work).Add({.a = x, .b = normed, .dst = x, .count = t * h.dim});
   };
   const PlannedWeight& embedding = weights.Get("token_embd.weight");
   jobs.For(row_work).GatherRows({.table = embedding.operand(),
@@ -169,6 +191,12 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
                       .row_len = h.dim,
                       .table_rows = h.vocab_size,
                       .count = t});
+  if (h.gemma.enabled) {
+    jobs.For(row_work).Scale({.src = x,
+                              .dst = x,
+                              .count = t * h.dim,
+                              .scale = std::sqrt(static_cast<float>(h.dim))});
+  }
   for (uint32_t l = 0; l < h.n_layers; ++l) {
     jobs.For(row_work).RmsNorm({.src = x,
                      .weight = weights.Get(LayerTensorName(l, "attn_norm")).operand(),
@@ -208,8 +236,8 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
                        .eps = h.norm_eps});
     }
     if (h.no_rope_layer_step == 0 || (l + 1) % h.no_rope_layer_step != 0) {
-      rope(q, h.n_heads);
-      rope(staging(l, 0), h.n_kv_heads);
+      rope(q, h.n_heads, l);
+      rope(staging(l, 0), h.n_kv_heads, l);
     }
     // Scores and weighted values over at most every slot and new row; in
     // a batched graph each row over its own lane's cache.
@@ -226,7 +254,14 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
                                      .kv_heads = h.n_kv_heads,
                                      .head_dim = h.head_dim,
                                      .kv_dtype = buffers.kv_dtype,
-                                     .scale = attention_scale};
+                                     .scale = attention_scale,
+                                     .softcap = h.gemma.attn_softcap,
+                                     .window = h.gemma.IsLocalLayer(l) && buffers.slot_positions
+                                                   ? std::optional(AttentionArgs::Window{
+                                                         .positions = io.positions,
+                                                         .slot_positions = *buffers.slot_positions,
+                                                         .window = h.gemma.sliding_window})
+                                                   : std::nullopt};
     auto attention_macs = [&](uint32_t rows) {
       return 2ull * rows * (buffers.capacity + rows) * h.n_heads * h.head_dim;
     };
@@ -242,12 +277,17 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
         row.v_cache = in_lane(attention.v_cache, b);
         row.mask = in_lane(attention.mask, b);
         row.dst = At(act, a.attn + b * q_row_bytes);
+        if (row.window) {
+          row.window->positions = fb::Operand(io.positions.buffer(),
+                                              io.positions.offset() + b * sizeof(int32_t));
+          row.window->slot_positions = in_lane(row.window->slot_positions, b);
+        }
         row.rows = 1;
         jobs.For(attention_macs(1)).Attention(row);
       }
     }
-    matmul(At(act, a.attn), h.q_dim(),
-           weights.Get(LayerTensorName(l, "attn_output")), x, t, true);
+    add_block_output(At(act, a.attn), h.q_dim(), weights.Get(LayerTensorName(l, "attn_output")),
+                     l, "post_attention_norm");
     jobs.For(row_work).RmsNorm({.src = x,
                      .weight = weights.Get(LayerTensorName(l, "ffn_norm")).operand(),
                      .dst = normed,
@@ -264,12 +304,17 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
       matmul(normed, h.dim, weights.Get(LayerTensorName(l, "ffn_up")),
              At(act, a.up), t, false);
     }
-    jobs.For(uint64_t{t} * h.ffn_dim).Swiglu({.gate = At(act, a.gate),
-                    .up = At(act, a.up),
-                    .dst = At(act, a.swiglu),
-                    .count = t * h.ffn_dim});
-    matmul(At(act, a.swiglu), h.ffn_dim,
-           weights.Get(LayerTensorName(l, "ffn_down")), x, t, true);
+    const SwigluArgs gated{.gate = At(act, a.gate),
+                           .up = At(act, a.up),
+                           .dst = At(act, a.swiglu),
+                           .count = t * h.ffn_dim};
+    if (h.gemma.enabled) {
+      jobs.For(uint64_t{t} * h.ffn_dim).Geglu(gated);
+    } else {
+      jobs.For(uint64_t{t} * h.ffn_dim).Swiglu(gated);
+    }
+    add_block_output(At(act, a.swiglu), h.ffn_dim, weights.Get(LayerTensorName(l, "ffn_down")), l,
+                     "post_ffw_norm");
   }
   // The rows whose logits are computed: every row of a Verify graph or a
   // decode batch (F32[rows][vocab_size]), otherwise the one io.last_row
@@ -294,6 +339,14 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
                 .dim = h.dim,
                 .eps = h.norm_eps});
   matmul(last, h.dim, weights.output(), io.logits, logit_rows, false);
+  if (h.gemma.final_softcap > 0) {
+    const uint32_t logits = logit_rows * h.vocab_size;
+    jobs.For(logits).Scale({.src = io.logits,
+                            .dst = io.logits,
+                            .count = logits,
+                            .scale = 1.0f,
+                            .softcap = h.gemma.final_softcap});
+  }
 
   CommandStreamBuilder dma(DRM_LNPU_ENGINE_DMA);
   const ScatterRowsArgs scatter = {

@@ -5,6 +5,7 @@
 #define COMPILER_ARTIFACTS_COMPILER_LLAMA_GRAPH_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "compiler_artifacts/compiler/llama_source.h"
@@ -25,7 +26,7 @@ struct ActivationLayout {
   uint64_t attn = 0;     // F32[T][n_heads * head_dim], attention output
   uint64_t gate = 0;     // F32[T][ffn_dim]
   uint64_t up = 0;       // F32[T][ffn_dim]
-  uint64_t swiglu = 0;   // F32[T][ffn_dim]
+  uint64_t swiglu = 0;   // F32[T][ffn_dim], SWIGLU (GEGLU for Gemma) output
   uint64_t last = 0;     // F32[1][dim], the row whose logits are computed
   uint64_t staging = 0;  // F32[n_layers][2 (K, V)][T][kv_dim], new K/V rows
   uint64_t size = 0;     // bytes of the whole buffer
@@ -43,6 +44,9 @@ struct GraphBuffers {
   uint64_t kv_row_bytes = 0; // one slot of one layer's K (or V): KvRowBytes
   uint32_t capacity = 0;
   fb::Operand mask;          // U8[capacity]
+  // I32[capacity], the position each slot holds: models with
+  // sliding-window layers only.
+  std::optional<fb::Operand> slot_positions;
 };
 
 // Where one graph's host-visible operands live (fb::GraphIo in the

@@ -119,6 +119,51 @@ absl::StatusOr<int32_t> TokenId(const gguf::GgufFile& file,
   return static_cast<int32_t>(*id);
 }
 
+// A float key that must be finite and >= 0, `fallback` when absent.
+absl::StatusOr<float> NonNegativeFloat(const gguf::GgufFile& file, const std::string& key,
+                                       float fallback) {
+  absl::StatusOr<float> value = OrDefault(file.GetFloat(key), fallback);
+  if (!value.ok()) return value.status();
+  if (!std::isfinite(*value) || *value < 0) {
+    return KeyError(file, key, absl::StrFormat("is %g, must be >= 0", *value));
+  }
+  return *value;
+}
+
+// The gemma2 / gemma3 keys and constants, as llama.cpp reads them.
+absl::StatusOr<GemmaFeatures> ReadGemmaFeatures(const gguf::GgufFile& file,
+                                                const LlamaHParams& h) {
+  const bool gemma2 = h.architecture == "gemma2";
+  const std::string p = h.architecture + ".";
+  GemmaFeatures g;
+  g.enabled = true;
+  const bool is_27b = h.n_layers == (gemma2 ? 46u : 62u);
+  g.query_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? h.dim / h.n_heads : h.head_dim));
+  if (gemma2) {
+    absl::StatusOr<float> attn = NonNegativeFloat(file, p + "attn_logit_softcapping", 50.0f);
+    if (!attn.ok()) return attn.status();
+    absl::StatusOr<float> final = NonNegativeFloat(file, p + "final_logit_softcapping", 30.0f);
+    if (!final.ok()) return final.status();
+    g.attn_softcap = *attn;
+    g.final_softcap = *final;
+  } else {
+    absl::StatusOr<float> final = NonNegativeFloat(file, p + "final_logit_softcapping", 0.0f);
+    if (!final.ok()) return final.status();
+    g.final_softcap = *final;
+    g.rope_theta_local = 10000.0f;
+  }
+  const std::string window_key = p + "attention.sliding_window";
+  absl::StatusOr<uint64_t> window = OrDefault<uint64_t>(file.GetUint(window_key), 0);
+  if (!window.ok()) return window.status();
+  if (*window > artifact::kMaxModelDimension) {
+    return KeyError(file, window_key,
+                    absl::StrFormat("is %u, must be <= %u", *window, artifact::kMaxModelDimension));
+  }
+  g.sliding_window = static_cast<uint32_t>(*window);
+  g.swa_pattern = g.sliding_window == 0 ? 0 : gemma2 ? 2 : 6;
+  return g;
+}
+
 }  // namespace
 
 absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
@@ -129,7 +174,7 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
                     absl::StrCat("is unreadable: ", arch.status().message()));
   }
   if (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3" && *arch != "phi3" &&
-      *arch != "smollm3") {
+      *arch != "smollm3" && *arch != "gemma2" && *arch != "gemma3") {
     return absl::InvalidArgumentError(absl::StrCat(
         file.path(), ": architecture \"", *arch,
         "\" is not supported; this compiler supports ",
@@ -149,7 +194,7 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
   h.rope_mode = *arch == "llama" || *arch == "smollm3" ? LNPU_ROPE_MODE_NORM
                                                        : LNPU_ROPE_MODE_NEOX;
   h.no_rope_layer_step = *arch == "smollm3" ? 4 : 0;
-  h.qk_norm = *arch == "qwen3";
+  h.qk_norm = *arch == "qwen3" || *arch == "gemma3";
   h.fused_projections = *arch == "phi3";
   absl::StatusOr<std::string> name =
       OrDefault<std::string>(file.GetString("general.name"), "");
@@ -296,6 +341,11 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
     return KeyError(file, eps_key, absl::StrFormat("is %g, must be > 0", *eps));
   }
   h.norm_eps = *eps;
+  if (*arch == "gemma2" || *arch == "gemma3") {
+    absl::StatusOr<GemmaFeatures> gemma = ReadGemmaFeatures(file, h);
+    if (!gemma.ok()) return gemma.status();
+    h.gemma = *gemma;
+  }
   return h;
 }
 

@@ -21,10 +21,44 @@ namespace fb = ::lnpu::artifact::fb;
 
 // The architectures the compiler lowers.
 inline constexpr const char* kSupportedArchitectures =
-    "\"llama\", \"qwen2\", \"qwen3\", \"phi3\", \"smollm3\"";
+    "\"llama\", \"qwen2\", \"qwen3\", \"phi3\", \"smollm3\", \"gemma2\", \"gemma3\"";
+
+// The Gemma 2 / Gemma 3 differences from the llama block (llama.cpp's
+// gemma2 and gemma3 graphs). The GGUF converter already stores the norm
+// weights as (1 + w), so the norms are plain RMS norms.
+struct GemmaFeatures {
+  // The embedding rows are scaled by sqrt(dim); blk.N.post_attention_norm
+  // and blk.N.post_ffw_norm normalize the attention and feed-forward
+  // outputs before they are added to the residual stream; the feed-forward
+  // is GELU-gated (tanh approximation).
+  bool enabled = false;
+  // Factor on Q before the scores: 1 / sqrt(head_dim), or
+  // 1 / sqrt(dim / n_heads) for the 27B models (46 layers for gemma2, 62
+  // for gemma3), as llama.cpp derives query_pre_attn_scalar.
+  float query_scale = 0.0f;
+  // <arch>.attn_logit_softcapping and final_logit_softcapping (gemma2:
+  // 50 and 30 when absent); 0 = no cap (gemma3).
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
+  // Sliding-window attention: layer l attends only to the last
+  // `sliding_window` positions when swa_pattern > 0 and
+  // l % swa_pattern < swa_pattern - 1 (gemma2: 2, every even layer;
+  // gemma3: 6, five local layers to one global). 0 = none
+  // (<arch>.attention.sliding_window absent).
+  uint32_t sliding_window = 0;
+  uint32_t swa_pattern = 0;
+  // gemma3: RoPE base of the local (sliding-window) layers, which also
+  // rotate without frequency scaling; the global layers use rope_theta
+  // and rope_freq_scale.
+  float rope_theta_local = 0.0f;
+
+  bool IsLocalLayer(uint32_t layer) const {
+    return sliding_window > 0 && swa_pattern > 0 && layer % swa_pattern < swa_pattern - 1;
+  }
+};
 
 struct LlamaHParams {
-  std::string architecture;  // general.architecture: "llama", "qwen2" or "qwen3"
+  std::string architecture;  // general.architecture, one of kSupportedArchitectures
   std::string name;          // general.name, may be empty
   uint32_t vocab_size = 0;
   uint32_t dim = 0;
@@ -37,8 +71,8 @@ struct LlamaHParams {
   float rope_theta = 10000.0f;
   float rope_freq_scale = 1.0f;
   uint32_t rope_mode = 0;  // LNPU_ROPE_MODE_NORM (llama) or _NEOX (qwen2, qwen3)
-  // qwen3: Q and K are RMS-normalized per head (blk.N.attn_{q,k}_norm,
-  // head_dim weights) before RoPE.
+  // qwen3, gemma3: Q and K are RMS-normalized per head
+  // (blk.N.attn_{q,k}_norm, head_dim weights) before RoPE.
   bool qk_norm = false;
   // phi3: one attn_qkv matrix (Q, K then V rows) and one ffn_up matrix
   // (gate then up rows) instead of separate projections.
@@ -58,18 +92,19 @@ struct LlamaHParams {
   std::vector<float> rope_freq_factors;
   float norm_eps = 0.0f;
   uint32_t context_length = 0;
+  GemmaFeatures gemma;
 
   uint32_t q_dim() const { return n_heads * head_dim; }
   uint32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
 
-// Reads and checks general.architecture ("llama" or "qwen2"; anything else
-// is InvalidArgument naming it) and the <arch>.* keys (defaults:
+// Reads and checks general.architecture (kSupportedArchitectures; anything
+// else is InvalidArgument naming it) and the <arch>.* keys (defaults:
 // head_count_kv = head_count, rope.dimension_count = head_dim,
 // rope.freq_base = 10000; rope.scaling.type "linear" -> freq_scale =
 // 1 / factor, "llama3" -> rope_freq_factors from factor (8),
 // low_freq_factor (1), high_freq_factor (4) and original_context_length
-// (8192)). qwen2 uses NEOX RoPE. `vocab_size` is the tokenizer's token
+// (8192)). qwen2 uses NEOX RoPE. gemma2 and gemma3 fill `gemma`. `vocab_size` is the tokenizer's token
 // count (<arch>.vocab_size, when present, must agree). InvalidArgument
 // naming the key for missing, out-of-range or unsupported values.
 absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,

@@ -72,6 +72,10 @@ std::vector<ExpectedTensor> LlamaTensors(const LlamaHParams& h,
       t.push_back({LayerTensorName(l, "attn_k_norm"), {h.head_dim}, Role::kVector});
     }
     t.push_back({LayerTensorName(l, "attn_output"), {h.dim, h.q_dim()}, Role::kMatrix});
+    if (h.gemma.enabled) {
+      t.push_back({LayerTensorName(l, "post_attention_norm"), {h.dim}, Role::kVector});
+      t.push_back({LayerTensorName(l, "post_ffw_norm"), {h.dim}, Role::kVector});
+    }
     t.push_back({LayerTensorName(l, "ffn_norm"), {h.dim}, Role::kVector});
     t.push_back({LayerTensorName(l, "ffn_gate"), {h.ffn_dim, h.dim}, Role::kMatrix});
     t.push_back({LayerTensorName(l, "ffn_up"), {h.ffn_dim, h.dim}, Role::kMatrix});

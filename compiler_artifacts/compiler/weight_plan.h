@@ -66,7 +66,8 @@ class WeightPlan {
  public:
   // Plans every tensor of the model: token_embd, per layer attn_norm,
   // attn_q/k/v (+ their biases: required for qwen2, optional for llama),
-  // attn_output, ffn_norm, ffn_gate/up/down, output_norm, output.weight
+  // attn_output (Gemma: post_attention_norm, post_ffw_norm), ffn_norm,
+  // ffn_gate/up/down, output_norm, output.weight
   // when present (else the embedding is tied) and rope_freqs.weight (the
   // GGUF tensor, else hparams.rope_freq_factors when set). Checks each
   // tensor's presence, GGUF type (gguf::CanDequantize) and shape against

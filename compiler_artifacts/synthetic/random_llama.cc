@@ -209,10 +209,11 @@ absl::Status InvalidSpec(std::string_view message) {
 absl::Status ValidateSpec(const RandomLlamaSpec& spec, uint32_t vocab_size) {
   if (spec.architecture != "llama" && spec.architecture != "qwen2" &&
       spec.architecture != "qwen3" && spec.architecture != "phi3" &&
-      spec.architecture != "smollm3") {
+      spec.architecture != "smollm3" && spec.architecture != "gemma2" &&
+      spec.architecture != "gemma3") {
     return InvalidSpec(absl::StrCat("architecture \"", spec.architecture,
                                     "\" is not supported: use \"llama\", \"qwen2\", \"qwen3\", "
-                                    "\"phi3\" or \"smollm3\""));
+                                    "\"phi3\", \"smollm3\", \"gemma2\" or \"gemma3\""));
   }
   if (spec.vocabulary_gguf.empty() &&
       (vocab_size < kMinLlamaVocab || vocab_size > kMaxRandomLlamaVocab)) {
@@ -443,6 +444,11 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
     set_u32(p + "rope.scaling.original_context_length", spec.rope_original_context);
   }
   set_f32(p + "attention.layer_norm_rms_epsilon", spec.norm_eps);
+  if (spec.sliding_window > 0) set_u32(p + "attention.sliding_window", spec.sliding_window);
+  if (spec.attn_logit_softcap > 0) set_f32(p + "attn_logit_softcapping", spec.attn_logit_softcap);
+  if (spec.final_logit_softcap > 0) {
+    set_f32(p + "final_logit_softcapping", spec.final_logit_softcap);
+  }
   if (spec.vocabulary_gguf.empty()) {
     absl::StatusOr<LlamaVocabulary> vocabulary = MakeLlamaVocabulary(vocab_size);
     if (!vocabulary.ok()) return vocabulary.status();
@@ -500,11 +506,15 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
     if (bias) vector(b + "attn_k.bias", kv_dim, 0.0, kBiasStd);
     matrix(b + "attn_v.weight", dim, kv_dim, attn_std);
     if (bias) vector(b + "attn_v.bias", kv_dim, 0.0, kBiasStd);
-    if (arch == "qwen3") {
+    if (arch == "qwen3" || arch == "gemma3") {
       vector(b + "attn_q_norm.weight", head_dim, 1.0, kNormStd);
       vector(b + "attn_k_norm.weight", head_dim, 1.0, kNormStd);
     }
     matrix(b + "attn_output.weight", q_dim, dim, 1.0 / std::sqrt(static_cast<double>(q_dim)));
+    if (arch == "gemma2" || arch == "gemma3") {
+      vector(b + "post_attention_norm.weight", dim, 1.0, kNormStd);
+      vector(b + "post_ffw_norm.weight", dim, 1.0, kNormStd);
+    }
     vector(b + "ffn_norm.weight", dim, 1.0, kNormStd);
     matrix(b + "ffn_gate.weight", dim, ffn, attn_std);
     matrix(b + "ffn_up.weight", dim, ffn, attn_std);

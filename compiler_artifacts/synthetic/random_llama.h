@@ -28,7 +28,9 @@ struct RandomLlamaSpec {
   // attention.key_length / value_length, NEOX RoPE; "phi3": fused
   // blk.N.attn_qkv and blk.N.ffn_up (gate then up rows), LongRoPE factor
   // tensors rope_factors_{short,long}.weight, NEOX RoPE; "smollm3": the
-  // llama layout (every fourth layer without RoPE is the architecture's).
+  // llama layout (every fourth layer without RoPE is the architecture's);
+  // "gemma2": blk.N.post_attention_norm and post_ffw_norm besides the
+  // llama tensors; "gemma3": those and the per-head Q/K norms of qwen3.
   std::string architecture = "llama";
   // With vocabulary_gguf empty: the synthetic vocabulary's size
   // (synthetic_vocabulary.h), >= kMinLlamaVocab. Else 0 or the token count
@@ -65,6 +67,11 @@ struct RandomLlamaSpec {
   // original_context_length (0 = not written).
   float rope_attn_factor = 0.0f;
   uint32_t rope_original_context = 0;
+  // gemma2 / gemma3: <arch>.attention.sliding_window,
+  // attn_logit_softcapping and final_logit_softcapping (0 = not written).
+  uint32_t sliding_window = 0;
+  float attn_logit_softcap = 0.0f;
+  float final_logit_softcap = 0.0f;
   uint64_t seed = 1;
 };
 

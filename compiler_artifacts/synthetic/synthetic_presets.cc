@@ -92,6 +92,32 @@ std::vector<SyntheticPreset> MakePresets() {
                      "(synthetic SentencePiece: llama-bpe is not bundled), tied, llama3 RoPE "
                      "scaling",
                      "", llama32});
+  // Gemma-2-2B (google/gemma-2-2b): heads of 256 on a width of 2304
+  // (q_dim 2048), GeGLU, post-norms, attention and logit soft caps 50 / 30,
+  // a window of 4096 on every other layer, tied; its 256000-token
+  // SentencePiece vocabulary is not bundled: a synthetic one of that size.
+  RandomLlamaSpec gemma2 =
+      Shape("gemma2", 256000, 2304, 26, 8, 4, 9216, 10000.0f, 1e-6f, 8192, true);
+  gemma2.head_dim = 256;
+  gemma2.sliding_window = 4096;
+  gemma2.attn_logit_softcap = 50.0f;
+  gemma2.final_logit_softcap = 30.0f;
+  presets.push_back({"gemma-2-2b",
+                     "gemma2, dim 2304, 26 layers, 8 heads of 256 (4 kv), ffn 9216, vocab 256000 "
+                     "(synthetic SentencePiece), tied, soft caps, window 4096 on every other layer",
+                     "", gemma2});
+  // Gemma-3-1B (google/gemma-3-1b-it): heads of 256 on a width of 1152,
+  // Q/K norms, five local layers (window 512, RoPE base 1e4) to one global
+  // (base 1e6), tied; its 262144-token SentencePiece vocabulary is not
+  // bundled: a synthetic one of that size.
+  RandomLlamaSpec gemma3 =
+      Shape("gemma3", 262144, 1152, 26, 4, 1, 6912, 1000000.0f, 1e-6f, 32768, true);
+  gemma3.head_dim = 256;
+  gemma3.sliding_window = 512;
+  presets.push_back({"gemma-3-1b",
+                     "gemma3, dim 1152, 26 layers, 4 heads of 256 (1 kv), ffn 6912, vocab 262144 "
+                     "(synthetic SentencePiece), tied, Q/K norms, window 512 on 5 of 6 layers",
+                     "", gemma3});
   return presets;
 }
 

@@ -25,7 +25,8 @@ struct SyntheticPreset {
   RandomLlamaSpec spec;  // vocabulary_gguf, weight_type and seed unset
 };
 
-// qwen2.5-0.5b, tinyllama-1.1b and llama-3.2-1b. Immutable, thread-safe.
+// The presets of docs/models.md (qwen2.5-0.5b ... gemma-3-1b). Immutable,
+// thread-safe.
 const std::vector<SyntheticPreset>& SyntheticPresets();
 
 // The RandomLlamaSpec of preset `name` with `weight_type` and `seed`, its

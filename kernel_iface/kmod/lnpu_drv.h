@@ -156,7 +156,7 @@ struct lnpu_access {
 	bool write;
 };
 
-#define LNPU_MAX_CMD_ACCESSES 8
+#define LNPU_MAX_CMD_ACCESSES 9 /* ATTENTION with LNPU_ATTENTION_WINDOW */
 
 /* How a job ended; decides which counter counts it. */
 enum lnpu_job_outcome {

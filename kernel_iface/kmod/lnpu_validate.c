@@ -31,7 +31,7 @@ static const char *const lnpu_opcode_names[LNPU_OP_COUNT] = {
 	"LNPU_OP_NOP",	  "LNPU_OP_GATHER_ROWS", "LNPU_OP_RMS_NORM",
 	"LNPU_OP_MATMUL", "LNPU_OP_ROPE",	 "LNPU_OP_ATTENTION",
 	"LNPU_OP_SWIGLU", "LNPU_OP_ADD",	 "LNPU_OP_COPY",
-	"LNPU_OP_SCATTER_ROWS",
+	"LNPU_OP_SCATTER_ROWS", "LNPU_OP_GEGLU", "LNPU_OP_SCALE",
 };
 
 static const u32 lnpu_command_sizes[LNPU_OP_COUNT] = {
@@ -40,6 +40,7 @@ static const u32 lnpu_command_sizes[LNPU_OP_COUNT] = {
 	sizeof(struct lnpu_cmd_rope),	 sizeof(struct lnpu_cmd_attention),
 	sizeof(struct lnpu_cmd_swiglu),	 sizeof(struct lnpu_cmd_add),
 	sizeof(struct lnpu_cmd_copy),	 sizeof(struct lnpu_cmd_scatter_rows),
+	sizeof(struct lnpu_cmd_geglu),	 sizeof(struct lnpu_cmd_scale),
 };
 
 static int lnpu_reject(struct lnpu_checker *c, const char *field,
@@ -88,6 +89,17 @@ static int check_finite_positive(struct lnpu_checker *c, const char *field,
 	/* > 0: sign clear and not +0. */
 	if (!bits_finite(bits) || (bits & 0x80000000u) || bits == 0)
 		return lnpu_reject(c, field, "must be finite and > 0");
+	return 0;
+}
+
+/* >= 0: sign clear, or -0. */
+static int check_finite_nonnegative(struct lnpu_checker *c, const char *field,
+				    const float *f)
+{
+	u32 bits = float_bits(f);
+
+	if (!bits_finite(bits) || ((bits & 0x80000000u) && bits != 0x80000000u))
+		return lnpu_reject(c, field, "must be finite and >= 0");
 	return 0;
 }
 
@@ -327,7 +339,7 @@ static int check_attention(const struct lnpu_cmd_attention *cmd,
 			   struct lnpu_checker *c)
 {
 	u64 kv_size, head_bytes, q, new_rows, cache;
-	bool i8;
+	bool i8, windowed;
 	int ret;
 
 	if ((ret = check_positive(c, "rows", cmd->rows)) ||
@@ -349,8 +361,24 @@ static int check_attention(const struct lnpu_cmd_attention *cmd,
 	head_bytes = i8 ? i8_group_bytes(cmd->head_dim) :
 			  (u64)cmd->head_dim * kv_size;
 	if ((ret = check_finite(c, "scale", &cmd->scale)) ||
-	    (ret = check_zero(c, "pad", cmd->pad)) ||
-	    (ret = BYTES(c, "q", &q, cmd->rows, cmd->heads, cmd->head_dim, 4)) ||
+	    (ret = check_finite_nonnegative(c, "softcap", &cmd->softcap)) ||
+	    (ret = check_zero(c, "pad", cmd->pad)))
+		return ret;
+	windowed = cmd->hdr.flags & LNPU_ATTENTION_WINDOW;
+	if (windowed) {
+		if ((ret = check_positive(c, "window", cmd->window)))
+			return ret;
+	} else if (cmd->positions) {
+		return lnpu_reject(c, "positions",
+				   "must be 0 unless LNPU_ATTENTION_WINDOW is set");
+	} else if (cmd->slot_positions) {
+		return lnpu_reject(c, "slot_positions",
+				   "must be 0 unless LNPU_ATTENTION_WINDOW is set");
+	} else if (cmd->window) {
+		return lnpu_reject(c, "window",
+				   "must be 0 unless LNPU_ATTENTION_WINDOW is set");
+	}
+	if ((ret = BYTES(c, "q", &q, cmd->rows, cmd->heads, cmd->head_dim, 4)) ||
 	    (ret = BYTES(c, "k_new", &new_rows, cmd->rows, cmd->kv_heads,
 			 cmd->head_dim, 4)) ||
 	    (ret = BYTES(c, "k_cache", &cache, cmd->capacity, cmd->kv_heads,
@@ -362,13 +390,21 @@ static int check_attention(const struct lnpu_cmd_attention *cmd,
 			       false)) ||
 	    (ret = add_operand(c, "v_cache", cmd->v_cache, cache, kv_size,
 			       false)) ||
-	    (ret = add_operand(c, "mask", cmd->mask, cmd->capacity, 1, false)) ||
-	    (ret = add_operand(c, "dst", cmd->dst, q, 4, true)))
+	    (ret = add_operand(c, "mask", cmd->mask, cmd->capacity, 1, false)))
+		return ret;
+	if (windowed &&
+	    ((ret = add_operand(c, "positions", cmd->positions,
+				(u64)cmd->rows * 4, 4, false)) ||
+	     (ret = add_operand(c, "slot_positions", cmd->slot_positions,
+				(u64)cmd->capacity * 4, 4, false))))
+		return ret;
+	if ((ret = add_operand(c, "dst", cmd->dst, q, 4, true)))
 		return ret;
 	return check_overlaps(c, NULL, NULL);
 }
 
-/* SWIGLU (gate, up) and ADD (a, b): dst may coincide with either input. */
+/* SWIGLU and GEGLU (gate, up), ADD (a, b): dst may coincide with either
+ * input. */
 static int check_elementwise(u64 in0, const char *in0_name, u64 in1,
 			     const char *in1_name, u64 dst, u32 count, u32 pad,
 			     struct lnpu_checker *c)
@@ -383,6 +419,22 @@ static int check_elementwise(u64 in0, const char *in0_name, u64 in1,
 	    (ret = add_operand(c, "dst", dst, bytes, 4, true)))
 		return ret;
 	return check_overlaps(c, in0_name, in1_name);
+}
+
+static int check_scale(const struct lnpu_cmd_scale *cmd,
+		       struct lnpu_checker *c)
+{
+	u64 bytes = (u64)cmd->count * 4;
+	int ret;
+
+	if ((ret = check_positive(c, "count", cmd->count)) ||
+	    (ret = check_finite(c, "scale", &cmd->scale)) ||
+	    (ret = check_finite_nonnegative(c, "softcap", &cmd->softcap)) ||
+	    (ret = check_zero(c, "pad", cmd->pad)) ||
+	    (ret = add_operand(c, "src", cmd->src, bytes, 4, false)) ||
+	    (ret = add_operand(c, "dst", cmd->dst, bytes, 4, true)))
+		return ret;
+	return check_overlaps(c, "src", NULL);
 }
 
 static int check_copy(const struct lnpu_cmd_copy *cmd, struct lnpu_checker *c)
@@ -540,6 +592,16 @@ static int check_fields(u32 opcode, const u8 *bytes, u32 size,
 			LOAD(struct lnpu_cmd_scatter_rows, bytes, size);
 		return check_scatter_rows(&cmd, c);
 	}
+	case LNPU_OP_GEGLU: {
+		struct lnpu_cmd_geglu cmd =
+			LOAD(struct lnpu_cmd_geglu, bytes, size);
+		return check_elementwise(cmd.gate, "gate", cmd.up, "up", cmd.dst,
+					 cmd.count, cmd.pad, c);
+	}
+	case LNPU_OP_SCALE: {
+		struct lnpu_cmd_scale cmd = LOAD(struct lnpu_cmd_scale, bytes, size);
+		return check_scale(&cmd, c);
+	}
 	default:
 		return lnpu_reject(c, "hdr.opcode", "unknown opcode");
 	}
@@ -568,7 +630,9 @@ int lnpu_validate_command(u32 engine, const u8 *bytes, u32 left, u32 *size,
 		return lnpu_reject(&c, "hdr.opcode", "not served by this engine");
 	if (hdr.size != lnpu_command_sizes[hdr.opcode] &&
 	    !(hdr.opcode == LNPU_OP_SCATTER_ROWS &&
-	      hdr.size == LNPU_CMD_SCATTER_ROWS_SIZE_1_1))
+	      hdr.size == LNPU_CMD_SCATTER_ROWS_SIZE_1_1) &&
+	    !(hdr.opcode == LNPU_OP_ATTENTION &&
+	      hdr.size == LNPU_CMD_ATTENTION_SIZE_1_2))
 		return lnpu_reject(&c, "hdr.size", "must equal the struct's size");
 	if (left < hdr.size)
 		return lnpu_reject(&c, "hdr.size", "command truncated");
@@ -576,6 +640,8 @@ int lnpu_validate_command(u32 engine, const u8 *bytes, u32 left, u32 *size,
 		allowed_flags = LNPU_MATMUL_FLAGS_ALL;
 	if (hdr.opcode == LNPU_OP_ROPE)
 		allowed_flags = LNPU_ROPE_FREQ_FACTORS;
+	if (hdr.opcode == LNPU_OP_ATTENTION)
+		allowed_flags = LNPU_ATTENTION_WINDOW;
 	if (hdr.opcode == LNPU_OP_SCATTER_ROWS)
 		allowed_flags = LNPU_SCATTER_F32_TO_F16 | LNPU_SCATTER_F32_TO_I8;
 	if (hdr.flags & ~allowed_flags)

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -71,9 +72,13 @@ std::vector<Command> Commands(const fb::CommandStream& stream) {
 
 template <typename Cmd>
 Cmd Decode(const fb::CommandStream& stream, const Command& command) {
-  Cmd cmd;
-  EXPECT_EQ(command.header.size, sizeof(Cmd));
-  std::memcpy(&cmd, stream.commands()->data() + command.offset, sizeof cmd);
+  Cmd cmd{};
+  // ATTENTION without a window is written as the UAPI 1.2 command.
+  const bool short_attention = std::is_same_v<Cmd, lnpu_cmd_attention> &&
+                               (command.header.flags & LNPU_ATTENTION_WINDOW) == 0;
+  EXPECT_EQ(command.header.size, short_attention ? LNPU_CMD_ATTENTION_SIZE_1_2 : sizeof(Cmd));
+  std::memcpy(&cmd, stream.commands()->data() + command.offset,
+              std::min<size_t>(command.header.size, sizeof cmd));
   return cmd;
 }
 
@@ -642,6 +647,90 @@ TEST(CompilerTest, Phi3AttentionFactorNeedsFullRope) {
   spec.rope_attn_factor = 0.0f;  // no factor: partial RoPE is fine
   ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
   EXPECT_TRUE(CompileGguf(gguf_path, TempPath("phi3_partial.lnpu"), {}).ok());
+}
+
+// gemma2: the embedding scale, post-norms added to the residual stream,
+// GEGLU, the attention soft cap, the sliding window on the even layers
+// (reading the slot positions next to the mask) and the final soft cap.
+TEST(CompilerTest, Gemma2LayersScaleNormGeluCapAndWindow) {
+  synthetic::RandomLlamaSpec spec;
+  spec.architecture = "gemma2";
+  spec.n_heads = 4;
+  spec.n_kv_heads = 2;
+  spec.sliding_window = 32;
+  spec.attn_logit_softcap = 50.0f;
+  spec.final_logit_softcap = 30.0f;
+  spec.tied_embeddings = true;
+  const std::string gguf_path = TempPath("gemma2.gguf");
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  CompileOptions options;
+  options.weights = CompileOptions::WeightType::kF32;
+  std::unique_ptr<Artifact> artifact = CompileAndOpen(gguf_path, options);
+  ASSERT_NE(artifact, nullptr);
+  const fb::Model& m = artifact->model();
+  ASSERT_NE(m.kv_cache()->slot_positions(), nullptr);
+  const fb::Graph* decode = FindGraph(m, "decode");
+  ASSERT_NE(decode, nullptr);
+  const fb::CommandStream& compute = *decode->streams()->Get(0);
+  const std::vector<Command> commands = Commands(compute);
+  std::vector<uint16_t> ops;
+  for (const Command& c : commands) ops.push_back(c.header.opcode);
+  std::vector<uint16_t> expected = {LNPU_OP_GATHER_ROWS, LNPU_OP_SCALE};
+  for (int l = 0; l < 2; ++l) {
+    expected.insert(expected.end(),
+                    {LNPU_OP_RMS_NORM, LNPU_OP_MATMUL, LNPU_OP_MATMUL, LNPU_OP_MATMUL,
+                     LNPU_OP_ROPE, LNPU_OP_ROPE, LNPU_OP_ATTENTION, LNPU_OP_MATMUL,
+                     LNPU_OP_RMS_NORM, LNPU_OP_ADD, LNPU_OP_RMS_NORM, LNPU_OP_MATMUL,
+                     LNPU_OP_MATMUL, LNPU_OP_GEGLU, LNPU_OP_MATMUL, LNPU_OP_RMS_NORM,
+                     LNPU_OP_ADD});
+  }
+  expected.insert(expected.end(), {LNPU_OP_GATHER_ROWS, LNPU_OP_RMS_NORM, LNPU_OP_MATMUL,
+                                   LNPU_OP_SCALE});
+  ASSERT_EQ(ops, expected);
+
+  const auto embedding_scale = Decode<lnpu_cmd_scale>(compute, commands[1]);
+  EXPECT_FLOAT_EQ(embedding_scale.scale, 8.0f);  // sqrt(64)
+  EXPECT_EQ(embedding_scale.softcap, 0.0f);
+  // Layer 0 is local: a window over the slot positions; layer 1 global.
+  const Command& local_command = commands[8];
+  const auto local = Decode<lnpu_cmd_attention>(compute, local_command);
+  EXPECT_EQ(local.hdr.flags, LNPU_ATTENTION_WINDOW);
+  EXPECT_EQ(local.window, 32u);
+  EXPECT_EQ(local.softcap, 50.0f);
+  EXPECT_FLOAT_EQ(local.scale, 1.0f / std::sqrt(16.0f));
+  EXPECT_EQ(local.positions, decode->io()->positions()->offset());
+  EXPECT_EQ(local.slot_positions, m.kv_cache()->slot_positions()->offset());
+  EXPECT_EQ(RelocatedBuffer(compute, local_command.offset +
+                                         offsetof(lnpu_cmd_attention, slot_positions)),
+            3);
+  const auto global = Decode<lnpu_cmd_attention>(compute, commands[8 + 17]);
+  EXPECT_EQ(global.hdr.flags, 0u);
+  EXPECT_EQ(global.window, 0u);
+  EXPECT_EQ(global.softcap, 50.0f);
+  // The attention output is normalized, then added to x.
+  const auto post_norm = Decode<lnpu_cmd_rms_norm>(compute, commands[10]);
+  EXPECT_EQ(post_norm.weight, FindWeight(m, "blk.0.post_attention_norm.weight")->offset());
+  const auto final_cap = Decode<lnpu_cmd_scale>(compute, commands.back());
+  EXPECT_EQ(final_cap.softcap, 30.0f);
+  EXPECT_EQ(final_cap.src, decode->io()->logits()->offset());
+  EXPECT_EQ(final_cap.count, 512u);
+}
+
+// gemma3: a model without attention.sliding_window has no local layers and
+// no slot positions; an unknown architecture names the supported ones.
+TEST(CompilerTest, Gemma3WithoutWindowHasNoSlotPositions) {
+  synthetic::RandomLlamaSpec spec;
+  spec.architecture = "gemma3";
+  const std::string gguf_path = TempPath("gemma3.gguf");
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  std::unique_ptr<Artifact> artifact = CompileAndOpen(gguf_path, {});
+  ASSERT_NE(artifact, nullptr);
+  EXPECT_EQ(artifact->model().kv_cache()->slot_positions(), nullptr);
+  const fb::Graph* decode = FindGraph(artifact->model(), "decode");
+  for (const Command& c : Commands(*decode->streams()->Get(0))) {
+    EXPECT_NE(c.header.opcode, LNPU_OP_SWIGLU);
+    if (c.header.opcode == LNPU_OP_ATTENTION) EXPECT_EQ(c.header.flags, 0u);
+  }
 }
 
 TEST(CompilerTest, RefusesAnOutputThatIsNotARegularFile) {

@@ -132,7 +132,8 @@ TEST(CommandValidationTest, HeaderRules) {
                               .message()),
               HasSubstr("LNPU_OP_SCATTER_ROWS.hdr.opcode: not served"));
   for (uint16_t op : {LNPU_OP_GATHER_ROWS, LNPU_OP_RMS_NORM, LNPU_OP_ROPE,
-                      LNPU_OP_ATTENTION, LNPU_OP_SWIGLU, LNPU_OP_ADD}) {
+                      LNPU_OP_ATTENTION, LNPU_OP_SWIGLU, LNPU_OP_ADD,
+                      LNPU_OP_GEGLU, LNPU_OP_SCALE}) {
     lnpu_cmd_header hdr{op, 0, 0};
     hdr.size = 8;  // the engine check comes before the size check
     const auto* h = reinterpret_cast<const uint8_t*>(&hdr);
@@ -329,7 +330,14 @@ TEST(CommandValidationTest, AttentionRules) {
        {"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_Q8_0; }},
        {"scale", [](auto& c) { c.scale = kNaN; }},
        {"scale", [](auto& c) { c.scale = -kInf; }},
+       {"softcap", [](auto& c) { c.softcap = -1.0f; }},
+       {"softcap", [](auto& c) { c.softcap = kInf; }},
+       {"softcap", [](auto& c) { c.softcap = kNaN; }},
        {"pad", [](auto& c) { c.pad = 1; }},
+       {"positions", [](auto& c) { c.positions = kA; }},
+       {"slot_positions", [](auto& c) { c.slot_positions = kA; }},
+       {"window", [](auto& c) { c.window = 4; }},
+       {"hdr.flags", [](auto& c) { c.hdr.flags = 2; }},
        {"q", [](auto& c) { c.q = kA + 2; }},
        {"k_new", [](auto& c) { c.k_new = kB + 1; }},
        {"v_new", [](auto& c) { c.v_new = kC + 3; }},
@@ -341,21 +349,104 @@ TEST(CommandValidationTest, AttentionRules) {
        {"dst", [](auto& c) { c.dst = kE + 4; }}});
 }
 
-TEST(CommandValidationTest, SwigluRules) {
-  auto v = MakeCommand<lnpu_cmd_swiglu>(LNPU_OP_SWIGLU);
+// Since 1.3: a soft cap >= 0 (-0 included) and the sliding window.
+TEST(CommandValidationTest, AttentionSoftcapAndWindowRules) {
+  auto capped = ValidAttention(LNPU_DTYPE_F16, kD, kE);
+  std::vector<OperandAccess> accesses;
+  for (float softcap : {50.0f, -0.0f}) {
+    capped.softcap = softcap;
+    EXPECT_TRUE(Validate(capped, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok()) << softcap;
+  }
+  auto v = ValidAttention(LNPU_DTYPE_F32, kD, kE);
+  v.hdr.flags = LNPU_ATTENTION_WINDOW;
+  v.positions = kF + 4096;
+  v.slot_positions = kF + 8192;
+  v.window = 512;
+  v.softcap = 50.0f;
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE, OperandAccess{kF + 4096, 2 * 4, false});
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE, OperandAccess{kF + 8192, 64 * 4, false});
+  ExpectEachRejected<lnpu_cmd_attention>(
+      v, "LNPU_OP_ATTENTION",
+      {{"window", [](auto& c) { c.window = 0; }},
+       {"positions", [](auto& c) { c.positions = kF + 4098; }},
+       {"slot_positions", [](auto& c) { c.slot_positions = kF + 8193; }},
+       {"slot_positions", [](auto& c) { c.slot_positions = ~0ull - 64; }},
+       {"dst", [](auto& c) { c.dst = kF + 8192; }},  // overlaps slot_positions
+       {"hdr.size", [](auto& c) { c.hdr.size = LNPU_CMD_ATTENTION_SIZE_1_2 + 8; }}});
+}
+
+// A UAPI 1.2 ATTENTION (96 bytes, softcap in place of the pad that had to
+// be 0) still validates; with the window flag its missing window reads 0.
+TEST(CommandValidationTest, AttentionUapi12SizeAccepted) {
+  auto v = ValidAttention(LNPU_DTYPE_F32, kD, kE);
+  v.hdr.size = LNPU_CMD_ATTENTION_SIZE_1_2;
+  v.window = 7;  // beyond hdr.size: never read
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&v);
+  std::vector<OperandAccess> accesses;
+  const auto size = ValidateCommand(DRM_LNPU_ENGINE_COMPUTE,
+                                    absl::MakeConstSpan(bytes, LNPU_CMD_ATTENTION_SIZE_1_2),
+                                    &accesses);
+  ASSERT_TRUE(size.ok()) << size.status();
+  EXPECT_EQ(*size, uint32_t{LNPU_CMD_ATTENTION_SIZE_1_2});
+  v.hdr.flags = LNPU_ATTENTION_WINDOW;
+  const auto status =
+      ValidateCommand(DRM_LNPU_ENGINE_COMPUTE,
+                      absl::MakeConstSpan(bytes, LNPU_CMD_ATTENTION_SIZE_1_2), &accesses)
+          .status();
+  EXPECT_THAT(std::string(status.message()), HasSubstr("LNPU_OP_ATTENTION.window"));
+}
+
+
+TEST(CommandValidationTest, ScaleRules) {
+  auto v = MakeCommand<lnpu_cmd_scale>(LNPU_OP_SCALE);
+  v.src = kA;
+  v.dst = kA;  // in place
+  v.count = 100;
+  v.scale = 48.0f;
+  v.softcap = 30.0f;
+  ExpectEachRejected<lnpu_cmd_scale>(
+      v, "LNPU_OP_SCALE",
+      {{"count", [](auto& c) { c.count = 0; }},
+       {"scale", [](auto& c) { c.scale = kNaN; }},
+       {"scale", [](auto& c) { c.scale = kInf; }},
+       {"softcap", [](auto& c) { c.softcap = -2.0f; }},
+       {"softcap", [](auto& c) { c.softcap = kNaN; }},
+       {"pad", [](auto& c) { c.pad = 1; }},
+       {"src", [](auto& c) { c.src = kA + 2; }},
+       {"dst", [](auto& c) { c.dst = kA + 8; }},  // partial in-place
+       {"dst", [](auto& c) { c.dst = ~0ull - 100; }},
+       {"hdr.flags", [](auto& c) { c.hdr.flags = 1; }}});
+}
+
+// SWIGLU and GEGLU (since 1.3) share their layout and rules.
+template <typename Cmd>
+void ExpectGatedActivationRules(uint16_t opcode, const std::string& name) {
+  auto v = MakeCommand<Cmd>(opcode);
   v.gate = kA;
   v.up = kB;
   v.dst = kC;
   v.count = 100;
-  ExpectEachRejected<lnpu_cmd_swiglu>(
-      v, "LNPU_OP_SWIGLU",
+  ExpectEachRejected<Cmd>(
+      v, name,
       {{"count", [](auto& c) { c.count = 0; }},
        {"pad", [](auto& c) { c.pad = 1; }},
        {"gate", [](auto& c) { c.gate = kA + 2; }},
        {"up", [](auto& c) { c.up = kB + 1; }},
        {"dst", [](auto& c) { c.dst = kC + 2; }},
        {"dst", [](auto& c) { c.dst = kA + 4; }},  // partial in-place
-       {"dst", [](auto& c) { c.dst = kB - 4; }}});
+       {"dst", [](auto& c) { c.dst = kB - 4; }},
+       {"hdr.flags", [](auto& c) { c.hdr.flags = 1; }}});
+  v.dst = kA;  // exactly in place
+  std::vector<OperandAccess> accesses;
+  EXPECT_TRUE(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).ok()) << name;
+}
+
+TEST(CommandValidationTest, SwigluRules) {
+  ExpectGatedActivationRules<lnpu_cmd_swiglu>(LNPU_OP_SWIGLU, "LNPU_OP_SWIGLU");
+}
+
+TEST(CommandValidationTest, GegluRules) {
+  ExpectGatedActivationRules<lnpu_cmd_geglu>(LNPU_OP_GEGLU, "LNPU_OP_GEGLU");
 }
 
 TEST(CommandValidationTest, AddRules) {

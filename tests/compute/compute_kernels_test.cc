@@ -15,6 +15,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <numbers>
 #include <random>
 #include <string>
 #include <string_view>
@@ -116,6 +119,38 @@ class ComputeKernelsTest : public ::testing::TestWithParam<int64_t> {
   }
   size_t RandomIn(size_t lo, size_t hi) {
     return std::uniform_int_distribution<size_t>(lo, hi)(rng_);
+  }
+
+  // SWIGLU or GEGLU (command type Cmd) against activation(gate) * up, on
+  // gates in [-range, range] with the extremes `gates` first, separate and in
+  // place.
+  template <typename Cmd>
+  void CheckGatedActivation(uint16_t opcode, float range,
+                            std::initializer_list<float> gates,
+                            const std::function<double(double)>& activation,
+                            const std::string& name) {
+    for (uint32_t count : {1u, 3u, 16u, 17u, 1000u, 70001u}) {
+      for (int alias = 0; alias < 3; ++alias) {  // none, dst=gate, dst=up
+        auto gate = RandomFloats(count, -range, range);
+        std::copy_n(gates.begin(), std::min<size_t>(gates.size(), count), gate.begin());
+        const auto up = RandomFloats(count, -2, 2);
+        auto cmd = MakeCommand<Cmd>(opcode);
+        cmd.count = count;
+        cmd.gate = memory_.Upload(gate);
+        cmd.up = memory_.Upload(up);
+        cmd.dst = alias == 1   ? cmd.gate
+                  : alias == 2 ? cmd.up
+                               : memory_.Allocate(size_t{count} * 4);
+        ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+        std::vector<Expected> want(count);
+        for (size_t i = 0; i < count; ++i) {
+          const double v = activation(gate[i]) * up[i];
+          want[i] = {v, std::abs(v) * 4};
+        }
+        ExpectClose(memory_.Download<float>(cmd.dst, count), want,
+                    name + " count=" + std::to_string(count) + " alias=" + std::to_string(alias));
+      }
+    }
   }
 
   std::mt19937 rng_{1234};
@@ -457,6 +492,8 @@ TEST_P(ComputeKernelsTest, RopeNegativePositionFaultsWithoutWriting) {
 struct AttentionCase {
   uint32_t rows, capacity, heads, kv_heads, head_dim;
   double mask_density;
+  float softcap = 0.0f;  // UAPI 1.3; 0 = none
+  uint32_t window = 0;   // UAPI 1.3 LNPU_ATTENTION_WINDOW; 0 = none
 };
 
 void CheckAttention(std::mt19937& rng,
@@ -525,6 +562,26 @@ void CheckAttention(std::mt19937& rng,
                      : memory.Upload(v_cache);
   cmd.mask = memory.Upload(mask);
   cmd.dst = memory.Allocate(q.size() * 4);
+  cmd.softcap = c.softcap;
+  // With a window: the new rows at consecutive positions from `first`, the
+  // slots at random earlier positions (a few later ones, which a window
+  // does not hide).
+  std::vector<int32_t> positions(c.rows), slot_positions(c.capacity);
+  if (c.window > 0) {
+    const int32_t first = static_cast<int32_t>(c.capacity + rng() % (2 * c.capacity));
+    for (size_t r = 0; r < c.rows; ++r) positions[r] = first + static_cast<int32_t>(r);
+    for (int32_t& p : slot_positions) {
+      p = rng() % 16 == 0 ? first + static_cast<int32_t>(rng() % (c.rows + 8))
+                          : static_cast<int32_t>(rng() % first);
+    }
+    cmd.hdr.flags = LNPU_ATTENTION_WINDOW;
+    cmd.positions = memory.Upload(positions);
+    cmd.slot_positions = memory.Upload(slot_positions);
+    cmd.window = c.window;
+  }
+  const auto in_window = [&](size_t r, int32_t position) {
+    return c.window == 0 || int64_t{positions[r]} - position < int64_t{c.window};
+  };
   ASSERT_TRUE(RunCommand(cmd, memory, context).ok());
 
   std::vector<Expected> want(q.size());
@@ -538,16 +595,18 @@ void CheckAttention(std::mt19937& rng,
       auto add_key = [&](const float* key, const float* value) {
         double dot = 0;
         for (size_t i = 0; i < hd; ++i) dot += double(qv[i]) * key[i];
-        scores.push_back(cmd.scale * dot);
+        const double score = cmd.scale * dot;
+        scores.push_back(c.softcap > 0 ? c.softcap * std::tanh(score / c.softcap) : score);
         values.push_back(value);
       };
       for (size_t s = 0; s < c.capacity; ++s) {
-        if (mask[s]) {
+        if (mask[s] && in_window(r, slot_positions[s])) {
           add_key(&k_cache[(s * c.kv_heads + g) * hd],
                   &v_cache[(s * c.kv_heads + g) * hd]);
         }
       }
       for (size_t j = 0; j <= r; ++j) {
+        if (!in_window(r, positions[j])) continue;
         add_key(&k_new_read[(j * c.kv_heads + g) * hd],
                 &v_new_read[(j * c.kv_heads + g) * hd]);
       }
@@ -569,6 +628,8 @@ void CheckAttention(std::mt19937& rng,
                   std::to_string(c.kv_heads) +
                   " head_dim=" + std::to_string(c.head_dim) +
                   " density=" + std::to_string(c.mask_density) +
+                  " softcap=" + std::to_string(c.softcap) +
+                  " window=" + std::to_string(c.window) +
                   " kv_dtype=" + std::to_string(kv_dtype));
 }
 
@@ -597,6 +658,28 @@ TEST_P(ComputeKernelsTest, AttentionMatchesReferenceWithRandomMasks) {
     }
     for (uint32_t kv_dtype : {LNPU_DTYPE_F32, LNPU_DTYPE_F16, LNPU_DTYPE_I8}) {
       // I8 groups need head_dim % 4 == 0 (4-byte aligned scales).
+      if (kv_dtype == LNPU_DTYPE_I8 && c.head_dim % 4 != 0) continue;
+      CheckAttention(rng_, memory_, context_, c, kv_dtype);
+    }
+  }
+}
+
+// Since UAPI 1.3: Gemma's soft cap on the scores and the sliding window
+// over slot and row positions, alone and together, on one row (split over
+// key ranges when long) and on chunks longer than the window.
+TEST_P(ComputeKernelsTest, AttentionSoftcapAndWindowMatchReference) {
+  const AttentionCase cases[] = {
+      {1, 64, 4, 2, 16, 1.0, 1.5f, 0},    {9, 33, 4, 1, 8, 0.6, 0.5f, 0},
+      {1, 300, 8, 2, 32, 0.9, 0.0f, 40},  {40, 100, 4, 2, 16, 0.8, 0.0f, 8},
+      {37, 200, 4, 4, 8, 1.0, 2.0f, 64},  {1, 3000, 2, 1, 128, 0.7, 50.0f, 500},
+      {5, 50, 2, 1, 4, 0.0, 0.0f, 1},     // each row sees only itself
+  };
+  for (const AttentionCase& c : cases) {
+    if (SkipAsTooLarge(uint64_t{2} * c.rows * (c.capacity + c.rows) * c.heads *
+                       c.head_dim)) {
+      continue;
+    }
+    for (uint32_t kv_dtype : {LNPU_DTYPE_F32, LNPU_DTYPE_F16, LNPU_DTYPE_I8}) {
       if (kv_dtype == LNPU_DTYPE_I8 && c.head_dim % 4 != 0) continue;
       CheckAttention(rng_, memory_, context_, c, kv_dtype);
     }
@@ -677,29 +760,45 @@ TEST_P(ComputeKernelsTest, AttentionF16ChunkEqualsRowsStoredFirst) {
 // ---------------------------------------------------------------- SWIGLU/ADD
 
 TEST_P(ComputeKernelsTest, SwigluMatchesReferenceIncludingExtremesInPlace) {
-  for (uint32_t count : {1u, 3u, 16u, 17u, 1000u, 70001u}) {
-    for (int alias = 0; alias < 3; ++alias) {  // none, dst=gate, dst=up
-      auto gate = RandomFloats(count, -12, 12);
-      gate[0] = -200.0f;
-      if (count > 1) gate[1] = 150.0f;
-      const auto up = RandomFloats(count, -2, 2);
-      auto cmd = MakeCommand<lnpu_cmd_swiglu>(LNPU_OP_SWIGLU);
-      cmd.count = count;
-      cmd.gate = memory_.Upload(gate);
-      cmd.up = memory_.Upload(up);
-      cmd.dst = alias == 1   ? cmd.gate
-                : alias == 2 ? cmd.up
-                             : memory_.Allocate(size_t{count} * 4);
-      ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
-      std::vector<Expected> want(count);
-      for (size_t i = 0; i < count; ++i) {
-        const double g = gate[i];
-        const double v = g / (1.0 + std::exp(-g)) * up[i];
-        want[i] = {v, std::abs(v) * 4};
+  CheckGatedActivation<lnpu_cmd_swiglu>(
+      LNPU_OP_SWIGLU, 12, {-200.0f, 150.0f},
+      [](double g) { return g / (1.0 + std::exp(-g)); }, "swiglu");
+}
+
+// GELU of the tanh approximation, as llama.cpp's GELU; 3e13^3 overflows f32.
+TEST_P(ComputeKernelsTest, GegluMatchesReferenceIncludingExtremesInPlace) {
+  CheckGatedActivation<lnpu_cmd_geglu>(
+      LNPU_OP_GEGLU, 6, {-200.0f, 150.0f, 3e13f},
+      [](double g) {
+        const double inner = std::sqrt(2.0 / std::numbers::pi) * (g + 0.044715 * g * g * g);
+        return 0.5 * g * (1.0 + std::tanh(inner));
+      },
+      "geglu");
+}
+
+TEST_P(ComputeKernelsTest, ScaleWithAndWithoutSoftcapMatchesReferenceInPlace) {
+  for (uint32_t count : {1u, 5u, 16u, 33u, 100000u}) {
+    for (float softcap : {0.0f, 30.0f, 0.25f}) {
+      for (bool in_place : {false, true}) {
+        auto src = RandomFloats(count, -100, 100);
+        src[0] = 3e38f;  // y / softcap overflows to inf
+        auto cmd = MakeCommand<lnpu_cmd_scale>(LNPU_OP_SCALE);
+        cmd.count = count;
+        cmd.scale = softcap > 0 ? 1.0f : 0.5f;
+        cmd.softcap = softcap;
+        cmd.src = memory_.Upload(src);
+        cmd.dst = in_place ? cmd.src : memory_.Allocate(size_t{count} * 4);
+        ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+        std::vector<Expected> want(count);
+        for (size_t i = 0; i < count; ++i) {
+          const double y = double{cmd.scale} * src[i];
+          const double v = softcap > 0 ? softcap * std::tanh(y / softcap) : y;
+          want[i] = {v, std::abs(v) * 4};
+        }
+        ExpectClose(memory_.Download<float>(cmd.dst, count), want,
+                    "scale count=" + std::to_string(count) +
+                        " softcap=" + std::to_string(softcap));
       }
-      ExpectClose(memory_.Download<float>(cmd.dst, count), want,
-                  "swiglu count=" + std::to_string(count) +
-                      " alias=" + std::to_string(alias));
     }
   }
 }

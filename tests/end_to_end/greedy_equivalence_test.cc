@@ -217,6 +217,11 @@ struct RandomCase {
   float rope_attn_factor = 0.0f;       // phi3 LongRoPE; 0 = none
   uint32_t rope_original_context = 0;  // phi3: long factors beyond it
   uint32_t n_layers = 2;
+  // gemma2 / gemma3: attention.sliding_window and the soft caps (0 = key
+  // not written).
+  uint32_t sliding_window = 0;
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
 };
 
 void PrintTo(const RandomCase& c, std::ostream* os) { *os << c.name; }
@@ -250,6 +255,9 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
   spec.head_dim = c.head_dim;
   spec.rope_attn_factor = c.rope_attn_factor;
   spec.rope_original_context = c.rope_original_context;
+  spec.sliding_window = c.sliding_window;
+  spec.attn_logit_softcap = c.attn_softcap;
+  spec.final_logit_softcap = c.final_softcap;
   spec.seed = 1000 + c.prompt_len;
   absl::StatusOr<std::string> gguf_path = WriteRandomLlamaToTempDir(spec, c.name);
   ASSERT_TRUE(gguf_path.ok()) << gguf_path.status();
@@ -390,7 +398,36 @@ INSTANTIATE_TEST_SUITE_P(
         RandomCase{"phi3_q8_f16kv", 64, 8, 2, 160, 0, false,
                    gguf::GgmlType::kF16, 28, "phi3",
                    compiler::CompileOptions::WeightType::kQ8, 0.0f,
-                   compiler::CompileOptions::KvType::kF16, 0, 1.19f, 4096}),
+                   compiler::CompileOptions::KvType::kF16, 0, 1.19f, 4096},
+        // gemma2: embedding scale, post-norms, GeGLU, the attention and
+        // logit soft caps (llama.cpp's defaults 50 / 30, and caps of 2 / 3
+        // that bend most scores and logits), and a window of 16 positions
+        // on the even layers of 4, shorter than a prefill chunk of 32 and
+        // than the 128 positions each case runs: exact with f32 weights,
+        // F32 and F16 KV.
+        RandomCase{"gemma2_window16_f32", 64, 4, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 29, "gemma2",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF32, 0, 0.0f, 0, 4, 16, 50.0f, 30.0f},
+        RandomCase{"gemma2_strong_caps_f32_f16kv", 64, 4, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 30, "gemma2",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF16, 0, 0.0f, 0, 4, 16, 2.0f, 3.0f},
+        // gemma3: per-head Q/K norms, heads of 32 on a width of 64, five
+        // local layers (window 24, RoPE base 10000) to one global, tied
+        // embeddings as the real models have.
+        RandomCase{"gemma3_window24_f32", 64, 4, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 31, "gemma3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF32, 32, 0.0f, 0, 6, 24},
+        RandomCase{"gemma3_tied_window24_f32_f16kv", 64, 4, 2, 160, 0, true,
+                   gguf::GgmlType::kF32, 33, "gemma3",
+                   compiler::CompileOptions::WeightType::kF32, 0.0f,
+                   compiler::CompileOptions::KvType::kF16, 32, 0.0f, 0, 6, 24},
+        RandomCase{"gemma3_q8_f16kv", 64, 4, 2, 160, 0, false,
+                   gguf::GgmlType::kF32, 34, "gemma3",
+                   compiler::CompileOptions::WeightType::kQ8, 0.0f,
+                   compiler::CompileOptions::KvType::kF16, 32, 0.0f, 0, 6, 24}),
     [](const ::testing::TestParamInfo<RandomCase>& info) { return info.param.name; });
 
 }  // namespace

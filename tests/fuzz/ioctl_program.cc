@@ -130,10 +130,12 @@ constexpr std::array<Field, 8> kMatmulFields = {
 constexpr std::array<Field, 12> kRopeFields = {
     F::kAddr, F::kAddr, F::kAddr, F::kDim,  F::kDim, F::kDim,
     F::kDim,  F::kF32,  F::kF32,  F::kMode, F::kPad, F::kAddr};
-constexpr std::array<Field, 15> kAttentionFields = {
-    F::kAddr, F::kAddr, F::kAddr, F::kAddr,  F::kAddr, F::kAddr, F::kAddr,
-    F::kDim,  F::kDim,  F::kDim,  F::kDim,   F::kDim,  F::kDtype, F::kF32,
-    F::kPad};
+constexpr std::array<Field, 19> kAttentionFields = {
+    F::kAddr, F::kAddr, F::kAddr, F::kAddr, F::kAddr,  F::kAddr, F::kAddr,
+    F::kDim,  F::kDim,  F::kDim,  F::kDim,  F::kDim,   F::kDtype, F::kF32,
+    F::kF32,  F::kAddr, F::kAddr, F::kDim,  F::kPad};
+constexpr std::array<Field, 6> kScaleFields = {F::kAddr, F::kAddr, F::kDim,
+                                               F::kF32,  F::kF32,  F::kPad};
 constexpr std::array<Field, 5> kElementwiseFields = {F::kAddr, F::kAddr,
                                                      F::kAddr, F::kDim,
                                                      F::kPad};
@@ -150,9 +152,11 @@ static_assert(CommandBytes(kRopeFields) == sizeof(lnpu_cmd_rope));
 static_assert(CommandBytes(kAttentionFields) == sizeof(lnpu_cmd_attention));
 static_assert(CommandBytes(kElementwiseFields) == sizeof(lnpu_cmd_swiglu));
 static_assert(CommandBytes(kElementwiseFields) == sizeof(lnpu_cmd_add));
+static_assert(CommandBytes(kElementwiseFields) == sizeof(lnpu_cmd_geglu));
+static_assert(CommandBytes(kScaleFields) == sizeof(lnpu_cmd_scale));
 static_assert(CommandBytes(kCopyFields) == sizeof(lnpu_cmd_copy));
 static_assert(CommandBytes(kScatterFields) == sizeof(lnpu_cmd_scatter_rows));
-static_assert(LNPU_OP_COUNT == 10, "new opcode: add its field table");
+static_assert(LNPU_OP_COUNT == 12, "new opcode: add its field table");
 
 // The fields of `opcode` after its header; empty for NOP and unknown ones.
 absl::Span<const Field> CommandFields(uint32_t opcode) {
@@ -163,7 +167,9 @@ absl::Span<const Field> CommandFields(uint32_t opcode) {
     case LNPU_OP_ROPE: return kRopeFields;
     case LNPU_OP_ATTENTION: return kAttentionFields;
     case LNPU_OP_SWIGLU:
+    case LNPU_OP_GEGLU:
     case LNPU_OP_ADD: return kElementwiseFields;
+    case LNPU_OP_SCALE: return kScaleFields;
     case LNPU_OP_COPY: return kCopyFields;
     case LNPU_OP_SCATTER_ROWS: return kScatterFields;
     default: return {};

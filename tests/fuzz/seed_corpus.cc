@@ -49,7 +49,7 @@ struct Code {
   uint8_t value;
   void WriteTo(FuzzInputWriter& w) const { w.U8(value); }
 };
-constexpr Code kF32Eps{0}, kF32One{1}, kF32TenThousand{2}, kF32Half{5};
+constexpr Code kF32Eps{0}, kF32One{1}, kF32TenThousand{2}, kF32Zero{3}, kF32Half{5};
 constexpr Code kDtypeF32{LNPU_DTYPE_F32}, kDtypeF16{LNPU_DTYPE_F16},
     kDtypeQ8_0{LNPU_DTYPE_Q8_0}, kDtypeQ4_0{LNPU_DTYPE_Q4_0}, kZero{0},
     kRopeNorm{LNPU_ROPE_MODE_NORM}, kRopeNeox{LNPU_ROPE_MODE_NEOX};
@@ -193,7 +193,7 @@ std::vector<uint8_t> ComputeChain() {
       .Command(LNPU_OP_ATTENTION, 0, Addr{kData, 2048}, Addr{kData, 0},
                Addr{kData, 256}, Addr{kData, 6144}, Addr{kData, 6400},
                Addr{kData, 7168}, Addr{kData, 8192}, Dim{2}, Dim{4}, Dim{2},
-               Dim{1}, Dim{4}, kDtypeF32, kF32Half, kZero)
+               Dim{1}, Dim{4}, kDtypeF32, kF32Half, kF32Zero, Addr{-1}, Addr{-1}, Dim{0}, kZero)
       .Command(LNPU_OP_SWIGLU, 0, Addr{kData, 8192}, Addr{kData, 2048},
                Addr{kData, 8448}, Dim{16}, kZero)
       .Command(LNPU_OP_ADD, 0, Addr{kData, 8448}, Addr{kData, 2048},
@@ -436,25 +436,32 @@ std::vector<uint8_t> OpRope() {
 std::vector<uint8_t> OpAttention() {
   ProgramWriter p;
   SetUpOpcodeSeed(p)
-      .WriteCommands(kCmdMap, 0, 3)
+      .WriteCommands(kCmdMap, 0, 4)
       .Command(LNPU_OP_ATTENTION, 0, Addr{kData, 0}, Addr{kData, 256},
                Addr{kData, 512}, Addr{kData, 1024}, Addr{kData, 2048},
                Addr{kData, 7168}, Addr{kData, Out(0)}, Dim{2}, Dim{4},
-               Dim{2}, Dim{1}, Dim{4}, kDtypeF32, kF32Half, kZero)
+               Dim{2}, Dim{1}, Dim{4}, kDtypeF32, kF32Half, kF32Zero, Addr{-1}, Addr{-1}, Dim{0}, kZero)
       .Command(LNPU_OP_ATTENTION, 0, Addr{kData, 0}, Addr{kData, 256},
                Addr{kData, 512}, Addr{kData, 1024}, Addr{kData, 2048},
                Addr{kData, 7168}, Addr{kData, Out(1)}, Dim{2}, Dim{4},
-               Dim{2}, Dim{2}, Dim{4}, kDtypeF16, kF32Half, kZero)
+               Dim{2}, Dim{2}, Dim{4}, kDtypeF16, kF32Half, kF32Zero, Addr{-1}, Addr{-1}, Dim{0}, kZero)
       .Command(LNPU_OP_ATTENTION, 0, Addr{kData, 0}, Addr{kData, 256},
                Addr{kData, 512}, Addr{kData, 1024}, Addr{kData, 2048},
                Addr{kData, 7168}, Addr{kData, Out(2)}, Dim{2}, Dim{4},
                Dim{4}, Dim{2}, Dim{4}, WideDtype{LNPU_DTYPE_I8}, kF32Half,
-               kZero)
+               kF32Zero, Addr{-1}, Addr{-1}, Dim{0}, kZero)
+      // Since 1.3: a soft cap of 1 and a sliding window of 2 positions
+      // (positions and slot positions: the integers at 4096).
+      .Command(LNPU_OP_ATTENTION, LNPU_ATTENTION_WINDOW, Addr{kData, 0},
+               Addr{kData, 256}, Addr{kData, 512}, Addr{kData, 1024},
+               Addr{kData, 2048}, Addr{kData, 7168}, Addr{kData, Out(3)}, Dim{2},
+               Dim{4}, Dim{2}, Dim{1}, Dim{4}, kDtypeF32, kF32Half, kF32One,
+               Addr{kData, 4096}, Addr{kData, 4096}, Dim{2}, kZero)
       .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
 
-// `opcode` (SWIGLU or ADD) on separate operands and in place.
+// `opcode` (SWIGLU, GEGLU or ADD) on separate operands and in place.
 std::vector<uint8_t> OpElementwise(uint8_t opcode) {
   ProgramWriter p;
   SetUpOpcodeSeed(p)
@@ -463,6 +470,19 @@ std::vector<uint8_t> OpElementwise(uint8_t opcode) {
                Addr{kData, Out(0)}, Dim{64}, kZero)
       .Command(opcode, 0, Addr{kData, Out(0)}, Addr{kData, 512},
                Addr{kData, Out(0)}, Dim{1}, kZero)
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
+  return p.Take();
+}
+
+// Since 1.3: SCALE without and with a soft cap, in place.
+std::vector<uint8_t> OpScale() {
+  ProgramWriter p;
+  SetUpOpcodeSeed(p)
+      .WriteCommands(kCmdMap, 0, 2)
+      .Command(LNPU_OP_SCALE, 0, Addr{kData, 0}, Addr{kData, Out(0)}, Dim{64},
+               kF32Half, kF32Zero, kZero)
+      .Command(LNPU_OP_SCALE, 0, Addr{kData, Out(0)}, Addr{kData, Out(0)}, Dim{64},
+               kF32TenThousand, kF32One, kZero)
       .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
@@ -524,8 +544,10 @@ std::vector<OpcodeSeed> OpcodeSeeds() {
       {LNPU_OP_ADD, "op_add", [] { return OpElementwise(LNPU_OP_ADD); }},
       {LNPU_OP_COPY, "op_copy", OpCopy},
       {LNPU_OP_SCATTER_ROWS, "op_scatter_rows", OpScatterRows},
+      {LNPU_OP_GEGLU, "op_geglu", [] { return OpElementwise(LNPU_OP_GEGLU); }},
+      {LNPU_OP_SCALE, "op_scale", OpScale},
   };
-  static_assert(LNPU_OP_COUNT == 10, "new opcode: add its seed");
+  static_assert(LNPU_OP_COUNT == 12, "new opcode: add its seed");
   return seeds;
 }
 

@@ -120,13 +120,13 @@ void NormalizeEachHead(std::vector<float>& x, const std::vector<float>& weight, 
 // pos * theta^(-2i / rope_dim) / factors[i] (factor 1 without factors). The
 // pair is (2i, 2i+1), or (i, i + rope_dim / 2) with `neox`.
 void ApplyRope(std::vector<float>& x, const ReferenceLlamaConfig& c,
-               int n_heads, int pos) {
+               int n_heads, int pos, float theta) {
   const int rope_dim = c.rope_dim;
   for (int h = 0; h < n_heads; ++h) {
     float* head = x.data() + static_cast<size_t>(h) * c.head_dim;
     for (int i = 0; i < rope_dim / 2; ++i) {
       double freq =
-          std::pow(static_cast<double>(c.rope_theta), -2.0 * i / rope_dim);
+          std::pow(static_cast<double>(theta), -2.0 * i / rope_dim);
       if (!c.rope_freq_factors.empty()) freq /= c.rope_freq_factors[i];
       const double angle = pos * freq;
       const double cos = std::cos(angle);
@@ -239,11 +239,11 @@ absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
   const absl::StatusOr<std::string> arch = file.GetString("general.architecture");
   if (!arch.ok() ||
       (*arch != "llama" && *arch != "qwen2" && *arch != "qwen3" && *arch != "phi3" &&
-       *arch != "smollm3")) {
+       *arch != "smollm3" && *arch != "gemma2" && *arch != "gemma3")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "general.architecture is '", arch.ok() ? *arch : "(missing)",
-        "'; the reference implements the 'llama', 'qwen2', 'qwen3', 'phi3' and 'smollm3' "
-        "architectures"));
+        "'; the reference implements the 'llama', 'qwen2', 'qwen3', 'phi3', 'smollm3', "
+        "'gemma2' and 'gemma3' architectures"));
   }
   const std::string p = *arch + ".";
   ReferenceLlamaConfig c;
@@ -252,7 +252,8 @@ absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
   // SmolLM3: every fourth layer (3, 7, 11, ...) has no positional encoding.
   c.nope_every = *arch == "smollm3" ? 4 : 0;
   c.fused_projections = *arch == "phi3";
-  c.qk_norm = *arch == "qwen3";
+  c.qk_norm = *arch == "qwen3" || *arch == "gemma3";
+  c.gemma = *arch == "gemma2" || *arch == "gemma3";
   absl::Status status;
   // Assigns the value of `key` to `field`, remembering the first failure.
   const auto read = [&](int& field, const std::string& key,
@@ -353,6 +354,23 @@ absl::StatusOr<ReferenceLlamaConfig> ReadConfig(const gguf::GgufFile& file) {
   }
   c.vocab_size = static_cast<int>(vocab);
   c.tied_embeddings = file.FindTensor("output.weight") == nullptr;
+  if (c.gemma) {
+    const bool gemma2 = *arch == "gemma2";
+    const auto float_key = [&](const std::string& key, double fallback) {
+      const absl::StatusOr<float> f = file.GetFloat(key);
+      return f.ok() ? static_cast<double>(*f) : fallback;
+    };
+    // query_pre_attn_scalar: the head size, except for the 27B models
+    // (46 gemma2 / 62 gemma3 layers), whose queries scale by dim / heads.
+    const bool is_27b = c.n_layers == (gemma2 ? 46 : 62);
+    c.query_scale = 1.0 / std::sqrt(static_cast<double>(is_27b ? c.dim / c.n_heads : c.head_dim));
+    c.attn_softcap = gemma2 ? float_key(p + "attn_logit_softcapping", 50.0) : 0.0;
+    c.final_softcap = float_key(p + "final_logit_softcapping", gemma2 ? 30.0 : 0.0);
+    const absl::StatusOr<uint64_t> window = file.GetUint(p + "attention.sliding_window");
+    c.sliding_window = window.ok() ? static_cast<int>(*window) : 0;
+    c.local_layer_period = gemma2 ? 2 : 6;
+    c.rope_theta_local = gemma2 ? c.rope_theta : 10000.0f;
+  }
   return c;
 }
 
@@ -363,7 +381,8 @@ struct ReferenceLlama::Weights {
     std::vector<float> attn_norm;
     Matrix wq, wk, wv, wo;
     std::vector<float> bq, bk, bv;  // empty without QKV biases
-    std::vector<float> q_norm, k_norm;  // qwen3: head_dim each
+    std::vector<float> q_norm, k_norm;  // qwen3, gemma3: head_dim each
+    std::vector<float> post_attention_norm, post_ffw_norm;  // gemma: dim each
     std::vector<float> ffn_norm;
     Matrix w_gate, w_up, w_down;
   };
@@ -451,6 +470,10 @@ absl::StatusOr<std::unique_ptr<ReferenceLlama>> ReferenceLlama::Load(
       load_vector(layer.k_norm, p + "attn_k_norm.weight", c.head_dim);
     }
     load_matrix(layer.wo, p + "attn_output.weight", c.dim, q_dim);
+    if (c.gemma) {
+      load_vector(layer.post_attention_norm, p + "post_attention_norm.weight", c.dim);
+      load_vector(layer.post_ffw_norm, p + "post_ffw_norm.weight", c.dim);
+    }
     load_vector(layer.ffn_norm, p + "ffn_norm.weight", c.dim);
     if (c.fused_projections) {
       // phi3: ffn_up holds the gate rows, then the up rows.
@@ -508,10 +531,23 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
   const int pos = position_;
   const int kv_dim = c.n_kv_heads * c.head_dim;
   const int group = c.n_heads / c.n_kv_heads;
-  const double inv_sqrt_head_dim = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  const double score_scale =
+      c.gemma ? c.query_scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  // Gemma's soft cap: cap * tanh(s / cap); cap 0 leaves s.
+  const auto soft_cap = [](double s, double cap) { return cap > 0 ? cap * std::tanh(s / cap) : s; };
+  // Adds a block's output to the residual stream, Gemma normalizing it first.
+  const auto add_to_residual = [&](std::vector<float>& x, const std::vector<float>& out,
+                                   const std::vector<float>& post_norm) {
+    const std::vector<float> added = c.gemma ? RmsNorm(out, post_norm, c.norm_eps) : out;
+    for (int i = 0; i < c.dim; ++i) x[i] += added[i];
+  };
 
   const float* embedding = weights_->token_embd.Row(token);
   std::vector<float> x(embedding, embedding + c.dim);
+  if (c.gemma) {
+    const double normalizer = std::sqrt(static_cast<double>(c.dim));
+    for (float& e : x) e = static_cast<float>(e * normalizer);
+  }
 
   for (int l = 0; l < c.n_layers; ++l) {
     const Weights::Layer& layer = weights_->layers[l];
@@ -530,9 +566,12 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
       NormalizeEachHead(q, layer.q_norm, c.head_dim, c.norm_eps);
       NormalizeEachHead(k, layer.k_norm, c.head_dim, c.norm_eps);
     }
+    const bool local = c.sliding_window > 0 &&
+                       l % c.local_layer_period != c.local_layer_period - 1;
     if (c.nope_every == 0 || (l + 1) % c.nope_every != 0) {
-      ApplyRope(q, c, c.n_heads, pos);
-      ApplyRope(k, c, c.n_kv_heads, pos);
+      const float theta = c.gemma && local ? c.rope_theta_local : c.rope_theta;
+      ApplyRope(q, c, c.n_heads, pos, theta);
+      ApplyRope(k, c, c.n_kv_heads, pos, theta);
     }
     // The cache keeps each row as stored (f16-rounded with that option),
     // and the current token reads its own row from there too.
@@ -550,6 +589,8 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
     v_cache.insert(v_cache.end(), v.begin(), v.end());
 
     const int n_positions = pos + 1;
+    // A local layer sees only the last sliding_window positions.
+    const int first_position = local ? std::max(0, pos + 1 - c.sliding_window) : 0;
     std::vector<float> attn(static_cast<size_t>(c.n_heads) * c.head_dim);
     std::vector<double> scores(n_positions);
     for (int h = 0; h < c.n_heads; ++h) {
@@ -558,7 +599,8 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
       double max_score = -INFINITY;
       for (int t = 0; t < n_positions; ++t) {
         const float* k_row = k_cache.data() + static_cast<size_t>(t) * kv_dim + kv_offset;
-        scores[t] = Dot(q_head, k_row, c.head_dim) * inv_sqrt_head_dim;
+        scores[t] = soft_cap(Dot(q_head, k_row, c.head_dim) * score_scale, c.attn_softcap);
+        if (t < first_position) scores[t] = -INFINITY;
         max_score = std::max(max_score, scores[t]);
       }
       double denominator = 0.0;
@@ -575,25 +617,29 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
         out[d] = static_cast<float>(acc / denominator);
       }
     }
-    const std::vector<float> attn_out = MatVec(layer.wo, attn);
-    for (int i = 0; i < c.dim; ++i) x[i] += attn_out[i];
+    add_to_residual(x, MatVec(layer.wo, attn), layer.post_attention_norm);
 
-    // SwiGLU feed-forward block.
+    // SwiGLU (Gemma: GeGLU) feed-forward block.
     const std::vector<float> hn = RmsNorm(x, layer.ffn_norm, c.norm_eps);
     const std::vector<float> gate = MatVec(layer.w_gate, hn);
     const std::vector<float> up = MatVec(layer.w_up, hn);
     std::vector<float> act(c.ffn_dim);
     for (int i = 0; i < c.ffn_dim; ++i) {
       const double g = gate[i];
-      act[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
+      const double activated =
+          c.gemma ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (g + 0.044715 * g * g * g)))
+                  : g / (1.0 + std::exp(-g));
+      act[i] = static_cast<float>(activated * up[i]);
     }
-    const std::vector<float> ffn_out = MatVec(layer.w_down, act);
-    for (int i = 0; i < c.dim; ++i) x[i] += ffn_out[i];
+    add_to_residual(x, MatVec(layer.w_down, act), layer.post_ffw_norm);
   }
 
   ++position_;
   const std::vector<float> xn = RmsNorm(x, weights_->output_norm, c.norm_eps);
-  return MatVec(c.tied_embeddings ? weights_->token_embd : weights_->output, xn);
+  std::vector<float> logits =
+      MatVec(c.tied_embeddings ? weights_->token_embd : weights_->output, xn);
+  for (float& logit : logits) logit = static_cast<float>(soft_cap(logit, c.final_softcap));
+  return logits;
 }
 
 std::vector<int32_t> ReferenceLlama::GenerateGreedy(

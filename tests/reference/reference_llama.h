@@ -24,6 +24,16 @@
 // qwen3 has no biases but RMS-normalizes each head of Q and K (weights
 // attn_q_norm / attn_k_norm of head_dim) before RoPE, and its head size
 // (attention.key_length) need not be dim / n_heads.
+// gemma2 / gemma3 scale the embedding by sqrt(dim), RMS-normalize the
+// outputs of attention and feed-forward (post_attention_norm,
+// post_ffw_norm) before adding them to x, gate the feed-forward with the
+// tanh-approximated GELU, scale the queries by 1 / sqrt(head_dim) (27B:
+// 1 / sqrt(dim / n_heads)), restrict the local layers to a sliding window
+// of the last attention.sliding_window positions (gemma2: even layers;
+// gemma3: five of every six, rotating with base 10000), and gemma2 caps
+// the attention scores and logits softly: cap * tanh(s / cap) (50 and 30
+// unless the file says otherwise). gemma3 normalizes Q and K heads as
+// qwen3 does. The GGUF norm weights already hold Gemma's (1 + w).
 // Attention is grouped-query (query head h reads KV head h / (n_heads /
 // n_kv_heads)). Optionally the cached K/V rows are rounded to f16, as an
 // F16 KV cache stores them.
@@ -48,7 +58,7 @@ namespace lnpu::reference {
 // Hyper-parameters of a loaded model, as read from GGUF metadata and
 // cross-checked against the tensor shapes.
 struct ReferenceLlamaConfig {
-  std::string architecture;  // "llama", "qwen2" or "qwen3"
+  std::string architecture;  // general.architecture
   int vocab_size = 0;
   int dim = 0;         // llama.embedding_length
   int n_layers = 0;    // llama.block_count
@@ -73,6 +83,13 @@ struct ReferenceLlamaConfig {
   std::vector<float> rope_freq_factors;
   float norm_eps = 0.0f;        // llama.attention.layer_norm_rms_epsilon
   bool tied_embeddings = false;  // output.weight absent: logits use token_embd
+  bool gemma = false;            // gemma2 or gemma3 (see the file comment)
+  double query_scale = 0.0;      // gemma: factor on q.k; else 1 / sqrt(head_dim)
+  double attn_softcap = 0.0;     // gemma2: cap on attention scores; 0 = none
+  double final_softcap = 0.0;    // gemma2: cap on logits; 0 = none
+  int sliding_window = 0;        // gemma: window of the local layers; 0 = none
+  int local_layer_period = 0;    // layer l is local iff l % period != period - 1
+  float rope_theta_local = 0.0f; // gemma3: RoPE base of the local layers
 };
 
 struct ReferenceOptions {
@@ -102,7 +119,8 @@ struct ReferenceOptions {
 
 class ReferenceLlama {
  public:
-  // Loads a "llama", "qwen2", "qwen3", "phi3" or "smollm3" GGUF file with
+  // Loads a "llama", "qwen2", "qwen3", "phi3", "smollm3", "gemma2" or
+  // "gemma3" GGUF file with
   // weights of any type GgufFile::TensorToF32 can widen
   // (gguf::DequantizableTypeNames()). Fails with InvalidArgument when the
   // architecture is another, a

@@ -215,6 +215,40 @@ TEST(KvCacheStateRingTest, SlotsWrapPastTheSinksAndPositionsKeepIncreasing) {
   EXPECT_THAT(cache.TokensInContext(), ElementsAre(100, 101, 201, 202, 300, 301));
 }
 
+// The slot positions (for sliding-window attention) follow the tokens
+// through a wrapping ring, a restore and a clear.
+TEST(KvCacheStateRingTest, SlotPositionsFollowTheTokensTheSlotsHold) {
+  std::vector<uint8_t> mask(6);
+  std::vector<int32_t> positions(6, 77);
+  const auto position_bytes = absl::MakeSpan(reinterpret_cast<uint8_t*>(positions.data()),
+                                             positions.size() * sizeof(int32_t));
+  KvCacheState cache(absl::MakeSpan(mask), position_bytes);
+  EXPECT_THAT(positions, Each(0));  // cleared on construction
+  ASSERT_TRUE(cache.SetPolicy(CacheFullPolicy::Ring(2)).ok());
+  cache.Commit(*cache.Reserve(4), Tokens(4));
+  EXPECT_THAT(positions, ElementsAre(0, 1, 2, 3, 0, 0));
+  for (int step = 0; step < 2; ++step) {  // positions 4..9
+    const SlotPlacement next = *cache.Reserve(3);
+    cache.Evict(next);
+    cache.Commit(next, Tokens(3));
+  }
+  // Sinks 0, 1; then 6 -> 2, 7 -> 3, 8 -> 4, 9 -> 5.
+  EXPECT_THAT(positions, ElementsAre(0, 1, 6, 7, 8, 9));
+  const SlotPlacement wrap = *cache.Reserve(2);  // 10 -> 2, 11 -> 3
+  cache.Evict(wrap);
+  cache.Commit(wrap, Tokens(2));
+  EXPECT_THAT(positions, ElementsAre(0, 1, 10, 11, 8, 9));
+
+  ASSERT_TRUE(cache.Restore(CacheFullPolicy::Ring(2), 13, std::vector<uint8_t>(6, 1),
+                            Tokens(6)).ok());
+  // 13 positions in a ring of 4 after 2 sinks: 9..12 in slots 5, 2, 3, 4.
+  EXPECT_THAT(positions, ElementsAre(0, 1, 10, 11, 12, 9));
+  ASSERT_TRUE(cache.Restore({}, 3, {1, 1, 1}, Tokens(3)).ok());
+  EXPECT_THAT(positions, ElementsAre(0, 1, 2, 0, 0, 0));
+  cache.Clear();
+  EXPECT_THAT(positions, Each(0));
+}
+
 TEST(KvCacheStateRingTest, StepsLargerThanTheRingAndBadPoliciesAreRefused) {
   KvCacheState cache(6);
   EXPECT_EQ(cache.SetPolicy(CacheFullPolicy::Ring(6)).code(),

@@ -22,13 +22,16 @@ TEST(UapiLayoutTest, CommandStructSizes) {
   EXPECT_EQ(sizeof(lnpu_cmd_rms_norm), 48u);
   EXPECT_EQ(sizeof(lnpu_cmd_matmul), 56u);
   EXPECT_EQ(sizeof(lnpu_cmd_rope), 72u);
-  EXPECT_EQ(sizeof(lnpu_cmd_attention), 96u);
+  EXPECT_EQ(sizeof(lnpu_cmd_attention), 120u);  // 96 in UAPI 1.2
+  EXPECT_EQ(LNPU_CMD_ATTENTION_SIZE_1_2, offsetof(lnpu_cmd_attention, positions));
   EXPECT_EQ(sizeof(lnpu_cmd_swiglu), 40u);
   EXPECT_EQ(sizeof(lnpu_cmd_add), 40u);
   EXPECT_EQ(sizeof(lnpu_cmd_copy), 32u);
   EXPECT_EQ(sizeof(lnpu_cmd_scatter_rows), 72u);  // 64 in UAPI 1.1
   EXPECT_EQ(LNPU_CMD_SCATTER_ROWS_SIZE_1_1,
             offsetof(lnpu_cmd_scatter_rows, group_len));
+  EXPECT_EQ(sizeof(lnpu_cmd_geglu), 40u);  // since 1.3
+  EXPECT_EQ(sizeof(lnpu_cmd_scale), 40u);  // since 1.3
 }
 
 TEST(UapiLayoutTest, EveryStructIsAMultipleOfEightBytes) {
@@ -40,7 +43,8 @@ TEST(UapiLayoutTest, EveryStructIsAMultipleOfEightBytes) {
       sizeof(lnpu_cmd_rms_norm),  sizeof(lnpu_cmd_matmul),
       sizeof(lnpu_cmd_rope),      sizeof(lnpu_cmd_attention),
       sizeof(lnpu_cmd_swiglu),    sizeof(lnpu_cmd_add),
-      sizeof(lnpu_cmd_copy),      sizeof(lnpu_cmd_scatter_rows)};
+      sizeof(lnpu_cmd_copy),      sizeof(lnpu_cmd_scatter_rows),
+      sizeof(lnpu_cmd_geglu),     sizeof(lnpu_cmd_scale)};
   for (size_t size : sizes) EXPECT_EQ(size % 8, 0u) << size;
 }
 
@@ -113,9 +117,25 @@ TEST(UapiLayoutTest, ComputeCommandOffsetsOfTrailingFields) {
   EXPECT_EQ(offsetof(lnpu_cmd_matmul, weight_dtype), 52u);
   EXPECT_EQ(offsetof(lnpu_cmd_rope, pad), 60u);
   EXPECT_EQ(offsetof(lnpu_cmd_attention, rows), 64u);
-  EXPECT_EQ(offsetof(lnpu_cmd_attention, pad), 92u);
+  EXPECT_EQ(offsetof(lnpu_cmd_attention, scale), 88u);
+  EXPECT_EQ(offsetof(lnpu_cmd_attention, softcap), 92u);  // pad before 1.3
+  EXPECT_EQ(offsetof(lnpu_cmd_attention, positions), 96u);
+  EXPECT_EQ(offsetof(lnpu_cmd_attention, slot_positions), 104u);
+  EXPECT_EQ(offsetof(lnpu_cmd_attention, window), 112u);
+  EXPECT_EQ(offsetof(lnpu_cmd_attention, pad), 116u);
   EXPECT_EQ(offsetof(lnpu_cmd_swiglu, pad), 36u);
   EXPECT_EQ(offsetof(lnpu_cmd_add, pad), 36u);
+  EXPECT_EQ(offsetof(lnpu_cmd_geglu, gate), 8u);
+  EXPECT_EQ(offsetof(lnpu_cmd_geglu, up), 16u);
+  EXPECT_EQ(offsetof(lnpu_cmd_geglu, dst), 24u);
+  EXPECT_EQ(offsetof(lnpu_cmd_geglu, count), 32u);
+  EXPECT_EQ(offsetof(lnpu_cmd_geglu, pad), 36u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scale, src), 8u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scale, dst), 16u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scale, count), 24u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scale, scale), 28u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scale, softcap), 32u);
+  EXPECT_EQ(offsetof(lnpu_cmd_scale, pad), 36u);
 }
 
 TEST(UapiLayoutTest, IoctlNumbersAreDistinctDrmCommands) {

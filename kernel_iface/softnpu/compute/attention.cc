@@ -30,6 +30,13 @@ inline constexpr size_t kAttentionBlock = 64;
 // Attention scores with keys across vector lanes up to this head_dim, dot
 // products over head_dim beyond it.
 inline constexpr size_t kKeyLanesMaxDim = 16;
+// The keys one query row attends: cache slots, then new rows.
+struct RowKeys {
+  const uint32_t* slots;
+  size_t slot_count;
+  const uint32_t* new_rows;  // nullptr: new rows 0 .. new_count - 1
+  size_t new_count;
+};
 }  // namespace lnpu::softnpu::compute
 #endif
 
@@ -184,6 +191,15 @@ HWY_INLINE void TransposedScores(const float* q, const float* keys_t,
   }
 }
 
+// scores[j] = softcap * tanh(scores[j] / softcap) (Gemma 2's attention
+// logit soft cap).
+HWY_INLINE void SoftcapScores(float* scores, size_t n, float softcap) {
+  const float inverse = 1.0f / softcap;
+  ForEachVector(n, [&](auto d, size_t j) {
+    hn::StoreU(Softcap(d, hn::LoadU(d, scores + j), softcap, inverse), d, scores + j);
+  });
+}
+
 // Turns the n scores into softmax weights exp(score - new max), folds them
 // into max / sum and returns the factor by which the output accumulated so
 // far must be rescaled.
@@ -251,7 +267,7 @@ HWY_INLINE void AccumulateValues(D d, const float* p, const float* values,
 template <class D, typename KV, class IndexFn>
 HWY_INLINE void AttendKeys(D d, size_t group, size_t dim, const KV* k_base,
                            const KV* v_base, size_t stride, size_t begin,
-                           size_t end, const IndexFn& index,
+                           size_t end, const IndexFn& index, float softcap,
                            const GroupScratch& s, const GroupState& st) {
   // Long heads take fewer keys per block, so that the block's K and V rows
   // (2 * block * dim floats) stay within about 16 KB of L1.
@@ -270,6 +286,7 @@ HWY_INLINE void AttendKeys(D d, size_t group, size_t dim, const KV* k_base,
       } else {
         BlockScores(d, s.q + h * dim, s.keys, n, dim, scores);
       }
+      if (softcap > 0.0f) SoftcapScores(scores, n, softcap);
       const float alpha = SoftmaxBlock(scores, n, st.max[h], st.sum[h]);
       AccumulateValues(d, scores, s.values, n, dim, alpha, st.acc + h * dim);
     }
@@ -278,10 +295,10 @@ HWY_INLINE void AttendKeys(D d, size_t group, size_t dim, const KV* k_base,
 
 template <class D, typename KV>
 void AttendRangeT(D d, const AttentionArgs& a, const KV* k_new,
-                  const KV* v_new, const uint32_t* visible_slots,
-                  size_t visible_count, size_t row, size_t kv_head,
+                  const KV* v_new, const RowKeys& keys, size_t row, size_t kv_head,
                   size_t key_begin, size_t key_end, const GroupScratch& s,
                   const GroupState& st) {
+  const size_t visible_count = keys.slot_count;
   const size_t dim = a.head_dim;
   const size_t group = a.heads / a.kv_heads;
   const size_t stride = a.kv_heads * dim;
@@ -296,27 +313,31 @@ void AttendRangeT(D d, const AttentionArgs& a, const KV* k_new,
     const auto* v_cache = static_cast<const KV*>(a.v_cache) + kv_head * dim;
     AttendKeys(
         d, group, dim, k_cache, v_cache, stride, key_begin, cache_end,
-        [&](size_t i) -> size_t { return visible_slots[i]; }, s, st);
+        [&](size_t i) -> size_t { return keys.slots[i]; }, a.softcap, s,
+        st);
   }
   const size_t new_begin = std::max(key_begin, visible_count);
-  if (new_begin < key_end) {
+  if (new_begin < key_end && keys.new_rows == nullptr) {
     AttendKeys(
         d, group, dim, k_new + kv_head * dim, v_new + kv_head * dim, stride,
         new_begin - visible_count, key_end - visible_count,
-        [](size_t i) { return i; }, s, st);
+        [](size_t i) { return i; }, a.softcap, s, st);
+  } else if (new_begin < key_end) {
+    AttendKeys(
+        d, group, dim, k_new + kv_head * dim, v_new + kv_head * dim, stride,
+        new_begin - visible_count, key_end - visible_count,
+        [&](size_t i) -> size_t { return keys.new_rows[i]; }, a.softcap, s, st);
   }
 }
 
 template <typename KV>
 void AttendRangeKv(const AttentionArgs& a, const KV* k_new, const KV* v_new,
-                   const uint32_t* visible_slots, size_t visible_count,
-                   size_t row, size_t kv_head, size_t key_begin,
+                   const RowKeys& keys, size_t row, size_t kv_head, size_t key_begin,
                    size_t key_end, const GroupScratch& s,
                    const GroupState& st) {
   // The widest tag with no more lanes than head_dim.
   const auto run = [&](auto d) {
-    AttendRangeT(d, a, k_new, v_new, visible_slots, visible_count, row,
-                 kv_head, key_begin, key_end, s, st);
+    AttendRangeT(d, a, k_new, v_new, keys, row, kv_head, key_begin, key_end, s, st);
   };
   const DF df;
   const hn::CappedTag<float, 8> d8;
@@ -333,15 +354,14 @@ void AttendRangeKv(const AttentionArgs& a, const KV* k_new, const KV* v_new,
 }
 
 // Attends the query heads of kv_head's group in row `row` to keys
-// [key_begin, key_end) of the row's keys (visible_slots, then new rows
-// 0..row; k_new / v_new as a.kv_type), leaving the softmax state in `state`
+// [key_begin, key_end) of the row's keys (`keys`: its slots, then its new
+// rows; k_new / v_new as a.kv_type), leaving the softmax state in `state`
 // (laid out as GroupState; an empty range leaves sums of 0). With `dst`
 // (the row's [heads][head_dim] output) the state is also normalised into
 // dst. `scratch`: laid out as GroupScratch.
 void AttendRange(const AttentionArgs& a, const void* k_new, const void* v_new,
-                 const uint32_t* visible_slots, size_t visible_count,
-                 size_t row, size_t kv_head, size_t key_begin, size_t key_end,
-                 float* scratch, float* state, float* dst) {
+                 const RowKeys& keys, size_t row, size_t kv_head, size_t key_begin,
+                 size_t key_end, float* scratch, float* state, float* dst) {
   const size_t group = a.heads / a.kv_heads;
   const size_t dim = a.head_dim;
   GroupScratch s;
@@ -356,15 +376,15 @@ void AttendRange(const AttentionArgs& a, const void* k_new, const void* v_new,
   st.sum = st.max + group;
   if (a.kv_type == WeightType::kF16) {
     AttendRangeKv(a, static_cast<const hwy::float16_t*>(k_new),
-                  static_cast<const hwy::float16_t*>(v_new), visible_slots,
-                  visible_count, row, kv_head, key_begin, key_end, s, st);
+                  static_cast<const hwy::float16_t*>(v_new), keys, row, kv_head, key_begin,
+                  key_end, s, st);
   } else {
-    AttendRangeKv(a, static_cast<const float*>(k_new),
-                  static_cast<const float*>(v_new), visible_slots,
-                  visible_count, row, kv_head, key_begin, key_end, s, st);
+    AttendRangeKv(a, static_cast<const float*>(k_new), static_cast<const float*>(v_new), keys,
+                  row, kv_head, key_begin, key_end, s, st);
   }
   if (dst == nullptr) return;
-  // The range holds new row `row` itself, so every sum >= 1.
+  // The range holds new row `row` itself (within any window), so every
+  // sum >= 1.
   for (size_t h = 0; h < group; ++h) {
     Scale(st.acc + h * dim, 1.0f / st.sum[h],
           dst + (kv_head * group + h) * dim, dim);
@@ -419,6 +439,35 @@ void Attention(const AttentionArgs& args, WorkerPool& pool,
     v_new = half.data() + elements;
   }
 
+  // With a window, each row's own keys: the visible slots and new rows
+  // within the window, laid out per row in `windowed` (offsets in
+  // row_offsets: slots, then new rows).
+  std::vector<uint32_t> windowed;
+  std::vector<size_t> row_offsets;
+  if (args.window > 0) {
+    row_offsets.reserve(2 * args.rows + 1);
+    for (size_t r = 0; r < args.rows; ++r) {
+      const int64_t position = args.positions[r];
+      const auto sees = [&](int32_t other) {
+        return position - int64_t{other} < static_cast<int64_t>(args.window);
+      };
+      row_offsets.push_back(windowed.size());
+      for (uint32_t slot : slots) {
+        if (sees(args.slot_positions[slot])) windowed.push_back(slot);
+      }
+      row_offsets.push_back(windowed.size());
+      for (size_t j = 0; j <= r; ++j) {
+        if (sees(args.positions[j])) windowed.push_back(static_cast<uint32_t>(j));
+      }
+    }
+    row_offsets.push_back(windowed.size());
+  }
+  const auto keys_of = [&](size_t row) {
+    if (args.window == 0) return RowKeys{slots.data(), slots.size(), nullptr, row + 1};
+    const size_t* o = row_offsets.data() + 2 * row;
+    return RowKeys{windowed.data() + o[0], o[1] - o[0], windowed.data() + o[1], o[2] - o[1]};
+  };
+
   // One task per (row, kv head, key split): the GQA group's query heads
   // share every K/V row read. When there are fewer (row, kv head) pairs
   // than two per thread (decode), each row's keys are split into ranges
@@ -453,20 +502,20 @@ void Attention(const AttentionArgs& args, WorkerPool& pool,
     const size_t row = pair / args.kv_heads;
     const size_t kv_head = pair % args.kv_heads;
     float* worker_scratch = f32 + worker * stride;
-    const size_t row_keys = slots.size() + row + 1;
+    const RowKeys keys = keys_of(row);
+    const size_t row_keys = keys.slot_count + keys.new_count;
     const size_t per_split = CeilDiv(row_keys, splits);
     const size_t begin = std::min(row_keys, split * per_split);
     const size_t end = std::min(row_keys, begin + per_split);
     float* const row_dst = args.dst + row * args.heads * dim;
     if (splits == 1) {
       HWY_DYNAMIC_DISPATCH(AttendRange)
-      (args, k_new, v_new, slots.data(), slots.size(), row, kv_head, begin,
-       end, worker_scratch, worker_scratch + worker_floats, row_dst);
+      (args, k_new, v_new, keys, row, kv_head, begin, end, worker_scratch,
+       worker_scratch + worker_floats, row_dst);
     } else {
       HWY_DYNAMIC_DISPATCH(AttendRange)
-      (args, k_new, v_new, slots.data(), slots.size(), row, kv_head, begin,
-       end, worker_scratch, f32 + states_offset + task * state_floats,
-       nullptr);
+      (args, k_new, v_new, keys, row, kv_head, begin, end, worker_scratch,
+       f32 + states_offset + task * state_floats, nullptr);
     }
   });
   if (splits == 1) return;

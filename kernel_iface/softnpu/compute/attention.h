@@ -19,7 +19,8 @@ namespace lnpu::softnpu::compute {
 // heads of one GQA group are processed together: each cached K/V row is read
 // (and, for F16, converted) once per group rather than once per head.
 // With an F16 cache the new rows are read rounded to f16 (nearest even),
-// exactly as if SCATTER_ROWS had stored them in the cache first.
+// exactly as if SCATTER_ROWS had stored them in the cache first. With a
+// window each row gets its own list of visible slots and new rows.
 struct AttentionArgs {
   const float* q = nullptr;       // [rows][heads][head_dim]
   const float* k_new = nullptr;   // [rows][kv_heads][head_dim]
@@ -35,6 +36,14 @@ struct AttentionArgs {
   size_t kv_heads = 0;
   size_t head_dim = 0;
   float scale = 0;
+  // > 0: every score s = scale * q.k becomes softcap * tanh(s / softcap).
+  float softcap = 0;
+  // Sliding window (window > 0): row r sees slot s only if also
+  // positions[r] - slot_positions[s] < window, and new row j only if also
+  // positions[r] - positions[j] < window (64-bit differences).
+  const int32_t* positions = nullptr;       // [rows]
+  const int32_t* slot_positions = nullptr;  // [capacity]
+  size_t window = 0;
 };
 void Attention(const AttentionArgs& args, WorkerPool& pool,
                KernelScratch* scratch);

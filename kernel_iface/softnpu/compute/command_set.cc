@@ -34,6 +34,8 @@ const char* OpcodeName(uint32_t opcode) {
     case LNPU_OP_ADD: return "LNPU_OP_ADD";
     case LNPU_OP_COPY: return "LNPU_OP_COPY";
     case LNPU_OP_SCATTER_ROWS: return "LNPU_OP_SCATTER_ROWS";
+    case LNPU_OP_GEGLU: return "LNPU_OP_GEGLU";
+    case LNPU_OP_SCALE: return "LNPU_OP_SCALE";
     default: return "command";
   }
 }
@@ -62,6 +64,8 @@ uint32_t CommandSize(uint32_t opcode) {
     case LNPU_OP_ADD: return sizeof(lnpu_cmd_add);
     case LNPU_OP_COPY: return sizeof(lnpu_cmd_copy);
     case LNPU_OP_SCATTER_ROWS: return sizeof(lnpu_cmd_scatter_rows);
+    case LNPU_OP_GEGLU: return sizeof(lnpu_cmd_geglu);
+    case LNPU_OP_SCALE: return sizeof(lnpu_cmd_scale);
     default: return 0;
   }
 }
@@ -72,7 +76,8 @@ uint32_t CommandSize(uint32_t opcode) {
 bool AcceptedSize(uint32_t opcode, uint32_t size) {
   return size == CommandSize(opcode) ||
          (opcode == LNPU_OP_SCATTER_ROWS &&
-          size == LNPU_CMD_SCATTER_ROWS_SIZE_1_1);
+          size == LNPU_CMD_SCATTER_ROWS_SIZE_1_1) ||
+         (opcode == LNPU_OP_ATTENTION && size == LNPU_CMD_ATTENTION_SIZE_1_2);
 }
 
 lnpu_cmd_header LoadHeader(const uint8_t* bytes) {
@@ -114,6 +119,13 @@ class CommandChecker {
 
   absl::Status Finite(absl::string_view field, float value) const {
     if (!std::isfinite(value)) return Error(field, "must be finite");
+    return absl::OkStatus();
+  }
+
+  absl::Status FiniteNonNegative(absl::string_view field, float value) const {
+    if (!std::isfinite(value) || !(value >= 0.0f)) {
+      return Error(field, "must be finite and >= 0");
+    }
     return absl::OkStatus();
   }
 
@@ -360,7 +372,21 @@ absl::Status CheckAttention(const lnpu_cmd_attention& c,
   const uint64_t head_bytes =
       i8 ? compute::I8GroupBytes(c.head_dim) : uint64_t{c.head_dim} * kv_size;
   LNPU_RETURN_IF_ERROR(check.Finite("scale", c.scale));
+  LNPU_RETURN_IF_ERROR(check.FiniteNonNegative("softcap", c.softcap));
   LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
+  const bool windowed = (c.hdr.flags & LNPU_ATTENTION_WINDOW) != 0;
+  if (windowed) {
+    LNPU_RETURN_IF_ERROR(check.Positive("window", c.window));
+  } else {
+    for (const auto& [field, value] :
+         {std::pair<absl::string_view, uint64_t>{"positions", c.positions},
+          {"slot_positions", c.slot_positions},
+          {"window", c.window}}) {
+      if (value != 0) {
+        return check.Error(field, "must be 0 unless LNPU_ATTENTION_WINDOW is set");
+      }
+    }
+  }
   LNPU_ASSIGN_OR_RETURN(const uint64_t q_bytes,
                         check.Bytes("q", {c.rows, c.heads, c.head_dim, 4}));
   LNPU_ASSIGN_OR_RETURN(const uint64_t new_bytes, check.Bytes("k_new", {c.rows, c.kv_heads, c.head_dim, 4}));
@@ -373,11 +399,18 @@ absl::Status CheckAttention(const lnpu_cmd_attention& c,
   LNPU_RETURN_IF_ERROR(
       check.Operand("v_cache", c.v_cache, cache_bytes, kv_size, false));
   LNPU_RETURN_IF_ERROR(check.Operand("mask", c.mask, c.capacity, 1, false));
+  if (windowed) {
+    LNPU_RETURN_IF_ERROR(
+        check.Operand("positions", c.positions, uint64_t{c.rows} * 4, 4, false));
+    LNPU_RETURN_IF_ERROR(check.Operand("slot_positions", c.slot_positions,
+                                       uint64_t{c.capacity} * 4, 4, false));
+  }
   LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, q_bytes, 4, true));
   return check.CheckOverlaps();
 }
 
-// SWIGLU (gate, up) and ADD (a, b): dst may coincide with either input.
+// SWIGLU and GEGLU (gate, up), ADD (a, b): dst may coincide with either
+// input.
 absl::Status CheckElementwise(uint64_t in0, absl::string_view in0_name,
                               uint64_t in1, absl::string_view in1_name,
                               uint64_t dst, uint32_t count, uint32_t pad,
@@ -389,6 +422,17 @@ absl::Status CheckElementwise(uint64_t in0, absl::string_view in0_name,
   LNPU_RETURN_IF_ERROR(check.Operand(in1_name, in1, bytes, 4, false));
   LNPU_RETURN_IF_ERROR(check.Operand("dst", dst, bytes, 4, true));
   return check.CheckOverlaps({in0_name, in1_name});
+}
+
+absl::Status CheckScale(const lnpu_cmd_scale& c, CommandChecker& check) {
+  LNPU_RETURN_IF_ERROR(check.Positive("count", c.count));
+  LNPU_RETURN_IF_ERROR(check.Finite("scale", c.scale));
+  LNPU_RETURN_IF_ERROR(check.FiniteNonNegative("softcap", c.softcap));
+  LNPU_RETURN_IF_ERROR(check.Zero("pad", c.pad));
+  const uint64_t bytes = uint64_t{c.count} * 4;
+  LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, bytes, 4, false));
+  LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, bytes, 4, true));
+  return check.CheckOverlaps({"src"});
 }
 
 absl::Status CheckCopy(const lnpu_cmd_copy& c, CommandChecker& check) {
@@ -516,6 +560,13 @@ absl::Status CheckFields(uint32_t opcode, const uint8_t* bytes,
     case LNPU_OP_SCATTER_ROWS:
       return CheckScatterRows(LoadCommand<lnpu_cmd_scatter_rows>(bytes),
                               check);
+    case LNPU_OP_GEGLU: {
+      const auto c = LoadCommand<lnpu_cmd_geglu>(bytes);
+      return CheckElementwise(c.gate, "gate", c.up, "up", c.dst, c.count,
+                              c.pad, check);
+    }
+    case LNPU_OP_SCALE:
+      return CheckScale(LoadCommand<lnpu_cmd_scale>(bytes), check);
     default:
       return check.Error("hdr.opcode", "unknown opcode");
   }
@@ -657,6 +708,12 @@ compute::AttentionArgs AttentionArgsOf(const lnpu_cmd_attention& c,
   args.kv_heads = c.kv_heads;
   args.head_dim = c.head_dim;
   args.scale = c.scale;
+  args.softcap = c.softcap;
+  if ((c.hdr.flags & LNPU_ATTENTION_WINDOW) != 0) {
+    args.positions = Translate<const int32_t>(memory, c.positions);
+    args.slot_positions = Translate<const int32_t>(memory, c.slot_positions);
+    args.window = c.window;
+  }
   return args;
 }
 
@@ -747,6 +804,8 @@ absl::StatusOr<uint32_t> ValidateCommand(uint32_t engine,
                                  ", the struct's size",
                                  hdr.opcode == LNPU_OP_SCATTER_ROWS
                                      ? " (or 64, its UAPI 1.1 size)"
+                                 : hdr.opcode == LNPU_OP_ATTENTION
+                                     ? " (or 96, its UAPI 1.2 size)"
                                      : ""));
   }
   const uint32_t size = hdr.size;
@@ -758,6 +817,7 @@ absl::StatusOr<uint32_t> ValidateCommand(uint32_t engine,
   uint32_t allowed_flags = 0;
   if (hdr.opcode == LNPU_OP_MATMUL) allowed_flags = LNPU_MATMUL_FLAGS_ALL;
   if (hdr.opcode == LNPU_OP_ROPE) allowed_flags = LNPU_ROPE_FREQ_FACTORS;
+  if (hdr.opcode == LNPU_OP_ATTENTION) allowed_flags = LNPU_ATTENTION_WINDOW;
   if (hdr.opcode == LNPU_OP_SCATTER_ROWS) {
     allowed_flags = LNPU_SCATTER_F32_TO_F16 | LNPU_SCATTER_F32_TO_I8;
   }
@@ -841,6 +901,20 @@ absl::Status ExecuteCommand(const lnpu_cmd_header& command,
     case LNPU_OP_SCATTER_ROWS:
       return ExecuteScatterRows(LoadCommand<lnpu_cmd_scatter_rows>(bytes),
                                 memory);
+    case LNPU_OP_GEGLU: {
+      const auto c = LoadCommand<lnpu_cmd_geglu>(bytes);
+      compute::Geglu(Translate<const float>(memory, c.gate),
+                     Translate<const float>(memory, c.up),
+                     Translate<float>(memory, c.dst), c.count, ctx.pool);
+      return absl::OkStatus();
+    }
+    case LNPU_OP_SCALE: {
+      const auto c = LoadCommand<lnpu_cmd_scale>(bytes);
+      compute::Scale(Translate<const float>(memory, c.src),
+                     Translate<float>(memory, c.dst), c.count, c.scale,
+                     c.softcap, ctx.pool);
+      return absl::OkStatus();
+    }
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("opcode ", command.opcode,

@@ -1,4 +1,4 @@
-// RMS_NORM, SWIGLU and ADD (elementwise.h).
+// RMS_NORM, SWIGLU, GEGLU, SCALE and ADD (elementwise.h).
 //
 // Highway re-includes this file once per enabled SIMD target (see
 // foreach_target.h); the code between HWY_BEFORE_NAMESPACE and
@@ -66,6 +66,38 @@ void SwigluRange(const float* gate, const float* up, float* dst, size_t begin,
   });
 }
 
+void GegluRange(const float* gate, const float* up, float* dst, size_t begin,
+                size_t end) {
+  ForEachVector(end - begin, [&](auto d, size_t j) {
+    const size_t i = begin + j;
+    const auto g = hn::LoadU(d, gate + i);
+    // sqrt(2 / pi) * (g + 0.044715 * g^3)
+    const auto inner =
+        hn::Mul(hn::Set(d, 0.7978845608028654f),
+                hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), hn::Mul(g, g)), g, g));
+    const auto gelu = hn::Mul(hn::Mul(hn::Set(d, 0.5f), g),
+                              hn::Add(hn::Set(d, 1.0f), BoundedTanh(d, inner)));
+    hn::StoreU(hn::Mul(gelu, hn::LoadU(d, up + i)), d, dst + i);
+  });
+}
+
+void ScaleRange(const float* src, float* dst, float scale, float softcap,
+                size_t begin, size_t end) {
+  if (softcap > 0.0f) {
+    const float inverse = 1.0f / softcap;
+    ForEachVector(end - begin, [&](auto d, size_t j) {
+      const size_t i = begin + j;
+      const auto y = hn::Mul(hn::LoadU(d, src + i), hn::Set(d, scale));
+      hn::StoreU(Softcap(d, y, softcap, inverse), d, dst + i);
+    });
+    return;
+  }
+  ForEachVector(end - begin, [&](auto d, size_t j) {
+    const size_t i = begin + j;
+    hn::StoreU(hn::Mul(hn::LoadU(d, src + i), hn::Set(d, scale)), d, dst + i);
+  });
+}
+
 void AddRange(const float* a, const float* b, float* dst, size_t begin,
               size_t end) {
   ForEachVector(end - begin, [&](auto d, size_t j) {
@@ -83,6 +115,8 @@ namespace lnpu::softnpu::compute {
 
 HWY_EXPORT(RmsNormRows);
 HWY_EXPORT(SwigluRange);
+HWY_EXPORT(GegluRange);
+HWY_EXPORT(ScaleRange);
 HWY_EXPORT(AddRange);
 
 void RmsNorm(const float* src, const float* weight, float* dst, size_t rows,
@@ -99,6 +133,20 @@ void Swiglu(const float* gate, const float* up, float* dst, size_t count,
   // Chunks are whole cache lines so that workers never share one in dst.
   ParallelRanges(pool, count, count, 4096, 16, [&](size_t begin, size_t end) {
     HWY_DYNAMIC_DISPATCH(SwigluRange)(gate, up, dst, begin, end);
+  });
+}
+
+void Geglu(const float* gate, const float* up, float* dst, size_t count,
+           WorkerPool& pool) {
+  ParallelRanges(pool, count, count, 4096, 16, [&](size_t begin, size_t end) {
+    HWY_DYNAMIC_DISPATCH(GegluRange)(gate, up, dst, begin, end);
+  });
+}
+
+void Scale(const float* src, float* dst, size_t count, float scale,
+           float softcap, WorkerPool& pool) {
+  ParallelRanges(pool, count, count, 4096, 16, [&](size_t begin, size_t end) {
+    HWY_DYNAMIC_DISPATCH(ScaleRange)(src, dst, scale, softcap, begin, end);
   });
 }
 

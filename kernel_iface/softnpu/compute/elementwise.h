@@ -1,5 +1,6 @@
 // Element-wise kernels of the software NPU: RMS normalisation, the SwiGLU
-// activation and the residual add. Preconditions and thread-safety:
+// and GeGLU activations, scaling (with an optional tanh soft cap) and the
+// residual add. Preconditions and thread-safety:
 // kernel_types.h.
 #ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_ELEMENTWISE_H_
 #define KERNEL_IFACE_SOFTNPU_COMPUTE_ELEMENTWISE_H_
@@ -17,6 +18,16 @@ void RmsNorm(const float* src, const float* weight, float* dst, size_t rows,
 // dst[i] = silu(gate[i]) * up[i]; dst may equal gate or up.
 void Swiglu(const float* gate, const float* up, float* dst, size_t count,
             WorkerPool& pool);
+
+// dst[i] = gelu_tanh(gate[i]) * up[i] (GELU of the tanh approximation);
+// dst may equal gate or up.
+void Geglu(const float* gate, const float* up, float* dst, size_t count,
+           WorkerPool& pool);
+
+// y = scale * src[i]; dst[i] = softcap > 0 ? softcap * tanh(y / softcap)
+// : y. dst may equal src.
+void Scale(const float* src, float* dst, size_t count, float scale,
+           float softcap, WorkerPool& pool);
 
 // dst[i] = a[i] + b[i]; dst may equal a or b.
 void Add(const float* a, const float* b, float* dst, size_t count,

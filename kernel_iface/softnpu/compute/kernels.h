@@ -3,7 +3,7 @@
 // each compute command, one header and source per op family:
 //   kernel_types.h      KernelScratch, WeightType, the common preconditions
 //   matmul.h            MATMUL (quantized inner loops: quant_matmul.h)
-//   elementwise.h       RMS_NORM, SWIGLU, ADD
+//   elementwise.h       RMS_NORM, SWIGLU, GEGLU, SCALE, ADD
 //   rope.h              ROPE
 //   attention.h         ATTENTION
 //   dtype_conversion.h  GATHER_ROWS / SCATTER_ROWS conversions, int8 KV groups

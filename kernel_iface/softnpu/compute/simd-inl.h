@@ -13,6 +13,7 @@
 
 #include <cstddef>
 
+#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -41,6 +42,21 @@ HWY_INLINE void ForEachVector(size_t count, const Body& body) {
   size_t i = 0;
   for (; i + lanes <= count; i += lanes) body(df, i);
   for (; i < count; ++i) body(d1, i);
+}
+
+// tanh(x) with x clamped to [-10, 10] first: tanh rounds to +-1 in f32
+// beyond about 9.01, and the clamp keeps Tanh within its valid range for
+// infinite x.
+template <class D>
+HWY_INLINE hn::Vec<D> BoundedTanh(D d, hn::Vec<D> x) {
+  return hn::Tanh(d, hn::Min(hn::Max(x, hn::Set(d, -10.0f)), hn::Set(d, 10.0f)));
+}
+
+// softcap * tanh(y / softcap), with inverse = 1 / softcap: Gemma's soft cap
+// of attention scores and logits.
+template <class D>
+HWY_INLINE hn::Vec<D> Softcap(D d, hn::Vec<D> y, float softcap, float inverse) {
+  return hn::Mul(BoundedTanh(d, hn::Mul(y, hn::Set(d, inverse))), hn::Set(d, softcap));
 }
 
 // Lanes of f32 from f32 or (widened) f16 weights.

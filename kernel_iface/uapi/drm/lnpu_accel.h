@@ -43,7 +43,8 @@ extern "C" {
 #define LNPU_UAPI_VERSION_MAJOR 1
 #define LNPU_UAPI_VERSION_MINOR 3 /* 1.1: userptr, read-only BOs, counters;
                                      1.2: int8 KV cache (LNPU_DTYPE_I8);
-                                     1.3: see "since 1.3" */
+                                     1.3: submit out-fence fd, GEGLU, SCALE,
+                                     attention soft cap and sliding window */
 
 #define DRM_LNPU_GET_PARAM 0x00
 #define DRM_LNPU_BO_CREATE 0x01
@@ -380,7 +381,11 @@ struct drm_lnpu_wait {
 #define LNPU_OP_ADD 7          /* C */
 #define LNPU_OP_COPY 8         /* C D */
 #define LNPU_OP_SCATTER_ROWS 9 /* D   KV rows into cache slots */
-#define LNPU_OP_COUNT 10
+/* Since 1.3: the Gemma family's GELU-gated feed-forward and scaling (the
+ * embedding scale, the final logit soft cap). */
+#define LNPU_OP_GEGLU 10       /* C   gelu_tanh(gate) * up */
+#define LNPU_OP_SCALE 11       /* C   s * src, optionally tanh soft-capped */
+#define LNPU_OP_COUNT 12
 
 /**
  * struct lnpu_cmd_header - the start of every command
@@ -523,9 +528,11 @@ struct lnpu_cmd_rope {
   __u64 freq_factors;
 };
 
+#define LNPU_ATTENTION_WINDOW (1u << 0) /* hdr.flags, since 1.3 */
+#define LNPU_CMD_ATTENTION_SIZE_1_2 96
 /**
  * struct lnpu_cmd_attention - grouped-query attention over the cache
- * @hdr: opcode LNPU_OP_ATTENTION
+ * @hdr: opcode LNPU_OP_ATTENTION; flags LNPU_ATTENTION_WINDOW (since 1.3)
  * @q: F32[rows][heads][head_dim]
  * @k_new: F32[rows][kv_heads][head_dim]
  * @v_new: F32[rows][kv_heads][head_dim]
@@ -540,6 +547,16 @@ struct lnpu_cmd_rope {
  * @head_dim: elements per head
  * @kv_dtype: F32, F16 or (since 1.2) I8
  * @scale: factor on q.k
+ * @softcap: since 1.3: finite and >= 0; > 0 caps every score (Gemma 2's
+ *           attention logit soft cap); 0 = no cap (the field was a pad
+ *           that had to be 0 before 1.3, so 1.2 streams keep their meaning)
+ * @positions: since 1.3, with LNPU_ATTENTION_WINDOW: I32[rows], the
+ *             position of each new row; else must be 0
+ * @slot_positions: since 1.3, with LNPU_ATTENTION_WINDOW: I32[capacity],
+ *                  the position of the token each slot holds; else must
+ *                  be 0
+ * @window: since 1.3, with LNPU_ATTENTION_WINDOW: > 0, the positions a row
+ *          sees (itself included); else must be 0
  * @pad: must be 0
  *
  * Attention of `rows` new tokens over a fixed-capacity cache plus
@@ -555,6 +572,16 @@ struct lnpu_cmd_rope {
  * values (f32 scale + head_dim int8; head_dim a multiple of 4), and the new
  * rows are read quantized and dequantized by the same rule, as SCATTER_ROWS
  * with LNPU_SCATTER_F32_TO_I8 stores them.
+ *
+ * Since 1.3, LNPU_ATTENTION_WINDOW restricts each row to a sliding window
+ * (Gemma's local layers): row r attends slot s only if also
+ * positions[r] - slot_positions[s] < window, and new row j only if also
+ * positions[r] - positions[j] < window (differences of the signed values,
+ * without overflow). The slot positions are the host's bookkeeping, like
+ * the mask; under a ring that overwrites old slots they stay right
+ * because each slot keeps the position of the token it holds. The 1.2
+ * command (hdr.size LNPU_CMD_ATTENTION_SIZE_1_2, ending at softcap) stays
+ * valid.
  */
 struct lnpu_cmd_attention {
   struct lnpu_cmd_header hdr;
@@ -572,6 +599,10 @@ struct lnpu_cmd_attention {
   __u32 head_dim;
   __u32 kv_dtype;
   float scale;
+  float softcap;
+  __u64 positions;
+  __u64 slot_positions;
+  __u32 window;
   __u32 pad;
 };
 
@@ -675,6 +706,55 @@ struct lnpu_cmd_scatter_rows {
   __u32 blocks;
   __u32 dst_rows;
   __u32 group_len;
+  __u32 pad;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Since 1.3: commands of the Gemma family.                                */
+
+/**
+ * struct lnpu_cmd_geglu - dst[i] = gelu_tanh(gate[i]) * up[i] (since 1.3)
+ * @hdr: opcode LNPU_OP_GEGLU
+ * @gate: F32[count]
+ * @up: F32[count]
+ * @dst: F32[count]
+ * @count: elements
+ * @pad: must be 0
+ *
+ * The GELU of the tanh approximation, as Gemma's feed-forward uses it:
+ * gelu_tanh(x) = 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))).
+ * dst may coincide with gate or up.
+ */
+struct lnpu_cmd_geglu {
+  struct lnpu_cmd_header hdr;
+  __u64 gate;
+  __u64 up;
+  __u64 dst;
+  __u32 count;
+  __u32 pad;
+};
+
+/**
+ * struct lnpu_cmd_scale - dst[i] = s * src[i], optionally soft-capped (since 1.3)
+ * @hdr: opcode LNPU_OP_SCALE
+ * @src: F32[count]
+ * @dst: F32[count]
+ * @count: elements
+ * @scale: factor, finite
+ * @softcap: finite and >= 0; 0 = no cap
+ * @pad: must be 0
+ *
+ * y = scale * src[i]; dst[i] = y, or with softcap > 0
+ * softcap * tanh(y / softcap) (Gemma's embedding scale by sqrt(dim) and its
+ * final logit soft cap). In-place allowed.
+ */
+struct lnpu_cmd_scale {
+  struct lnpu_cmd_header hdr;
+  __u64 src;
+  __u64 dst;
+  __u32 count;
+  float scale;
+  float softcap;
   __u32 pad;
 };
 
