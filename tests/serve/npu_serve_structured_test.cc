@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -109,8 +110,12 @@ struct Reply {
 Reply Post(const ServerProcess& server, const std::string& path, json body, bool stream) {
   Reply reply;
   const bool chat = path == "/v1/chat/completions";
+  // Constrained sampling over a 151,936-token vocabulary is slow under
+  // the sanitizers on a loaded machine.
+  httplib::Client client = server.Client();
+  client.set_read_timeout(600, 0);
   if (!stream) {
-    httplib::Result res = server.Client().Post(path, body.dump(), "application/json");
+    httplib::Result res = client.Post(path, body.dump(), "application/json");
     EXPECT_TRUE(res) << "connection dropped";
     if (!res) return reply;
     reply.status = res->status;
@@ -131,7 +136,7 @@ Reply Post(const ServerProcess& server, const std::string& path, json body, bool
   }
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
-  const serve::testing::Stream events = PostStream(server.Client(), path, body);
+  const serve::testing::Stream events = PostStream(std::move(client), path, body);
   reply.status = events.status;
   if (events.status != 200) return reply;
   EXPECT_TRUE(events.done) << "no [DONE]";
@@ -362,7 +367,9 @@ TEST_P(StructuredServeTest, RequiredToolCallsValidate) {
                                 {"max_tokens", 1000}},
                                stream);
       ExpectValidToolCalls(reply, choice.is_object() ? "search" : "");
-      if (!stream) EXPECT_TRUE(reply.body["choices"][0]["message"]["content"].is_null());
+      if (!stream && reply.status == 200) {
+        EXPECT_TRUE(reply.body["choices"][0]["message"]["content"].is_null());
+      }
       if (GetParam() == Vocab::kLlamaSpm) EXPECT_EQ(reply.tool_calls.size(), 1u);
     }
   }
