@@ -77,7 +77,11 @@ typedef enum npu_llm_speculative {
   NPU_LLM_SPECULATIVE_NONE = 0,
   NPU_LLM_SPECULATIVE_LOOKUP = 1, /* propose what followed an earlier occurrence of the
                                      text's last tokens (no second model) */
-  NPU_LLM_SPECULATIVE_DRAFT = 2   /* propose what a draft model picks */
+  NPU_LLM_SPECULATIVE_DRAFT = 2,  /* propose what a draft model picks */
+  /* Not a kind: makes the enum's range every int32 value, so that the
+     library can refuse an out-of-range value from C without undefined
+     behaviour (the Vulkan MAX_ENUM convention). */
+  NPU_LLM_SPECULATIVE_MAX_ENUM = 0x7FFFFFFF
 } npu_llm_speculative;
 
 /* Initialize with npu_llm_config_init, then change fields. */
