@@ -50,6 +50,10 @@ absl::Status IoctlError(absl::string_view ioctl_name, int err,
       return absl::UnimplementedError(
           absl::StrCat(message, "; the kernel driver is older than this "
                                 "user-space driver"));
+    case EOPNOTSUPP:
+      return absl::UnimplementedError(absl::StrCat(
+          message, "; the device lacks the capability this needs (see "
+                   "DRM_LNPU_PARAM_CAPABILITIES)"));
     default:
       return absl::InternalError(message);
   }
@@ -264,6 +268,10 @@ absl::StatusOr<drm_lnpu_submit> Device::SubmitWithFlags(const SubmitArgs& args,
   submit.cmd_offset = args.cmd_offset;
   submit.cmd_size = args.cmd_size;
   submit.flags = flags;
+  if (args.profile != nullptr) {
+    submit.flags |= DRM_LNPU_SUBMIT_PROFILE;
+    submit.profile_handle = args.profile->handle();
+  }
   if (int err = file_->Ioctl(DRM_IOCTL_LNPU_SUBMIT, &submit); err != 0) {
     return IoctlError(
         "DRM_IOCTL_LNPU_SUBMIT", err,
@@ -271,7 +279,9 @@ absl::StatusOr<drm_lnpu_submit> Device::SubmitWithFlags(const SubmitArgs& args,
                      " command bytes at offset ", args.cmd_offset, ", ",
                      args.bo_handles.size(), " buffers, ",
                      args.in_fences.size(), " in-fences",
-                     flags == 0 ? "" : absl::StrCat(", flags 0x", absl::Hex(flags))),
+                     submit.flags == 0
+                         ? ""
+                         : absl::StrCat(", flags 0x", absl::Hex(submit.flags))),
         file_.get());
   }
   return submit;

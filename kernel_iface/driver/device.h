@@ -73,6 +73,12 @@ struct SubmitArgs {
   uint32_t cmd_size = 0;
   absl::Span<const uint32_t> bo_handles; // every buffer the job touches
   absl::Span<const uint64_t> in_fences;  // fences this job waits for
+  // With DRM_LNPU_CAP_PROFILING: a buffer of at least
+  // DRM_LNPU_PROFILE_BYTES(commands) that the device fills with the job's
+  // command times before its fence signals (DRM_LNPU_SUBMIT_PROFILE; not
+  // one of bo_handles). A device without the capability refuses it:
+  // Unimplemented.
+  const Buffer* profile = nullptr;
 };
 
 // A job queued by Device::SubmitWithFenceFd: its fence number (for

@@ -488,10 +488,18 @@ static int lnpu_submit_checks(const struct drm_lnpu_submit *args,
 			      struct lnpu_file *lfile)
 {
 	if ((args->flags & ~DRM_LNPU_SUBMIT_FLAGS_ALL) || args->out_fence_fd ||
+	    args->pad ||
+	    (!(args->flags & DRM_LNPU_SUBMIT_PROFILE) && args->profile_handle) ||
 	    args->engine >= DRM_LNPU_ENGINE_COUNT ||
 	    args->bo_count > LNPU_MAX_JOB_BOS ||
 	    args->in_fence_count > LNPU_MAX_FENCES)
 		return -EINVAL;
+	/*
+	 * The firmware protocol carries no timestamps, so this driver does not
+	 * report DRM_LNPU_CAP_PROFILING and cannot fill a profile BO.
+	 */
+	if (args->flags & DRM_LNPU_SUBMIT_PROFILE)
+		return -EOPNOTSUPP;
 	if ((args->bo_count && !args->bo_handles) ||
 	    (args->in_fence_count && !args->in_fences))
 		return -EFAULT;

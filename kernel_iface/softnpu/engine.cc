@@ -127,12 +127,14 @@ void Engine::Stop() {
     cancelled.swap(queue_);
   }
   for (std::unique_ptr<Job>& job : cancelled) {
+    job->ClearProfile(id_);
     Finish(std::move(job), Outcome::kCancelled, {});
   }
 }
 
 void Engine::Run() {
   while (std::unique_ptr<Job> job = NextJob()) {
+    job->ClearProfile(id_);
     MonotonicClock::duration busy{};
     const Outcome outcome =
         job->context().banned.load(std::memory_order_relaxed) ||
@@ -212,11 +214,14 @@ Engine::Outcome Engine::RunJob(Job& job, MonotonicClock::duration* busy) {
     running_ = false;
     run_context_ = nullptr;
   }
-  *busy = MonotonicClock::now() - start;
+  const MonotonicClock::time_point end = MonotonicClock::now();
+  job.ProfileJob(start, end);
+  *busy = end - start;
   return outcome;
 }
 
 Engine::Outcome Engine::Execute(Job& job) {
+  const bool profiled = job.profiled();
   uint32_t index = 0;
   for (uint32_t offset = 0; offset < job.command_bytes(); ++index) {
     if (abort_requested_.load(std::memory_order_relaxed)) {
@@ -231,7 +236,10 @@ Engine::Outcome Engine::Execute(Job& job) {
     }
     run_command_.store(index, std::memory_order_relaxed);
     const lnpu_cmd_header& command = job.command_at(offset);
+    const MonotonicClock::time_point start =
+        profiled ? MonotonicClock::now() : MonotonicClock::time_point{};
     const absl::Status status = ExecuteCommand(command, job, compute_);
+    if (profiled) job.ProfileCommand(index, start, MonotonicClock::now());
     if (!status.ok()) {
       log_.RecordFault(absl::StrFormat(
           "%s engine: job faulted at command %u of %u (opcode %u): %s", name_,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 
@@ -15,6 +17,48 @@ void Job::Clear() {
   accesses_.clear();
   context_.reset();
   fence_.reset();
+  profile_.reset();
+}
+
+void Job::SetProfile(std::shared_ptr<BufferObject> profile) {
+  profile_ = std::move(profile);
+}
+
+namespace {
+
+uint64_t Nanoseconds(MonotonicClock::time_point time) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          time.time_since_epoch())
+          .count());
+}
+
+}  // namespace
+
+void Job::ClearProfile(uint32_t engine) {
+  if (profile_ == nullptr) return;
+  drm_lnpu_profile_header header{};
+  header.command_count = command_count_;
+  header.engine = engine;
+  std::memcpy(profile_->data(), &header, sizeof header);
+  std::memset(profile_->data() + sizeof header, 0,
+              size_t{command_count_} * sizeof(drm_lnpu_profile_command));
+}
+
+void Job::ProfileJob(MonotonicClock::time_point start,
+                     MonotonicClock::time_point end) {
+  if (profile_ == nullptr) return;
+  const uint64_t times[2] = {Nanoseconds(start), Nanoseconds(end)};
+  static_assert(offsetof(drm_lnpu_profile_header, job_end_ns) == 8);
+  std::memcpy(profile_->data(), times, sizeof times);
+}
+
+void Job::ProfileCommand(uint32_t index, MonotonicClock::time_point start,
+                         MonotonicClock::time_point end) {
+  const drm_lnpu_profile_command record{Nanoseconds(start), Nanoseconds(end)};
+  std::memcpy(profile_->data() + sizeof(drm_lnpu_profile_header) +
+                  size_t{index} * sizeof record,
+              &record, sizeof record);
 }
 
 void Job::AddBuffer(std::shared_ptr<BufferObject> buffer) {

@@ -26,6 +26,7 @@
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/softnpu/diagnostic_log.h"
 #include "kernel_iface/softnpu/fence.h"
+#include "kernel_iface/softnpu/wait_queue.h"
 #include "kernel_iface/softnpu/file_context.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
@@ -53,6 +54,11 @@ class Job final : public DeviceMemoryView {
   int LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
                    DiagnosticLog& log);
 
+  // With DRM_LNPU_SUBMIT_PROFILE: the BO the engine writes the job's
+  // timings into (at least DRM_LNPU_PROFILE_BYTES(command_count()) bytes,
+  // checked by the caller). Call after LoadCommands.
+  void SetProfile(std::shared_ptr<BufferObject> profile);
+
   // Attaches the file context the job runs for and the fence it signals.
   void Arm(std::shared_ptr<FileContext> context, std::shared_ptr<Fence> fence);
 
@@ -74,6 +80,17 @@ class Job final : public DeviceMemoryView {
   }
   uint32_t command_count() const { return command_count_; }
 
+  // Profiling (struct drm_lnpu_profile_header), all no-ops without a
+  // profile BO. Times are CLOCK_MONOTONIC.
+  bool profiled() const { return profile_ != nullptr; }
+  // Writes the header with zero times and zeroes every command record: the
+  // state of a job that has not run.
+  void ClearProfile(uint32_t engine);
+  void ProfileJob(MonotonicClock::time_point start,
+                  MonotonicClock::time_point end);
+  void ProfileCommand(uint32_t index, MonotonicClock::time_point start,
+                      MonotonicClock::time_point end);
+
   // DeviceMemoryView.
   uint8_t* Translate(uint64_t addr) const override;
 
@@ -92,6 +109,7 @@ class Job final : public DeviceMemoryView {
   std::vector<OperandAccess> accesses_;  // validation scratch
   std::shared_ptr<FileContext> context_;
   std::shared_ptr<Fence> fence_;
+  std::shared_ptr<BufferObject> profile_;
 };
 
 }  // namespace lnpu::softnpu

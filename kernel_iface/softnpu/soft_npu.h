@@ -65,6 +65,10 @@ struct SoftNpuOptions {
   // Compute-engine worker threads; 0 = std::thread::hardware_concurrency().
   // 0 .. 1024.
   int compute_threads = 0;
+  // Reports DRM_LNPU_CAP_PROFILING and fills the profile BO of a SUBMIT
+  // with DRM_LNPU_SUBMIT_PROFILE. false models a device without command
+  // timestamps (the kernel module): the flag is refused with EOPNOTSUPP.
+  bool profiling = true;
 
   // OK, or InvalidArgument naming the field outside its range.
   absl::Status Validate() const;

@@ -189,7 +189,8 @@ int SoftNpuFile::GetParam(drm_lnpu_get_param& args) {
       return 0;
     case DRM_LNPU_PARAM_CAPABILITIES:
       args.value = DRM_LNPU_CAP_DTYPE_F16 | DRM_LNPU_CAP_IN_FENCES |
-                   DRM_LNPU_CAP_SOFTWARE | DRM_LNPU_CAP_USERPTR;
+                   DRM_LNPU_CAP_SOFTWARE | DRM_LNPU_CAP_USERPTR |
+                   (options.profiling ? DRM_LNPU_CAP_PROFILING : 0);
       return 0;
     case DRM_LNPU_PARAM_MEMORY_SIZE:
       args.value = device_->memory_->capacity();
@@ -368,6 +369,15 @@ int SoftNpuFile::Submit(drm_lnpu_submit& args) {
                       "device sets it)",
                       args.out_fence_fd);
   }
+  if (args.pad != 0) {
+    return log.Reject(EINVAL, "SUBMIT: pad is %u, must be 0", args.pad);
+  }
+  if ((args.flags & DRM_LNPU_SUBMIT_PROFILE) == 0 && args.profile_handle != 0) {
+    return log.Reject(EINVAL,
+                      "SUBMIT: profile_handle is %u without "
+                      "DRM_LNPU_SUBMIT_PROFILE; set the flag or pass 0",
+                      args.profile_handle);
+  }
   if (args.engine >= DRM_LNPU_ENGINE_COUNT) {
     return log.Reject(EINVAL, "SUBMIT: engine %u is not a DRM_LNPU_ENGINE_*",
                       args.engine);
@@ -383,6 +393,12 @@ int SoftNpuFile::Submit(drm_lnpu_submit& args) {
                       "SUBMIT: in_fence_count %u exceeds "
                       "DRM_LNPU_PARAM_MAX_IN_FENCES (%u)",
                       args.in_fence_count, kMaxFences);
+  }
+  if ((args.flags & DRM_LNPU_SUBMIT_PROFILE) != 0 &&
+      !device_->options_.profiling) {
+    return log.Reject(EOPNOTSUPP,
+                      "SUBMIT: DRM_LNPU_SUBMIT_PROFILE on a device without "
+                      "DRM_LNPU_CAP_PROFILING; submit without the flag");
   }
   if (args.bo_count > 0 && args.bo_handles == 0) {
     return log.Reject(EFAULT, "SUBMIT: bo_handles is null with bo_count %u",
@@ -453,6 +469,7 @@ int SoftNpuFile::Submit(drm_lnpu_submit& args) {
 int SoftNpuFile::PrepareJob(const drm_lnpu_submit& args, Job& job) {
   DiagnosticLog& log = *device_->log_;
   std::shared_ptr<BufferObject> cmd;
+  std::shared_ptr<BufferObject> profile;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = handles_.find(args.cmd_handle);
@@ -498,6 +515,33 @@ int SoftNpuFile::PrepareJob(const drm_lnpu_submit& args, Job& job) {
       }
       if (fence != nullptr) job.AddInFence(std::move(fence));
     }
+    if ((args.flags & DRM_LNPU_SUBMIT_PROFILE) != 0) {
+      auto it = handles_.find(args.profile_handle);
+      if (it == handles_.end()) {
+        return log.Reject(ENOENT,
+                          "SUBMIT: profile_handle %u is not open in this file",
+                          args.profile_handle);
+      }
+      profile = it->second;
+    }
+  }
+  if (profile != nullptr) {
+    if ((profile->flags() & (DRM_LNPU_BO_CMDBUF | DRM_LNPU_BO_READ_ONLY)) != 0) {
+      return log.Reject(EINVAL,
+                        "SUBMIT: profile_handle %u is a DRM_LNPU_BO_CMDBUF or "
+                        "DRM_LNPU_BO_READ_ONLY buffer; the device writes the "
+                        "profile into it: use a plain data buffer",
+                        args.profile_handle);
+    }
+    const uint32_t* handles = UserArray<uint32_t>(args.bo_handles);
+    for (uint32_t i = 0; i < args.bo_count; ++i) {
+      if (handles[i] == args.profile_handle) {
+        return log.Reject(EINVAL,
+                          "SUBMIT: profile_handle %u is also bo_handles[%u]; "
+                          "the commands must not touch the profile buffer",
+                          args.profile_handle, i);
+      }
+    }
   }
   if ((cmd->flags() & DRM_LNPU_BO_CMDBUF) == 0) {
     return log.Reject(EINVAL,
@@ -512,9 +556,24 @@ int SoftNpuFile::PrepareJob(const drm_lnpu_submit& args, Job& job) {
                       "command buffer",
                       args.cmd_offset, args.cmd_size, cmd->size());
   }
-  return job.LoadCommands(
-      args.engine,
-      absl::MakeConstSpan(cmd->data() + args.cmd_offset, args.cmd_size), log);
+  if (const int error = job.LoadCommands(
+          args.engine,
+          absl::MakeConstSpan(cmd->data() + args.cmd_offset, args.cmd_size),
+          log);
+      error != 0) {
+    return error;
+  }
+  if (profile == nullptr) return 0;
+  const uint64_t needed = DRM_LNPU_PROFILE_BYTES(job.command_count());
+  if (profile->size() < needed) {
+    return log.Reject(EINVAL,
+                      "SUBMIT: profile buffer %u has %u bytes; a job of %u "
+                      "commands needs DRM_LNPU_PROFILE_BYTES(%u) = %u",
+                      args.profile_handle, profile->size(), job.command_count(),
+                      job.command_count(), needed);
+  }
+  job.SetProfile(std::move(profile));
+  return 0;
 }
 
 int SoftNpuFile::Wait(drm_lnpu_wait& args) {

@@ -738,10 +738,18 @@ class Program {
                                            : AsUserPointer(fence_array.data());
     args.flags = DecodePad();
     args.out_fence_fd = static_cast<int32_t>(DecodePad());
+    // The fields appended in 1.3 cost bytes only when flags are set, so
+    // programs that submit with flags 0 (every seed) decode as before.
+    if (args.flags != 0) {
+      args.profile_handle = DecodeHandle();
+      args.pad = DecodePad();
+    }
     bool truncated = false;
     const int error =
         CallWithAbi(DRM_IOCTL_LNPU_SUBMIT, &args, in_.U8(), &truncated);
-    Expect("SUBMIT", error, {0, EINVAL, ENOENT, EFAULT, ECANCELED});
+    // EOPNOTSUPP: DRM_LNPU_SUBMIT_PROFILE on a device without
+    // DRM_LNPU_CAP_PROFILING.
+    Expect("SUBMIT", error, {0, EINVAL, ENOENT, EFAULT, ECANCELED, EOPNOTSUPP});
     if (error != 0) return;
     // Success needs out_fence_fd 0 on entry: anything else is the
     // descriptor DRM_LNPU_SUBMIT_OUT_FENCE_FD asked for, which is ours.

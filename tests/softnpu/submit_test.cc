@@ -76,8 +76,9 @@ TEST_F(SubmitTest, FencesArePerFile) {
   EXPECT_EQ(WaitJob(*other, theirs), 0);
 }
 
-// The flag and the out_fence_fd rules of DRM_LNPU_SUBMIT_OUT_FENCE_FD are
-// in fence_fd_test.cc.
+// The flag and field rules of DRM_LNPU_SUBMIT_OUT_FENCE_FD are in
+// fence_fd_test.cc, those of DRM_LNPU_SUBMIT_PROFILE (profile_handle, pad)
+// in profile_test.cc.
 
 TEST_F(SubmitTest, UnknownEngineIsEinval) {
   EXPECT_EQ(SubmitCopyWith([](drm_lnpu_submit& a) {

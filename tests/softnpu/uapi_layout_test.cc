@@ -11,8 +11,11 @@ TEST(UapiLayoutTest, IoctlStructSizes) {
   EXPECT_EQ(sizeof(drm_lnpu_get_param), 16u);
   EXPECT_EQ(sizeof(drm_lnpu_bo_create), 32u);
   EXPECT_EQ(sizeof(drm_lnpu_bo_info), 32u);
-  EXPECT_EQ(sizeof(drm_lnpu_submit), 56u);
+  EXPECT_EQ(sizeof(drm_lnpu_submit), 64u);  // 56 before 1.3
   EXPECT_EQ(sizeof(drm_lnpu_wait), 32u);
+  EXPECT_EQ(sizeof(drm_lnpu_profile_header), 24u);
+  EXPECT_EQ(sizeof(drm_lnpu_profile_command), 16u);
+  EXPECT_EQ(DRM_LNPU_PROFILE_BYTES(3), 24u + 3 * 16u);
 }
 
 TEST(UapiLayoutTest, CommandStructSizes) {
@@ -44,7 +47,8 @@ TEST(UapiLayoutTest, EveryStructIsAMultipleOfEightBytes) {
       sizeof(lnpu_cmd_rope),      sizeof(lnpu_cmd_attention),
       sizeof(lnpu_cmd_swiglu),    sizeof(lnpu_cmd_add),
       sizeof(lnpu_cmd_copy),      sizeof(lnpu_cmd_scatter_rows),
-      sizeof(lnpu_cmd_geglu),     sizeof(lnpu_cmd_scale)};
+      sizeof(lnpu_cmd_geglu),     sizeof(lnpu_cmd_scale),
+      sizeof(drm_lnpu_profile_header), sizeof(drm_lnpu_profile_command)};
   for (size_t size : sizes) EXPECT_EQ(size % 8, 0u) << size;
 }
 
@@ -82,6 +86,15 @@ TEST(UapiLayoutTest, SubmitOffsets) {
   EXPECT_EQ(offsetof(drm_lnpu_submit, flags), 40u);
   EXPECT_EQ(offsetof(drm_lnpu_submit, out_fence_fd), 44u);  // pad before 1.3
   EXPECT_EQ(offsetof(drm_lnpu_submit, fence), 48u);
+  // Appended in 1.3; the struct ended at fence (56 bytes) before.
+  EXPECT_EQ(offsetof(drm_lnpu_submit, profile_handle), 56u);
+  EXPECT_EQ(offsetof(drm_lnpu_submit, pad), 60u);
+  EXPECT_EQ(offsetof(drm_lnpu_profile_header, job_start_ns), 0u);
+  EXPECT_EQ(offsetof(drm_lnpu_profile_header, job_end_ns), 8u);
+  EXPECT_EQ(offsetof(drm_lnpu_profile_header, command_count), 16u);
+  EXPECT_EQ(offsetof(drm_lnpu_profile_header, engine), 20u);
+  EXPECT_EQ(offsetof(drm_lnpu_profile_command, start_ns), 0u);
+  EXPECT_EQ(offsetof(drm_lnpu_profile_command, end_ns), 8u);
 }
 
 TEST(UapiLayoutTest, WaitOffsets) {

@@ -52,6 +52,7 @@ constexpr struct {
     {DRM_LNPU_CAP_IN_FENCES, "in-fences"},
     {DRM_LNPU_CAP_SOFTWARE, "software"},
     {DRM_LNPU_CAP_USERPTR, "userptr"},
+    {DRM_LNPU_CAP_PROFILING, "profiling"},
 };
 
 std::vector<std::string> CapabilityNames(uint64_t mask) {

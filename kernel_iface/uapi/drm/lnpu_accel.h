@@ -43,8 +43,9 @@ extern "C" {
 #define LNPU_UAPI_VERSION_MAJOR 1
 #define LNPU_UAPI_VERSION_MINOR 3 /* 1.1: userptr, read-only BOs, counters;
                                      1.2: int8 KV cache (LNPU_DTYPE_I8);
-                                     1.3: submit out-fence fd, GEGLU, SCALE,
-                                     attention soft cap and sliding window */
+                                     1.3: submit out-fence fd, command
+                                     profiling, GEGLU, SCALE, attention
+                                     soft cap and sliding window */
 
 #define DRM_LNPU_GET_PARAM 0x00
 #define DRM_LNPU_BO_CREATE 0x01
@@ -119,6 +120,9 @@ extern "C" {
                                                model */
 #define DRM_LNPU_CAP_USERPTR (1ull << 3)    /* since 1.1:
                                                DRM_LNPU_BO_USERPTR imports */
+/* Since 1.3 (command profiling). */
+#define DRM_LNPU_CAP_PROFILING (1ull << 4)  /* since 1.3: SUBMIT accepts
+                                               DRM_LNPU_SUBMIT_PROFILE */
 
 /**
  * struct drm_lnpu_get_param - read one device parameter
@@ -230,7 +234,13 @@ struct drm_lnpu_bo_info {
 #define DRM_LNPU_SUBMIT_OUT_FENCE_FD (1u << 0) /* since 1.3: return the job's
                                                   fence as a file descriptor
                                                   in out_fence_fd */
-#define DRM_LNPU_SUBMIT_FLAGS_ALL (DRM_LNPU_SUBMIT_OUT_FENCE_FD)
+/* Since 1.3: command profiling. */
+#define DRM_LNPU_SUBMIT_PROFILE (1u << 1) /* since 1.3, with
+                                             DRM_LNPU_CAP_PROFILING: time
+                                             every command into the BO
+                                             profile_handle */
+#define DRM_LNPU_SUBMIT_FLAGS_ALL \
+  (DRM_LNPU_SUBMIT_OUT_FENCE_FD | DRM_LNPU_SUBMIT_PROFILE)
 
 /**
  * struct drm_lnpu_submit - queue a command stream on an engine
@@ -250,6 +260,10 @@ struct drm_lnpu_bo_info {
  *                since 1.3, with DRM_LNPU_SUBMIT_OUT_FENCE_FD: a new file
  *                descriptor (close-on-exec) for the job's fence, else 0
  * @fence: [out] the job's fence: a per-file sequence number, starting at 1
+ * @profile_handle: [in] since 1.3: with DRM_LNPU_SUBMIT_PROFILE, the BO the
+ *                  device fills with the job's command times (struct
+ *                  drm_lnpu_profile_header); must be 0 without the flag
+ * @pad: [in] since 1.3: must be 0
  *
  * The command stream is cmd_size bytes at cmd_offset of BO cmd_handle (a
  * DRM_LNPU_BO_CMDBUF BO). Every buffer that any command reads or writes
@@ -277,11 +291,30 @@ struct drm_lnpu_bo_info {
  * Closing the descriptor early does not affect the job. Without the flag
  * out_fence_fd stays 0 and no descriptor is created.
  *
+ * Command profiling (since 1.3): with DRM_LNPU_SUBMIT_PROFILE, on a device
+ * that reports DRM_LNPU_CAP_PROFILING, the device records when each command
+ * of the job started and ended into the BO profile_handle; see struct
+ * drm_lnpu_profile_header. The flag combines with
+ * DRM_LNPU_SUBMIT_OUT_FENCE_FD.
+ *
+ * Growth (since 1.3): profile_handle and pad were appended, so the struct
+ * grew from 56 to 64 bytes and DRM_IOCTL_LNPU_SUBMIT's encoded size with
+ * it. A driver matches the ioctl by number and zero-fills what a shorter
+ * (pre-1.3, 56-byte) struct lacks, so old user space gets profile_handle =
+ * pad = 0: no profiling. A pre-1.3 driver ignores the two fields, but
+ * rejects DRM_LNPU_SUBMIT_PROFILE as an unknown flag.
+ *
  * Errors: EINVAL bad engine, flags (an unknown DRM_LNPU_SUBMIT_* bit),
- *         out_fence_fd not 0, counts, offsets or command, a
- *         CMDBUF BO listed in bo_handles, a command that writes into a
- *         DRM_LNPU_BO_READ_ONLY BO;
- *         ENOENT unknown BO handle or in-fence; EFAULT null array pointer;
+ *         out_fence_fd not 0, pad not 0, profile_handle not 0 without
+ *         DRM_LNPU_SUBMIT_PROFILE, counts, offsets or command, a CMDBUF BO
+ *         listed in bo_handles, a command that writes into a
+ *         DRM_LNPU_BO_READ_ONLY BO, a profile BO that is CMDBUF or
+ *         READ_ONLY, is listed in bo_handles or is smaller than
+ *         DRM_LNPU_PROFILE_BYTES(commands in the stream);
+ *         EOPNOTSUPP DRM_LNPU_SUBMIT_PROFILE on a device without
+ *         DRM_LNPU_CAP_PROFILING;
+ *         ENOENT unknown BO handle, profile_handle or in-fence;
+ *         EFAULT null array pointer;
  *         ECANCELED the file's context was banned after a job timeout;
  *         EMFILE with DRM_LNPU_SUBMIT_OUT_FENCE_FD, the process has no
  *         free file descriptor (nothing was queued).
@@ -298,7 +331,59 @@ struct drm_lnpu_submit {
   __u32 flags;
   __s32 out_fence_fd; /* since 1.3; pad before */
   __u64 fence;
+  __u32 profile_handle; /* since 1.3; the struct ended at fence before */
+  __u32 pad;            /* since 1.3 */
 };
+
+/**
+ * struct drm_lnpu_profile_command - when one command of a profiled job ran
+ * @start_ns: [out] CLOCK_MONOTONIC time the command started, in ns; 0 if
+ *            it did not run
+ * @end_ns: [out] CLOCK_MONOTONIC time it ended, in ns (>= start_ns); 0 if it
+ *          did not run
+ */
+struct drm_lnpu_profile_command {
+  __u64 start_ns;
+  __u64 end_ns;
+};
+
+/**
+ * struct drm_lnpu_profile_header - the start of a profile BO (since 1.3)
+ * @job_start_ns: [out] CLOCK_MONOTONIC time the engine started the job, ns
+ * @job_end_ns: [out] time the engine finished it (after its last command)
+ * @command_count: [out] commands in the job's stream; as many struct
+ *                 drm_lnpu_profile_command follow the header, in stream
+ *                 order
+ * @engine: [out] the engine that ran the job (DRM_LNPU_ENGINE_*)
+ *
+ * A SUBMIT with DRM_LNPU_SUBMIT_PROFILE names a profile BO in
+ * profile_handle: a data BO of the same file (not DRM_LNPU_BO_CMDBUF, not
+ * DRM_LNPU_BO_READ_ONLY, not listed in bo_handles) of at least
+ * DRM_LNPU_PROFILE_BYTES(command count) bytes. The device writes the header
+ * and one record per command at offset 0 of the BO before the job's fence
+ * signals; the SUBMIT holds a reference to the BO until then. Commands
+ * that did not run (the job faulted, timed out or was cancelled) have
+ * start_ns = end_ns = 0; a cancelled job that never started has
+ * job_start_ns = job_end_ns = 0 as well. The times of consecutive commands
+ * do not overlap, and all lie within [job_start_ns, job_end_ns].
+ *
+ * Profiling costs two clock reads per command; jobs submitted without the
+ * flag are not timed. A profile BO must not be shared by jobs in flight at
+ * the same time (their records would overwrite each other). The kernel
+ * module does not report DRM_LNPU_CAP_PROFILING (its firmware protocol
+ * carries no timestamps) and rejects the flag with EOPNOTSUPP.
+ */
+struct drm_lnpu_profile_header {
+  __u64 job_start_ns;
+  __u64 job_end_ns;
+  __u32 command_count;
+  __u32 engine;
+};
+
+/* Bytes a profile BO needs for a job of `commands` commands. */
+#define DRM_LNPU_PROFILE_BYTES(commands)        \
+  (sizeof(struct drm_lnpu_profile_header) +     \
+   (__u64)(commands) * sizeof(struct drm_lnpu_profile_command))
 
 /* ---------------------------------------------------------------------- */
 /* DRM_LNPU_WAIT: wait until fences signal.                                */
