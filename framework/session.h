@@ -132,6 +132,11 @@ class Session {
   // IO, commands), excluding the shared weights.
   uint64_t device_memory_bytes() const { return runtime_->device_memory_bytes(); }
   const runtime::SequenceStats& runtime_stats() const { return runtime_->stats(); }
+  // Observes every graph run of this session (traces, profiles); see
+  // runtime::Sequence::SetStepObserver.
+  absl::Status SetStepObserver(runtime::Sequence::StepObserver observer) {
+    return runtime_->SetStepObserver(std::move(observer));
+  }
 
  private:
   friend class Llm;

@@ -66,6 +66,7 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   const ModelInfo& info() const { return program_->info(); }
+  const Program& program() const { return *program_; }
   Device& device() const { return *device_; }
 
   // A new sequence with an empty cache: allocates and zeroes its buffers

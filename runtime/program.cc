@@ -12,6 +12,7 @@
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/format/vocabulary_table.h"
 #include "compiler_artifacts/format/model_generated.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu::runtime {
 namespace {
@@ -184,6 +185,15 @@ absl::Status Program::CommandImage::Append(const fb::Graph& g, const DeviceLimit
         relocations.push_back({stream.offset + r->offset(), r->buffer()});
         stream.buffers.push_back(r->buffer());
       }
+    }
+    // Command framing was verified with the artifact.
+    const auto* layers = cs->command_layers();
+    for (uint32_t at = 0, index = 0; at < size; ++index) {
+      lnpu_cmd_header header;
+      std::memcpy(&header, cs->commands()->data() + at, sizeof header);
+      const int32_t layer = layers != nullptr && index < layers->size() ? layers->Get(index) : -1;
+      stream.commands.push_back({stream.offset + at, header.opcode, layer});
+      at += header.size;
     }
     std::sort(stream.buffers.begin(), stream.buffers.end());
     stream.buffers.erase(std::unique(stream.buffers.begin(), stream.buffers.end()),

@@ -50,12 +50,21 @@ struct BufferLocation {
   uint64_t offset = 0;
 };
 
+// One command of a stream, for profiles and traces (the runtime itself
+// replays streams without looking at their commands).
+struct CommandSpec {
+  uint32_t offset = 0;  // in the command image
+  uint16_t opcode = 0;  // LNPU_OP_*
+  int32_t layer = -1;   // transformer layer, -1 outside the layers or unknown
+};
+
 // One job: `size` bytes at `offset` of the recorded command image.
 struct StreamSpec {
   uint32_t engine = 0;           // DRM_LNPU_ENGINE_*
   uint32_t offset = 0;           // multiple of 8
   uint32_t size = 0;             // multiple of 8, > 0
   std::vector<uint32_t> buffers; // buffers the job touches, sorted, unique
+  std::vector<CommandSpec> commands;  // in stream order
 };
 
 // Host-visible operands of a graph, each in a kIo buffer, 4-byte aligned.

@@ -21,14 +21,24 @@ absl::Status JobError(absl::Span<const RecordedStream> streams, const std::strin
 absl::Status RunRecordedGraph(Device& device, const Buffer& commands,
                               absl::Span<const RecordedStream> streams, bool chain_with_fences,
                               const std::string& graph_name, absl::Time deadline,
-                              std::vector<uint64_t>& fences, DeviceTime& time) {
+                              std::vector<uint64_t>& fences, DeviceTime& time,
+                              RunObservation* observation) {
+  // Device::Wait, adding its duration to `time` (and to the timeline).
+  const auto wait = [&](uint64_t fence) {
+    const absl::Time wait_start = absl::Now();
+    const int64_t wait_start_ns = observation != nullptr ? MonotonicNanos() : 0;
+    absl::Status waited = device.Wait(fence, deadline);
+    time.wait += absl::Now() - wait_start;
+    if (observation != nullptr) {
+      observation->timeline.waits.push_back({wait_start_ns, MonotonicNanos()});
+    }
+    return waited;
+  };
   fences.clear();
   for (size_t i = 0; i < streams.size(); ++i) {
     const RecordedStream& stream = streams[i];
     if (i > 0 && !chain_with_fences) {
-      const absl::Time wait_start = absl::Now();
-      absl::Status waited = device.Wait(fences.back(), deadline);
-      time.wait += absl::Now() - wait_start;
+      absl::Status waited = wait(fences.back());
       if (!waited.ok()) return JobError(streams, graph_name, i - 1, waited);
     }
     SubmitArgs args;
@@ -38,15 +48,20 @@ absl::Status RunRecordedGraph(Device& device, const Buffer& commands,
     args.cmd_size = stream.size;
     args.bo_handles = stream.bo_handles;
     if (i > 0 && chain_with_fences) args.in_fences = absl::MakeConstSpan(&fences.back(), 1);
+    TimeSpan* submit_span = nullptr;
+    if (observation != nullptr) {
+      if (!observation->profiles.empty()) args.profile = &observation->profiles[i];
+      submit_span = &observation->timeline.jobs[i].submit;
+      submit_span->start_ns = MonotonicNanos();
+    }
     const absl::Time submit_start = absl::Now();
     absl::StatusOr<uint64_t> submitted = device.Submit(args);
     time.submit += absl::Now() - submit_start;
+    if (submit_span != nullptr) submit_span->end_ns = MonotonicNanos();
     if (!submitted.ok()) return submitted.status();
     fences.push_back(*submitted);
   }
-  const absl::Time wait_start = absl::Now();
-  absl::Status waited = device.Wait(fences.back(), deadline);
-  time.wait += absl::Now() - wait_start;
+  absl::Status waited = wait(fences.back());
   if (!waited.ok()) {
     // The jobs before the last have all completed or failed, so these
     // waits return at once.

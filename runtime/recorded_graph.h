@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "kernel_iface/driver/device.h"
+#include "runtime/step_timeline.h"
 
 namespace lnpu::runtime {
 
@@ -44,16 +45,27 @@ inline void StoreI32(uint8_t* array, size_t index, int32_t value) {
   std::memcpy(array + index * sizeof(int32_t), &value, sizeof(value));
 }
 
+// What a run records for a step observer: the host's submit and wait
+// times into `timeline` (its jobs sized to the streams by the caller) and,
+// when `profiles` holds one buffer per stream, the device's command times
+// into them (each job submitted with DRM_LNPU_SUBMIT_PROFILE).
+struct RunObservation {
+  StepTimeline& timeline;
+  absl::Span<const Buffer> profiles;
+};
+
 // Runs `streams` (of `commands`) in order and waits for the last, at most
 // until `deadline`. `fences` is cleared and receives the jobs' fences (its
 // capacity should hold streams.size(), so that nothing is allocated).
+// With `observation`, times the run into it (nothing is timed without).
 // Errors: the device's, naming graph `graph_name`, the job (engine, index)
 // and its own cause: a failed job cancels the jobs chained after it, so
 // the first failed job is reported.
 absl::Status RunRecordedGraph(Device& device, const Buffer& commands,
                               absl::Span<const RecordedStream> streams, bool chain_with_fences,
                               const std::string& graph_name, absl::Time deadline,
-                              std::vector<uint64_t>& fences, DeviceTime& time);
+                              std::vector<uint64_t>& fences, DeviceTime& time,
+                              RunObservation* observation = nullptr);
 
 }  // namespace lnpu::runtime
 

@@ -13,6 +13,7 @@
 #define RUNTIME_SEQUENCE_H_
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -26,6 +27,7 @@
 #include "runtime/program.h"
 #include "runtime/recorded_graph.h"
 #include "runtime/cache_snapshot.h"
+#include "runtime/step_timeline.h"
 
 namespace lnpu::runtime {
 
@@ -127,6 +129,16 @@ class Sequence {
   absl::Status CopyPrefixFrom(const Sequence& source, uint32_t tokens);
 
   const SequenceStats& stats() const { return stats_; }
+
+  // Calls `observer` after every graph run that completed, on the thread
+  // of Forward(), with the run's timeline (valid during the call); an
+  // empty function removes it. While an observer is set and the device has
+  // DRM_LNPU_CAP_PROFILING, every job is submitted with
+  // DRM_LNPU_SUBMIT_PROFILE and the timeline carries the device's command
+  // times; otherwise only the host's. Without an observer nothing is timed.
+  // Errors: allocating the profile buffers (nothing changes then).
+  using StepObserver = std::function<void(const StepTimeline&)>;
+  absl::Status SetStepObserver(StepObserver observer);
   const ModelInfo& info() const { return program_->info(); }
 
   // Device memory of this session's own buffers (excluding the weights).
@@ -167,6 +179,11 @@ class Sequence {
   // positions: evicts the slots it overwrites, submits, waits and commits.
   absl::Status RunGraph(size_t graph, absl::Span<const int32_t> tokens);
 
+  // The observed run's timeline: started before its first submit, finished
+  // (device times read, observer called) after it completed.
+  void BeginTimeline(size_t graph_index, uint32_t tokens);
+  void FinishTimeline();
+
   // The mapped KV cache: [kv_blocks][capacity][kv_row_bytes].
   absl::Span<uint8_t> kv_memory() const;
   // Checks that `state` fits this session's model and compiled chunks.
@@ -186,6 +203,11 @@ class Sequence {
   KvCacheState cache_;  // its mask (and slot positions) are the mapped device ones
   SequenceStats stats_;
   std::vector<uint64_t> step_fences_;  // of the step in RunGraph
+  StepObserver step_observer_;
+  // With an observer on a profiling device: one profile buffer per stream
+  // of the largest graph, mapped.
+  std::vector<Buffer> profile_buffers_;
+  StepTimeline timeline_;  // the current run's, when observed
 };
 
 }  // namespace lnpu::runtime

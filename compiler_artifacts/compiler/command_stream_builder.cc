@@ -18,6 +18,7 @@ void CommandStreamBuilder::Append(
   command.hdr.flags = flags;
   command.hdr.size = size;
   const size_t start = commands_.size();
+  command_layers_.push_back(layer_);
   commands_.resize(start + size);
   std::memcpy(commands_.data() + start, &command, size);
   for (const auto& [field, operand] : addresses) {
@@ -190,7 +191,8 @@ flatbuffers::Offset<fb::CommandStream> CommandStreamBuilder::Serialize(
   builder.ForceVectorAlignment(commands_.size(), sizeof(uint8_t), 8);
   const auto commands = builder.CreateVector(commands_);
   const auto relocations = builder.CreateVectorOfStructs(relocations_);
-  return fb::CreateCommandStream(builder, engine_, commands, relocations);
+  const auto layers = builder.CreateVector(command_layers_);
+  return fb::CreateCommandStream(builder, engine_, commands, relocations, layers);
 }
 
 }  // namespace lnpu::compiler

@@ -101,6 +101,10 @@ class CommandStreamBuilder {
   void Scale(const ScaleArgs& args);
   void ScatterRows(const ScatterRowsArgs& args);
 
+  // The layer recorded for the commands appended from now on (-1, the
+  // default: outside the transformer layers); stored as command_layers.
+  void set_layer(int32_t layer) { layer_ = layer; }
+
   uint32_t engine() const { return engine_; }
   const std::vector<uint8_t>& commands() const { return commands_; }
   const std::vector<fb::Relocation>& relocations() const {
@@ -124,8 +128,10 @@ class CommandStreamBuilder {
   void GatedActivation(uint16_t opcode, const SwigluArgs& args);
 
   uint32_t engine_;
+  int32_t layer_ = -1;
   std::vector<uint8_t> commands_;
   std::vector<fb::Relocation> relocations_;
+  std::vector<int32_t> command_layers_;  // one per command
 };
 
 }  // namespace lnpu::compiler

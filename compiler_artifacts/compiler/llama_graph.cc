@@ -32,10 +32,17 @@ class ComputeJobs {
   CommandStreamBuilder& For(uint64_t macs) {
     if (current_macs_ > 0 && current_macs_ + macs > max_job_macs_) {
       jobs_.emplace_back(DRM_LNPU_ENGINE_COMPUTE);
+      jobs_.back().set_layer(layer_);
       current_macs_ = 0;
     }
     current_macs_ += macs;
     return jobs_.back();
+  }
+
+  // The layer of the commands that follow (-1: outside the layers).
+  void SetLayer(int32_t layer) {
+    layer_ = layer;
+    jobs_.back().set_layer(layer);
   }
 
   void Serialize(flatbuffers::FlatBufferBuilder& builder,
@@ -49,6 +56,7 @@ class ComputeJobs {
   const uint64_t max_job_macs_;
   std::vector<CommandStreamBuilder> jobs_;
   uint64_t current_macs_ = 0;
+  int32_t layer_ = -1;
 };
 
 }  // namespace
@@ -198,6 +206,7 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
                               .scale = std::sqrt(static_cast<float>(h.dim))});
   }
   for (uint32_t l = 0; l < h.n_layers; ++l) {
+    jobs.SetLayer(static_cast<int32_t>(l));
     jobs.For(row_work).RmsNorm({.src = x,
                      .weight = weights.Get(LayerTensorName(l, "attn_norm")).operand(),
                      .dst = normed,
@@ -316,6 +325,7 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
     add_block_output(At(act, a.swiglu), h.ffn_dim, weights.Get(LayerTensorName(l, "ffn_down")), l,
                      "post_ffw_norm");
   }
+  jobs.SetLayer(-1);
   // The rows whose logits are computed: every row of a Verify graph or a
   // decode batch (F32[rows][vocab_size]), otherwise the one io.last_row
   // names, gathered into `last`.

@@ -1,5 +1,6 @@
 #include "compiler_artifacts/format/artifact_verifier.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -307,6 +308,22 @@ absl::Status VerifyStream(const fb::Model& model, const fb::CommandStream* s,
     }
     command_start[at / 8] = true;
     at += header.size;
+  }
+  if (s->command_layers() != nullptr) {
+    const auto commands_in_stream = static_cast<uint32_t>(
+        std::count(command_start.begin(), command_start.end(), true));
+    if (s->command_layers()->size() != commands_in_stream) {
+      return Invalid("%s: command_layers has %u entries for %u commands",
+                     where, s->command_layers()->size(), commands_in_stream);
+    }
+    const uint32_t layers = model.hparams()->n_layers();
+    for (int32_t layer : *s->command_layers()) {
+      if (layer < -1 || layer >= static_cast<int32_t>(layers)) {
+        return Invalid("%s: command_layers holds layer %d; the model has %u "
+                       "layers (-1 = outside them)",
+                       where, layer, layers);
+      }
+    }
   }
   const auto* buffers = model.buffers();
   absl::flat_hash_set<uint32_t> relocated;

@@ -275,6 +275,64 @@ TEST_F(RuntimeTest, StatsCountRunsPaddingAndTime) {
   EXPECT_EQ(decode_runs, 1u);
 }
 
+// An observer sees every graph run with host and device times in order:
+// submits and waits inside the step, each job's commands (with their
+// layers from the artifact) inside the job; removing it stops the calls.
+TEST_F(RuntimeTest, StepObserverSeesEveryRunWithDeviceTimes) {
+  std::unique_ptr<Sequence> session = NewSession();
+  std::vector<StepTimeline> steps;
+  ASSERT_TRUE(session->SetStepObserver([&](const StepTimeline& step) {
+    steps.push_back(step);
+  }).ok());
+  std::vector<int32_t> prompt(20, 300);
+  ASSERT_TRUE(session->Forward(prompt).ok());  // 16 + 4
+  const int32_t token = 42;
+  ASSERT_TRUE(session->Forward(absl::MakeConstSpan(&token, 1)).ok());
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].tokens, 16u);
+  EXPECT_EQ(steps[1].tokens, 4u);
+  EXPECT_EQ(steps[2].tokens, 1u);
+  EXPECT_TRUE(steps[2].graph_spec->decode);
+  for (const StepTimeline& step : steps) {
+    ASSERT_TRUE(step.device_profiled);
+    ASSERT_EQ(step.jobs.size(), step.graph_spec->streams.size());
+    EXPECT_LE(step.step.start_ns, step.jobs.front().submit.start_ns);
+    for (const TimeSpan& wait : step.waits) {
+      EXPECT_LE(step.step.start_ns, wait.start_ns);
+      EXPECT_LE(wait.end_ns, step.step.end_ns);
+    }
+    std::vector<int32_t> layers;
+    for (size_t j = 0; j < step.jobs.size(); ++j) {
+      const JobTimeline& job = step.jobs[j];
+      const StreamSpec& stream = step.graph_spec->streams[j];
+      EXPECT_EQ(job.engine, stream.engine);
+      EXPECT_LE(job.submit.start_ns, job.submit.end_ns);
+      EXPECT_LE(job.submit.start_ns, job.device.start_ns);
+      EXPECT_LE(job.device.end_ns, step.step.end_ns);
+      ASSERT_EQ(job.commands.size(), stream.commands.size());
+      int64_t previous_end = job.device.start_ns;
+      for (size_t c = 0; c < job.commands.size(); ++c) {
+        EXPECT_GE(job.commands[c].start_ns, previous_end) << c;
+        EXPECT_GE(job.commands[c].end_ns, job.commands[c].start_ns) << c;
+        previous_end = job.commands[c].end_ns;
+        if (stream.engine == DRM_LNPU_ENGINE_COMPUTE) layers.push_back(stream.commands[c].layer);
+      }
+      EXPECT_LE(previous_end, job.device.end_ns);
+    }
+    // The compute commands run the embedding (-1), layers 0..4 in order,
+    // then the head (-1).
+    ASSERT_FALSE(layers.empty());
+    EXPECT_EQ(layers.front(), -1);
+    EXPECT_EQ(layers.back(), -1);
+    EXPECT_TRUE(std::is_sorted(layers.begin() + 1, layers.end() - 1));
+    EXPECT_EQ(*std::max_element(layers.begin(), layers.end()),
+              static_cast<int32_t>(model_->info().n_layers) - 1);
+  }
+  ASSERT_TRUE(session->SetStepObserver(nullptr).ok());
+  ASSERT_TRUE(session->Forward(absl::MakeConstSpan(&token, 1)).ok());
+  EXPECT_EQ(steps.size(), 3u);
+}
+
 TEST_F(RuntimeTest, SessionsAreIndependent) {
   std::unique_ptr<Sequence> a = NewSession();
   std::unique_ptr<Sequence> b = NewSession();
