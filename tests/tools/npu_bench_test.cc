@@ -3,7 +3,9 @@
 // short lengths so the whole suite takes a few seconds.
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -19,7 +21,13 @@
 #include "tests/tools/tool_test_support.h"
 #include "tools/npu-bench/command_line.h"
 #include "tools/npu-bench/decode_traffic.h"
+#include "tools/npu-bench/cpu_contention.h"
 #include "tools/npu-bench/read_bandwidth.h"
+#include "tools/npu-bench/step_profile.h"
+#include "kernel_iface/driver/device.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
+#include "nlohmann/json.hpp"
+#include "runtime/model.h"
 
 namespace lnpu::bench {
 namespace {
@@ -135,6 +143,9 @@ TEST(NpuBenchCommandLine, RejectsBadArguments) {
       {{"-m", "a.lnpu", "--reps"}, "--reps needs a value"},
       {{"-m", "a.lnpu", "--frobnicate", "1"}, "unknown option --frobnicate"},
       {{"a.lnpu"}, "unexpected argument"},
+      {{"-m", "a.lnpu", "--contention", "65"}, "--contention expects an integer in [0, 64]"},
+      {{"-m", "a.lnpu", "--profile", "--json"}, "drop --json"},
+      {{"-m", "a.lnpu", "--profile", "--contention", "1"}, "which --profile does not run"},
   };
   for (const auto& [args, message] : cases) {
     absl::StatusOr<std::optional<CommandLine>> line = Parse(args);
@@ -255,6 +266,183 @@ TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
       "assert d[\"read_bandwidth\"][\"buffer_bytes\"] == 8 << 20\n"
       "' <'" + json_path + "'");
   EXPECT_EQ(check.exit_code, 0) << check.err << "\n" << run.out;
+}
+
+TEST(NpuBenchCommandLine, ParsesProfileTraceAndContention) {
+  absl::StatusOr<std::optional<CommandLine>> line =
+      Parse({"-m", "a.lnpu", "--profile", "--trace", "t.json"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_TRUE((*line)->profile);
+  EXPECT_EQ((*line)->trace_path, "t.json");
+  line = Parse({"-m", "a.lnpu", "--contention", "2"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_EQ((*line)->benchmark.contention_processes, 2);
+  EXPECT_FALSE((*line)->profile);
+}
+
+TEST(NpuBenchContention, BusyProcessesUseCpuUntilStopped) {
+  absl::StatusOr<CpuContention> none = CpuContention::Start(0);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->Stop(), 0.0);
+  absl::StatusOr<CpuContention> two = CpuContention::Start(2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const double cores = two->Stop();
+  EXPECT_GT(cores, 0.05);  // a loaded CI machine still gives them some time
+  EXPECT_LE(cores, 2.05);
+  EXPECT_EQ(two->Stop(), cores);  // idempotent
+}
+
+TEST(NpuBenchContention, CpuShareIsWhatTheCompetitorsLeave) {
+  EXPECT_DOUBLE_EQ(AvailableCpuShare(0, 2, 2), 1.0);
+  EXPECT_DOUBLE_EQ(AvailableCpuShare(1, 2, 2), 0.5);
+  EXPECT_DOUBLE_EQ(AvailableCpuShare(2, 2, 2), 0.0);
+  EXPECT_DOUBLE_EQ(AvailableCpuShare(1, 4, 2), 1.0);
+}
+
+// One profiled prefill and decode step: every command is timed once, the
+// command times lie within their jobs and the step, and the groups add
+// up to the commands.
+TEST(NpuBenchProfile, AccountsForEveryCommandOfEachStep) {
+  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
+  ASSERT_TRUE(device.ok()) << device.status();
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      runtime::Model::Load(*std::move(device), CompileTinyModel());
+  ASSERT_TRUE(model.ok()) << model.status();
+  int observed = 0;
+  absl::StatusOr<std::vector<StepProfile>> profiles =
+      ProfileModel(**model, 16, 1, [&](const runtime::StepTimeline&) { ++observed; });
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  ASSERT_EQ(profiles->size(), 2u);  // one prefill_16 run, one decode step
+  EXPECT_EQ(observed, 2);
+  EXPECT_EQ((*profiles)[0].graph, "prefill_16");
+  EXPECT_EQ((*profiles)[0].tokens, 16u);
+  EXPECT_EQ((*profiles)[1].graph, "decode");
+  EXPECT_EQ((*profiles)[1].tokens, 1u);
+  const uint32_t layers = (*model)->info().n_layers;
+  for (const StepProfile& p : *profiles) {
+    SCOPED_TRACE(p.graph);
+    uint32_t in_graph = 0;
+    for (const runtime::GraphSpec& g : (*model)->program().graphs()) {
+      if (g.name != p.graph) continue;
+      for (const runtime::StreamSpec& s : g.streams) in_graph += s.commands.size();
+    }
+    EXPECT_EQ(p.command_count, in_graph);
+    EXPECT_EQ(p.commands.size(), in_graph);
+    EXPECT_GT(p.commands_ns, 0);
+    EXPECT_LE(p.commands_ns, p.device_ns);
+    EXPECT_LE(p.device_ns, p.step_ns);
+    uint32_t grouped = 0;
+    int64_t grouped_ns = 0;
+    for (const ProfileGroup& g : p.by_opcode) {
+      grouped += g.commands;
+      grouped_ns += g.ns;
+    }
+    EXPECT_EQ(grouped, in_graph);
+    EXPECT_EQ(grouped_ns, p.commands_ns);
+    grouped = 0;
+    for (const ProfileGroup& g : p.by_layer) grouped += g.commands;
+    EXPECT_EQ(grouped, in_graph);
+    // Layers 0..n-1, then the commands outside them.
+    ASSERT_EQ(p.by_layer.size(), layers + 1);
+    EXPECT_EQ(p.by_layer.front().name, "layer 0");
+    EXPECT_EQ(p.by_layer.back().name, "other");
+    for (const ProfiledCommand& c : p.commands) {
+      EXPECT_GE(c.layer, -1);
+      EXPECT_LT(c.layer, static_cast<int32_t>(layers));
+      EXPECT_GE(c.ns, 0);
+      if (c.opcode == LNPU_OP_MATMUL) {
+        EXPECT_GT(c.cost.ops, 0u);
+        EXPECT_GT(c.cost.bytes, 0u);
+      }
+    }
+  }
+  EXPECT_GT(BestMatmulRate(*profiles), 0);
+}
+
+TEST(NpuBenchProfile, CostCountsMatmulBytesAndOperations) {
+  lnpu_cmd_matmul c{};
+  c.hdr = {LNPU_OP_MATMUL, 0, sizeof c};
+  c.src = 0;
+  c.weight = 1 << 20;
+  c.dst = 2 << 20;
+  c.rows = 2;
+  c.k = 64;
+  c.n = 32;
+  c.weight_dtype = LNPU_DTYPE_F16;
+  absl::StatusOr<CommandCost> cost = CostOf(
+      DRM_LNPU_ENGINE_COMPUTE,
+      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(&c), sizeof c), 0);
+  ASSERT_TRUE(cost.ok()) << cost.status();
+  EXPECT_EQ(cost->ops, 2u * 2 * 64 * 32);
+  EXPECT_EQ(cost->bytes, (2u * 64 + 2u * 32) * 4 + 64u * 32 * 2);
+  c.k = 0;
+  EXPECT_FALSE(CostOf(DRM_LNPU_ENGINE_COMPUTE,
+                      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(&c), sizeof c), 0)
+                   .ok());
+}
+
+TEST(NpuBenchProgram, ProfilePrintsOpcodesLayersAndTheRoofline) {
+  std::vector<std::string> args = {"-m", CompileTinyModel(), "--device", "soft", "--profile",
+                                   "--prompt-lengths", "16", "--bandwidth-mib", "8",
+                                   "--bandwidth-runs", "1"};
+  const ToolRun run = RunBench(args);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const char* text : {"roofline: read bandwidth", "graph prefill_16, 16 token(s)",
+                           "graph decode, 1 token(s)", "by opcode", "by layer",
+                           "LNPU_OP_MATMUL", "LNPU_OP_ATTENTION", "layer 1", "other"}) {
+    EXPECT_THAT(run.out, HasSubstr(text));
+  }
+}
+
+// The trace parses and holds, for every job of the profiled decode step,
+// one command event per command of the job, inside the job's time.
+TEST(NpuBenchProgram, TraceHoldsOneEventPerCommandOfAStep) {
+  const std::string trace_path = TestDirectory::Path("trace.json");
+  const ToolRun run = RunBench({"-m", CompileTinyModel(), "--device", "soft", "--profile",
+                                "--prompt-lengths", "16", "--bandwidth-mib", "8",
+                                "--bandwidth-runs", "1", "--trace", trace_path});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json trace =
+      nlohmann::json::parse(tools::testing::ReadFileOrEmpty(trace_path), nullptr, false);
+  ASSERT_FALSE(trace.is_discarded()) << "the trace is not JSON";
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  const nlohmann::json& events = trace["traceEvents"];
+  int decode_jobs = 0;
+  int steps = 0;
+  for (const nlohmann::json& job : events) {
+    if (job.value("cat", "") == "runtime" && job["name"].get<std::string>().rfind("step ", 0) == 0) {
+      ++steps;
+    }
+    if (job.value("cat", "") != "job") continue;
+    const std::string graph = job["args"]["graph"];
+    if (graph == "decode") ++decode_jobs;
+    const double start = job["ts"], end = start + job["dur"].get<double>();
+    int commands = 0;
+    for (const nlohmann::json& c : events) {
+      if (c.value("cat", "") != "command" || c["tid"] != job["tid"]) continue;
+      const double ts = c["ts"];
+      if (ts >= start && ts <= end && c["args"]["job"] == job["args"]["job"]) ++commands;
+    }
+    EXPECT_EQ(commands, job["args"]["commands"].get<int>()) << graph;
+  }
+  EXPECT_EQ(decode_jobs, 2);  // compute, then the DMA scatter
+  EXPECT_EQ(steps, 2);        // the profiled prefill and decode runs
+}
+
+TEST(NpuBenchProgram, ContentionReportsTheCpuShare) {
+  std::vector<std::string> args = QuickArgs();
+  args.insert(args.end(), {"--contention", "1", "--json"});
+  const ToolRun run = RunBench(args);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json report = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << run.out;
+  for (const nlohmann::json& decode : report["decode"]) {
+    EXPECT_EQ(decode["competing_processes"], 1);
+    EXPECT_GT(decode["competitor_cores"].get<double>(), 0);
+    EXPECT_GE(decode["cpu_share"].get<double>(), 0);
+    EXPECT_LE(decode["cpu_share"].get<double>(), 1);
+  }
 }
 
 TEST(NpuBenchProgram, BadFlagExitsWithAMessage) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tools/common/json.h"
+#include "tools/npu-bench/cpu_contention.h"
 
 namespace lnpu::bench {
 namespace {
@@ -77,6 +78,11 @@ double BenchReport::DecodeBytesPerToken(const DecodeResult& decode) const {
          static_cast<double>(traffic.kv_bytes_per_slot) * decode.mean_visible_slots;
 }
 
+double BenchReport::CpuShare(const DecodeResult& decode) const {
+  return AvailableCpuShare(decode.competitor_cores, online_cores,
+                           static_cast<int>(compute_units));
+}
+
 double BenchReport::DecodeLimit(const DecodeResult& decode) const {
   return bandwidth.bytes_per_second / DecodeBytesPerToken(decode);
 }
@@ -127,6 +133,15 @@ std::string FormatText(const BenchReport& r) {
                               d.fill_percent, d.mean_visible_slots, d.median_ms_per_token,
                               d.tokens_per_second, limit, 100 * d.tokens_per_second / limit,
                               d.per_token.host_us, d.per_token.submit_us, d.per_token.wait_us));
+  }
+  if (r.contention_processes > 0) {
+    for (const DecodeResult& d : r.results.decode) {
+      absl::StrAppend(&out, absl::StrFormat(
+                                "competing load at %d%% fill: %d busy processes used %.2f of "
+                                "%d cores; CPU share left to the device's %d units: %.0f%%\n",
+                                d.fill_percent, r.contention_processes, d.competitor_cores,
+                                r.online_cores, r.compute_units, 100 * r.CpuShare(d)));
+    }
   }
   if (r.results.decode.size() >= 2) {
     absl::StrAppend(&out, absl::StrFormat("decode speed %s fill: %.1f%%\n",
@@ -185,12 +200,15 @@ std::string FormatJson(const BenchReport& r) {
         absl::StrFormat(R"({"fill_percent": %d, "start_slots": %d, "mean_visible_slots": %s, )"
                         R"("steps": %d, "median_ms_per_token": %s, "tokens_per_second": %s, )"
                         R"("bytes_per_token": %s, "limit_tokens_per_second": %s, )"
-                        R"("fraction_of_limit": %s, "per_token": %s})",
+                        R"("fraction_of_limit": %s, "per_token": %s, )"
+                        R"("competing_processes": %d, "competitor_cores": %s, "cpu_share": %s})",
                         d.fill_percent, d.start_slots, JsonNumber(d.mean_visible_slots),
                         d.steps, JsonNumber(d.median_ms_per_token),
                         JsonNumber(d.tokens_per_second),
                         JsonNumber(r.DecodeBytesPerToken(d)), JsonNumber(limit),
-                        JsonNumber(d.tokens_per_second / limit), JsonBreakdown(d.per_token)));
+                        JsonNumber(d.tokens_per_second / limit), JsonBreakdown(d.per_token),
+                        r.contention_processes, JsonNumber(d.competitor_cores),
+                        JsonNumber(r.CpuShare(d))));
   }
   absl::StrAppend(&out, "\n  ],\n");
   absl::StrAppend(

@@ -44,6 +44,8 @@ struct BenchReport {
   DecodeTraffic traffic;
   ModelBenchmarkResult results;
   double peak_rss_mib = 0;  // getrusage ru_maxrss before the bandwidth buffer exists
+  int contention_processes = 0;  // --contention
+  int online_cores = 0;          // of the host, for the CPU share
   ReadBandwidth bandwidth;
 
   // Bytes one step of `decode` streams: the weights and its mean visible
@@ -51,6 +53,9 @@ struct BenchReport {
   double DecodeBytesPerToken(const DecodeResult& decode) const;
   // Decode tokens/s that `bandwidth` allows for one of results.decode.
   double DecodeLimit(const DecodeResult& decode) const;
+  // The share of the CPU the device's compute units had during `decode`
+  // (1 without competing processes; cpu_contention.h).
+  double CpuShare(const DecodeResult& decode) const;
 };
 
 std::string FormatText(const BenchReport& report);

@@ -53,6 +53,10 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
       line.placement = "copy";
       continue;
     }
+    if (arg == "--profile") {
+      line.profile = true;
+      continue;
+    }
     if (arg.empty() || arg[0] != '-') {
       return absl::InvalidArgumentError(
           absl::StrFormat("unexpected argument '%s' (the model is given with -m)", arg));
@@ -115,6 +119,10 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
       uint64_t mib = 0;
       integer(1, uint64_t{64} << 10, &mib);
       line.bandwidth_bytes = mib << 20;
+    } else if (arg == "--contention") {
+      integer(0, 64, &line.benchmark.contention_processes);
+    } else if (arg == "--trace") {
+      line.trace_path = value;
     } else if (arg == "--bandwidth-runs") {
       integer(1, 100, &line.bandwidth_runs);
     } else {
@@ -125,6 +133,15 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
   if (line.model_path.empty() == line.preset.empty()) {
     return absl::InvalidArgumentError(
         "give exactly one model: -m MODEL.lnpu or --synthetic PRESET");
+  }
+  if (line.profile && line.json) {
+    return absl::InvalidArgumentError(
+        "--profile prints text tables only; drop --json (or use --trace for a machine-readable "
+        "timeline)");
+  }
+  if (line.profile && line.benchmark.contention_processes > 0) {
+    return absl::InvalidArgumentError(
+        "--contention applies to the decode measurements, which --profile does not run");
   }
   if (!line.model_path.empty() && line.weights_given) {
     return absl::InvalidArgumentError(

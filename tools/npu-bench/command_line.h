@@ -46,6 +46,20 @@ measurement:
                            or "import"; the report names the one used and
                            the load time
   --copy-weights           the same as --placement copy
+  --contention N           run N competing busy-loop processes (normal
+                           priority) during the decode measurements and
+                           report the CPU share they left (default 0)
+
+profiling (instead of the speed measurements):
+  --profile                time every command of one prefill (of the first
+                           --prompt-lengths entry) and one decode step on the
+                           device: time, bytes moved, GB/s and GOP/s per
+                           opcode and per layer, against the roofline (the
+                           measured read bandwidth and the best MATMUL rate
+                           of the prefill); needs DRM_LNPU_CAP_PROFILING
+  --trace FILE.json        with --profile or alone: write a Chrome/Perfetto
+                           trace of every timed graph run (jobs and commands
+                           on the engines, submits and waits on the host)
 
 output:
   --json                   one JSON object instead of the text tables
@@ -61,6 +75,8 @@ struct CommandLine {
   std::string device = "auto";
   bool json = false;
   std::string placement = "auto";  // --placement: auto, copy or import
+  bool profile = false;    // --profile
+  std::string trace_path;  // --trace; empty = no trace
   uint64_t bandwidth_bytes = 0;  // 0 = DefaultBufferBytes()
   int bandwidth_runs = 5;
   ModelBenchmarkOptions benchmark;

@@ -4,9 +4,13 @@
 // Order of a run: load, prefill at each length, time to first token,
 // decode at each cache fill, peak RSS (before anything else allocates),
 // then the read bandwidth with as many threads as the device has compute
-// units. On the software NPU the job timeout is raised (OpenToolDevice).
+// units. With --profile: load, one profiled prefill and decode step
+// (step_profile.h), then the bandwidth. With --trace the timed graph runs
+// are observed and written as a trace at the end. On the software NPU the
+// job timeout is raised (OpenToolDevice).
 // Exit status 0 on success, 1 with a message on stderr otherwise.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kernel_iface/driver/device.h"
@@ -26,8 +31,10 @@
 #include "tools/npu-bench/decode_traffic.h"
 #include "tools/npu-bench/model_benchmark.h"
 #include "tools/npu-bench/read_bandwidth.h"
+#include "tools/npu-bench/step_profile.h"
 #include "tools/npu-bench/synthetic_model.h"
 #include "tools/common/tool_main.h"
+#include "tools/common/trace_writer.h"
 
 namespace {
 
@@ -74,14 +81,46 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   report.placement_requested = line.placement;
   report.weights_imported = (*model)->weights_imported();
 
-  absl::StatusOr<ModelBenchmarkResult> results = RunModelBenchmark(**model, line.benchmark);
-  if (!results.ok()) return results.status();
-  report.peak_rss_mib = PeakRssMiB();
-
+  std::unique_ptr<lnpu::tools::TraceWriter> trace;
+  lnpu::runtime::Sequence::StepObserver observer;
+  if (!line.trace_path.empty()) {
+    trace = std::make_unique<lnpu::tools::TraceWriter>();
+    observer = [&trace](const lnpu::runtime::StepTimeline& step) {
+      trace->AddStep(step, "main");
+    };
+  }
   ReadBandwidthOptions bandwidth;
   bandwidth.buffer_bytes = line.bandwidth_bytes ? line.bandwidth_bytes : DefaultBufferBytes();
   bandwidth.threads = static_cast<int>(std::clamp<uint64_t>(*units, 1, 1024));
   bandwidth.runs = line.bandwidth_runs;
+
+  if (line.profile) {
+    absl::StatusOr<std::vector<StepProfile>> profiles = ProfileModel(
+        **model, line.benchmark.prompt_lengths.front(), line.benchmark.seed, observer);
+    if (!profiles.ok()) return profiles.status();
+    absl::StatusOr<ReadBandwidth> measured = MeasureReadBandwidth(bandwidth);
+    if (!measured.ok()) return measured.status();
+    const Roofline roofline{measured->bytes_per_second, BestMatmulRate(*profiles)};
+    std::cout << absl::StrFormat(
+        "%s on %s\nroofline: read bandwidth %.2f GB/s (%d threads), compute %.2f GOP/s (the "
+        "best MATMUL of the prefill); \"roofline\" = time at those limits / measured time\n",
+        report.model, (*model)->device().Describe(), roofline.bytes_per_second / 1e9,
+        measured->threads, roofline.ops_per_second / 1e9);
+    for (const StepProfile& profile : *profiles) {
+      std::cout << "\n" << FormatStepProfile(profile, roofline);
+    }
+    std::cout << std::flush;
+    return trace != nullptr ? trace->Write(line.trace_path) : absl::OkStatus();
+  }
+
+  ModelBenchmarkOptions options = line.benchmark;
+  options.observer = observer;
+  absl::StatusOr<ModelBenchmarkResult> results = RunModelBenchmark(**model, options);
+  if (!results.ok()) return results.status();
+  report.peak_rss_mib = PeakRssMiB();
+  report.contention_processes = line.benchmark.contention_processes;
+  report.online_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+
   absl::StatusOr<ReadBandwidth> measured = MeasureReadBandwidth(bandwidth);
   if (!measured.ok()) return measured.status();
 
@@ -94,7 +133,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   report.results = *std::move(results);
   report.bandwidth = *measured;
   std::cout << (line.json ? FormatJson(report) : FormatText(report)) << std::flush;
-  return absl::OkStatus();
+  return trace != nullptr ? trace->Write(line.trace_path) : absl::OkStatus();
 }
 
 int Main(int argc, char** argv) {

@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "runtime/sequence.h"
+#include "tools/npu-bench/cpu_contention.h"
 
 namespace lnpu::bench {
 namespace {
@@ -117,11 +118,15 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
     runtime::SequenceStats before;
     for (int run = 0; run < runs; ++run) {
       session.Reset();
-      if (run == options.warmups) before = session.stats();
+      if (run == options.warmups) {
+        before = session.stats();
+        LNPU_RETURN_IF_ERROR(session.SetStepObserver(options.observer));
+      }
       const Clock::time_point start = Clock::now();
       if (absl::StatusOr<int32_t> t = runner.Forward(prompt); !t.ok()) return t.status();
       if (run >= options.warmups) seconds.push_back(SecondsSince(start));
     }
+    LNPU_RETURN_IF_ERROR(session.SetStepObserver(nullptr));
     const runtime::SequenceStats& after = session.stats();
     PrefillResult prefill;
     prefill.tokens = n;
@@ -161,10 +166,13 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
     std::vector<double> ms_per_token;
     runtime::SequenceStats before;
     uint32_t timed_first_slot = start_slots;
+    LNPU_ASSIGN_OR_RETURN(CpuContention contention,
+                          CpuContention::Start(options.contention_processes));
     for (int run = 0; run < runs; ++run) {
       if (run == options.warmups) {
         before = session.stats();
         timed_first_slot = session.cache().used();
+        LNPU_RETURN_IF_ERROR(session.SetStepObserver(options.observer));
       }
       const Clock::time_point start = Clock::now();
       for (uint32_t step = 0; step < options.decode_steps; ++step) {
@@ -176,8 +184,11 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
         ms_per_token.push_back(SecondsSince(start) * 1e3 / options.decode_steps);
       }
     }
+    LNPU_RETURN_IF_ERROR(session.SetStepObserver(nullptr));
+    const double competitor_cores = contention.Stop();
     const uint64_t timed_tokens = uint64_t{options.decode_steps} * options.reps;
     DecodeResult decode;
+    decode.competitor_cores = competitor_cores;
     decode.fill_percent = percent;
     decode.start_slots = timed_first_slot;
     // The step writing slot s attends to s earlier slots plus itself.

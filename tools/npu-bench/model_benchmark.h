@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/model.h"
+#include "runtime/sequence.h"
 
 namespace lnpu::bench {
 
@@ -30,6 +31,12 @@ struct ModelBenchmarkOptions {
   int reps = 5;                // timed repetitions, >= 1
   int warmups = 1;             // untimed repetitions first, >= 0
   uint64_t seed = 1;           // of the random token ids
+  // Competing busy-loop processes during each decode measurement
+  // (cpu_contention.h), 0..64.
+  int contention_processes = 0;
+  // With an observer, every graph run of the timed repetitions is observed
+  // (runtime::Sequence::SetStepObserver); warm-ups are not.
+  runtime::Sequence::StepObserver observer;
 };
 
 // Where one phase's time went, per token: the session's SessionStats summed
@@ -62,6 +69,9 @@ struct DecodeResult {
   double median_ms_per_token = 0;
   double tokens_per_second = 0;
   StepBreakdown per_token;
+  // CPU cores the competing processes used during the measurement (0
+  // without --contention).
+  double competitor_cores = 0;
 };
 
 struct ModelBenchmarkResult {

@@ -31,6 +31,7 @@
 #include "framework/session.h"
 #include "tools/common/flag_command_line.h"
 #include "tools/common/tool_main.h"
+#include "tools/common/trace_writer.h"
 
 ABSL_FLAG(std::string, m, "", "compiled model artifact (.lnpu), from npu-compile");
 ABSL_FLAG(std::string, p, "", "prompt text (one-shot), or the first user turn with --chat");
@@ -82,6 +83,10 @@ ABSL_FLAG(std::string, draft_model, "",
           "--speculative draft: a small artifact of the same vocabulary (e.g. npu-compile "
           "--keep-layers N of the same model)");
 ABSL_FLAG(int, draft_tokens, 4, "--speculative: tokens proposed per step (>= 1)");
+ABSL_FLAG(std::string, trace, "",
+          "write a Chrome/Perfetto trace (JSON, for ui.perfetto.dev) of the run to this file: "
+          "jobs and commands on the NPU's engines, submits, waits, tokenizer and sampling on "
+          "the host");
 ABSL_FLAG(std::string, device, "auto",
           "\"auto\" (lnpu /dev/accel node, else the software NPU), \"soft\", "
           "or a device node path");
@@ -233,12 +238,24 @@ class Conversation {
   std::string held_;  // rendered text the session holds
 };
 
+// The --trace of the run: the writer (null without --trace) and the end of
+// the last graph run, where sampling the next token starts.
+struct Trace {
+  std::unique_ptr<lnpu::tools::TraceWriter> writer;
+  int64_t last_step_end_ns = 0;
+};
+
 // Tokenizes `prompt` for the session (printing the ids with
 // --verbose-prompt).
 absl::StatusOr<std::vector<int32_t>> PromptTokens(lnpu::framework::Session& session,
                                                   const std::vector<TextSegment>& prompt,
-                                                  bool add_bos) {
+                                                  bool add_bos, Trace& trace) {
+  const int64_t start_ns = trace.writer ? lnpu::runtime::MonotonicNanos() : 0;
   absl::StatusOr<std::vector<int32_t>> tokens = session.TokenizeSegments(prompt, add_bos);
+  if (trace.writer) {
+    trace.writer->AddHostSpan("tokenize", "tokenizer", "main",
+                              {start_ns, lnpu::runtime::MonotonicNanos()});
+  }
   if (tokens.ok() && absl::GetFlag(FLAGS_verbose_prompt)) {
     std::cerr << "[prompt tokens: " << absl::StrJoin(*tokens, " ") << "]\n";
   }
@@ -252,12 +269,18 @@ absl::StatusOr<std::vector<int32_t>> PromptTokens(lnpu::framework::Session& sess
 // kCancelled.
 absl::StatusOr<GenerationResult> Reply(lnpu::framework::Session& session,
                                        const std::vector<TextSegment>& prompt,
-                                       const GenerationConfig& config, const std::string& echo) {
-  absl::StatusOr<std::vector<int32_t>> tokens = PromptTokens(session, prompt, config.add_bos);
+                                       const GenerationConfig& config, const std::string& echo,
+                                       Trace& trace) {
+  absl::StatusOr<std::vector<int32_t>> tokens =
+      PromptTokens(session, prompt, config.add_bos, trace);
   if (!tokens.ok()) return tokens.status();
   bool echoed = false;
   absl::StatusOr<GenerationResult> result = session.GenerateFromTokens(
       *tokens, config, [&](int32_t, std::string_view piece) {
+        if (trace.writer) {  // from the end of the graph run to the token's text
+          trace.writer->AddHostSpan("sample + detokenize", "sampling", "main",
+                                    {trace.last_step_end_ns, lnpu::runtime::MonotonicNanos()});
+        }
         if (!echoed) std::cout << echo;
         echoed = true;
         std::cout << piece << std::flush;
@@ -370,6 +393,21 @@ int Main(int argc, char** argv) {
     draft_session = *std::move(created);
     config->speculative.draft = draft_session.get();
   }
+  Trace trace;
+  const std::string trace_path = absl::GetFlag(FLAGS_trace);
+  if (!trace_path.empty()) {
+    if (absl::Status writable = lnpu::CheckOutputPath(trace_path, {model_path}, "trace file");
+        !writable.ok()) {
+      return Fail(std::string(writable.message()));
+    }
+    trace.writer = std::make_unique<lnpu::tools::TraceWriter>();
+    absl::Status observed =
+        (*session)->SetStepObserver([&trace](const lnpu::runtime::StepTimeline& step) {
+          trace.writer->AddStep(step, "main");
+          trace.last_step_end_ns = step.step.end_ns;
+        });
+    if (!observed.ok()) return Fail(std::string(observed.message()));
+  }
   const std::string load = absl::GetFlag(FLAGS_load_session);
   if (!load.empty()) {
     if (absl::Status loaded = (*session)->LoadFromFile(load); !loaded.ok()) {
@@ -415,7 +453,7 @@ int Main(int argc, char** argv) {
     // A templated system turn is usually a prefix of every later
     // rendering; when it is not, Conversation::Add starts over.
     absl::StatusOr<std::vector<int32_t>> tokens =
-        PromptTokens(**session, *prompt, config->add_bos);
+        PromptTokens(**session, *prompt, config->add_bos, trace);
     if (!tokens.ok()) return Fail(std::string(tokens.status().message()));
     if (absl::Status appended = (*session)->AppendTokens(*tokens); !appended.ok()) {
       return Fail(std::string(appended.message()));
@@ -433,7 +471,7 @@ int Main(int argc, char** argv) {
       return false;
     }
     absl::StatusOr<GenerationResult> result =
-        Reply(**session, *prompt, *config, chat ? std::string() : user);
+        Reply(**session, *prompt, *config, chat ? std::string() : user, trace);
     if (!result.ok()) {
       std::cerr << "npu-llm: " << result.status().message() << "\n";
       return false;
@@ -473,6 +511,12 @@ int Main(int argc, char** argv) {
     }
     std::cerr << absl::StrFormat("[saved %d tokens to %s]\n",
                                  static_cast<int>((*session)->Tokens().size()), save);
+  }
+  if (trace.writer) {
+    if (absl::Status written = trace.writer->Write(trace_path); !written.ok()) {
+      return Fail(std::string(written.message()));
+    }
+    std::cerr << absl::StrFormat("[trace written to %s]\n", trace_path);
   }
   std::cerr << absl::StrFormat(
       "[device: %s; weights %.1f MiB in device memory%s; session %.1f MiB]\n"

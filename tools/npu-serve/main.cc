@@ -28,6 +28,7 @@
 #include "tools/npu-serve/metrics.h"
 #include "tools/npu-serve/scheduler.h"
 #include "tools/npu-serve/serve_options.h"
+#include "tools/common/trace_writer.h"
 
 namespace {
 
@@ -95,12 +96,21 @@ int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
       lnpu::framework::Llm::Load(options.model_path, {.device = options.device});
   std::unique_ptr<lnpu::serve::Scheduler> scheduler;
   lnpu::serve::ServedModel served;
+  std::unique_ptr<lnpu::tools::TraceWriter> trace;
+  lnpu::serve::SchedulerOptions scheduler_options = options.scheduler;
+  if (!options.trace_path.empty()) {
+    trace = std::make_unique<lnpu::tools::TraceWriter>();
+    scheduler_options.step_observer = [&trace](size_t session,
+                                                const lnpu::runtime::StepTimeline& step) {
+      trace->AddStep(step, absl::StrCat("session ", session + 1));
+    };
+  }
   if (!llm.ok()) {
     std::cerr << "npu-serve: cannot load " << options.model_path << ": " << llm.status() << "\n";
     exit_code = 1;
   } else {
     absl::StatusOr<std::unique_ptr<lnpu::serve::Scheduler>> created =
-        lnpu::serve::Scheduler::Create(**llm, options.scheduler, metrics);
+        lnpu::serve::Scheduler::Create(**llm, scheduler_options, metrics);
     if (!created.ok()) {
       std::cerr << "npu-serve: " << created.status() << "\n";
       exit_code = 1;
@@ -139,6 +149,14 @@ int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
   http.stop();
   listener.join();
   scheduler.reset();  // its sessions before the Llm
+  if (trace != nullptr) {
+    if (absl::Status written = trace->Write(options.trace_path); !written.ok()) {
+      std::cerr << "npu-serve: " << written.message() << "\n";
+      exit_code = 1;
+    } else {
+      std::cerr << "npu-serve: trace written to " << options.trace_path << "\n";
+    }
+  }
   return exit_code;
 }
 

@@ -45,9 +45,17 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const framework::Ll
     created.push_back(session->get());
     pool.plain.push_back(*std::move(session));
   }
-  for (framework::Session* session : created) {
+  for (size_t i = 0; i < created.size(); ++i) {
+    framework::Session* session = created[i];
     if (absl::Status set = session->SetCacheFullPolicy(options.context_policy); !set.ok()) {
       return set;
+    }
+    if (options.step_observer) {
+      absl::Status observed = session->SetStepObserver(
+          [observer = options.step_observer, i](const runtime::StepTimeline& step) {
+            observer(i, step);
+          });
+      if (!observed.ok()) return observed;
     }
   }
   return std::unique_ptr<Scheduler>(new Scheduler(llm, options, metrics, std::move(pool)));

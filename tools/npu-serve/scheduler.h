@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <optional>
@@ -42,6 +43,7 @@
 #include "framework/session.h"
 #include "framework/token_constraint.h"
 #include "runtime/cache_full_policy.h"
+#include "runtime/step_timeline.h"
 #include "framework/session_batch.h"
 #include "tools/npu-serve/metrics.h"
 #include "tools/npu-serve/prefix_cache.h"
@@ -61,6 +63,9 @@ struct SchedulerOptions {
   bool batch_decode = true;
   size_t prefix_cache_entries = 64;  // 0 disables the prefix cache
   uint64_t prefix_cache_bytes = uint64_t{256} << 20;
+  // If set, observes every graph run of session `session` (0-based), on
+  // the scheduler's thread (--trace).
+  std::function<void(size_t session, const runtime::StepTimeline& step)> step_observer;
 };
 
 class Scheduler {

@@ -76,6 +76,8 @@ absl::StatusOr<ServeOptions> ParseServeOptions(const std::vector<std::string>& a
       o.model_path = value;
     } else if (flag == "--device") {
       o.device = value;
+    } else if (flag == "--trace") {
+      o.trace_path = value;
     } else if (flag == "--host") {
       o.host = value;
     } else if (flag == "--port") {
@@ -169,6 +171,9 @@ OpenAI-compatible HTTP server for a compiled model (docs/serve.md).
   --shutdown-timeout S      on SIGTERM, seconds to let requests finish before
                             cancelling them (default 30)
   --quiet                   no log line per request
+  --trace FILE.json         at shutdown, write a Chrome/Perfetto trace of every
+                            graph run (jobs and commands on the NPU's engines,
+                            submits and waits per session) to FILE.json
 )";
 }
 

@@ -28,6 +28,7 @@ struct ServeOptions {
                                   // --prefix-cache-entries, --prefix-cache-mb
   ApiOptions api;                 // --api-key / --api-key-file, --max-body-bytes,
                                   // --quiet
+  std::string trace_path;         // --trace FILE.json; empty: no trace
   bool help = false;              // -h / --help
 };
 

@@ -22,6 +22,8 @@ using compute::WeightType;
 // and offset the kernels derive far from size_t overflow.
 constexpr uint64_t kMaxOperandBytes = uint64_t{1} << 48;
 
+}  // namespace
+
 const char* OpcodeName(uint32_t opcode) {
   switch (opcode) {
     case LNPU_OP_NOP: return "LNPU_OP_NOP";
@@ -39,6 +41,8 @@ const char* OpcodeName(uint32_t opcode) {
     default: return "command";
   }
 }
+
+namespace {
 
 bool EngineServes(uint32_t engine, uint32_t opcode) {
   switch (opcode) {

@@ -55,6 +55,10 @@ class ComputeContext {
   std::unique_ptr<Impl> impl_;
 };
 
+// "LNPU_OP_<NAME>" of a known opcode, "command" otherwise (messages,
+// profiles).
+const char* OpcodeName(uint32_t opcode);
+
 // Validates the command that starts at bytes[0] for `engine`
 // (DRM_LNPU_ENGINE_*): header, opcode served by the engine, size, flags,
 // pad, dtypes, dimensions, address alignment, overlap rules. On success

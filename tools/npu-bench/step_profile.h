@@ -1,0 +1,97 @@
+// npu-bench --profile: where the time of one graph run goes, per command,
+// per opcode and per layer, with the bytes each command moves and the
+// operations it performs, against the machine's roofline (read bandwidth
+// and a compute peak).
+//
+// Thread-safety: plain functions and values.
+#ifndef TOOLS_NPU_BENCH_STEP_PROFILE_H_
+#define TOOLS_NPU_BENCH_STEP_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/model.h"
+#include "runtime/sequence.h"
+#include "runtime/step_timeline.h"
+
+namespace lnpu::bench {
+
+// What one command costs: the bytes of the operands it names (read and
+// written; of a KV cache only the rows touched: ATTENTION reads the
+// `visible_slots` rows, SCATTER_ROWS writes its `rows`) and its operations (2 per multiply-add of MATMUL and
+// ATTENTION, 1 per output element otherwise). The command's addresses
+// must be real ones (operands of different buffers must not overlap).
+struct CommandCost {
+  uint64_t bytes = 0;
+  uint64_t ops = 0;
+};
+
+// InvalidArgument when `command` (one command of the engine's stream) is
+// malformed.
+absl::StatusOr<CommandCost> CostOf(uint32_t engine, absl::Span<const uint8_t> command,
+                                   uint32_t visible_slots);
+
+struct ProfiledCommand {
+  uint32_t job = 0;    // stream of the graph
+  uint32_t index = 0;  // in the stream
+  int32_t layer = -1;
+  uint16_t opcode = 0;
+  int64_t ns = 0;
+  CommandCost cost;
+};
+
+// Commands summed by a key (an opcode or a layer).
+struct ProfileGroup {
+  std::string name;
+  uint32_t commands = 0;
+  int64_t ns = 0;
+  CommandCost cost;
+};
+
+struct StepProfile {
+  std::string graph;
+  uint32_t tokens = 0;
+  int64_t step_ns = 0;      // host: the whole run (submit to completion)
+  int64_t device_ns = 0;    // the jobs on their engines
+  int64_t commands_ns = 0;  // sum over commands
+  uint32_t command_count = 0;  // in the graph's streams
+  std::vector<ProfiledCommand> commands;  // every command, in order
+  std::vector<ProfileGroup> by_opcode;    // by time, largest first
+  std::vector<ProfileGroup> by_layer;     // layer order; "other" last
+};
+
+// The profile of an observed run with device times (`timeline.
+// device_profiled`) that attended to `visible_slots` cached slots.
+// InvalidArgument when the timeline has no device times or misses a
+// command.
+absl::StatusOr<StepProfile> SummarizeStep(const runtime::StepTimeline& timeline,
+                                          uint32_t visible_slots);
+
+// The machine's limits the achieved rates are compared with.
+struct Roofline {
+  double bytes_per_second = 0;  // read bandwidth (npu-bench measures it)
+  double ops_per_second = 0;    // compute peak
+};
+
+std::string FormatStepProfile(const StepProfile& profile, const Roofline& roofline);
+
+// Runs one prefill of `prompt_tokens` random tokens (seeded) and one
+// decode step on a new sequence of `model`, after one untimed run of both,
+// with every graph run observed; returns their profiles in order (the
+// prefill's runs, then the decode step). `also`, if set, sees every
+// observed timeline too (a trace). InvalidArgument when the prompt does
+// not leave room for the decode step, or as SummarizeStep.
+absl::StatusOr<std::vector<StepProfile>> ProfileModel(runtime::Model& model,
+                                                      uint32_t prompt_tokens, uint64_t seed,
+                                                      const runtime::Sequence::StepObserver& also);
+
+// The best MATMUL rate among `profiles` (ops/s): the compute roof that
+// npu-bench --profile compares with (a lower bound of the true peak).
+double BestMatmulRate(absl::Span<const StepProfile> profiles);
+
+}  // namespace lnpu::bench
+
+#endif  // TOOLS_NPU_BENCH_STEP_PROFILE_H_
