@@ -89,8 +89,9 @@ absl::StatusOr<CommandCost> CostOf(uint32_t engine, absl::Span<const uint8_t> co
   absl::StatusOr<uint32_t> size = softnpu::ValidateCommand(engine, command, &accesses);
   if (!size.ok()) return size.status();
   CommandCost cost;
-  // Operands that name a whole KV cache of which the command touches only
-  // some rows: `cache` (up to two), `touched` of `rows` rows.
+  // Operands that name a whole table (KV cache, embedding) of which the
+  // command touches only some rows: `cache` (up to two), `touched` of
+  // `rows` rows.
   uint64_t cache[2] = {~uint64_t{0}, ~uint64_t{0}};
   uint64_t touched = 1, rows = 1;
   const auto header = Read<lnpu_cmd_header>(command);
@@ -100,6 +101,11 @@ absl::StatusOr<CommandCost> CostOf(uint32_t engine, absl::Span<const uint8_t> co
     cache[1] = c.v_cache;
     rows = std::max(c.capacity, 1u);
     touched = std::min<uint64_t>(visible_slots, rows);
+  } else if (header.opcode == LNPU_OP_GATHER_ROWS) {
+    const auto c = Read<lnpu_cmd_gather_rows>(command);
+    cache[0] = c.table;
+    rows = std::max(c.table_rows, 1u);
+    touched = std::min<uint64_t>(c.count, rows);
   } else if (header.opcode == LNPU_OP_SCATTER_ROWS) {
     const auto c = Read<lnpu_cmd_scatter_rows>(command);
     cache[0] = c.dst;

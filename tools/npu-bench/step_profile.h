@@ -20,8 +20,9 @@
 namespace lnpu::bench {
 
 // What one command costs: the bytes of the operands it names (read and
-// written; of a KV cache only the rows touched: ATTENTION reads the
-// `visible_slots` rows, SCATTER_ROWS writes its `rows`) and its operations (2 per multiply-add of MATMUL and
+// written; of a table only the rows touched: ATTENTION reads the
+// `visible_slots` cache rows, SCATTER_ROWS writes its `rows`, GATHER_ROWS
+// reads its `count`) and its operations (2 per multiply-add of MATMUL and
 // ATTENTION, 1 per output element otherwise). The command's addresses
 // must be real ones (operands of different buffers must not overlap).
 struct CommandCost {
