@@ -136,6 +136,7 @@ class Sequence {
   // DRM_LNPU_CAP_PROFILING, every job is submitted with
   // DRM_LNPU_SUBMIT_PROFILE and the timeline carries the device's command
   // times; otherwise only the host's. Without an observer nothing is timed.
+  // The steps a DecodeBatch runs for this sequence are not observed.
   // Errors: allocating the profile buffers (nothing changes then).
   using StepObserver = std::function<void(const StepTimeline&)>;
   absl::Status SetStepObserver(StepObserver observer);
