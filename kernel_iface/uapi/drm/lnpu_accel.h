@@ -300,7 +300,7 @@ struct drm_lnpu_bo_info {
  * Growth (since 1.3): profile_handle and pad were appended, so the struct
  * grew from 56 to 64 bytes and DRM_IOCTL_LNPU_SUBMIT's encoded size with
  * it. A driver matches the ioctl by number and zero-fills what a shorter
- * (pre-1.3, 56-byte) struct lacks, so old user space gets profile_handle =
+ * (56-byte, UAPI 1.2) struct lacks, so old user space gets profile_handle =
  * pad = 0: no profiling. A pre-1.3 driver ignores the two fields, but
  * rejects DRM_LNPU_SUBMIT_PROFILE as an unknown flag.
  *
