@@ -508,6 +508,36 @@ TEST_F(DeviceTest, SubmitWithFenceFdAsksForTheDescriptor) {
   ExpectClose(5);
 }
 
+TEST_F(DeviceTest, SubmitWithAProfileBufferAsksForProfiling) {
+  ExpectCreate(5, 4096, 4096);
+  auto cmd = device_->CreateBuffer(4096, DRM_LNPU_BO_CMDBUF);
+  ASSERT_TRUE(cmd.ok());
+  ExpectCreate(6, 4096, 4096);
+  auto profile = device_->CreateBuffer(4096);
+  ASSERT_TRUE(profile.ok());
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_LNPU_SUBMIT, _))
+      .WillOnce(Invoke([&](unsigned long, void* arg) {
+        auto* s = static_cast<drm_lnpu_submit*>(arg);
+        EXPECT_EQ(s->flags, DRM_LNPU_SUBMIT_PROFILE);
+        EXPECT_EQ(s->profile_handle, 6u);
+        EXPECT_EQ(s->pad, 0u);
+        s->fence = 4;
+        return 0;
+      }))
+      .WillOnce(Return(EOPNOTSUPP));  // a device without DRM_LNPU_CAP_PROFILING
+  SubmitArgs args;
+  args.cmd = &*cmd;
+  args.cmd_size = 8;
+  args.profile = &*profile;
+  auto fence = device_->Submit(args);
+  ASSERT_TRUE(fence.ok()) << fence.status();
+  EXPECT_EQ(*fence, 4u);
+  auto refused = device_->Submit(args);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("flags 0x2"));
+  EXPECT_CALL(*kernel_, Ioctl(DRM_IOCTL_GEM_CLOSE, _)).Times(2).WillRepeatedly(Return(0));
+}
+
 TEST_F(SoftNpuDeviceTest, HungJobReachesTheWaiterAsAborted) {
   ASSERT_TRUE(npu_->InjectFault({softnpu::FaultInjection::Kind::kHang,
                                  DRM_LNPU_ENGINE_DMA, 1})
