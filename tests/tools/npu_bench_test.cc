@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 #include <filesystem>
@@ -182,7 +183,11 @@ TEST(NpuBenchReadBandwidth, MeasuresAPositiveRate) {
   options.runs = 2;
   absl::StatusOr<ReadBandwidth> bandwidth = MeasureReadBandwidth(options);
   ASSERT_TRUE(bandwidth.ok()) << bandwidth.status();
-  EXPECT_GT(bandwidth->bytes_per_second, 1e8);  // any machine streams 100 MB/s
+  // A plausibility floor, not a speed test: the figure is a finite rate that
+  // counts the bytes read (a unit slip of 10^3 or more would fall below it),
+  // measured here under sanitizers and on shared CI machines.
+  EXPECT_TRUE(std::isfinite(bandwidth->bytes_per_second));
+  EXPECT_GT(bandwidth->bytes_per_second, 1e6);
   EXPECT_EQ(bandwidth->buffer_bytes, options.buffer_bytes);
   EXPECT_EQ(bandwidth->threads, 2);
   EXPECT_GE(DefaultBufferBytes(), uint64_t{1} << 30);
