@@ -135,7 +135,9 @@ absl::StatusOr<std::vector<uint32_t>> ParseCounts(const std::string& flag,
   return values;
 }
 
-// Returns nullopt (after printing the usage) for --help.
+// Returns nullopt (after printing the usage) for --help. Hand-written for the
+// positional model path, like npu-bench's parser (so the loops open alike);
+// the ABSL_FLAG tools share flag_command_line.h instead.
 absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
                                                             char** argv) {
   CommandLine line;
