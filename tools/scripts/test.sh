@@ -187,7 +187,8 @@ if install_missing_packages g++-aarch64-linux-gnu qemu-user libabsl-dev:arm64 \
       "${aarch64_all[@]}"
   QEMU_CPU=max LNPU_COMPUTE_TEST_SMALL_SHAPES=1 \
     LNPU_EXPECTED_QUANT_PATHS=neon-i8mm,neon-dotprod,highway \
-    run_meson_tests "$aarch64_dir" aarch64-max quant_matmul_test compute_kernels_test
+    run_meson_tests "$aarch64_dir" aarch64-max --timeout-multiplier=4 quant_matmul_test \
+      compute_kernels_test
   QEMU_CPU=cortex-a57 LNPU_EXPECTED_QUANT_PATHS=highway \
     run_meson_tests "$aarch64_dir" aarch64-cortex-a57 quant_matmul_test \
       compute_kernels_test
