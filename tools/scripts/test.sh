@@ -158,9 +158,9 @@ echo "fuzz: $fuzz_total_runs executions over ${#fuzz_targets[@]} targets"
 # "cortex-a57" (NEON only: every case, falling back to the Highway
 # quantized matmul). LNPU_EXPECTED_QUANT_PATHS makes quant_matmul_test
 # check each CPU's path list. No debug info (-Ddebug=false): the cross build
-# of the whole tree is most of the step's time. Left out (aarch64_skipped): the suites that
-# are host programs, not cross-built ones, so emulation would test nothing
-# new. DEVELOPERS.md lists what runs and the step's cost.
+# of the whole tree is most of the step's time. Left out (aarch64_skipped):
+# the suites that are host programs, not cross-built ones, so emulation
+# would test nothing new. DEVELOPERS.md lists what runs and why.
 aarch64_dir=${build_dir}-aarch64
 aarch64_skipped=(
   uapi_doc             # Python check of the UAPI header against docs/uapi.md
