@@ -71,16 +71,13 @@ absl::StatusOr<std::unique_ptr<SessionBatch>> Llm::CreateSessionBatch(size_t lan
   std::vector<std::unique_ptr<Session>> sessions;
   std::vector<runtime::Sequence*> sequences;
   for (size_t i = 0; i < lanes; ++i) {
-    absl::StatusOr<std::unique_ptr<Session>> session = CreateSession();
-    if (!session.ok()) return session.status();
-    sequences.push_back((*session)->runtime_.get());
-    sessions.push_back(*std::move(session));
+    LNPU_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, CreateSession());
+    sequences.push_back(session->runtime_.get());
+    sessions.push_back(std::move(session));
   }
-  absl::StatusOr<std::unique_ptr<runtime::DecodeBatch>> batch =
-      model_->CreateDecodeBatch(sequences);
-  if (!batch.ok()) return batch.status();
-  return std::unique_ptr<SessionBatch>(
-      new SessionBatch(std::move(sessions), *std::move(batch)));
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<runtime::DecodeBatch> batch,
+                        model_->CreateDecodeBatch(sequences));
+  return std::unique_ptr<SessionBatch>(new SessionBatch(std::move(sessions), std::move(batch)));
 }
 
 absl::StatusOr<GenerationResult> Llm::Generate(std::string_view prompt,

@@ -133,26 +133,23 @@ absl::StatusOr<GemmaFeatures> ReadGemmaFeatures(const gguf::GgufFile& file,
   const bool is_27b = h.n_layers == (gemma2 ? 46u : 62u);
   g.query_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? h.dim / h.n_heads : h.head_dim));
   if (gemma2) {
-    absl::StatusOr<float> attn = NonNegativeFloat(file, p + "attn_logit_softcapping", 50.0f);
-    if (!attn.ok()) return attn.status();
-    absl::StatusOr<float> final = NonNegativeFloat(file, p + "final_logit_softcapping", 30.0f);
-    if (!final.ok()) return final.status();
-    g.attn_softcap = *attn;
-    g.final_softcap = *final;
+    LNPU_ASSIGN_OR_RETURN(g.attn_softcap,
+                          NonNegativeFloat(file, p + "attn_logit_softcapping", 50.0f));
+    LNPU_ASSIGN_OR_RETURN(g.final_softcap,
+                          NonNegativeFloat(file, p + "final_logit_softcapping", 30.0f));
   } else {
-    absl::StatusOr<float> final = NonNegativeFloat(file, p + "final_logit_softcapping", 0.0f);
-    if (!final.ok()) return final.status();
-    g.final_softcap = *final;
+    LNPU_ASSIGN_OR_RETURN(g.final_softcap,
+                          NonNegativeFloat(file, p + "final_logit_softcapping", 0.0f));
     g.rope_theta_local = 10000.0f;
   }
   const std::string window_key = p + "attention.sliding_window";
-  absl::StatusOr<uint64_t> window = OrDefault<uint64_t>(file.GetUint(window_key), 0);
-  if (!window.ok()) return window.status();
-  if (*window > artifact::kMaxModelDimension) {
+  LNPU_ASSIGN_OR_RETURN(const uint64_t window,
+                        OrDefault<uint64_t>(file.GetUint(window_key), 0));
+  if (window > artifact::kMaxModelDimension) {
     return KeyError(file, window_key,
-                    absl::StrFormat("is %u, must be <= %u", *window, artifact::kMaxModelDimension));
+                    absl::StrFormat("is %u, must be <= %u", window, artifact::kMaxModelDimension));
   }
-  g.sliding_window = static_cast<uint32_t>(*window);
+  g.sliding_window = static_cast<uint32_t>(window);
   g.swa_pattern = g.sliding_window == 0 ? 0 : gemma2 ? 2 : 6;
   return g;
 }
@@ -322,9 +319,7 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
   }
   h.norm_eps = *eps;
   if (*arch == "gemma2" || *arch == "gemma3") {
-    absl::StatusOr<GemmaFeatures> gemma = ReadGemmaFeatures(file, h);
-    if (!gemma.ok()) return gemma.status();
-    h.gemma = *gemma;
+    LNPU_ASSIGN_OR_RETURN(h.gemma, ReadGemmaFeatures(file, h));
   }
   return h;
 }
