@@ -157,8 +157,10 @@ echo "fuzz: $fuzz_total_runs executions over ${#fuzz_targets[@]} targets"
 # multiply-adds are skipped: LNPU_COMPUTE_TEST_SMALL_SHAPES) and
 # "cortex-a57" (NEON only: every case, falling back to the Highway
 # quantized matmul). LNPU_EXPECTED_QUANT_PATHS makes quant_matmul_test
-# check each CPU's path list. No debug info (-Ddebug=false): the cross build
-# of the whole tree is most of the step's time. Left out (aarch64_skipped):
+# check each CPU's path list. The cross build is -O1 without debug info and
+# builds only what the tests need (meson-test-prereq: no benchmarks, no
+# npu-serve-load, lnpu-firmware or the VM's usage client), to keep its
+# CPU time down (figures in docs/performance.md). Left out (aarch64_skipped):
 # the suites that are host programs, not cross-built ones, so emulation
 # would test nothing new. DEVELOPERS.md lists what runs and why.
 aarch64_dir=${build_dir}-aarch64
@@ -173,9 +175,9 @@ if install_missing_packages g++-aarch64-linux-gnu qemu-user libabsl-dev:arm64 \
        libdrm-dev:arm64 libflatbuffers-dev:arm64 libgtest-dev:arm64 \
        libgmock-dev:arm64 libhwy-dev:arm64 libcpp-httplib-dev:arm64 \
     && { [ -f "$aarch64_dir/build.ninja" ] \
-           || meson setup "$aarch64_dir" "$repo" -Ddebug=false \
+           || meson setup "$aarch64_dir" "$repo" -Doptimization=1 -Ddebug=false \
                 --cross-file "$repo/tools/scripts/aarch64-linux-gnu.ini"; } \
-    && ninja -C "$aarch64_dir" \
+    && ninja -C "$aarch64_dir" meson-test-prereq \
     && mapfile -t aarch64_all < <(aarch64_suites "$aarch64_dir") \
     && ((${#aarch64_all[@]})); then
   # A "threadsafe" death test re-execs the test binary, which the kernel
