@@ -36,6 +36,8 @@ uint32_t TableCrc(const std::array<uint32_t, 256>& table, absl::Span<const uint8
   return ~c;
 }
 
+// One hardware loop per architecture: the same shape, but the intrinsics and
+// the target attribute that enables them differ.
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) uint32_t HardwareCrc32c(absl::Span<const uint8_t> bytes,
                                                           uint32_t crc) {

@@ -10,6 +10,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace lnpu {
 namespace {
@@ -66,9 +67,8 @@ absl::StatusOr<int> OpenRegularFile(const std::string& path, absl::string_view w
 
 absl::StatusOr<std::string> ReadRegularFile(const std::string& path, uint64_t max_bytes,
                                             absl::string_view what) {
-  absl::StatusOr<int> opened = OpenRegularFile(path, what);
-  if (!opened.ok()) return opened.status();
-  const int fd = *opened;
+  LNPU_ASSIGN_OR_RETURN(int opened, OpenRegularFile(path, what));
+  const int fd = opened;
   absl::Cleanup close_fd = [fd] { ::close(fd); };
   struct stat st;
   if (::fstat(fd, &st) != 0) return ErrnoError(errno, absl::StrCat("cannot stat ", what), path);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace lnpu::framework {
 std::string_view FinishReasonName(FinishReason reason) {
@@ -35,13 +36,11 @@ std::string_view SpeculativeKindName(SpeculativeConfig::Kind kind) {
 absl::StatusOr<std::unique_ptr<Llm>> Llm::Load(const std::string& artifact_path,
                                                const LlmOptions& options) {
   std::unique_ptr<Llm> llm(new Llm());
-  auto device = Device::Open(options.device);
-  if (!device.ok()) return device.status();
-  llm->device_ = *std::move(device);
-  auto model = runtime::Model::Load(llm->device_, artifact_path,
-                                    {.weights = options.weights});
-  if (!model.ok()) return model.status();
-  llm->model_ = *std::move(model);
+  LNPU_ASSIGN_OR_RETURN(auto device, Device::Open(options.device));
+  llm->device_ = std::move(device);
+  LNPU_ASSIGN_OR_RETURN(
+      auto model, runtime::Model::Load(llm->device_, artifact_path, {.weights = options.weights}));
+  llm->model_ = std::move(model);
   auto tokenizer = Tokenizer::Create(llm->model_->info().vocabulary);
   if (!tokenizer.ok()) {
     return absl::Status(tokenizer.status().code(),
@@ -50,9 +49,8 @@ absl::StatusOr<std::unique_ptr<Llm>> Llm::Load(const std::string& artifact_path,
   }
   llm->tokenizer_ = *std::move(tokenizer);
   llm->artifact_path_ = artifact_path;
-  auto session = llm->CreateSession();
-  if (!session.ok()) return session.status();
-  llm->session_ = *std::move(session);
+  LNPU_ASSIGN_OR_RETURN(auto session, llm->CreateSession());
+  llm->session_ = std::move(session);
   return llm;
 }
 
@@ -65,25 +63,21 @@ absl::StatusOr<ChatTemplate> Llm::GetChatTemplate(std::optional<ChatFamily> fami
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Llm::CreateSession() const {
-  absl::StatusOr<std::unique_ptr<runtime::Sequence>> runtime = model_->CreateSequence();
-  if (!runtime.ok()) return runtime.status();
-  return std::unique_ptr<Session>(new Session(tokenizer_, artifact_path_, *std::move(runtime)));
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Sequence> runtime, model_->CreateSequence());
+  return std::unique_ptr<Session>(new Session(tokenizer_, artifact_path_, std::move(runtime)));
 }
 
 absl::StatusOr<std::unique_ptr<SessionBatch>> Llm::CreateSessionBatch(size_t lanes) const {
   std::vector<std::unique_ptr<Session>> sessions;
   std::vector<runtime::Sequence*> sequences;
   for (size_t i = 0; i < lanes; ++i) {
-    absl::StatusOr<std::unique_ptr<Session>> session = CreateSession();
-    if (!session.ok()) return session.status();
-    sequences.push_back((*session)->runtime_.get());
-    sessions.push_back(*std::move(session));
+    LNPU_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, CreateSession());
+    sequences.push_back(session->runtime_.get());
+    sessions.push_back(std::move(session));
   }
-  absl::StatusOr<std::unique_ptr<runtime::DecodeBatch>> batch =
-      model_->CreateDecodeBatch(sequences);
-  if (!batch.ok()) return batch.status();
-  return std::unique_ptr<SessionBatch>(
-      new SessionBatch(std::move(sessions), *std::move(batch)));
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<runtime::DecodeBatch> batch,
+                        model_->CreateDecodeBatch(sequences));
+  return std::unique_ptr<SessionBatch>(new SessionBatch(std::move(sessions), std::move(batch)));
 }
 
 absl::StatusOr<GenerationResult> Llm::Generate(std::string_view prompt,

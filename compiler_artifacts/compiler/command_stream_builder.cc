@@ -9,10 +9,13 @@ namespace lnpu::compiler {
 static_assert(std::endian::native == std::endian::little,
               "command streams are little-endian; this host is not");
 
+// Each builder below copies its Args into the UAPI struct field by field:
+// the structs differ, so the assignments share only their shape.
 template <typename Cmd>
 void CommandStreamBuilder::Append(
     Cmd command, uint16_t opcode, uint16_t flags,
-    std::initializer_list<std::pair<size_t, fb::Operand>> addresses, uint32_t size) {
+    std::initializer_list<std::pair<size_t, std::optional<fb::Operand>>> addresses,
+    uint32_t size) {
   static_assert(std::is_standard_layout_v<Cmd> && sizeof(Cmd) % 8 == 0);
   command.hdr.opcode = opcode;
   command.hdr.flags = flags;
@@ -22,10 +25,11 @@ void CommandStreamBuilder::Append(
   commands_.resize(start + size);
   std::memcpy(commands_.data() + start, &command, size);
   for (const auto& [field, operand] : addresses) {
-    const uint64_t offset = operand.offset();
+    if (!operand.has_value()) continue;
+    const uint64_t offset = operand->offset();
     std::memcpy(commands_.data() + start + field, &offset, sizeof offset);
     relocations_.emplace_back(static_cast<uint32_t>(start + field),
-                              operand.buffer());
+                              operand->buffer());
   }
 }
 
@@ -58,18 +62,12 @@ void CommandStreamBuilder::Matmul(const MatmulArgs& a) {
   c.k = a.k;
   c.n = a.n;
   c.weight_dtype = a.weight_dtype;
-  const uint16_t flags = a.accumulate ? LNPU_MATMUL_ACCUMULATE : 0;
-  if (!a.bias.has_value()) {  // bias stays 0, unrelocated
-    Append(c, LNPU_OP_MATMUL, flags,
-           {{offsetof(lnpu_cmd_matmul, src), a.src},
-            {offsetof(lnpu_cmd_matmul, weight), a.weight},
-            {offsetof(lnpu_cmd_matmul, dst), a.dst}});
-    return;
-  }
-  Append(c, LNPU_OP_MATMUL, flags | LNPU_MATMUL_BIAS,
+  const uint16_t flags = (a.accumulate ? LNPU_MATMUL_ACCUMULATE : 0) |
+                         (a.bias.has_value() ? LNPU_MATMUL_BIAS : 0);
+  Append(c, LNPU_OP_MATMUL, flags,
          {{offsetof(lnpu_cmd_matmul, src), a.src},
           {offsetof(lnpu_cmd_matmul, weight), a.weight},
-          {offsetof(lnpu_cmd_matmul, bias), *a.bias},
+          {offsetof(lnpu_cmd_matmul, bias), a.bias},
           {offsetof(lnpu_cmd_matmul, dst), a.dst}});
 }
 
@@ -82,18 +80,11 @@ void CommandStreamBuilder::Rope(const RopeArgs& a) {
   c.theta_base = a.theta_base;
   c.freq_scale = a.freq_scale;
   c.mode = a.mode;
-  if (!a.freq_factors.has_value()) {  // freq_factors stays 0, unrelocated
-    Append(c, LNPU_OP_ROPE, 0,
-           {{offsetof(lnpu_cmd_rope, src), a.data},
-            {offsetof(lnpu_cmd_rope, dst), a.data},
-            {offsetof(lnpu_cmd_rope, positions), a.positions}});
-    return;
-  }
-  Append(c, LNPU_OP_ROPE, LNPU_ROPE_FREQ_FACTORS,
+  Append(c, LNPU_OP_ROPE, a.freq_factors.has_value() ? LNPU_ROPE_FREQ_FACTORS : 0,
          {{offsetof(lnpu_cmd_rope, src), a.data},
           {offsetof(lnpu_cmd_rope, dst), a.data},
           {offsetof(lnpu_cmd_rope, positions), a.positions},
-          {offsetof(lnpu_cmd_rope, freq_factors), *a.freq_factors}});
+          {offsetof(lnpu_cmd_rope, freq_factors), a.freq_factors}});
 }
 
 void CommandStreamBuilder::Attention(const AttentionArgs& a) {

@@ -118,10 +118,11 @@ class CommandStreamBuilder {
   // Appends the first `size` bytes of `command` (header filled in here;
   // size: sizeof(Cmd), or the shorter size of an older UAPI's command) and,
   // for each (field offset within Cmd, operand), stores operand.offset()
-  // in that field and records a relocation to operand.buffer().
+  // in that field and records a relocation to operand.buffer(). An absent
+  // (optional) operand leaves its field 0 and unrelocated.
   template <typename Cmd>
   void Append(Cmd command, uint16_t opcode, uint16_t flags,
-              std::initializer_list<std::pair<size_t, fb::Operand>> addresses,
+              std::initializer_list<std::pair<size_t, std::optional<fb::Operand>>> addresses,
               uint32_t size = sizeof(Cmd));
   // SWIGLU or GEGLU: the same operands in commands of the same layout.
   template <typename Cmd>

@@ -127,14 +127,12 @@ absl::StatusOr<CompileOptions::WeightType> ParseWeightType(
 absl::Status CompileGguf(const std::string& gguf_path,
                          const std::string& output_path,
                          const CompileOptions& options) {
-  absl::StatusOr<std::vector<uint32_t>> prefill_sizes = PrefillSizes(options);
-  if (!prefill_sizes.ok()) return prefill_sizes.status();
-  absl::StatusOr<std::vector<uint32_t>> batch_sizes = DecodeBatchSizes(options);
-  if (!batch_sizes.ok()) return batch_sizes.status();
+  LNPU_ASSIGN_OR_RETURN(std::vector<uint32_t> prefill_sizes, PrefillSizes(options));
+  LNPU_ASSIGN_OR_RETURN(std::vector<uint32_t> batch_sizes, DecodeBatchSizes(options));
   // Rows of the largest graph (prefill chunk, decode batch or verify
   // graph): the activations hold that many.
-  const uint32_t max_rows = std::max({prefill_sizes->back(),
-                                      batch_sizes->empty() ? 1u : batch_sizes->back(),
+  const uint32_t max_rows = std::max({prefill_sizes.back(),
+                                      batch_sizes.empty() ? 1u : batch_sizes.back(),
                                       options.verify_rows});
   if (options.max_job_macs == 0) {
     return absl::InvalidArgumentError(
@@ -144,33 +142,27 @@ absl::Status CompileGguf(const std::string& gguf_path,
 
   LNPU_RETURN_IF_ERROR(CheckOutputPath(output_path, {gguf_path}, "artifact"));
 
-  absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file =
-      gguf::GgufFile::Open(gguf_path);
-  if (!file.ok()) return file.status();
-  absl::StatusOr<Vocabulary> tokenizer = ReadVocabulary(**file);
-  if (!tokenizer.ok()) return tokenizer.status();
-  absl::StatusOr<std::string> chat_template = ReadChatTemplate(**file);
-  if (!chat_template.ok()) return chat_template.status();
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> file, gguf::GgufFile::Open(gguf_path));
+  LNPU_ASSIGN_OR_RETURN(Vocabulary tokenizer, ReadVocabulary(*file));
+  LNPU_ASSIGN_OR_RETURN(std::string chat_template, ReadChatTemplate(*file));
   if (options.validate_vocabulary) {
-    if (absl::Status valid = options.validate_vocabulary(*tokenizer); !valid.ok()) {
+    if (absl::Status valid = options.validate_vocabulary(tokenizer); !valid.ok()) {
       return absl::Status(valid.code(),
                           absl::StrCat(gguf_path, ": the tokenizer would not load: ",
                                        valid.message(), "; fix the model's tokenizer.ggml.* keys"));
     }
   }
-  absl::StatusOr<LlamaHParams> hparams = ReadLlamaHParams(
-      **file, static_cast<uint32_t>(tokenizer->tokens.size()));
-  if (!hparams.ok()) return hparams.status();
-  const uint32_t source_layers = hparams->n_layers;
+  LNPU_ASSIGN_OR_RETURN(LlamaHParams hparams,
+                        ReadLlamaHParams(*file, static_cast<uint32_t>(tokenizer.tokens.size())));
+  const uint32_t source_layers = hparams.n_layers;
   if (options.keep_layers > source_layers) {
     return absl::InvalidArgumentError(
         absl::StrFormat("keep_layers %u exceeds the model's %u layers; keep at most %u (0 = all)",
                         options.keep_layers, source_layers, source_layers));
   }
-  if (options.keep_layers > 0) hparams->n_layers = options.keep_layers;
-  absl::StatusOr<WeightPlan> weights =
-      WeightPlan::Create(**file, *hparams, options.weights, source_layers);
-  if (!weights.ok()) return weights.status();
+  if (options.keep_layers > 0) hparams.n_layers = options.keep_layers;
+  LNPU_ASSIGN_OR_RETURN(WeightPlan weights,
+                        WeightPlan::Create(*file, hparams, options.weights, source_layers));
 
   // Buffers: 0 weights, 1 activations, 2 KV cache, 3 I/O.
   constexpr uint32_t kWeightsBuffer = 0, kActivationsBuffer = 1,
@@ -184,7 +176,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
                         "(a few more than the proposed tokens per step, e.g. 8)",
                         options.verify_rows, buffers.capacity));
   }
-  buffers.layout = PlanActivations(*hparams, max_rows);
+  buffers.layout = PlanActivations(hparams, max_rows);
   buffers.kv_cache = kKvCacheBuffer;
   switch (options.kv_dtype) {
     case CompileOptions::KvType::kF32: buffers.kv_dtype = LNPU_DTYPE_F32; break;
@@ -192,22 +184,22 @@ absl::Status CompileGguf(const std::string& gguf_path,
     case CompileOptions::KvType::kQ8: buffers.kv_dtype = LNPU_DTYPE_I8; break;
   }
   buffers.kv_row_bytes = artifact::KvRowBytes(
-      buffers.kv_dtype, hparams->n_kv_heads, hparams->head_dim);
+      buffers.kv_dtype, hparams.n_kv_heads, hparams.head_dim);
   if (buffers.kv_row_bytes == 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "an int8 KV cache (--kv-dtype q8) needs head_dim to be a multiple of "
         "4; this model's is %u: use --kv-dtype f16",
-        hparams->head_dim));
+        hparams.head_dim));
   }
   const uint64_t kv_bytes =
-      2ull * hparams->n_layers * buffers.capacity * buffers.kv_row_bytes;
+      2ull * hparams.n_layers * buffers.capacity * buffers.kv_row_bytes;
   IoAllocator io(kIoBuffer);
-  const fb::Operand logits = io.Allocate(uint64_t{hparams->vocab_size} * 4);
+  const fb::Operand logits = io.Allocate(uint64_t{hparams.vocab_size} * 4);
   buffers.mask = io.Allocate(buffers.capacity);
   // Sliding-window layers compare slot positions with the window (also
   // when the cache is smaller than the window: a ring keeps its sink slots
   // for good).
-  if (hparams->gemma.sliding_window > 0) {
+  if (hparams.gemma.sliding_window > 0) {
     buffers.slot_positions = io.Allocate(uint64_t{buffers.capacity} * 4);
   }
 
@@ -218,7 +210,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
     GraphIoLayout io;
   };
   std::vector<GraphSpec> specs;
-  for (uint32_t size : *prefill_sizes) {
+  for (uint32_t size : prefill_sizes) {
     specs.push_back({absl::StrCat("prefill_", size), fb::GraphKind::Prefill,
                      size, {}});
   }
@@ -236,22 +228,22 @@ absl::Status CompileGguf(const std::string& gguf_path,
     spec.io.slots = io.Allocate(rows_bytes);
     spec.io.last_row = io.Allocate(4);
     spec.io.logits = spec.kind == fb::GraphKind::Verify
-                         ? io.Allocate(uint64_t{spec.tokens} * hparams->vocab_size * 4)
+                         ? io.Allocate(uint64_t{spec.tokens} * hparams.vocab_size * 4)
                          : logits;
   }
   std::vector<GraphSpec> batch_specs;
-  for (uint32_t lanes : *batch_sizes) {
+  for (uint32_t lanes : batch_sizes) {
     GraphSpec spec{absl::StrCat("decode_batch_", lanes), fb::GraphKind::Decode, lanes, {}};
     const uint64_t rows_bytes = uint64_t{lanes} * 4;
     spec.io.tokens = io.Allocate(rows_bytes);
     spec.io.positions = io.Allocate(rows_bytes);
     spec.io.slots = io.Allocate(rows_bytes);
-    spec.io.logits = io.Allocate(rows_bytes * hparams->vocab_size);
+    spec.io.logits = io.Allocate(rows_bytes * hparams.vocab_size);
     batch_specs.push_back(std::move(spec));
   }
   // Element counts travel in 32-bit command fields.
   const uint64_t widest_row =
-      std::max({hparams->dim, hparams->q_dim(), hparams->ffn_dim});
+      std::max({hparams.dim, hparams.q_dim(), hparams.ffn_dim});
   if (uint64_t{max_rows} * widest_row > UINT32_MAX) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "a graph of %u rows x %u elements per row exceeds the 32-bit element counts of the "
@@ -268,12 +260,12 @@ absl::Status CompileGguf(const std::string& gguf_path,
   }
 
   flatbuffers::FlatBufferBuilder builder(1 << 20);
-  const auto hparams_fb = SerializeHParams(*hparams, builder);
-  const auto tokenizer_fb = artifact::SerializeVocabulary(*tokenizer, *chat_template, builder);
-  const auto weights_fb = weights->Serialize(builder);
+  const auto hparams_fb = SerializeHParams(hparams, builder);
+  const auto tokenizer_fb = artifact::SerializeVocabulary(tokenizer, chat_template, builder);
+  const auto weights_fb = weights.Serialize(builder);
   const std::vector<flatbuffers::Offset<fb::Buffer>> buffer_list = {
       fb::CreateBufferDirect(builder, "weights", fb::BufferKind::Weights,
-                             weights->data_size()),
+                             weights.data_size()),
       fb::CreateBufferDirect(builder, "activations",
                              fb::BufferKind::Activations, buffers.layout.size),
       fb::CreateBufferDirect(builder, "kv_cache", fb::BufferKind::KvCache,
@@ -288,20 +280,20 @@ absl::Status CompileGguf(const std::string& gguf_path,
       &buffers.mask, buffers.slot_positions ? &*buffers.slot_positions : nullptr);
   std::vector<flatbuffers::Offset<fb::Graph>> graphs;
   for (const GraphSpec& spec : specs) {
-    graphs.push_back(BuildLlamaGraph(builder, *hparams, *weights, buffers,
+    graphs.push_back(BuildLlamaGraph(builder, hparams, weights, buffers,
                                      spec.name, spec.kind, spec.tokens,
                                      spec.io, options.max_job_macs));
   }
   std::vector<flatbuffers::Offset<fb::Graph>> decode_batches;
   for (const GraphSpec& spec : batch_specs) {
-    decode_batches.push_back(BuildLlamaDecodeBatchGraph(builder, *hparams, *weights, buffers,
+    decode_batches.push_back(BuildLlamaDecodeBatchGraph(builder, hparams, weights, buffers,
                                                         spec.name, spec.tokens, kBufferCount,
                                                         spec.io, options.max_job_macs));
   }
   // Placeholders: the writer fills in each chunk's CRC-32C as the weights
   // stream through it.
   const uint64_t checksum_chunks =
-      (weights->data_size() + kDataChecksumChunk - 1) / kDataChecksumChunk;
+      (weights.data_size() + kDataChecksumChunk - 1) / kDataChecksumChunk;
   const auto checksums_fb = fb::CreateDataChecksums(
       builder, kDataChecksumChunk,
       builder.CreateVector(std::vector<uint32_t>(checksum_chunks, 0)));
@@ -322,19 +314,18 @@ absl::Status CompileGguf(const std::string& gguf_path,
     return absl::InternalError("compiler produced an invalid Model flatbuffer");
   }
   if (auto s = artifact::VerifyModel(*fb::GetModel(metadata.data()),
-                                     weights->data_size());
+                                     weights.data_size());
       !s.ok()) {
     return absl::InternalError(
         absl::StrCat("compiler produced an artifact that fails verification: ",
                      s.message()));
   }
 
-  absl::StatusOr<std::unique_ptr<artifact::ArtifactWriter>> writer =
-      artifact::ArtifactWriter::Create(output_path, metadata,
-                                       weights->data_size());
-  if (!writer.ok()) return writer.status();
-  LNPU_RETURN_IF_ERROR(weights->Write(**file, **writer, options.progress));
-  return (*writer)->Commit();
+  LNPU_ASSIGN_OR_RETURN(
+      std::unique_ptr<artifact::ArtifactWriter> writer,
+      artifact::ArtifactWriter::Create(output_path, metadata, weights.data_size()));
+  LNPU_RETURN_IF_ERROR(weights.Write(*file, *writer, options.progress));
+  return writer->Commit();
 }
 
 }  // namespace lnpu::compiler

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
@@ -46,12 +47,11 @@ absl::StatusOr<uint32_t> Dimension(const gguf::GgufFile& file,
 // A float key that must be finite and > 0, `fallback` when absent.
 absl::StatusOr<float> PositiveFloat(const gguf::GgufFile& file,
                                     const std::string& key, float fallback) {
-  absl::StatusOr<float> value = OrDefault(file.GetFloat(key), fallback);
-  if (!value.ok()) return value.status();
-  if (!std::isfinite(*value) || *value <= 0) {
-    return KeyError(file, key, absl::StrFormat("is %g, must be > 0", *value));
+  LNPU_ASSIGN_OR_RETURN(float value, OrDefault(file.GetFloat(key), fallback));
+  if (!std::isfinite(value) || value <= 0) {
+    return KeyError(file, key, absl::StrFormat("is %g, must be > 0", value));
   }
-  return *value;
+  return value;
 }
 
 // Llama 3 RoPE frequency factors, as llama.cpp's convert_hf_to_gguf.py
@@ -62,27 +62,22 @@ absl::StatusOr<float> PositiveFloat(const gguf::GgufFile& file,
 absl::StatusOr<std::vector<float>> Llama3FreqFactors(
     const gguf::GgufFile& file, const std::string& prefix, float theta,
     uint32_t rope_dim) {
-  absl::StatusOr<float> factor =
-      PositiveFloat(file, prefix + "rope.scaling.factor", 8.0f);
-  if (!factor.ok()) return factor.status();
-  absl::StatusOr<float> low =
-      PositiveFloat(file, prefix + "rope.scaling.low_freq_factor", 1.0f);
-  if (!low.ok()) return low.status();
-  absl::StatusOr<float> high =
-      PositiveFloat(file, prefix + "rope.scaling.high_freq_factor", 4.0f);
-  if (!high.ok()) return high.status();
-  if (!(*high > *low)) {
+  LNPU_ASSIGN_OR_RETURN(float factor, PositiveFloat(file, prefix + "rope.scaling.factor", 8.0f));
+  LNPU_ASSIGN_OR_RETURN(float low,
+                        PositiveFloat(file, prefix + "rope.scaling.low_freq_factor", 1.0f));
+  LNPU_ASSIGN_OR_RETURN(float high,
+                        PositiveFloat(file, prefix + "rope.scaling.high_freq_factor", 4.0f));
+  if (!(high > low)) {
     return KeyError(file, prefix + "rope.scaling.high_freq_factor",
-                    absl::StrFormat("is %g, must exceed low_freq_factor %g",
-                                    *high, *low));
+                    absl::StrFormat("is %g, must exceed low_freq_factor %g", high, low));
   }
-  absl::StatusOr<uint32_t> original = Dimension(
-      file, prefix + "rope.scaling.original_context_length",
-      OrDefault<uint64_t>(
-          file.GetUint(prefix + "rope.scaling.original_context_length"), 8192));
-  if (!original.ok()) return original.status();
-  const double low_freq_wavelen = *original / static_cast<double>(*low);
-  const double high_freq_wavelen = *original / static_cast<double>(*high);
+  LNPU_ASSIGN_OR_RETURN(
+      uint32_t original,
+      Dimension(file, prefix + "rope.scaling.original_context_length",
+                OrDefault<uint64_t>(file.GetUint(prefix + "rope.scaling.original_context_length"),
+                                    8192)));
+  const double low_freq_wavelen = original / static_cast<double>(low);
+  const double high_freq_wavelen = original / static_cast<double>(high);
   std::vector<float> factors;
   for (uint32_t i = 0; i < rope_dim / 2; ++i) {
     const double freq =
@@ -91,12 +86,10 @@ absl::StatusOr<std::vector<float>> Llama3FreqFactors(
     if (wavelen < high_freq_wavelen) {
       factors.push_back(1.0f);
     } else if (wavelen > low_freq_wavelen) {
-      factors.push_back(*factor);
+      factors.push_back(factor);
     } else {
-      const double smooth =
-          (*original / wavelen - *low) / (static_cast<double>(*high) - *low);
-      factors.push_back(
-          static_cast<float>(1.0 / ((1 - smooth) / *factor + smooth)));
+      const double smooth = (original / wavelen - low) / (static_cast<double>(high) - low);
+      factors.push_back(static_cast<float>(1.0 / ((1 - smooth) / factor + smooth)));
     }
   }
   return factors;
@@ -140,26 +133,23 @@ absl::StatusOr<GemmaFeatures> ReadGemmaFeatures(const gguf::GgufFile& file,
   const bool is_27b = h.n_layers == (gemma2 ? 46u : 62u);
   g.query_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? h.dim / h.n_heads : h.head_dim));
   if (gemma2) {
-    absl::StatusOr<float> attn = NonNegativeFloat(file, p + "attn_logit_softcapping", 50.0f);
-    if (!attn.ok()) return attn.status();
-    absl::StatusOr<float> final = NonNegativeFloat(file, p + "final_logit_softcapping", 30.0f);
-    if (!final.ok()) return final.status();
-    g.attn_softcap = *attn;
-    g.final_softcap = *final;
+    LNPU_ASSIGN_OR_RETURN(g.attn_softcap,
+                          NonNegativeFloat(file, p + "attn_logit_softcapping", 50.0f));
+    LNPU_ASSIGN_OR_RETURN(g.final_softcap,
+                          NonNegativeFloat(file, p + "final_logit_softcapping", 30.0f));
   } else {
-    absl::StatusOr<float> final = NonNegativeFloat(file, p + "final_logit_softcapping", 0.0f);
-    if (!final.ok()) return final.status();
-    g.final_softcap = *final;
+    LNPU_ASSIGN_OR_RETURN(g.final_softcap,
+                          NonNegativeFloat(file, p + "final_logit_softcapping", 0.0f));
     g.rope_theta_local = 10000.0f;
   }
   const std::string window_key = p + "attention.sliding_window";
-  absl::StatusOr<uint64_t> window = OrDefault<uint64_t>(file.GetUint(window_key), 0);
-  if (!window.ok()) return window.status();
-  if (*window > artifact::kMaxModelDimension) {
+  LNPU_ASSIGN_OR_RETURN(const uint64_t window,
+                        OrDefault<uint64_t>(file.GetUint(window_key), 0));
+  if (window > artifact::kMaxModelDimension) {
     return KeyError(file, window_key,
-                    absl::StrFormat("is %u, must be <= %u", *window, artifact::kMaxModelDimension));
+                    absl::StrFormat("is %u, must be <= %u", window, artifact::kMaxModelDimension));
   }
-  g.sliding_window = static_cast<uint32_t>(*window);
+  g.sliding_window = static_cast<uint32_t>(window);
   g.swa_pattern = g.sliding_window == 0 ? 0 : gemma2 ? 2 : 6;
   return g;
 }
@@ -181,10 +171,8 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
         kSupportedArchitectures));
   }
   const std::string p = *arch + ".";
-  absl::StatusOr<uint64_t> experts =
-      OrDefault<uint64_t>(file.GetUint(p + "expert_count"), 0);
-  if (!experts.ok()) return experts.status();
-  if (*experts > 0) {
+  LNPU_ASSIGN_OR_RETURN(uint64_t experts, OrDefault<uint64_t>(file.GetUint(p + "expert_count"), 0));
+  if (experts > 0) {
     return KeyError(file, p + "expert_count",
                     "is set: mixture-of-experts models are not supported");
   }
@@ -196,18 +184,14 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
   h.no_rope_layer_step = *arch == "smollm3" ? 4 : 0;
   h.qk_norm = *arch == "qwen3" || *arch == "gemma3";
   h.fused_projections = *arch == "phi3";
-  absl::StatusOr<std::string> name =
-      OrDefault<std::string>(file.GetString("general.name"), "");
-  if (!name.ok()) return name.status();
-  h.name = *name;
+  LNPU_ASSIGN_OR_RETURN(h.name, OrDefault<std::string>(file.GetString("general.name"), ""));
   h.vocab_size = vocab_size;
-  absl::StatusOr<uint64_t> declared_vocab =
-      OrDefault<uint64_t>(file.GetUint(p + "vocab_size"), vocab_size);
-  if (!declared_vocab.ok()) return declared_vocab.status();
-  if (*declared_vocab != vocab_size) {
-    return KeyError(file, p + "vocab_size",
-                    absl::StrFormat("is %u but the tokenizer has %u tokens",
-                                    *declared_vocab, vocab_size));
+  LNPU_ASSIGN_OR_RETURN(uint64_t declared_vocab,
+                        OrDefault<uint64_t>(file.GetUint(p + "vocab_size"), vocab_size));
+  if (declared_vocab != vocab_size) {
+    return KeyError(
+        file, p + "vocab_size",
+        absl::StrFormat("is %u but the tokenizer has %u tokens", declared_vocab, vocab_size));
   }
 
   struct DimensionKey {
@@ -221,32 +205,28 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
            DimensionKey{"attention.head_count", &h.n_heads},
            DimensionKey{"context_length", &h.context_length},
        }) {
-    absl::StatusOr<uint32_t> value =
-        Dimension(file, p + d.key, file.GetUint(p + d.key));
-    if (!value.ok()) return value.status();
-    *d.field = *value;
+    LNPU_ASSIGN_OR_RETURN(uint32_t value, Dimension(file, p + d.key, file.GetUint(p + d.key)));
+    *d.field = value;
   }
-  absl::StatusOr<uint32_t> kv_heads = Dimension(
-      file, p + "attention.head_count_kv",
-      OrDefault<uint64_t>(file.GetUint(p + "attention.head_count_kv"),
-                          h.n_heads));
-  if (!kv_heads.ok()) return kv_heads.status();
-  h.n_kv_heads = *kv_heads;
+  LNPU_ASSIGN_OR_RETURN(
+      uint32_t kv_heads,
+      Dimension(file, p + "attention.head_count_kv",
+                OrDefault<uint64_t>(file.GetUint(p + "attention.head_count_kv"), h.n_heads)));
+  h.n_kv_heads = kv_heads;
   // The head size: attention.key_length when given (qwen3 decouples it
   // from the width), else embedding_length / head_count.
-  absl::StatusOr<uint64_t> key_length =
-      OrDefault<uint64_t>(file.GetUint(p + "attention.key_length"), 0);
-  if (!key_length.ok()) return key_length.status();
-  absl::StatusOr<uint64_t> value_length =
-      OrDefault<uint64_t>(file.GetUint(p + "attention.value_length"), *key_length);
-  if (!value_length.ok()) return value_length.status();
-  if (*value_length != *key_length) {
+  LNPU_ASSIGN_OR_RETURN(uint64_t key_length,
+                        OrDefault<uint64_t>(file.GetUint(p + "attention.key_length"), 0));
+  LNPU_ASSIGN_OR_RETURN(
+      uint64_t value_length,
+      OrDefault<uint64_t>(file.GetUint(p + "attention.value_length"), key_length));
+  if (value_length != key_length) {
     return KeyError(file, p + "attention.value_length",
                     absl::StrFormat("is %u but key_length is %u; heads with K and V of "
                                     "different sizes are not supported",
-                                    *value_length, *key_length));
+                                    value_length, key_length));
   }
-  if (*key_length == 0 && h.dim % h.n_heads != 0) {
+  if (key_length == 0 && h.dim % h.n_heads != 0) {
     return KeyError(file, p + "attention.head_count",
                     absl::StrFormat("(%u) does not divide embedding_length %u",
                                     h.n_heads, h.dim));
@@ -256,10 +236,9 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
                     absl::StrFormat("(%u) does not divide head_count %u",
                                     h.n_kv_heads, h.n_heads));
   }
-  if (*key_length != 0) {
-    absl::StatusOr<uint32_t> head = Dimension(file, p + "attention.key_length", *key_length);
-    if (!head.ok()) return head.status();
-    h.head_dim = *head;
+  if (key_length != 0) {
+    LNPU_ASSIGN_OR_RETURN(uint32_t head, Dimension(file, p + "attention.key_length", key_length));
+    h.head_dim = head;
   } else {
     h.head_dim = h.dim / h.n_heads;
   }
@@ -275,10 +254,8 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
   }
   h.rope_dim = *rope_dim;
 
-  absl::StatusOr<float> theta =
-      PositiveFloat(file, p + "rope.freq_base", 10000.0f);
-  if (!theta.ok()) return theta.status();
-  h.rope_theta = *theta;
+  LNPU_ASSIGN_OR_RETURN(float theta, PositiveFloat(file, p + "rope.freq_base", 10000.0f));
+  h.rope_theta = theta;
 
   absl::StatusOr<std::string> scaling = OrDefault<std::string>(
       file.GetString(p + "rope.scaling.type"), "none");
@@ -301,10 +278,9 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
     }
     h.rope_freq_scale = 1.0f / *factor;
   } else if (*scaling == "llama3") {
-    absl::StatusOr<std::vector<float>> factors =
-        Llama3FreqFactors(file, p, h.rope_theta, h.rope_dim);
-    if (!factors.ok()) return factors.status();
-    h.rope_freq_factors = *std::move(factors);
+    LNPU_ASSIGN_OR_RETURN(std::vector<float> factors,
+                          Llama3FreqFactors(file, p, h.rope_theta, h.rope_dim));
+    h.rope_freq_factors = std::move(factors);
   } else if (*scaling != "none") {
     return KeyError(file, p + "rope.scaling.type",
                     absl::StrCat("is \"", *scaling,
@@ -312,16 +288,17 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
                                  "\"llama3\""));
   }
 
-  absl::StatusOr<float> attn_factor = PositiveFloat(file, p + "rope.scaling.attn_factor", 1.0f);
-  if (!attn_factor.ok()) return attn_factor.status();
-  h.rope_attn_factor = *attn_factor;
-  absl::StatusOr<uint64_t> original_context = OrDefault<uint64_t>(
-      file.GetUint(p + "rope.scaling.original_context_length"), h.context_length);
-  if (!original_context.ok()) return original_context.status();
-  absl::StatusOr<uint32_t> original =
-      Dimension(file, p + "rope.scaling.original_context_length", *original_context);
-  if (!original.ok()) return original.status();
-  h.rope_original_context = *original;
+  LNPU_ASSIGN_OR_RETURN(float attn_factor,
+                        PositiveFloat(file, p + "rope.scaling.attn_factor", 1.0f));
+  h.rope_attn_factor = attn_factor;
+  LNPU_ASSIGN_OR_RETURN(
+      uint64_t original_context,
+      OrDefault<uint64_t>(file.GetUint(p + "rope.scaling.original_context_length"),
+                          h.context_length));
+  LNPU_ASSIGN_OR_RETURN(
+      uint32_t original,
+      Dimension(file, p + "rope.scaling.original_context_length", original_context));
+  h.rope_original_context = original;
   if (h.rope_attn_factor != 1.0f && h.rope_dim != h.head_dim) {
     // The factor is folded into the attention scale, which is exact only
     // when RoPE rotates whole heads.
@@ -342,9 +319,7 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
   }
   h.norm_eps = *eps;
   if (*arch == "gemma2" || *arch == "gemma3") {
-    absl::StatusOr<GemmaFeatures> gemma = ReadGemmaFeatures(file, h);
-    if (!gemma.ok()) return gemma.status();
-    h.gemma = *gemma;
+    LNPU_ASSIGN_OR_RETURN(h.gemma, ReadGemmaFeatures(file, h));
   }
   return h;
 }
@@ -371,26 +346,17 @@ absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file) {
   }
   const bool spm = t.type == TokenizerType::kSentencePiece;
 
-  absl::StatusOr<std::vector<std::string>> tokens =
-      file.GetStringArray("tokenizer.ggml.tokens");
-  if (!tokens.ok()) return tokens.status();
-  if (tokens->empty() || tokens->size() > artifact::kMaxModelDimension) {
+  LNPU_ASSIGN_OR_RETURN(t.tokens, file.GetStringArray("tokenizer.ggml.tokens"));
+  if (t.tokens.empty() || t.tokens.size() > artifact::kMaxModelDimension) {
     return KeyError(file, "tokenizer.ggml.tokens",
-                    absl::StrFormat("has %u tokens, must have 1 to %u",
-                                    tokens->size(),
+                    absl::StrFormat("has %u tokens, must have 1 to %u", t.tokens.size(),
                                     artifact::kMaxModelDimension));
   }
-  t.tokens = *std::move(tokens);
   const size_t n = t.tokens.size();
 
-  absl::StatusOr<std::vector<float>> scores =
-      OrDefault(file.GetFloatArray("tokenizer.ggml.scores"), {});
-  if (!scores.ok()) return scores.status();
-  t.scores = *std::move(scores);
-  absl::StatusOr<std::vector<int32_t>> types =
-      OrDefault(file.GetInt32Array("tokenizer.ggml.token_type"), {});
-  if (!types.ok()) return types.status();
-  t.token_types = *std::move(types);
+  LNPU_ASSIGN_OR_RETURN(t.scores, OrDefault(file.GetFloatArray("tokenizer.ggml.scores"), {}));
+  LNPU_ASSIGN_OR_RETURN(t.token_types,
+                        OrDefault(file.GetInt32Array("tokenizer.ggml.token_type"), {}));
   for (const auto& [key, size] :
        {std::pair<const char*, size_t>{"tokenizer.ggml.scores", t.scores.size()},
         {"tokenizer.ggml.token_type", t.token_types.size()}}) {
@@ -399,18 +365,14 @@ absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file) {
                       absl::StrFormat("has %u entries for %u tokens", size, n));
     }
   }
-  absl::StatusOr<std::vector<std::string>> merges =
-      OrDefault(file.GetStringArray("tokenizer.ggml.merges"), {});
-  if (!merges.ok()) return merges.status();
-  t.merges = *std::move(merges);
+  LNPU_ASSIGN_OR_RETURN(t.merges, OrDefault(file.GetStringArray("tokenizer.ggml.merges"), {}));
   if (!spm && t.merges.empty()) {
     return KeyError(file, "tokenizer.ggml.merges",
                     "is missing or empty; the gpt2 tokenizer needs merges");
   }
-  absl::StatusOr<std::string> pre =
-      OrDefault<std::string>(file.GetString("tokenizer.ggml.pre"), "");
-  if (!pre.ok()) return pre.status();
-  t.pre = *model == "gemma4" ? "gemma4" : *pre;
+  LNPU_ASSIGN_OR_RETURN(std::string pre,
+                        OrDefault<std::string>(file.GetString("tokenizer.ggml.pre"), ""));
+  t.pre = *model == "gemma4" ? "gemma4" : pre;
 
   // llama.cpp's defaults for SentencePiece vocabularies.
   const struct {
@@ -425,9 +387,8 @@ absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file) {
     const int32_t fallback =
         id.fallback >= 0 && static_cast<size_t>(id.fallback) < n ? id.fallback
                                                                  : -1;
-    absl::StatusOr<int32_t> value = TokenId(file, id.key, fallback, n);
-    if (!value.ok()) return value.status();
-    *id.field = *value;
+    LNPU_ASSIGN_OR_RETURN(int32_t value, TokenId(file, id.key, fallback, n));
+    *id.field = value;
   }
   // llama.cpp adds BOS by default for SentencePiece and for the byte-level
   // BPE pre-tokenizers it knows to want one (Llama 3, Tekken).
@@ -443,9 +404,8 @@ absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file) {
                {"tokenizer.ggml.add_eos_token", false, &t.add_eos},
                {"tokenizer.ggml.add_space_prefix", spm, &t.add_space_prefix}};
   for (const auto& flag : flags) {
-    absl::StatusOr<bool> value = OrDefault(file.GetBool(flag.key), flag.fallback);
-    if (!value.ok()) return value.status();
-    *flag.field = *value;
+    LNPU_ASSIGN_OR_RETURN(bool value, OrDefault(file.GetBool(flag.key), flag.fallback));
+    *flag.field = value;
   }
   if (t.add_bos && t.bos_id < 0) {
     return KeyError(file, "tokenizer.ggml.add_bos_token",

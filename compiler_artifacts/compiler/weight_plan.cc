@@ -16,6 +16,7 @@
 #include "base/file_io.h"
 #include "base/half.h"
 #include "base/quant_blocks.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
 #include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/ggml_type.h"
@@ -346,9 +347,8 @@ absl::Status WeightPlan::Write(
       // Bit-exact copy, in batches of whole elements or blocks so the
       // mapped pages can be released; each batch is checked for
       // non-finite values first.
-      absl::StatusOr<std::pair<uint32_t, uint32_t>> block = gguf::GgmlTypeBlock(w.source->type);
-      if (!block.ok()) return block.status();
-      const auto [unit_elements, unit_bytes] = *block;
+      LNPU_ASSIGN_OR_RETURN(const auto block, gguf::GgmlTypeBlock(w.source->type));
+      const auto [unit_elements, unit_bytes] = block;
       const uint64_t batch_bytes = kBatchBytes / unit_bytes * unit_bytes;
       for (uint64_t done = 0; done < src.size(); done += batch_bytes) {
         const absl::Span<const uint8_t> piece = src.subspan(done, batch_bytes);

@@ -19,6 +19,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
@@ -350,12 +351,11 @@ class GgufFile::Parser {
 
   absl::Status ParseAlignment() {
     if (!file_.HasKey(kGgufAlignmentKey)) return absl::OkStatus();
-    absl::StatusOr<uint64_t> alignment = file_.GetUint(kGgufAlignmentKey);
-    if (!alignment.ok()) return alignment.status();
-    if (*alignment == 0 || !std::has_single_bit(*alignment)) {
-      return Invalid(ToAbsl(kGgufAlignmentKey), " is ", *alignment, ", not a power of two");
+    LNPU_ASSIGN_OR_RETURN(uint64_t alignment, file_.GetUint(kGgufAlignmentKey));
+    if (alignment == 0 || !std::has_single_bit(alignment)) {
+      return Invalid(ToAbsl(kGgufAlignmentKey), " is ", alignment, ", not a power of two");
     }
-    file_.alignment_ = *alignment;
+    file_.alignment_ = alignment;
     return absl::OkStatus();
   }
 
@@ -543,24 +543,21 @@ absl::Status GgufFile::TypeMismatch(const MetadataEntry& entry, std::string_view
 }
 
 absl::StatusOr<GgufValueType> GgufFile::KeyType(std::string_view key) const {
-  absl::StatusOr<const MetadataEntry*> entry = FindEntry(key);
-  if (!entry.ok()) return entry.status();
-  return (*entry)->type;
+  LNPU_ASSIGN_OR_RETURN(const MetadataEntry* entry, FindEntry(key));
+  return entry->type;
 }
 
 absl::StatusOr<std::string> GgufFile::GetString(std::string_view key) const {
-  absl::StatusOr<const MetadataEntry*> entry = FindEntry(key);
-  if (!entry.ok()) return entry.status();
-  if ((*entry)->type != GgufValueType::kString) return TypeMismatch(**entry, "a string");
-  const uint8_t* cursor = (*entry)->encoded.data();
+  LNPU_ASSIGN_OR_RETURN(const MetadataEntry* entry, FindEntry(key));
+  if (entry->type != GgufValueType::kString) return TypeMismatch(*entry, "a string");
+  const uint8_t* cursor = entry->encoded.data();
   return std::string(LoadString(cursor));
 }
 
 absl::StatusOr<uint64_t> GgufFile::GetUint(std::string_view key) const {
-  absl::StatusOr<const MetadataEntry*> entry = FindEntry(key);
-  if (!entry.ok()) return entry.status();
-  if (!IsIntegerType((*entry)->type)) return TypeMismatch(**entry, "an integer");
-  const IntegerValue value = DecodeInteger((*entry)->type, (*entry)->encoded.data());
+  LNPU_ASSIGN_OR_RETURN(const MetadataEntry* entry, FindEntry(key));
+  if (!IsIntegerType(entry->type)) return TypeMismatch(*entry, "an integer");
+  const IntegerValue value = DecodeInteger(entry->type, entry->encoded.data());
   if (value.negative) {
     return absl::OutOfRangeError(absl::StrCat(path_, ": metadata key '", ToAbsl(key), "' holds ",
                                               Describe(value), ", expected a non-negative value"));
@@ -569,10 +566,9 @@ absl::StatusOr<uint64_t> GgufFile::GetUint(std::string_view key) const {
 }
 
 absl::StatusOr<int64_t> GgufFile::GetInt(std::string_view key) const {
-  absl::StatusOr<const MetadataEntry*> entry = FindEntry(key);
-  if (!entry.ok()) return entry.status();
-  if (!IsIntegerType((*entry)->type)) return TypeMismatch(**entry, "an integer");
-  const IntegerValue value = DecodeInteger((*entry)->type, (*entry)->encoded.data());
+  LNPU_ASSIGN_OR_RETURN(const MetadataEntry* entry, FindEntry(key));
+  if (!IsIntegerType(entry->type)) return TypeMismatch(*entry, "an integer");
+  const IntegerValue value = DecodeInteger(entry->type, entry->encoded.data());
   std::optional<int64_t> result = IntegerAs<int64_t>(value);
   if (!result) {
     return absl::OutOfRangeError(absl::StrCat(path_, ": metadata key '", ToAbsl(key), "' holds ",
@@ -582,56 +578,54 @@ absl::StatusOr<int64_t> GgufFile::GetInt(std::string_view key) const {
 }
 
 absl::StatusOr<float> GgufFile::GetFloat(std::string_view key) const {
-  absl::StatusOr<const MetadataEntry*> entry = FindEntry(key);
-  if (!entry.ok()) return entry.status();
-  switch ((*entry)->type) {
-    case GgufValueType::kFloat32: return Load<float>((*entry)->encoded.data());
-    case GgufValueType::kFloat64: return static_cast<float>(Load<double>((*entry)->encoded.data()));
-    default: return TypeMismatch(**entry, "a float32 or float64");
+  LNPU_ASSIGN_OR_RETURN(const MetadataEntry* entry, FindEntry(key));
+  switch (entry->type) {
+    case GgufValueType::kFloat32:
+      return Load<float>(entry->encoded.data());
+    case GgufValueType::kFloat64:
+      return static_cast<float>(Load<double>(entry->encoded.data()));
+    default:
+      return TypeMismatch(*entry, "a float32 or float64");
   }
 }
 
 absl::StatusOr<bool> GgufFile::GetBool(std::string_view key) const {
-  absl::StatusOr<const MetadataEntry*> entry = FindEntry(key);
-  if (!entry.ok()) return entry.status();
-  if ((*entry)->type != GgufValueType::kBool) return TypeMismatch(**entry, "a bool");
-  return (*entry)->encoded[0] != 0;
+  LNPU_ASSIGN_OR_RETURN(const MetadataEntry* entry, FindEntry(key));
+  if (entry->type != GgufValueType::kBool) return TypeMismatch(*entry, "a bool");
+  return entry->encoded[0] != 0;
 }
 
 absl::StatusOr<GgufFile::ArrayView> GgufFile::FindArray(std::string_view key,
                                                         std::string_view wanted) const {
-  absl::StatusOr<const MetadataEntry*> entry = FindEntry(key);
-  if (!entry.ok()) return entry.status();
-  if ((*entry)->type != GgufValueType::kArray) return TypeMismatch(**entry, wanted);
-  const uint8_t* encoded = (*entry)->encoded.data();
+  LNPU_ASSIGN_OR_RETURN(const MetadataEntry* entry, FindEntry(key));
+  if (entry->type != GgufValueType::kArray) return TypeMismatch(*entry, wanted);
+  const uint8_t* encoded = entry->encoded.data();
   return ArrayView{static_cast<GgufValueType>(Load<uint32_t>(encoded)), Load<uint64_t>(encoded + 4),
-                   (*entry)->encoded.subspan(12)};
+                   entry->encoded.subspan(12)};
 }
 
 absl::StatusOr<std::vector<std::string>> GgufFile::GetStringArray(std::string_view key) const {
   constexpr std::string_view kWanted = "an array of string";
-  absl::StatusOr<ArrayView> array = FindArray(key, kWanted);
-  if (!array.ok()) return array.status();
-  if (array->element_type != GgufValueType::kString) return TypeMismatch(**FindEntry(key), kWanted);
+  LNPU_ASSIGN_OR_RETURN(ArrayView array, FindArray(key, kWanted));
+  if (array.element_type != GgufValueType::kString) return TypeMismatch(**FindEntry(key), kWanted);
   std::vector<std::string> values;
-  values.reserve(array->count);
-  const uint8_t* cursor = array->elements.data();
-  for (uint64_t i = 0; i < array->count; ++i) values.emplace_back(LoadString(cursor));
+  values.reserve(array.count);
+  const uint8_t* cursor = array.elements.data();
+  for (uint64_t i = 0; i < array.count; ++i) values.emplace_back(LoadString(cursor));
   return values;
 }
 
 absl::StatusOr<std::vector<float>> GgufFile::GetFloatArray(std::string_view key) const {
   constexpr std::string_view kWanted = "an array of float32 or float64";
-  absl::StatusOr<ArrayView> array = FindArray(key, kWanted);
-  if (!array.ok()) return array.status();
-  std::vector<float> values(array->count);
-  const uint8_t* elements = array->elements.data();
-  switch (array->element_type) {
+  LNPU_ASSIGN_OR_RETURN(ArrayView array, FindArray(key, kWanted));
+  std::vector<float> values(array.count);
+  const uint8_t* elements = array.elements.data();
+  switch (array.element_type) {
     case GgufValueType::kFloat32:
       std::memcpy(values.data(), elements, values.size() * sizeof(float));
       return values;
     case GgufValueType::kFloat64:
-      for (uint64_t i = 0; i < array->count; ++i) {
+      for (uint64_t i = 0; i < array.count; ++i) {
         values[i] = static_cast<float>(Load<double>(elements + 8 * i));
       }
       return values;
@@ -641,13 +635,13 @@ absl::StatusOr<std::vector<float>> GgufFile::GetFloatArray(std::string_view key)
 
 absl::StatusOr<std::vector<int32_t>> GgufFile::GetInt32Array(std::string_view key) const {
   constexpr std::string_view kWanted = "an array of integers";
-  absl::StatusOr<ArrayView> array = FindArray(key, kWanted);
-  if (!array.ok()) return array.status();
-  if (!IsIntegerType(array->element_type)) return TypeMismatch(**FindEntry(key), kWanted);
-  const uint32_t stride = GgufScalarSize(array->element_type);
-  std::vector<int32_t> values(array->count);
-  for (uint64_t i = 0; i < array->count; ++i) {
-    const IntegerValue value = DecodeInteger(array->element_type, array->elements.data() + stride * i);
+  LNPU_ASSIGN_OR_RETURN(ArrayView array, FindArray(key, kWanted));
+  if (!IsIntegerType(array.element_type)) return TypeMismatch(**FindEntry(key), kWanted);
+  const uint32_t stride = GgufScalarSize(array.element_type);
+  std::vector<int32_t> values(array.count);
+  for (uint64_t i = 0; i < array.count; ++i) {
+    const IntegerValue value =
+        DecodeInteger(array.element_type, array.elements.data() + stride * i);
     std::optional<int32_t> narrowed = IntegerAs<int32_t>(value);
     if (!narrowed) {
       return absl::OutOfRangeError(absl::StrCat(path_, ": metadata key '", ToAbsl(key), "' element ", i,

@@ -109,30 +109,28 @@ absl::StatusOr<uint64_t> GgufWriter::CheckedTensorBytes(const std::string& name,
 
 absl::Status GgufWriter::AddTensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
                                    std::vector<uint8_t> data) {
-  absl::StatusOr<uint64_t> bytes = CheckedTensorBytes(name, type, dims);
-  if (!bytes.ok()) return bytes.status();
-  if (*bytes != data.size()) {
+  LNPU_ASSIGN_OR_RETURN(uint64_t bytes, CheckedTensorBytes(name, type, dims));
+  if (bytes != data.size()) {
     const uint32_t block_bytes = GgmlTypeBlock(type)->second;  // type checked above
-    return absl::InvalidArgumentError(absl::StrCat(
-        "GGUF tensor '", name, "' of type ", ToAbsl(GgmlTypeName(type)), " and dims [",
-        absl::StrJoin(dims, ", "), "] needs ", *bytes / block_bytes, " blocks of ", block_bytes,
-        " bytes but got ", data.size(), " bytes of data"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("GGUF tensor '", name, "' of type ", ToAbsl(GgmlTypeName(type)), " and dims [",
+                     absl::StrJoin(dims, ", "), "] needs ", bytes / block_bytes, " blocks of ",
+                     block_bytes, " bytes but got ", data.size(), " bytes of data"));
   }
   tensor_index_.emplace(name, tensors_.size());
-  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), *bytes, std::move(data), {}});
+  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), bytes, std::move(data), {}});
   return absl::OkStatus();
 }
 
 absl::Status GgufWriter::AddStreamedTensor(std::string name, GgmlType type,
                                            std::vector<uint64_t> dims, DataSource source) {
-  absl::StatusOr<uint64_t> bytes = CheckedTensorBytes(name, type, dims);
-  if (!bytes.ok()) return bytes.status();
+  LNPU_ASSIGN_OR_RETURN(uint64_t bytes, CheckedTensorBytes(name, type, dims));
   if (!source) {
     return absl::InvalidArgumentError(
         absl::StrCat("GGUF tensor '", name, "' has no data source"));
   }
   tensor_index_.emplace(name, tensors_.size());
-  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), *bytes, {}, std::move(source)});
+  tensors_.push_back(Tensor{std::move(name), type, std::move(dims), bytes, {}, std::move(source)});
   return absl::OkStatus();
 }
 
@@ -169,8 +167,7 @@ absl::Status GgufWriter::EmitTensorData(const Tensor& tensor, Sink sink) const {
 }
 
 absl::Status GgufWriter::Emit(Sink sink) const {
-  absl::StatusOr<uint64_t> alignment = Alignment();
-  if (!alignment.ok()) return alignment.status();
+  LNPU_ASSIGN_OR_RETURN(uint64_t alignment, Alignment());
 
   std::vector<uint8_t> header;
   Append<uint32_t>(header, kGgufMagic);
@@ -192,15 +189,15 @@ absl::Status GgufWriter::Emit(Sink sink) const {
     for (uint64_t dim : tensor.dims) Append<uint64_t>(header, dim);
     Append<uint32_t>(header, static_cast<uint32_t>(tensor.type));
     Append<uint64_t>(header, offset);
-    offset += tensor.bytes + Padding(tensor.bytes, *alignment);
+    offset += tensor.bytes + Padding(tensor.bytes, alignment);
   }
-  header.resize(header.size() + Padding(header.size(), *alignment), 0);
+  header.resize(header.size() + Padding(header.size(), alignment), 0);
   if (absl::Status status = sink(header); !status.ok()) return status;
 
-  const std::vector<uint8_t> zeros(*alignment, 0);
+  const std::vector<uint8_t> zeros(alignment, 0);
   for (const Tensor& tensor : tensors_) {
     if (absl::Status status = EmitTensorData(tensor, sink); !status.ok()) return status;
-    const uint64_t padding = Padding(tensor.bytes, *alignment);
+    const uint64_t padding = Padding(tensor.bytes, alignment);
     if (absl::Status status = sink(absl::MakeConstSpan(zeros).first(padding)); !status.ok()) {
       return status;
     }

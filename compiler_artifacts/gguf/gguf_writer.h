@@ -87,6 +87,8 @@ class GgufWriter {
   absl::Status EmitTensorData(const Tensor& tensor, Sink sink) const;
   absl::Status Emit(Sink sink) const;
 
+  // Lists and indexes like GgufFile's, but owning their keys (GgufFile's
+  // index views into its mapping).
   std::vector<Entry> metadata_;
   absl::flat_hash_map<std::string, size_t> metadata_index_;
   std::vector<Tensor> tensors_;

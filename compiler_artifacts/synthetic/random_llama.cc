@@ -9,13 +9,14 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/cleanup/cleanup.h"
+#include "base/half.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/gguf_file.h"
 #include "compiler_artifacts/gguf/gguf_value.h"
-#include "base/half.h"
 #include "compiler_artifacts/gguf/gguf_writer.h"
 #include "compiler_artifacts/gguf/quantize.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
@@ -302,48 +303,47 @@ uint32_t FileType(GgmlType weight_type) {
 absl::Status CopyVocabulary(const std::string& path,
                             std::vector<std::pair<std::string, GgufValue>>& metadata,
                             uint32_t& vocab_size) {
-  absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
-  if (!file.ok()) return file.status();
-  for (std::string_view key_view : (*file)->keys()) {
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
+  for (std::string_view key_view : file->keys()) {
     if (key_view.substr(0, 10) != "tokenizer.") continue;
     const std::string key(key_view);
-    const GgufValueType type = *(*file)->KeyType(key_view);
+    const GgufValueType type = *file->KeyType(key_view);
     absl::StatusOr<GgufValue> value = absl::InternalError("unset");
     switch (type) {
       case GgufValueType::kString: {
-        absl::StatusOr<std::string> v = (*file)->GetString(key_view);
+        absl::StatusOr<std::string> v = file->GetString(key_view);
         value = v.ok() ? absl::StatusOr<GgufValue>(GgufValue::String(*v)) : v.status();
         break;
       }
       case GgufValueType::kBool: {
-        absl::StatusOr<bool> v = (*file)->GetBool(key_view);
+        absl::StatusOr<bool> v = file->GetBool(key_view);
         value = v.ok() ? absl::StatusOr<GgufValue>(GgufValue::Bool(*v)) : v.status();
         break;
       }
       case GgufValueType::kFloat32:
       case GgufValueType::kFloat64: {
-        absl::StatusOr<float> v = (*file)->GetFloat(key_view);
+        absl::StatusOr<float> v = file->GetFloat(key_view);
         value = v.ok() ? absl::StatusOr<GgufValue>(GgufValue::Float32(*v)) : v.status();
         break;
       }
       case GgufValueType::kArray: {
-        absl::StatusOr<std::vector<std::string>> strings = (*file)->GetStringArray(key_view);
+        absl::StatusOr<std::vector<std::string>> strings = file->GetStringArray(key_view);
         if (strings.ok()) {
           value = GgufValue::StringArray(*strings);
           break;
         }
-        absl::StatusOr<std::vector<int32_t>> ints = (*file)->GetInt32Array(key_view);
+        absl::StatusOr<std::vector<int32_t>> ints = file->GetInt32Array(key_view);
         if (ints.ok()) {
           value = GgufValue::Int32Array(*ints);
           break;
         }
-        absl::StatusOr<std::vector<float>> floats = (*file)->GetFloatArray(key_view);
+        absl::StatusOr<std::vector<float>> floats = file->GetFloatArray(key_view);
         value = floats.ok() ? absl::StatusOr<GgufValue>(GgufValue::Float32Array(*floats))
                             : floats.status();
         break;
       }
       default: {  // integers
-        absl::StatusOr<int64_t> v = (*file)->GetInt(key_view);
+        absl::StatusOr<int64_t> v = file->GetInt(key_view);
         value = v.ok() ? absl::StatusOr<GgufValue>(GgufValue::Int64(*v)) : v.status();
         if (v.ok() && *v >= 0 && *v <= UINT32_MAX) {
           value = GgufValue::Uint32(static_cast<uint32_t>(*v));
@@ -358,8 +358,7 @@ absl::Status CopyVocabulary(const std::string& path,
     }
     metadata.emplace_back(key, *std::move(value));
   }
-  absl::StatusOr<std::vector<std::string>> tokens =
-      (*file)->GetStringArray("tokenizer.ggml.tokens");
+  absl::StatusOr<std::vector<std::string>> tokens = file->GetStringArray("tokenizer.ggml.tokens");
   if (!tokens.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, " has no tokenizer.ggml.tokens: it is not a vocabulary GGUF (",
@@ -450,13 +449,12 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
     set_f32(p + "final_logit_softcapping", spec.final_logit_softcap);
   }
   if (spec.vocabulary_gguf.empty()) {
-    absl::StatusOr<LlamaVocabulary> vocabulary = MakeLlamaVocabulary(vocab_size);
-    if (!vocabulary.ok()) return vocabulary.status();
+    LNPU_ASSIGN_OR_RETURN(LlamaVocabulary vocabulary, MakeLlamaVocabulary(vocab_size));
     metadata.emplace_back("tokenizer.ggml.model", GgufValue::String("llama"));
-    metadata.emplace_back("tokenizer.ggml.tokens", GgufValue::StringArray(vocabulary->tokens));
-    metadata.emplace_back("tokenizer.ggml.scores", GgufValue::Float32Array(vocabulary->scores));
+    metadata.emplace_back("tokenizer.ggml.tokens", GgufValue::StringArray(vocabulary.tokens));
+    metadata.emplace_back("tokenizer.ggml.scores", GgufValue::Float32Array(vocabulary.scores));
     metadata.emplace_back("tokenizer.ggml.token_type",
-                          GgufValue::Int32Array(vocabulary->token_types));
+                          GgufValue::Int32Array(vocabulary.token_types));
     set_u32("tokenizer.ggml.bos_token_id", 1);
     set_u32("tokenizer.ggml.eos_token_id", 2);
     set_u32("tokenizer.ggml.unknown_token_id", 0);

@@ -21,6 +21,10 @@
 
 namespace lnpu::synthetic {
 
+// The shape fields share their names with compiler::LlamaHParams but are
+// what to write (0 = derived, as llama.cpp's files leave keys out), not what
+// a reader found: the compiler reads them back from the written file, and
+// this library does not depend on it.
 struct RandomLlamaSpec {
   // "llama"; "qwen2": qwen2.* keys, QKV biases, NEOX RoPE (in the
   // compiler's reading of the architecture); "qwen3": qwen3.* keys, no

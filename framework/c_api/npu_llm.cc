@@ -158,10 +158,9 @@ npu_llm_status npu_llm_open(const char* artifact_path, const char* device, npu_l
   return Guarded([&]() -> absl::Status {
     lnpu::framework::LlmOptions options;
     if (device != nullptr) options.device = device;
-    absl::StatusOr<std::unique_ptr<lnpu::framework::Llm>> llm =
-        lnpu::framework::Llm::Load(artifact_path, options);
-    if (!llm.ok()) return llm.status();
-    *out = new npu_llm{*std::move(llm)};
+    LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::framework::Llm> llm,
+                          lnpu::framework::Llm::Load(artifact_path, options));
+    *out = new npu_llm{std::move(llm)};
     return absl::OkStatus();
   });
 }
@@ -210,10 +209,9 @@ npu_llm_status npu_llm_session_create(npu_llm* llm, npu_llm_session** out) {
   *out = nullptr;
   if (llm == nullptr) return NullArgument("llm");
   return Guarded([&]() -> absl::Status {
-    absl::StatusOr<std::unique_ptr<lnpu::framework::Session>> session =
-        llm->llm->CreateSession();
-    if (!session.ok()) return session.status();
-    *out = new npu_llm_session{*std::move(session)};
+    LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::framework::Session> session,
+                          llm->llm->CreateSession());
+    *out = new npu_llm_session{std::move(session)};
     return absl::OkStatus();
   });
 }
@@ -240,24 +238,23 @@ npu_llm_status npu_llm_session_generate(npu_llm_session* session, const char* te
         return callback(user_data, token, piece.data(), piece.size()) != 0;
       };
     }
-    absl::StatusOr<lnpu::framework::GenerationResult> generated =
-        session->session->Generate(text, ConfigOf(c), on_token);
-    if (!generated.ok()) return generated.status();
-    char* copy = static_cast<char*>(std::malloc(generated->text.size() + 1));
+    LNPU_ASSIGN_OR_RETURN(lnpu::framework::GenerationResult generated,
+                          session->session->Generate(text, ConfigOf(c), on_token));
+    char* copy = static_cast<char*>(std::malloc(generated.text.size() + 1));
     if (copy == nullptr) throw std::bad_alloc();
-    std::memcpy(copy, generated->text.data(), generated->text.size());
-    copy[generated->text.size()] = '\0';
-    result->finish_reason = FinishOf(generated->finish_reason);
+    std::memcpy(copy, generated.text.data(), generated.text.size());
+    copy[generated.text.size()] = '\0';
+    result->finish_reason = FinishOf(generated.finish_reason);
     result->text = copy;
-    result->text_len = generated->text.size();
-    result->prompt_tokens = generated->stats.prompt_tokens;
-    result->generated_tokens = generated->stats.generated_tokens;
-    result->time_to_first_token_ms = generated->stats.time_to_first_token_ms;
-    result->prefill_ms = generated->stats.prefill_ms;
-    result->decode_tokens_per_second = generated->stats.decode_tokens_per_second;
-    result->drafted_tokens = generated->stats.drafted_tokens;
-    result->accepted_tokens = generated->stats.accepted_tokens;
-    device_error = generated->error;
+    result->text_len = generated.text.size();
+    result->prompt_tokens = generated.stats.prompt_tokens;
+    result->generated_tokens = generated.stats.generated_tokens;
+    result->time_to_first_token_ms = generated.stats.time_to_first_token_ms;
+    result->prefill_ms = generated.stats.prefill_ms;
+    result->decode_tokens_per_second = generated.stats.decode_tokens_per_second;
+    result->drafted_tokens = generated.stats.drafted_tokens;
+    result->accepted_tokens = generated.stats.accepted_tokens;
+    device_error = generated.error;
     return absl::OkStatus();
   });
   // The reply is returned; a device error that ended it becomes this

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "framework/tokenizer/byte_level_alphabet.h"
 #include "framework/tokenizer/sentencepiece_encoder.h"
 #include "framework/tokenizer/utf8.h"
@@ -49,12 +50,10 @@ struct BigramBelow {
 
 absl::StatusOr<ByteLevelBpeEncoder> ByteLevelBpeEncoder::Create(
     const Vocabulary& vocabulary, const TokenIds& token_ids) {
-  absl::StatusOr<PreTokenizer> pre_tokenizer =
-      PreTokenizerNamed(vocabulary.pre);
-  if (!pre_tokenizer.ok()) return pre_tokenizer.status();
-  ByteLevelBpeEncoder encoder(token_ids, *pre_tokenizer);
-  encoder.whole_word_tokens_first_ = WholeWordTokensFirst(*pre_tokenizer);
-  encoder.byte_alphabet_ = UsesByteLevelAlphabet(*pre_tokenizer);
+  LNPU_ASSIGN_OR_RETURN(PreTokenizer pre_tokenizer, PreTokenizerNamed(vocabulary.pre));
+  ByteLevelBpeEncoder encoder(token_ids, pre_tokenizer);
+  encoder.whole_word_tokens_first_ = WholeWordTokensFirst(pre_tokenizer);
+  encoder.byte_alphabet_ = UsesByteLevelAlphabet(pre_tokenizer);
 
   for (int byte = 0; byte < 256; ++byte) {
     if (!encoder.byte_alphabet_) {

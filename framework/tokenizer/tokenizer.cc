@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "base/status_macros.h"
 #include "framework/tokenizer/byte_level_alphabet.h"
 #include "framework/tokenizer/utf8.h"
 
@@ -191,9 +192,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(
                                         kSentencePieceSpace.size()),
                       " "}});
         } else {
-          absl::StatusOr<std::string> decoded = ByteLevelTokenBytes(text, id);
-          if (!decoded.ok()) return decoded.status();
-          bytes = *std::move(decoded);
+          LNPU_ASSIGN_OR_RETURN(std::string decoded, ByteLevelTokenBytes(text, id));
+          bytes = std::move(decoded);
         }
         break;
       case TokenType::kByte:
@@ -269,10 +269,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(
     tokenizer->sentencepiece_.emplace(tokenizer->token_ids_, v.scores,
                                       byte_fallback);
   } else {
-    absl::StatusOr<ByteLevelBpeEncoder> encoder =
-        ByteLevelBpeEncoder::Create(v, tokenizer->token_ids_);
-    if (!encoder.ok()) return encoder.status();
-    tokenizer->byte_level_bpe_.emplace(*std::move(encoder));
+    LNPU_ASSIGN_OR_RETURN(ByteLevelBpeEncoder encoder,
+                          ByteLevelBpeEncoder::Create(v, tokenizer->token_ids_));
+    tokenizer->byte_level_bpe_.emplace(std::move(encoder));
   }
   return tokenizer;
 }

@@ -182,9 +182,8 @@ absl::StatusOr<Buffer> Device::CreateBuffer(uint64_t size, uint32_t flags) {
 
 absl::StatusOr<Buffer> Device::ImportUserMemory(void* ptr, uint64_t size,
                                                 uint32_t flags) {
-  absl::StatusOr<uint64_t> caps = GetParam(DRM_LNPU_PARAM_CAPABILITIES);
-  if (!caps.ok()) return caps.status();
-  if ((*caps & DRM_LNPU_CAP_USERPTR) == 0) {
+  LNPU_ASSIGN_OR_RETURN(uint64_t caps, GetParam(DRM_LNPU_PARAM_CAPABILITIES));
+  if ((caps & DRM_LNPU_CAP_USERPTR) == 0) {
     return absl::UnimplementedError(absl::StrCat(
         file_->Describe(), " cannot import user memory (no "
         "DRM_LNPU_CAP_USERPTR); copy the data into a device buffer instead"));

@@ -117,6 +117,11 @@ class ComputeKernelsTest : public ::testing::TestWithParam<int64_t> {
     for (float& x : v) x = dist(rng_);
     return v;
   }
+  // The destination of an element-wise command with two inputs, by
+  // `alias`: 0 a new buffer of `bytes`, 1 the first input, 2 the second.
+  uint64_t AliasedDestination(int alias, uint64_t first, uint64_t second, size_t bytes) {
+    return alias == 1 ? first : alias == 2 ? second : memory_.Allocate(bytes);
+  }
   size_t RandomIn(size_t lo, size_t hi) {
     return std::uniform_int_distribution<size_t>(lo, hi)(rng_);
   }
@@ -138,9 +143,7 @@ class ComputeKernelsTest : public ::testing::TestWithParam<int64_t> {
         cmd.count = count;
         cmd.gate = memory_.Upload(gate);
         cmd.up = memory_.Upload(up);
-        cmd.dst = alias == 1   ? cmd.gate
-                  : alias == 2 ? cmd.up
-                               : memory_.Allocate(size_t{count} * 4);
+        cmd.dst = AliasedDestination(alias, cmd.gate, cmd.up, size_t{count} * 4);
         ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
         std::vector<Expected> want(count);
         for (size_t i = 0; i < count; ++i) {
@@ -812,9 +815,7 @@ TEST_P(ComputeKernelsTest, AddMatchesReferenceIncludingInPlace) {
       cmd.count = count;
       cmd.a = memory_.Upload(a);
       cmd.b = memory_.Upload(b);
-      cmd.dst = alias == 1   ? cmd.a
-                : alias == 2 ? cmd.b
-                             : memory_.Allocate(size_t{count} * 4);
+      cmd.dst = AliasedDestination(alias, cmd.a, cmd.b, size_t{count} * 4);
       ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
       std::vector<Expected> want(count);
       for (size_t i = 0; i < count; ++i) {

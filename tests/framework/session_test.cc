@@ -22,35 +22,25 @@
 #include "framework/llm.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/framework/framework_test_util.h"
 
 namespace lnpu::framework {
 namespace {
 
+using ::lnpu::framework::testing::Greedy;
+using ::lnpu::framework::testing::ModelsDir;
+using ::lnpu::framework::testing::NewTempDir;
 using ::testing::HasSubstr;
 
 // "Once upon a time" with BOS.
 const std::vector<int32_t> kPrompt = {1, 403, 407, 261, 378};
-
-std::string ModelsDir() {
-  const char* dir = std::getenv("LNPU_MODELS_DIR");
-  return dir ? dir : "models";
-}
-
-GenerationConfig Greedy(int max_new_tokens) {
-  GenerationConfig config;
-  config.max_new_tokens = max_new_tokens;
-  config.stop_at_eos = false;
-  return config;
-}
 
 class SessionTest : public ::testing::Test {
  protected:
   static constexpr uint32_t kCapacity = 64;
 
   static void SetUpTestSuite() {
-    std::string pattern = ::testing::TempDir() + "lnpu_framework_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = new std::string(pattern);
+    dir_ = new std::string(NewTempDir());
     artifact_ = new std::string(Compile("stories", 48, 16));
     llm_ = Llm::Load(*artifact_, {.device = "soft"}).value().release();
   }
@@ -75,11 +65,7 @@ class SessionTest : public ::testing::Test {
     return path;
   }
 
-  std::unique_ptr<Session> NewSession() const {
-    absl::StatusOr<std::unique_ptr<Session>> session = llm_->CreateSession();
-    EXPECT_TRUE(session.ok()) << session.status();
-    return session.ok() ? *std::move(session) : nullptr;
-  }
+  std::unique_ptr<Session> NewSession() const { return testing::NewSession(*llm_); }
 
   std::vector<int32_t> Encode(const std::string& text) const {
     return llm_->tokenizer().Encode(text, false).value();

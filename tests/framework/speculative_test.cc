@@ -21,24 +21,17 @@
 #include "framework/session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/framework/framework_test_util.h"
 
 namespace lnpu::framework {
 namespace {
 
+using ::lnpu::framework::testing::Greedy;
+using ::lnpu::framework::testing::ModelsDir;
+using ::lnpu::framework::testing::NewSession;
+using ::lnpu::framework::testing::NewTempDir;
 using ::testing::HasSubstr;
 using Kind = SpeculativeConfig::Kind;
-
-std::string ModelsDir() {
-  const char* dir = std::getenv("LNPU_MODELS_DIR");
-  return dir ? dir : "models";
-}
-
-GenerationConfig Greedy(int max_new_tokens) {
-  GenerationConfig config;
-  config.max_new_tokens = max_new_tokens;
-  config.stop_at_eos = false;
-  return config;
-}
 
 // A target model (verify graph of 6 rows) and draft models of one source
 // model, all with 48 + 16 cache slots.
@@ -54,9 +47,7 @@ class SpeculativeTest : public ::testing::Test {
   static constexpr uint32_t kVerifyRows = 6;
 
   static void SetUpTestSuite() {
-    std::string pattern = ::testing::TempDir() + "lnpu_speculative_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = new std::string(pattern);
+    dir_ = new std::string(NewTempDir());
     stories_ = new ModelSet(Load(ModelsDir() + "/stories260K.gguf", "stories", 2));
     const std::string random_gguf = *dir_ + "/random.gguf";
     synthetic::RandomLlamaSpec spec;
@@ -96,12 +87,6 @@ class SpeculativeTest : public ::testing::Test {
     EXPECT_TRUE(llm.ok()) << llm.status();
     std::remove(path.c_str());
     return llm.ok() ? *std::move(llm) : nullptr;
-  }
-
-  static std::unique_ptr<Session> NewSession(const Llm& llm) {
-    absl::StatusOr<std::unique_ptr<Session>> session = llm.CreateSession();
-    EXPECT_TRUE(session.ok()) << session.status();
-    return session.ok() ? *std::move(session) : nullptr;
   }
 
   // The reply to `prompt` on a new session of `models.target` with

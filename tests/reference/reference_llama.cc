@@ -17,6 +17,14 @@
 namespace lnpu::reference {
 namespace {
 
+// The compiler's binary16 type, independent of the product's conversion:
+// g++ 12 has _Float16 in C++ on x86-64 but not on aarch64 (__fp16 there).
+#if defined(__aarch64__)
+using CompilerHalf = __fp16;
+#else
+using CompilerHalf = _Float16;
+#endif
+
 // Upper bound on every model dimension, so that products of two dimensions
 // and position * dimension offsets stay far from overflow.
 constexpr uint64_t kMaxDimension = uint64_t{1} << 24;
@@ -576,8 +584,8 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
     // The cache keeps each row as stored (f16-rounded with that option),
     // and the current token reads its own row from there too.
     if (round_kv_to_f16_) {
-      for (float& e : k) e = static_cast<float>(static_cast<_Float16>(e));
-      for (float& e : v) e = static_cast<float>(static_cast<_Float16>(e));
+      for (float& e : k) e = static_cast<float>(static_cast<CompilerHalf>(e));
+      for (float& e : v) e = static_cast<float>(static_cast<CompilerHalf>(e));
     }
     if (quantize_kv_to_i8_) {
       QuantizeDequantizeInt8PerHead(k, c.head_dim);

@@ -28,6 +28,7 @@ namespace {
 using ::lnpu::runtime::testing::Argmax;
 using ::lnpu::runtime::testing::ModelsDir;
 using ::lnpu::runtime::testing::NewTempDir;
+using ::lnpu::runtime::testing::SuiteArtifact;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -57,10 +58,9 @@ Greedy SoloGreedy(Model& model, const std::vector<int32_t>& prompt, size_t steps
   return out;
 }
 
-// Compiles `gguf` with batched decode graphs of 2 and 4 lanes.
-std::string CompileWithBatches(const std::string& gguf, const std::string& dir,
-                               compiler::CompileOptions::WeightType weights) {
-  const std::string path = dir + "/model.lnpu";
+// Compiles `gguf` into `path` with batched decode graphs of 2 and 4 lanes.
+void CompileWithBatches(const std::string& gguf, const std::string& path,
+                        compiler::CompileOptions::WeightType weights) {
   compiler::CompileOptions options;
   options.max_prompt_len = 48;
   options.min_response_len = 16;
@@ -71,7 +71,6 @@ std::string CompileWithBatches(const std::string& gguf, const std::string& dir,
   options.kv_dtype = compiler::CompileOptions::KvType::kF32;
   const absl::Status compiled = compiler::CompileGguf(gguf, path, options);
   EXPECT_TRUE(compiled.ok()) << compiled;
-  return path;
 }
 
 class DecodeBatchTest : public ::testing::Test {
@@ -79,21 +78,16 @@ class DecodeBatchTest : public ::testing::Test {
   static constexpr uint32_t kCapacity = 64;
 
   static void SetUpTestSuite() {
-    dir_ = new std::string(NewTempDir());
-    stories_ = new std::string(CompileWithBatches(ModelsDir() + "/stories260K.gguf", *dir_,
-                                                  compiler::CompileOptions::WeightType::kAuto));
+    stories_ = new SuiteArtifact("model.lnpu");
+    CompileWithBatches(ModelsDir() + "/stories260K.gguf", stories_->path,
+                       compiler::CompileOptions::WeightType::kAuto);
   }
-  static void TearDownTestSuite() {
-    std::remove(stories_->c_str());
-    std::remove(dir_->c_str());
-    delete stories_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete stories_; }
 
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
     ASSERT_TRUE(device.ok()) << device.status();
-    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(*std::move(device), *stories_);
+    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(*std::move(device), stories_->path);
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = *std::move(model);
     for (size_t i = 0; i < 4; ++i) {
@@ -116,15 +110,13 @@ class DecodeBatchTest : public ::testing::Test {
             {1, 450}};
   }
 
-  static std::string* dir_;
-  static std::string* stories_;
+  static SuiteArtifact* stories_;
   std::unique_ptr<Model> model_;
   std::vector<std::unique_ptr<Sequence>> lanes_;
   std::unique_ptr<DecodeBatch> batch_;
 };
 
-std::string* DecodeBatchTest::dir_ = nullptr;
-std::string* DecodeBatchTest::stories_ = nullptr;
+SuiteArtifact* DecodeBatchTest::stories_ = nullptr;
 
 // Runs greedy generation on the lanes of `batch`: lane i prefills
 // prompts[i] alone, then all lanes decode together, lane i for steps[i]
@@ -325,7 +317,7 @@ TEST_F(DecodeBatchTest, OnlyCompiledLaneCountsOfDistinctLanesOfTheModel) {
             absl::StatusCode::kInvalidArgument);
   // A sequence of another load of the model.
   absl::StatusOr<std::unique_ptr<Model>> other = Model::Load(
-      std::shared_ptr<Device>(*Device::Open("soft")), *stories_);
+      std::shared_ptr<Device>(*Device::Open("soft")), stories_->path);
   ASSERT_TRUE(other.ok());
   std::unique_ptr<Sequence> foreign = *(*other)->CreateSequence();
   std::vector<Sequence*> mixed = {lanes_[0].get(), foreign.get()};
@@ -386,7 +378,8 @@ TEST_P(RandomModelDecodeBatchTest, LanesGenerateWhatTheyGenerateAlone) {
   const std::string dir = NewTempDir();
   const std::string gguf = dir + "/model.gguf";
   ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(param.spec, gguf).ok());
-  const std::string path = CompileWithBatches(gguf, dir, param.weights);
+  const std::string path = dir + "/model.lnpu";
+  CompileWithBatches(gguf, path, param.weights);
   absl::StatusOr<std::unique_ptr<Model>> model =
       Model::Load(std::shared_ptr<Device>(*Device::Open("soft")), path);
   ASSERT_TRUE(model.ok()) << model.status();

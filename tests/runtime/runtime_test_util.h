@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -23,11 +24,28 @@ inline std::string ModelsDir() {
 
 // A new directory under the test's temporary directory.
 inline std::string NewTempDir() {
-  std::string pattern = ::testing::TempDir() + "lnpu_runtime_XXXXXX";
+  std::string pattern = ::testing::TempDir() + "lnpu_test_XXXXXX";
   const char* made = mkdtemp(pattern.data());
   EXPECT_NE(made, nullptr);
   return pattern;
 }
+
+// A test suite's directory and the artifact it compiles there: created by
+// SetUpTestSuite, deleted by TearDownTestSuite. Deleting removes the
+// artifact, then the directory (which stays if a test left files in it).
+struct SuiteArtifact {
+  explicit SuiteArtifact(const std::string& artifact_name)
+      : dir(NewTempDir()), path(dir + "/" + artifact_name) {}
+  ~SuiteArtifact() {
+    std::remove(path.c_str());
+    std::remove(dir.c_str());
+  }
+  SuiteArtifact(const SuiteArtifact&) = delete;
+  SuiteArtifact& operator=(const SuiteArtifact&) = delete;
+
+  const std::string dir;
+  const std::string path;  // not written here: the suite compiles it
+};
 
 // Largest |a - b| relative to the largest |b|.
 inline double RelativeDifference(absl::Span<const float> a, absl::Span<const float> b) {

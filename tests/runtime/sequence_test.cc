@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -35,6 +36,7 @@ using ::lnpu::runtime::testing::Argmax;
 using ::lnpu::runtime::testing::ModelsDir;
 using ::lnpu::runtime::testing::NewTempDir;
 using ::lnpu::runtime::testing::RelativeDifference;
+using ::lnpu::runtime::testing::SuiteArtifact;
 using ::testing::ElementsAre;
 using ::testing::Each;
 using ::testing::HasSubstr;
@@ -79,14 +81,49 @@ std::vector<std::vector<float>> FeedInRuns(Sequence& session, const std::vector<
   return out;
 }
 
+// The logits of `tokens` fed three ways on new sequences of `new_sequence`:
+// at once, one by one, and in the runs `split` (FeedInRuns: four runs),
+// each followed by one decode step of `next`. Expects the logits of the
+// last prompt token and of the decoded token to agree within 1e-4.
+struct ChunkedLogits {
+  std::vector<std::vector<float>> at_once, one_by_one, split;
+};
+ChunkedLogits FeedThreeWays(const std::function<std::unique_ptr<Sequence>()>& new_sequence,
+                            const std::vector<int32_t>& tokens, const std::vector<size_t>& split,
+                            int32_t next) {
+  auto run = [&](const std::vector<size_t>& runs) {
+    std::unique_ptr<Sequence> session = new_sequence();
+    if (session == nullptr) return std::vector<std::vector<float>>();
+    std::vector<std::vector<float>> out = FeedInRuns(*session, tokens, runs);
+    absl::StatusOr<absl::Span<const float>> after = session->Forward(absl::MakeConstSpan(&next, 1));
+    EXPECT_TRUE(after.ok()) << after.status();
+    out.push_back(after.ok() ? Copy(*after) : std::vector<float>());
+    return out;
+  };
+  ChunkedLogits logits{run({tokens.size()}), run(std::vector<size_t>(tokens.size(), 1)),
+                       run(split)};
+  EXPECT_EQ(logits.at_once.size(), 2u);
+  EXPECT_EQ(logits.one_by_one.size(), tokens.size() + 1);
+  EXPECT_EQ(logits.split.size(), 5u);
+  if (logits.at_once.size() != 2u || logits.one_by_one.size() != tokens.size() + 1 ||
+      logits.split.size() != 5u) {
+    return {};
+  }
+  // Logits of the last prompt token, then of the decoded token.
+  EXPECT_LE(RelativeDifference(logits.one_by_one[tokens.size() - 1], logits.at_once[0]), 1e-4);
+  EXPECT_LE(RelativeDifference(logits.split[3], logits.at_once[0]), 1e-4);
+  EXPECT_LE(RelativeDifference(logits.one_by_one.back(), logits.at_once.back()), 1e-4);
+  EXPECT_LE(RelativeDifference(logits.split.back(), logits.at_once.back()), 1e-4);
+  return logits;
+}
+
 class RuntimeTest : public ::testing::Test {
  protected:
   static constexpr uint32_t kMaxPromptLen = 48;
   static constexpr uint32_t kMinResponseLen = 16;
 
   static void SetUpTestSuite() {
-    dir_ = new std::string(NewTempDir());
-    stories_ = new std::string(*dir_ + "/stories260K.lnpu");
+    stories_ = new SuiteArtifact("stories260K.lnpu");
     compiler::CompileOptions options;
     options.max_prompt_len = kMaxPromptLen;
     options.min_response_len = kMinResponseLen;
@@ -96,23 +133,18 @@ class RuntimeTest : public ::testing::Test {
     // tests/end_to_end covers that cache.)
     options.kv_dtype = compiler::CompileOptions::KvType::kF32;
     const absl::Status compiled =
-        compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", *stories_, options);
+        compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", stories_->path, options);
     ASSERT_TRUE(compiled.ok()) << compiled;
   }
 
-  static void TearDownTestSuite() {
-    std::remove(stories_->c_str());
-    std::remove(dir_->c_str());
-    delete stories_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete stories_; }
 
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<Device>> device = Device::Open(lnpu::testing::TestDevice());
     ASSERT_TRUE(device.ok()) << device.status();
     device_ = *std::move(device);
     absl::StatusOr<std::unique_ptr<Model>> model =
-        Model::Load(device_, *stories_, {.weights = WeightPlacement::kImport});
+        Model::Load(device_, stories_->path, {.weights = WeightPlacement::kImport});
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = *std::move(model);
   }
@@ -130,14 +162,12 @@ class RuntimeTest : public ::testing::Test {
     return absl::StrReplaceAll(text, {{"\xE2\x96\x81", " "}});
   }
 
-  static std::string* dir_;
-  static std::string* stories_;
+  static SuiteArtifact* stories_;
   std::shared_ptr<Device> device_;
   std::unique_ptr<Model> model_;
 };
 
-std::string* RuntimeTest::dir_ = nullptr;
-std::string* RuntimeTest::stories_ = nullptr;
+SuiteArtifact* RuntimeTest::stories_ = nullptr;
 
 TEST_F(RuntimeTest, LoadCopiesTheModelInfo) {
   const ModelInfo& info = model_->info();
@@ -164,12 +194,12 @@ TEST_F(RuntimeTest, LoadCopiesTheModelInfo) {
 
 TEST_F(RuntimeTest, LoadRejectsMissingAndCorruptFiles) {
   absl::StatusOr<std::unique_ptr<Model>> missing =
-      Model::Load(device_, *dir_ + "/does-not-exist.lnpu");
+      Model::Load(device_, stories_->dir + "/does-not-exist.lnpu");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
 
-  const std::string corrupt = *dir_ + "/corrupt.lnpu";
+  const std::string corrupt = stories_->dir + "/corrupt.lnpu";
   {
-    std::ifstream in(*stories_, std::ios::binary);
+    std::ifstream in(stories_->path, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     bytes[bytes.size() / 3] ^= 0x5a;  // inside the flatbuffer or the data
     bytes.resize(bytes.size() - 100);
@@ -182,7 +212,7 @@ TEST_F(RuntimeTest, LoadRejectsMissingAndCorruptFiles) {
   // One flipped bit in the weights: the checksums catch it at load, unless
   // verification is turned off.
   {
-    std::ifstream in(*stories_, std::ios::binary);
+    std::ifstream in(stories_->path, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     bytes[bytes.size() - 1000] ^= 0x01;  // in the last weight's data
     std::ofstream(corrupt, std::ios::binary | std::ios::trunc) << bytes;
@@ -222,29 +252,11 @@ TEST_F(RuntimeTest, ChunkingDoesNotChangeTheLogits) {
     }
     ASSERT_TRUE(logits.ok()) << logits.status();
   }
-  const int32_t next = 300;
-
-  auto run = [&](const std::vector<size_t>& runs) {
-    std::unique_ptr<Sequence> session = NewSession();
-    std::vector<std::vector<float>> out = FeedInRuns(*session, tokens, runs);
-    absl::StatusOr<absl::Span<const float>> after = session->Forward(absl::MakeConstSpan(&next, 1));
-    EXPECT_TRUE(after.ok()) << after.status();
-    out.push_back(after.ok() ? Copy(*after) : std::vector<float>());
-    return out;
-  };
-  const std::vector<std::vector<float>> at_once = run({tokens.size()});
-  const std::vector<std::vector<float>> one_by_one = run(std::vector<size_t>(tokens.size(), 1));
-  const std::vector<std::vector<float>> split = run({5, 17, 3});
-  ASSERT_EQ(at_once.size(), 2u);
-  ASSERT_EQ(one_by_one.size(), tokens.size() + 1);
-  ASSERT_EQ(split.size(), 5u);
-  // Logits of the last prompt token, then of the decoded token.
-  EXPECT_LE(RelativeDifference(one_by_one[tokens.size() - 1], at_once[0]), 1e-4);
-  EXPECT_LE(RelativeDifference(split[3], at_once[0]), 1e-4);
-  EXPECT_LE(RelativeDifference(one_by_one.back(), at_once.back()), 1e-4);
-  EXPECT_LE(RelativeDifference(split.back(), at_once.back()), 1e-4);
+  const ChunkedLogits logits =
+      FeedThreeWays([this] { return NewSession(); }, tokens, {5, 17, 3}, /*next=*/300);
+  ASSERT_FALSE(logits.split.empty());
   // Intermediate: after the first 5 tokens.
-  EXPECT_LE(RelativeDifference(one_by_one[4], split[0]), 1e-4);
+  EXPECT_LE(RelativeDifference(logits.one_by_one[4], logits.split[0]), 1e-4);
 }
 
 TEST_F(RuntimeTest, StatsCountRunsPaddingAndTime) {
@@ -447,7 +459,7 @@ TEST_F(RuntimeTest, DeviceMemoryReturnsWhenSessionsAndModelsAreDestroyed) {
   const uint64_t initial_imported = Param(*device_, DRM_LNPU_PARAM_MEMORY_IMPORTED);
   {
     absl::StatusOr<std::unique_ptr<Model>> model =
-        Model::Load(device_, *stories_, {.weights = WeightPlacement::kImport});
+        Model::Load(device_, stories_->path, {.weights = WeightPlacement::kImport});
     ASSERT_TRUE(model.ok()) << model.status();
     // The software NPU imports the weights from the artifact mapping: they
     // count as imported memory, not device memory.
@@ -506,7 +518,7 @@ class ParamOverridingFile : public KernelFile {
 TEST_F(RuntimeTest, AutoPlacementCopiesWhenMemoryAllowsElseImports) {
   // Plenty of device memory: the weights are copied (huge pages on the
   // software NPU), and the logits equal the imported model's.
-  absl::StatusOr<std::unique_ptr<Model>> copied = Model::Load(device_, *stories_);
+  absl::StatusOr<std::unique_ptr<Model>> copied = Model::Load(device_, stories_->path);
   ASSERT_TRUE(copied.ok()) << copied.status();
   EXPECT_FALSE((*copied)->weights_imported());
   std::unique_ptr<Sequence> a = *(*copied)->CreateSequence();
@@ -519,7 +531,7 @@ TEST_F(RuntimeTest, AutoPlacementCopiesWhenMemoryAllowsElseImports) {
   options.memory_bytes = (2 * sequence_bytes + 4095) / 4096 * 4096;
   std::shared_ptr<softnpu::SoftNpu> npu = softnpu::SoftNpu::Create(options);
   absl::StatusOr<std::unique_ptr<Model>> imported =
-      Model::Load(std::make_shared<Device>(npu->Open()), *stories_);
+      Model::Load(std::make_shared<Device>(npu->Open()), stories_->path);
   ASSERT_TRUE(imported.ok()) << imported.status();
   EXPECT_TRUE((*imported)->weights_imported());
   EXPECT_TRUE((*imported)->CreateSequence().ok());
@@ -528,16 +540,16 @@ TEST_F(RuntimeTest, AutoPlacementCopiesWhenMemoryAllowsElseImports) {
 TEST_F(RuntimeTest, LoadRejectsStreamsBeyondTheDeviceLimits) {
   auto small = std::make_shared<Device>(std::make_unique<ParamOverridingFile>(softnpu::SoftNpu::Default()->Open(),
                                                      DRM_LNPU_PARAM_MAX_CMD_SIZE, 64));
-  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(small, *stories_);
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(small, stories_->path);
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(model.status().message(), HasSubstr("at most 64 bytes per job"));
-  EXPECT_THAT(model.status().message(), HasSubstr(*stories_));
+  EXPECT_THAT(model.status().message(), HasSubstr(stories_->path));
 }
 
 TEST_F(RuntimeTest, DevicesWithoutInFencesRunStreamsOneAfterTheOther) {
   auto no_fences = std::make_shared<Device>(std::make_unique<ParamOverridingFile>(softnpu::SoftNpu::Default()->Open(),
                                                          DRM_LNPU_PARAM_CAPABILITIES, 0));
-  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(no_fences, *stories_);
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(no_fences, stories_->path);
   ASSERT_TRUE(model.ok()) << model.status();
   absl::StatusOr<std::unique_ptr<Sequence>> session = (*model)->CreateSequence();
   ASSERT_TRUE(session.ok()) << session.status();
@@ -563,7 +575,7 @@ TEST_F(RuntimeTest, OutOfDeviceMemoryFailsCleanly) {
   options.memory_bytes = (NewSession()->device_memory_bytes() - 8192) / 4096 * 4096;
   std::shared_ptr<softnpu::SoftNpu> npu = softnpu::SoftNpu::Create(options);
   auto device = std::make_shared<Device>(npu->Open());
-  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, *stories_);
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, stories_->path);
   ASSERT_TRUE(model.ok()) << model.status();
   const uint64_t loaded = npu->memory_used();
   absl::StatusOr<std::unique_ptr<Sequence>> session = (*model)->CreateSequence();
@@ -574,7 +586,7 @@ TEST_F(RuntimeTest, OutOfDeviceMemoryFailsCleanly) {
 TEST_F(RuntimeTest, AFaultingComputeJobIsReportedAsTheCauseNotTheCancelledDmaJob) {
   std::shared_ptr<softnpu::SoftNpu> npu = softnpu::SoftNpu::Create({});
   auto device = std::make_shared<Device>(npu->Open());
-  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, *stories_);
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, stories_->path);
   ASSERT_TRUE(model.ok()) << model.status();
   std::unique_ptr<Sequence> session = *(*model)->CreateSequence();
   ASSERT_TRUE(npu->InjectFault({softnpu::FaultInjection::Kind::kFault, DRM_LNPU_ENGINE_COMPUTE, 1})
@@ -594,7 +606,7 @@ TEST_F(RuntimeTest, WeightsAreCopiedOnDevicesWithoutUserptr) {
       Param(*device_, DRM_LNPU_PARAM_CAPABILITIES) & ~DRM_LNPU_CAP_USERPTR);
   auto device = std::make_shared<Device>(std::move(file));
   const uint64_t initial = MemoryUsed(*device);
-  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, *stories_);
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, stories_->path);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_FALSE((*model)->weights_imported());
   EXPECT_EQ(MemoryUsed(*device), initial + (*model)->device_memory_bytes());
@@ -647,7 +659,7 @@ TEST_F(RuntimeTest, SavedStateContinuesIdentically) {
   EXPECT_EQ(state->slot_tokens, tokens);
   EXPECT_EQ(state->model, model_->info().identity);
 
-  const std::string path = *dir_ + "/saved.session";
+  const std::string path = stories_->dir + "/saved.session";
   ASSERT_TRUE(WriteCacheSnapshotFile(*state, path).ok());
   absl::StatusOr<CacheSnapshot> read = ReadCacheSnapshotFile(path);
   ASSERT_TRUE(read.ok()) << read.status();
@@ -692,7 +704,7 @@ TEST_F(RuntimeTest, ForwardAllRowsNeedsAVerifyGraph) {
 // one does, and dropping its last rows leaves the cache as if they had
 // never run.
 TEST_F(RuntimeTest, VerifyRowsMatchDecodingAndTruncateDropsRowsCleanly) {
-  const std::string path = *dir_ + "/stories_verify.lnpu";
+  const std::string path = stories_->dir + "/stories_verify.lnpu";
   compiler::CompileOptions options;
   options.max_prompt_len = kMaxPromptLen;
   options.min_response_len = kMinResponseLen;
@@ -759,7 +771,7 @@ TEST_F(RuntimeTest, StatesOfOtherModelsAndCapacitiesAreRefused) {
   const CacheSnapshot good = *session->SaveState();
 
   // Another capacity: the same model compiled for a smaller cache.
-  const std::string small = *dir_ + "/stories_small.lnpu";
+  const std::string small = stories_->dir + "/stories_small.lnpu";
   compiler::CompileOptions options;
   options.max_prompt_len = 32;
   options.min_response_len = 16;
@@ -809,7 +821,7 @@ TEST_F(RuntimeTest, StatesOfOtherModelsAndCapacitiesAreRefused) {
 TEST_F(RuntimeTest, CorruptAndTruncatedStateFilesAreRefused) {
   std::unique_ptr<Sequence> session = NewSession();
   FillGreedy(*session, 8);
-  const std::string path = *dir_ + "/corrupt.session";
+  const std::string path = stories_->dir + "/corrupt.session";
   ASSERT_TRUE(WriteCacheSnapshotFile(*session->SaveState(), path).ok());
   std::string bytes;
   {
@@ -834,7 +846,7 @@ TEST_F(RuntimeTest, CorruptAndTruncatedStateFilesAreRefused) {
   EXPECT_EQ(error_of(flipped).code(), absl::StatusCode::kInvalidArgument);
   std::remove(path.c_str());
   // A directory is not a session file (and not "shorter than its header").
-  const absl::Status directory = ReadCacheSnapshotFile(*dir_).status();
+  const absl::Status directory = ReadCacheSnapshotFile(stories_->dir).status();
   EXPECT_EQ(directory.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(directory.message()), HasSubstr("is a directory"));
   EXPECT_EQ(ReadCacheSnapshotFile(path).status().code(), absl::StatusCode::kNotFound);
@@ -972,29 +984,15 @@ TEST_P(RandomModelTest, ChunkingDoesNotChangeTheLogits) {
     state = state * 1664525u + 1013904223u;
     t = static_cast<int32_t>((state >> 8) % param.spec.vocab_size);
   }
-  const int32_t next = 5;
-  auto run = [&](const std::vector<size_t>& runs) {
+  auto new_sequence = [&]() -> std::unique_ptr<Sequence> {
     absl::StatusOr<std::unique_ptr<Sequence>> session = (*model)->CreateSequence();
     EXPECT_TRUE(session.ok()) << session.status();
-    std::vector<std::vector<float>> out = FeedInRuns(**session, tokens, runs);
-    absl::StatusOr<absl::Span<const float>> after =
-        (*session)->Forward(absl::MakeConstSpan(&next, 1));
-    EXPECT_TRUE(after.ok()) << after.status();
-    out.push_back(after.ok() ? Copy(*after) : std::vector<float>());
-    return out;
+    return session.ok() ? *std::move(session) : nullptr;
   };
-  const std::vector<std::vector<float>> at_once = run({tokens.size()});
-  const std::vector<std::vector<float>> one_by_one = run(std::vector<size_t>(tokens.size(), 1));
-  const std::vector<std::vector<float>> split = run({7, 13, 2, 15});
-  ASSERT_EQ(at_once.size(), 2u);
-  ASSERT_EQ(one_by_one.size(), tokens.size() + 1);
-  ASSERT_EQ(split.size(), 5u);
-  EXPECT_LE(RelativeDifference(one_by_one[tokens.size() - 1], at_once[0]), 1e-4);
-  EXPECT_LE(RelativeDifference(split[3], at_once[0]), 1e-4);
-  EXPECT_LE(RelativeDifference(one_by_one.back(), at_once.back()), 1e-4);
-  EXPECT_LE(RelativeDifference(split.back(), at_once.back()), 1e-4);
-  EXPECT_LE(RelativeDifference(one_by_one[6], split[0]), 1e-4);
-  EXPECT_LE(RelativeDifference(one_by_one[19], split[1]), 1e-4);
+  const ChunkedLogits logits = FeedThreeWays(new_sequence, tokens, {7, 13, 2, 15}, /*next=*/5);
+  ASSERT_FALSE(logits.split.empty());
+  EXPECT_LE(RelativeDifference(logits.one_by_one[6], logits.split[0]), 1e-4);
+  EXPECT_LE(RelativeDifference(logits.one_by_one[19], logits.split[1]), 1e-4);
 
   model->reset();
   std::remove(artifact_path.c_str());

@@ -20,6 +20,7 @@ extern char** environ;
 
 namespace lnpu::serve::testing {
 
+using tools::testing::ExeWrapper;
 using tools::testing::ReadFileOrEmpty;
 using tools::testing::TestDirectory;
 
@@ -32,8 +33,11 @@ ServerProcess::ServerProcess(const std::string& artifact, const std::string& nam
     ADD_FAILURE() << "LNPU_NPU_SERVE is not set: run through meson test";
     return;
   }
-  std::vector<std::string> argv_storage = {program,  "-m",        artifact, "--device", "soft",
-                                           "--host", "127.0.0.1", "--port", "0"};
+  // In a cross build the program runs under the exe wrapper (qemu-aarch64).
+  std::vector<std::string> argv_storage = ExeWrapper();
+  const std::vector<std::string> command = {program,  "-m",        artifact, "--device", "soft",
+                                            "--host", "127.0.0.1", "--port", "0"};
+  argv_storage.insert(argv_storage.end(), command.begin(), command.end());
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_storage) argv.push_back(a.data());
@@ -47,7 +51,7 @@ ServerProcess::ServerProcess(const std::string& artifact, const std::string& nam
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 2, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                    0644);
-  const int spawned = posix_spawn(&pid_, program, &actions, nullptr, argv.data(), envp.data());
+  const int spawned = posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) {
     ADD_FAILURE() << "cannot start " << program;

@@ -3,7 +3,9 @@
 // measured by softnpu_latency_benchmark.)
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -12,6 +14,15 @@
 
 namespace lnpu::softnpu::testing {
 namespace {
+
+// Counts a failure of `worker` in `round` and reports what failed (with the
+// ioctl's negative errno or the job's error, if any). Workers report from
+// their own threads, so each failure names its step.
+void Fail(std::atomic<int>* failures, int worker, int round, const char* what, int error = 0) {
+  failures->fetch_add(1);
+  ADD_FAILURE() << "worker " << worker << ", round " << round << ": " << what
+                << (error != 0 ? std::string(" failed: ") + std::strerror(std::abs(error)) : "");
+}
 
 // One worker: `iterations` rounds of create, fill, copy on an engine,
 // wait, check and close, on `file` (possibly shared with other workers).
@@ -23,7 +34,7 @@ void CopyRounds(KernelFile& file, int worker, int iterations,
     TestBuffer src = CreateBuffer(file, size);
     TestBuffer dst = CreateBuffer(file, size);
     if (cmd.handle == 0 || src.handle == 0 || dst.handle == 0) {
-      failures->fetch_add(1);
+      Fail(failures, worker, round, "BO_CREATE failed");
       return;
     }
     for (uint64_t i = 0; i < size; ++i) {
@@ -37,14 +48,17 @@ void CopyRounds(KernelFile& file, int worker, int iterations,
                        .WriteTo(cmd);
     job.bo_handles = {src.handle, dst.handle};
     uint64_t fence = 0;
-    if (Submit(file, job, &fence) != 0 || WaitJob(file, fence) != 0 ||
-        std::memcmp(src.data, dst.data, size) != 0) {
-      failures->fetch_add(1);
+    if (const int err = Submit(file, job, &fence); err != 0) {
+      Fail(failures, worker, round, "SUBMIT", err);
+    } else if (const int waited = WaitJob(file, fence); waited != 0) {
+      Fail(failures, worker, round, "WAIT (or the job's error)", waited);
+    } else if (std::memcmp(src.data, dst.data, size) != 0) {
+      Fail(failures, worker, round, "the copy differs from its source");
     }
     for (const TestBuffer* buffer : {&cmd, &src, &dst}) {
       if (file.Munmap(buffer->data, buffer->size) != 0 ||
           CloseHandle(file, buffer->handle) != 0) {
-        failures->fetch_add(1);
+        Fail(failures, worker, round, "munmap or GEM_CLOSE");
       }
     }
   }
@@ -88,9 +102,12 @@ void ImportRounds(SoftNpu& npu, int worker, int iterations,
     std::memset(user.data(), worker * 16 + round, 4096);
     const uint32_t read_only = round % 2 == 0 ? DRM_LNPU_BO_READ_ONLY : 0;
     drm_lnpu_bo_create src{}, back{};
-    if (Import(*file, user.data(), 4096, read_only, &src) != 0 ||
-        Import(*file, user.data() + 4096, 4096, 0, &back) != 0) {
-      failures->fetch_add(1);
+    if (const int err = Import(*file, user.data(), 4096, read_only, &src); err != 0) {
+      Fail(failures, worker, round, "USERPTR import of the source", err);
+      return;
+    }
+    if (const int err = Import(*file, user.data() + 4096, 4096, 0, &back); err != 0) {
+      Fail(failures, worker, round, "USERPTR import of the destination", err);
       return;
     }
     Submission job;
@@ -105,14 +122,18 @@ void ImportRounds(SoftNpu& npu, int worker, int iterations,
     // Close the imports while the job may still be queued: the job keeps
     // them alive.
     const int submitted = Submit(*file, job, &fence);
-    if (CloseHandle(*file, src.handle) != 0 ||
-        CloseHandle(*file, back.handle) != 0 || submitted != 0 ||
-        WaitJob(*file, fence) != 0 ||
-        std::memcmp(user.data(), user.data() + 4096, 4096) != 0) {
-      failures->fetch_add(1);
+    if (CloseHandle(*file, src.handle) != 0 || CloseHandle(*file, back.handle) != 0) {
+      Fail(failures, worker, round, "GEM_CLOSE of an import");
+    }
+    if (submitted != 0) {
+      Fail(failures, worker, round, "SUBMIT", submitted);
+    } else if (const int waited = WaitJob(*file, fence); waited != 0) {
+      Fail(failures, worker, round, "WAIT (or the job's error)", waited);
+    } else if (std::memcmp(user.data(), user.data() + 4096, 4096) != 0) {
+      Fail(failures, worker, round, "the copy back differs from the source");
     }
     if (file->FdInfo().find("drm-driver:\tlnpu\n") != 0) {
-      failures->fetch_add(1);
+      Fail(failures, worker, round, "fdinfo does not start with drm-driver");
     }
   }
 }
@@ -129,8 +150,12 @@ TEST(SoftNpuStressTest, ImportsAcrossFilesWorkConcurrently) {
   auto shared_file = npu->Open();
   CopyRounds(*shared_file, kThreads, 20, &failures);
   for (std::thread& thread : threads) thread.join();
-  EXPECT_EQ(failures.load(), 0);
   const JobCounters& counters = npu->job_counters();
+  // A timed-out job (the engine's job timeout) or a refused import says so
+  // here.
+  EXPECT_EQ(failures.load(), 0) << "timed out: " << counters.timed_out.load()
+                                << ", last fault: " << npu->last_fault_message()
+                                << ", last rejection: " << npu->last_rejection_message();
   EXPECT_EQ(counters.submitted.load(), kThreads * 40u + 20u);
   EXPECT_EQ(counters.completed.load(), counters.submitted.load());
   shared_file.reset();

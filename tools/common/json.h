@@ -9,7 +9,9 @@
 //   std::cout << json.text();
 //
 // The caller nests Begin/End calls correctly and gives every object member
-// a Key() first; numbers that are not finite are written as null.
+// a Key() first; numbers that are not finite are written as null. Each
+// report lists its own keys in such a chain, so reports with like fields
+// (npu-eval's, npu-info's) look alike without sharing any logic.
 // Thread-safety: none.
 #ifndef TOOLS_COMMON_JSON_H_
 #define TOOLS_COMMON_JSON_H_

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/compiler/llama_source.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/format/vocabulary_table.h"
@@ -41,22 +42,17 @@ ModelTokenizer ModelTokenizerFromArtifact(const fb::Tokenizer& table) {
 }
 
 absl::StatusOr<ModelTokenizer> ModelTokenizerFromGguf(const gguf::GgufFile& file) {
-  absl::StatusOr<Vocabulary> vocabulary = compiler::ReadVocabulary(file);
-  if (!vocabulary.ok()) return vocabulary.status();
-  absl::StatusOr<std::string> chat_template = compiler::ReadChatTemplate(file);
-  if (!chat_template.ok()) return chat_template.status();
-  return ModelTokenizer{*std::move(vocabulary), *std::move(chat_template)};
+  LNPU_ASSIGN_OR_RETURN(Vocabulary vocabulary, compiler::ReadVocabulary(file));
+  LNPU_ASSIGN_OR_RETURN(std::string chat_template, compiler::ReadChatTemplate(file));
+  return ModelTokenizer{std::move(vocabulary), std::move(chat_template)};
 }
 
 absl::StatusOr<ModelTokenizer> ReadModelTokenizer(const std::string& path) {
-  absl::StatusOr<std::string> magic = ReadMagic(path);
-  if (!magic.ok()) return magic.status();
-  const std::string_view head = *magic;
+  LNPU_ASSIGN_OR_RETURN(std::string magic, ReadMagic(path));
+  const std::string_view head = magic;
   if (head.substr(0, 4) == "GGUF") {
-    absl::StatusOr<std::unique_ptr<gguf::GgufFile>> file =
-        gguf::GgufFile::Open(path);
-    if (!file.ok()) return file.status();
-    absl::StatusOr<ModelTokenizer> tokenizer = ModelTokenizerFromGguf(**file);
+    LNPU_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> file, gguf::GgufFile::Open(path));
+    absl::StatusOr<ModelTokenizer> tokenizer = ModelTokenizerFromGguf(*file);
     if (!tokenizer.ok()) {
       return absl::Status(tokenizer.status().code(),
                           absl::StrCat(path, ": ",
@@ -65,10 +61,9 @@ absl::StatusOr<ModelTokenizer> ReadModelTokenizer(const std::string& path) {
     return tokenizer;
   }
   if (head == "LNPUART1") {
-    absl::StatusOr<std::unique_ptr<artifact::Artifact>> artifact =
-        artifact::Artifact::Open(path);
-    if (!artifact.ok()) return artifact.status();
-    return ModelTokenizerFromArtifact(*(*artifact)->model().tokenizer());
+    LNPU_ASSIGN_OR_RETURN(std::unique_ptr<artifact::Artifact> artifact,
+                          artifact::Artifact::Open(path));
+    return ModelTokenizerFromArtifact(*artifact->model().tokenizer());
   }
   return absl::InvalidArgumentError(absl::StrCat(
       path, " is neither a GGUF model nor an .lnpu artifact (unknown magic "

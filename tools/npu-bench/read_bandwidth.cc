@@ -46,8 +46,9 @@ class Mapping {
 
 // XOR of every 64-bit word of [begin, begin + bytes); bytes is a multiple
 // of kPage and begin page-aligned. Four independent accumulators keep
-// several loads in flight.
-uint64_t XorWords(const uint8_t* begin, uint64_t bytes) {
+// several loads in flight. HWY_ATTR: the baseline target's attributes,
+// without which Highway's aarch64 ops cannot be inlined here.
+HWY_ATTR uint64_t XorWords(const uint8_t* begin, uint64_t bytes) {
   const hn::ScalableTag<uint64_t> d;
   const size_t lanes = hn::Lanes(d);
   const auto* words = reinterpret_cast<const uint64_t*>(begin);

@@ -26,12 +26,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "compiler_artifacts/compiler/compiler.h"
-#include "compiler_artifacts/format/artifact.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/crc32.h"
 #include "base/interrupt.h"
+#include "base/status_macros.h"
+#include "compiler_artifacts/compiler/compiler.h"
+#include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/synthetic/synthetic_presets.h"
 #include "framework/tokenizer/tokenizer.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -128,14 +129,15 @@ absl::StatusOr<std::vector<uint32_t>> ParseCounts(const std::string& flag,
                                                   const std::string& text) {
   std::vector<uint32_t> values;
   for (const std::string& part : std::vector<std::string>(absl::StrSplit(text, ','))) {
-    absl::StatusOr<uint32_t> n = ParseCount(flag, part);
-    if (!n.ok()) return n.status();
-    values.push_back(*n);
+    LNPU_ASSIGN_OR_RETURN(uint32_t n, ParseCount(flag, part));
+    values.push_back(n);
   }
   return values;
 }
 
-// Returns nullopt (after printing the usage) for --help.
+// Returns nullopt (after printing the usage) for --help. Hand-written for the
+// positional model path, like npu-bench's parser (so the loops open alike);
+// the ABSL_FLAG tools share flag_command_line.h instead.
 absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
                                                             char** argv) {
   CommandLine line;
@@ -169,29 +171,21 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
     if (arg == "-o" || arg == "--output") {
       line.output = value;
     } else if (arg == "--max-prompt-len") {
-      absl::StatusOr<uint32_t> n = ParseCount(arg, value);
-      if (!n.ok()) return n.status();
-      line.options.max_prompt_len = *n;
+      LNPU_ASSIGN_OR_RETURN(uint32_t n, ParseCount(arg, value));
+      line.options.max_prompt_len = n;
     } else if (arg == "--min-response-len") {
-      absl::StatusOr<uint32_t> n = ParseCount(arg, value);
-      if (!n.ok()) return n.status();
-      line.options.min_response_len = *n;
+      LNPU_ASSIGN_OR_RETURN(uint32_t n, ParseCount(arg, value));
+      line.options.min_response_len = n;
     } else if (arg == "--prefill-chunks") {
-      absl::StatusOr<std::vector<uint32_t>> sizes = ParseCounts(arg, value);
-      if (!sizes.ok()) return sizes.status();
-      line.options.prefill_chunks = *std::move(sizes);
+      LNPU_ASSIGN_OR_RETURN(line.options.prefill_chunks, ParseCounts(arg, value));
     } else if (arg == "--decode-batch") {
-      absl::StatusOr<std::vector<uint32_t>> lanes = ParseCounts(arg, value);
-      if (!lanes.ok()) return lanes.status();
-      line.options.decode_batches = *std::move(lanes);
+      LNPU_ASSIGN_OR_RETURN(line.options.decode_batches, ParseCounts(arg, value));
     } else if (arg == "--max-job-mmacs") {
-      absl::StatusOr<uint32_t> n = ParseCount(arg, value);
-      if (!n.ok()) return n.status();
-      line.options.max_job_macs = uint64_t{*n} * 1000000;
+      LNPU_ASSIGN_OR_RETURN(uint32_t n, ParseCount(arg, value));
+      line.options.max_job_macs = uint64_t{n} * 1000000;
     } else if (arg == "--verify-rows" || arg == "--keep-layers") {
-      absl::StatusOr<uint32_t> n = ParseCount(arg, value);
-      if (!n.ok()) return n.status();
-      (arg == "--verify-rows" ? line.options.verify_rows : line.options.keep_layers) = *n;
+      LNPU_ASSIGN_OR_RETURN(uint32_t n, ParseCount(arg, value));
+      (arg == "--verify-rows" ? line.options.verify_rows : line.options.keep_layers) = n;
     } else if (arg == "--synthetic") {
       line.synthetic = value;
     } else if (arg == "--verify") {
@@ -216,10 +210,7 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
             "--kv-dtype expects f16, f32 or q8, got '" + value + "'");
       }
     } else {  // --weights
-      absl::StatusOr<lnpu::compiler::CompileOptions::WeightType> weights =
-          lnpu::compiler::ParseWeightType(value);
-      if (!weights.ok()) return weights.status();
-      line.options.weights = *weights;
+      LNPU_ASSIGN_OR_RETURN(line.options.weights, lnpu::compiler::ParseWeightType(value));
     }
   }
   if (!line.verify.empty()) {
@@ -290,13 +281,12 @@ absl::StatusOr<std::string> WriteSyntheticGguf(const CommandLine& line) {
     const char* env = std::getenv("LNPU_MODELS_DIR");
     models_dir = env != nullptr ? env : "models";
   }
-  absl::StatusOr<lnpu::synthetic::RandomLlamaSpec> spec =
+  LNPU_ASSIGN_OR_RETURN(
+      lnpu::synthetic::RandomLlamaSpec spec,
       lnpu::synthetic::SyntheticPresetSpec(line.synthetic, models_dir,
-                                           SyntheticType(line.options.weights),
-                                           line.seed);
-  if (!spec.ok()) return spec.status();
+                                           SyntheticType(line.options.weights), line.seed));
   const std::string path = line.output + ".synthetic.gguf";
-  if (absl::Status s = lnpu::synthetic::WriteRandomLlamaGguf(*spec, path); !s.ok()) {
+  if (absl::Status s = lnpu::synthetic::WriteRandomLlamaGguf(spec, path); !s.ok()) {
     return absl::Status(
         s.code(), absl::StrCat(s.message(), " (vocabularies are looked up in ",
                                models_dir, "/vocab; see --models-dir)"));

@@ -23,15 +23,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/interrupt.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/synthetic/random_llama.h"
 #include "compiler_artifacts/synthetic/synthetic_presets.h"
 #include "framework/tokenizer/tokenizer.h"
 #include "tools/common/json.h"
 #include "tools/common/model_tokenizer.h"
+#include "tools/common/tool_main.h"
 #include "tools/npu-eval/quantization_eval.h"
 #include "tools/npu-eval/temp_directory.h"
-#include "base/interrupt.h"
-#include "tools/common/tool_main.h"
 
 namespace {
 
@@ -97,12 +98,11 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
       return std::string(argv[++i]);
     };
     auto number = [&](uint64_t max) -> absl::StatusOr<uint64_t> {
-      absl::StatusOr<std::string> text = value();
-      if (!text.ok()) return text.status();
+      LNPU_ASSIGN_OR_RETURN(std::string text, value());
       uint64_t n = 0;
-      if (!absl::SimpleAtoi(*text, &n) || n > max) {
+      if (!absl::SimpleAtoi(text, &n) || n > max) {
         return absl::InvalidArgumentError(
-            absl::StrCat(arg, " '", *text, "': give a whole number up to ", max));
+            absl::StrCat(arg, " '", text, "': give a whole number up to ", max));
       }
       return n;
     };
@@ -119,24 +119,21 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
     } else if (arg == "--synthetic" || arg == "--models-dir" || arg == "--text" ||
                arg == "-f" || arg == "--file" || arg == "--device" || arg == "--weights" ||
                arg == "--kv-dtype") {
-      absl::StatusOr<std::string> text = value();
-      if (!text.ok()) return text.status();
-      if (arg == "--synthetic") line.preset = *text;
-      if (arg == "--models-dir") line.models_dir = *text;
-      if (arg == "--text") line.text = *text;
-      if (arg == "-f" || arg == "--file") line.file = *text;
-      if (arg == "--device") line.eval.device = *text;
-      if (arg == "--weights") line.eval.weights = absl::StrSplit(*text, ',');
-      if (arg == "--kv-dtype") line.eval.kv_dtype = *text;
+      LNPU_ASSIGN_OR_RETURN(const std::string text, value());
+      if (arg == "--synthetic") line.preset = text;
+      if (arg == "--models-dir") line.models_dir = text;
+      if (arg == "--text") line.text = text;
+      if (arg == "-f" || arg == "--file") line.file = text;
+      if (arg == "--device") line.eval.device = text;
+      if (arg == "--weights") line.eval.weights = absl::StrSplit(text, ',');
+      if (arg == "--kv-dtype") line.eval.kv_dtype = text;
     } else if (arg == "--random-tokens") {
-      absl::StatusOr<uint64_t> n = number(1u << 20);
-      if (!n.ok()) return n.status();
-      if (*n == 0) return absl::InvalidArgumentError("--random-tokens must be at least 1");
-      line.random_tokens = static_cast<uint32_t>(*n);
+      LNPU_ASSIGN_OR_RETURN(uint64_t n, number(1u << 20));
+      if (n == 0) return absl::InvalidArgumentError("--random-tokens must be at least 1");
+      line.random_tokens = static_cast<uint32_t>(n);
     } else if (arg == "--seed") {
-      absl::StatusOr<uint64_t> n = number(UINT64_MAX);
-      if (!n.ok()) return n.status();
-      line.seed = *n;
+      LNPU_ASSIGN_OR_RETURN(uint64_t n, number(UINT64_MAX));
+      line.seed = n;
     } else {
       return absl::InvalidArgumentError("unknown option " + arg);
     }
@@ -159,11 +156,10 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
 // The tokens to feed: the text tokenized, or seeded random ids.
 absl::StatusOr<std::vector<int32_t>> Tokens(const CommandLine& line,
                                             const std::string& gguf_path) {
-  absl::StatusOr<lnpu::tools::ModelTokenizer> model =
-      lnpu::tools::ReadModelTokenizer(gguf_path);
-  if (!model.ok()) return model.status();
+  LNPU_ASSIGN_OR_RETURN(lnpu::tools::ModelTokenizer model,
+                        lnpu::tools::ReadModelTokenizer(gguf_path));
   if (line.random_tokens) {
-    const auto vocab = static_cast<int32_t>(model->vocabulary.tokens.size());
+    const auto vocab = static_cast<int32_t>(model.vocabulary.tokens.size());
     std::mt19937_64 random(line.seed);
     std::uniform_int_distribution<int32_t> id(0, vocab - 1);
     std::vector<int32_t> tokens(*line.random_tokens);
@@ -172,17 +168,15 @@ absl::StatusOr<std::vector<int32_t>> Tokens(const CommandLine& line,
   }
   std::string text;
   if (line.file) {
-    absl::StatusOr<std::string> read = lnpu::tools::ReadTextFile(*line.file);
-    if (!read.ok()) return read.status();
-    text = *std::move(read);
+    LNPU_ASSIGN_OR_RETURN(std::string read, lnpu::tools::ReadTextFile(*line.file));
+    text = std::move(read);
   } else {
     text = *line.text;
   }
-  const bool add_bos = !line.no_bos && model->vocabulary.add_bos;
-  absl::StatusOr<std::unique_ptr<lnpu::framework::Tokenizer>> tokenizer =
-      lnpu::framework::Tokenizer::Create(std::move(model->vocabulary));
-  if (!tokenizer.ok()) return tokenizer.status();
-  return (*tokenizer)->Encode(text, add_bos);
+  const bool add_bos = !line.no_bos && model.vocabulary.add_bos;
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::framework::Tokenizer> tokenizer,
+                        lnpu::framework::Tokenizer::Create(std::move(model.vocabulary)));
+  return tokenizer->Encode(text, add_bos);
 }
 
 std::string FormatText(const std::string& model, const std::string& source,
@@ -245,23 +239,21 @@ absl::Status Run(CommandLine line) {
       const char* env = std::getenv("LNPU_MODELS_DIR");
       models_dir = env != nullptr ? env : "models";
     }
-    absl::StatusOr<lnpu::synthetic::RandomLlamaSpec> spec = lnpu::synthetic::SyntheticPresetSpec(
-        line.preset, models_dir, lnpu::gguf::GgmlType::kF32, /*seed=*/1);
-    if (!spec.ok()) return spec.status();
-    absl::StatusOr<std::unique_ptr<lnpu::eval::TempDirectory>> dir =
-        lnpu::eval::TempDirectory::Create();
-    if (!dir.ok()) return dir.status();
-    synthetic_dir = *std::move(dir);
+    LNPU_ASSIGN_OR_RETURN(lnpu::synthetic::RandomLlamaSpec spec,
+                          lnpu::synthetic::SyntheticPresetSpec(
+                              line.preset, models_dir, lnpu::gguf::GgmlType::kF32, /*seed=*/1));
+    LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::eval::TempDirectory> dir,
+                          lnpu::eval::TempDirectory::Create());
+    synthetic_dir = std::move(dir);
     gguf_path = synthetic_dir->path() + "/model.gguf";
     if (!line.json) std::cerr << "npu-eval: writing the synthetic " << line.preset << " model\n";
-    if (absl::Status s = lnpu::synthetic::WriteRandomLlamaGguf(*spec, gguf_path); !s.ok()) {
+    if (absl::Status s = lnpu::synthetic::WriteRandomLlamaGguf(spec, gguf_path); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(s.message(), " (vocabularies are read from ",
                                                  models_dir, "/vocab; see --models-dir)"));
     }
     model_name = absl::StrCat("synthetic ", line.preset, " (f32, seed 1)");
   }
-  absl::StatusOr<std::vector<int32_t>> tokens = Tokens(line, gguf_path);
-  if (!tokens.ok()) return tokens.status();
+  LNPU_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, Tokens(line, gguf_path));
   const std::string source =
       line.random_tokens ? absl::StrCat("random (seed ", line.seed, ")") : "text";
   if (!line.json) {
@@ -269,11 +261,10 @@ absl::Status Run(CommandLine line) {
       std::cerr << "npu-eval: compiling and running " << what << "\n";
     };
   }
-  absl::StatusOr<lnpu::eval::EvalResult> result =
-      lnpu::eval::EvaluateWeights(gguf_path, *tokens, line.eval);
-  if (!result.ok()) return result.status();
-  std::cout << (line.json ? FormatJson(model_name, source, line.eval.kv_dtype, *result)
-                          : FormatText(model_name, source, line.eval.kv_dtype, *result))
+  LNPU_ASSIGN_OR_RETURN(lnpu::eval::EvalResult result,
+                        lnpu::eval::EvaluateWeights(gguf_path, tokens, line.eval));
+  std::cout << (line.json ? FormatJson(model_name, source, line.eval.kv_dtype, result)
+                          : FormatText(model_name, source, line.eval.kv_dtype, result))
             << std::flush;
   return absl::OkStatus();
 }

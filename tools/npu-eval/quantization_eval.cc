@@ -64,13 +64,12 @@ absl::StatusOr<LoadedModel> CompileAndLoad(const std::shared_ptr<Device>& device
 absl::Status RunTeacherForced(
     runtime::Model& model, absl::Span<const int32_t> tokens,
     const std::function<absl::Status(size_t, absl::Span<const float>)>& visit) {
-  absl::StatusOr<std::unique_ptr<runtime::Sequence>> session = model.CreateSequence();
-  if (!session.ok()) return session.status();
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Sequence> session, model.CreateSequence());
   for (size_t i = 0; i < tokens.size(); ++i) {
     // SIGINT / SIGTERM inside the program's InterruptScope: stop here, so
     // that the temporary directory is removed on the way out.
     if (InterruptRequested()) return absl::CancelledError("interrupted");
-    absl::StatusOr<absl::Span<const float>> logits = (*session)->Forward(tokens.subspan(i, 1));
+    absl::StatusOr<absl::Span<const float>> logits = session->Forward(tokens.subspan(i, 1));
     if (!logits.ok()) {
       return absl::Status(logits.status().code(),
                           absl::StrCat("token ", i, ": ", logits.status().message()));
@@ -88,23 +87,19 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   }
   std::vector<WeightType> variants;
   for (size_t i = 0; i < options.weights.size(); ++i) {
-    absl::StatusOr<WeightType> type = compiler::ParseWeightType(options.weights[i]);
-    if (!type.ok()) return type.status();
+    LNPU_ASSIGN_OR_RETURN(WeightType type, compiler::ParseWeightType(options.weights[i]));
     if (std::find(options.weights.begin(), options.weights.begin() + i, options.weights[i]) !=
         options.weights.begin() + i) {
       return absl::InvalidArgumentError(
           absl::StrCat("weight type '", options.weights[i], "' is listed twice"));
     }
-    variants.push_back(*type);
+    variants.push_back(type);
   }
-  absl::StatusOr<KvType> kv_dtype = ParseKvDtype(options.kv_dtype);
-  if (!kv_dtype.ok()) return kv_dtype.status();
-  absl::StatusOr<std::unique_ptr<TempDirectory>> directory =
-      TempDirectory::Create(options.temp_parent);
-  if (!directory.ok()) return directory.status();
-  absl::StatusOr<std::unique_ptr<Device>> opened = tools::OpenToolDevice(options.device);
-  if (!opened.ok()) return opened.status();
-  const std::shared_ptr<Device> device = *std::move(opened);
+  LNPU_ASSIGN_OR_RETURN(KvType kv_dtype, ParseKvDtype(options.kv_dtype));
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<TempDirectory> directory,
+                        TempDirectory::Create(options.temp_parent));
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<Device> opened, tools::OpenToolDevice(options.device));
+  const std::shared_ptr<Device> device = std::move(opened);
   const auto n = static_cast<uint32_t>(tokens.size());
 
   EvalResult result;
@@ -112,13 +107,12 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   std::vector<float> baseline;  // [position][vocab]
   {
     if (options.on_compile) options.on_compile("f32 baseline");
-    absl::StatusOr<LoadedModel> loaded = CompileAndLoad(
-        device, gguf_path, (*directory)->path(), n, WeightType::kF32, KvType::kF32);
-    if (!loaded.ok()) return loaded.status();
-    result.vocab_size = loaded->model->info().vocab_size;
+    LNPU_ASSIGN_OR_RETURN(LoadedModel loaded, CompileAndLoad(device, gguf_path, directory->path(),
+                                                             n, WeightType::kF32, KvType::kF32));
+    result.vocab_size = loaded.model->info().vocab_size;
     baseline.reserve(size_t{result.vocab_size} * tokens.size());
-    absl::Status run = RunTeacherForced(
-        *loaded->model, tokens, [&](size_t, absl::Span<const float> logits) {
+    absl::Status run =
+        RunTeacherForced(*loaded.model, tokens, [&](size_t, absl::Span<const float> logits) {
           baseline.insert(baseline.end(), logits.begin(), logits.end());
           return absl::OkStatus();
         });
@@ -126,17 +120,16 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
   }
   for (size_t v = 0; v < variants.size(); ++v) {
     if (options.on_compile) options.on_compile(options.weights[v]);
-    absl::StatusOr<LoadedModel> loaded = CompileAndLoad(
-        device, gguf_path, (*directory)->path(), n, variants[v], *kv_dtype);
-    if (!loaded.ok()) return loaded.status();
+    LNPU_ASSIGN_OR_RETURN(LoadedModel loaded, CompileAndLoad(device, gguf_path, directory->path(),
+                                                             n, variants[v], kv_dtype));
     LogitAccuracy accuracy;
     const size_t vocab = result.vocab_size;
-    absl::Status run = RunTeacherForced(
-        *loaded->model, tokens, [&](size_t i, absl::Span<const float> logits) {
+    absl::Status run =
+        RunTeacherForced(*loaded.model, tokens, [&](size_t i, absl::Span<const float> logits) {
           return accuracy.Add(absl::MakeConstSpan(baseline).subspan(i * vocab, vocab), logits);
         });
     if (!run.ok()) return run;
-    result.variants.push_back({options.weights[v], loaded->artifact_bytes, accuracy.Summary()});
+    result.variants.push_back({options.weights[v], loaded.artifact_bytes, accuracy.Summary()});
   }
   return result;
 }

@@ -43,9 +43,8 @@ Cmd Command(uint16_t opcode) {
 // A mapped buffer.
 absl::StatusOr<Buffer> MappedBuffer(Device& device, uint64_t size,
                                     uint32_t flags = 0) {
-  absl::StatusOr<Buffer> buffer = device.CreateBuffer(size, flags);
-  if (!buffer.ok()) return buffer.status();
-  if (absl::StatusOr<absl::Span<uint8_t>> map = buffer->Map(); !map.ok()) {
+  LNPU_ASSIGN_OR_RETURN(Buffer buffer, device.CreateBuffer(size, flags));
+  if (absl::StatusOr<absl::Span<uint8_t>> map = buffer.Map(); !map.ok()) {
     return map.status();
   }
   return buffer;
@@ -56,10 +55,8 @@ class Job {
  public:
   static absl::StatusOr<Job> Create(Device& device, uint32_t engine,
                                     std::vector<uint32_t> handles) {
-    absl::StatusOr<Buffer> cmd =
-        MappedBuffer(device, 4096, DRM_LNPU_BO_CMDBUF);
-    if (!cmd.ok()) return cmd.status();
-    return Job(device, engine, *std::move(cmd), std::move(handles));
+    LNPU_ASSIGN_OR_RETURN(Buffer cmd, MappedBuffer(device, 4096, DRM_LNPU_BO_CMDBUF));
+    return Job(device, engine, std::move(cmd), std::move(handles));
   }
 
   template <typename Cmd>
@@ -76,9 +73,8 @@ class Job {
     args.cmd_size = size_;
     args.bo_handles = handles_;
     const Clock::time_point start = Clock::now();
-    absl::StatusOr<uint64_t> fence = device_->Submit(args);
-    if (!fence.ok()) return fence.status();
-    LNPU_RETURN_IF_ERROR(device_->Wait(*fence, absl::Now() + kJobDeadline));
+    LNPU_ASSIGN_OR_RETURN(uint64_t fence, device_->Submit(args));
+    LNPU_RETURN_IF_ERROR(device_->Wait(fence, absl::Now() + kJobDeadline));
     return Clock::now() - start;
   }
 
@@ -86,9 +82,8 @@ class Job {
   absl::StatusOr<double> BestSeconds() {
     double best = std::numeric_limits<double>::infinity();
     for (int i = 0; i <= kTimedRuns; ++i) {
-      absl::StatusOr<Clock::duration> t = Run();
-      if (!t.ok()) return t.status();
-      if (i > 0) best = std::min(best, Seconds(*t));
+      LNPU_ASSIGN_OR_RETURN(Clock::duration t, Run());
+      if (i > 0) best = std::min(best, Seconds(t));
     }
     return best;
   }

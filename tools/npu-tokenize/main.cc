@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "framework/tokenizer/tokenizer.h"
 #include "tools/common/model_tokenizer.h"
 #include "tools/common/tool_main.h"
@@ -92,12 +93,11 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
 }
 
 absl::Status Run(const CommandLine& line) {
-  absl::StatusOr<lnpu::tools::ModelTokenizer> model =
-      lnpu::tools::ReadModelTokenizer(line.model);
-  if (!model.ok()) return model.status();
-  const bool add_bos = model->vocabulary.add_bos && !line.no_bos;
+  LNPU_ASSIGN_OR_RETURN(lnpu::tools::ModelTokenizer model,
+                        lnpu::tools::ReadModelTokenizer(line.model));
+  const bool add_bos = model.vocabulary.add_bos && !line.no_bos;
   absl::StatusOr<std::unique_ptr<lnpu::framework::Tokenizer>> tokenizer =
-      lnpu::framework::Tokenizer::Create(std::move(model->vocabulary));
+      lnpu::framework::Tokenizer::Create(std::move(model.vocabulary));
   if (!tokenizer.ok()) {
     return absl::Status(tokenizer.status().code(),
                         absl::StrCat(line.model, ": tokenizer: ",
@@ -105,9 +105,8 @@ absl::Status Run(const CommandLine& line) {
   }
   std::string text;
   if (line.file.has_value()) {
-    absl::StatusOr<std::string> read = lnpu::tools::ReadTextFile(*line.file);
-    if (!read.ok()) return read.status();
-    text = *std::move(read);
+    LNPU_ASSIGN_OR_RETURN(std::string read, lnpu::tools::ReadTextFile(*line.file));
+    text = std::move(read);
   } else {
     text = *line.text;
   }

@@ -45,7 +45,9 @@ HWY_INLINE void Dot1x4(D d, const float* s, const WT* const w[4], size_t begin,
   sums[3] += ReduceSum(d, a3);
 }
 
-// sums[4 * r + c] += s[r] . w[c] for a 4 x 4 block.
+// sums[4 * r + c] += s[r] . w[c] for a 4 x 4 block. Its four row steps are
+// alike on purpose: unrolled by hand, with 16 named accumulators meant to
+// stay in vector registers.
 template <class D, typename WT>
 HWY_INLINE void Dot4x4(D d, const float* const s[4], const WT* const w[4],
                        size_t begin, size_t end, float sums[16]) {

@@ -56,7 +56,11 @@ inline void InitMatmulOutputTile(const MatmulArgs& a, size_t row_begin,
   }
 }
 
-// One quantized-matmul implementation. Both loops handle Q8_0 and Q4_0
+// One quantized-matmul implementation. Each path's file has its own table
+// entry and Q8_0 / Q4_0 dispatch (alike across files): its kernels are
+// compiled for its own instruction set (target attributes, #pragma GCC
+// target or a Highway namespace), which a shared dispatcher would cross.
+// Both loops handle Q8_0 and Q4_0
 // weights (a.weight_type), any n, any k that is a multiple of 32, and write
 // dst = MatmulOutputBase + dot for exactly the given range. They may be
 // called concurrently on disjoint ranges; per-thread state, if any, is

@@ -65,6 +65,20 @@ LNPU_QM_INLINE float32x4_t LoadScales(const uint8_t* const (&blocks)[kTileCols])
   return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(half)));
 }
 
+// Block b of the tile's 4 weight columns: their weights as int8 (Load) and
+// their scales as f32 lanes 0..3 (LoadScales). Both paths' tiles start a
+// block with it.
+template <class W>
+LNPU_QM_INLINE float32x4_t LoadBlocks(const uint8_t* const (&w)[kTileCols], size_t b,
+                                      int8x16_t (&lo)[kTileCols], int8x16_t (&hi)[kTileCols]) {
+  const uint8_t* block[kTileCols];
+  for (size_t j = 0; j < kTileCols; ++j) {
+    block[j] = w[j] + b * W::kBlockBytes;
+    W::Load(block[j], lo[j], hi[j]);
+  }
+  return LoadScales(block);
+}
+
 // Lane j: the sum of the 4 lanes of s[j].
 LNPU_QM_INLINE int32x4_t SumLanes(int32x4_t s0, int32x4_t s1, int32x4_t s2,
                                   int32x4_t s3) {
@@ -88,13 +102,8 @@ struct Kernel {
       const float* const (&dx)[kRows], size_t blocks, float32x4_t (&acc)[kRows]) {
     const int32x4_t zero = vdupq_n_s32(0);
     for (size_t b = 0; b < blocks; ++b) {
-      const uint8_t* block[kTileCols];
       int8x16_t w_lo[kTileCols], w_hi[kTileCols];
-      for (size_t j = 0; j < kTileCols; ++j) {
-        block[j] = w[j] + b * W::kBlockBytes;
-        W::Load(block[j], w_lo[j], w_hi[j]);
-      }
-      const float32x4_t dw = LoadScales(block);
+      const float32x4_t dw = LoadBlocks<W>(w, b, w_lo, w_hi);
       for (size_t i = 0; i < kRows; ++i) {
         const int8x16_t x_lo = vld1q_s8(x[i] + b * kQuantBlock);
         const int8x16_t x_hi = vld1q_s8(x[i] + b * kQuantBlock + 16);
@@ -159,13 +168,8 @@ struct Kernel {
     float32x4_t acc2[2][2];
     for (auto& row : acc2) row[0] = row[1] = vdupq_n_f32(0.0f);
     for (size_t b = 0; b < blocks; ++b) {
-      const uint8_t* block[kTileCols];
       int8x16_t w_lo[kTileCols], w_hi[kTileCols];
-      for (size_t j = 0; j < kTileCols; ++j) {
-        block[j] = w[j] + b * W::kBlockBytes;
-        W::Load(block[j], w_lo[j], w_hi[j]);
-      }
-      const float32x4_t dw = LoadScales(block);
+      const float32x4_t dw = LoadBlocks<W>(w, b, w_lo, w_hi);
       // [dw_{2q}, dw_{2q+1}] twice, for column pair q.
       const float32x4_t dw_pair[2] = {
           vcombine_f32(vget_low_f32(dw), vget_low_f32(dw)),
