@@ -11,11 +11,9 @@
 #      the software NPU's ioctls and of each
 #      parser (tests/fuzz/), one test case
 #      per target; prints executions         $BUILD_DIR-fuzz (build-fuzz/)
-#   5. the suites of cross-built programs
-#      but the slowest three, built for
-#      aarch64 and run under qemu-aarch64
-#      (the compute suites on two more
-#      CPUs)                                 $BUILD_DIR-aarch64 (build-aarch64/)
+#   5. the compute, command-validation and
+#      software-NPU suites cross-built for
+#      aarch64, under qemu-aarch64            $BUILD_DIR-aarch64 (build-aarch64/)
 #   6. the lnpu kernel module in a Linux 6.12
 #      VM (tools/scripts/vm_test.sh)           $BUILD_DIR/vm
 # FUZZ_SECONDS (default 120) bounds the fuzz runs together. Build directories are
@@ -141,64 +139,43 @@ for target in "${fuzz_targets[@]}"; do
 done
 echo "fuzz: $fuzz_total_runs executions over ${#fuzz_targets[@]} targets"
 
-# 5. aarch64: the suites whose test programs are cross-built, so that the
-# whole user-space stack (compiler, runtime, framework, tools, server) is
-# known to work on Arm, not only the kernels. Built with Debian's toolchain
-# against the arm64 multiarch -dev packages (tools/scripts/aarch64-linux-gnu.ini)
-# and run under qemu-aarch64. In a cross build meson test runs each test
-# under the cross file's exe_wrapper and names it in MESON_EXE_WRAPPER for
-# the programs a test starts itself (tests/tools, tests/serve); build-time
-# commands (npu-compile in tests/c_api) run under it too.
-# They run once on an emulated "cortex-a76" (Armv8.2 NEON with dot
-# product, no SVE: the fastest CPU to emulate; quantized matmul path
-# neon-dotprod) with small compute shapes. The compute suites run again on
-# the CPUs that take the other kernel paths: "max" (SVE2, dot product,
-# i8mm: every Highway target and Arm quantized-matmul path; emulated SVE is
-# ~30x slower than NEON, so the matmul and attention cases above 2^18
-# multiply-adds are skipped: LNPU_COMPUTE_TEST_SMALL_SHAPES) and
-# "cortex-a57" (NEON only: every case, falling back to the Highway
-# quantized matmul). LNPU_EXPECTED_QUANT_PATHS makes quant_matmul_test
-# check each CPU's path list. The cross build is -O1 without debug info and
-# builds only what the tests need (meson-test-prereq: no benchmarks, no
-# npu-serve-load, lnpu-firmware or the VM's usage client), to keep its
-# CPU time down (figures in docs/performance.md). Left out (aarch64_skipped):
-# the suites that are host programs, not cross-built ones, so emulation
-# would test nothing new, and the three slowest suites (below). DEVELOPERS.md
-# lists what runs and why.
+# 5. aarch64: the device layer's suites (compute kernels, command
+# validation, the software NPU's UAPI suite), cross-built with Debian's
+# toolchain against the arm64 multiarch -dev packages
+# (tools/scripts/aarch64-linux-gnu.ini) and run under qemu-aarch64.
+# "cortex-a76" (Armv8.2 NEON with dot product, no SVE: fast to emulate;
+# quantized matmul path neon-dotprod) runs all four with small compute
+# shapes; the compute suites run again on the CPUs that take the other
+# kernel paths: "max" (SVE2, dot product, i8mm: every Highway target and
+# Arm quantized-matmul path; emulated SVE is ~30x slower than NEON, so the
+# matmul and attention cases above 2^18 multiply-adds are skipped:
+# LNPU_COMPUTE_TEST_SMALL_SHAPES) and "cortex-a57" (NEON only: every case,
+# falling back to the Highway quantized matmul). LNPU_EXPECTED_QUANT_PATHS
+# makes quant_matmul_test check each CPU's path list. The rest of the
+# stack is portable C++ above these layers; running every suite under
+# emulation is left until its time fits the CI budget (DEVELOPERS.md).
 aarch64_dir=${build_dir}-aarch64
-aarch64_skipped=(
-  uapi_doc             # Python check of the UAPI header against docs/uapi.md
-  npu_serve_chat_page  # host Chromium against npu-serve
-  # Too slow to emulate within the CI budget (30 s or more native, so ~5 min
-  # or more under qemu at 9-12x; docs/performance.md); portable C++ above
-  # the kernels, which the x86-64 runs keep testing:
-  npu_serve_structured       # constrained sampling over the qwen2.5 vocabulary
-  structured_output_matcher  # grammar matching over whole vocabularies
-  npu_serve                  # HTTP server end to end; serve_units/scheduler stay
-)
-aarch64_suites() {  # prints every suite of build $1 but aarch64_skipped
-  meson test -C "$1" --no-rebuild --list 2>/dev/null | grep -vxF -f <(printf '%s\n' "${aarch64_skipped[@]}")
-}
+aarch64_suites=(quant_matmul_test compute_kernels_test command_validation_test softnpu_test)
 if install_missing_packages g++-aarch64-linux-gnu qemu-user libabsl-dev:arm64 \
        libdrm-dev:arm64 libflatbuffers-dev:arm64 libgtest-dev:arm64 \
        libgmock-dev:arm64 libhwy-dev:arm64 libcpp-httplib-dev:arm64 \
     && { [ -f "$aarch64_dir/build.ninja" ] \
-           || meson setup "$aarch64_dir" "$repo" -Doptimization=1 -Ddebug=false \
+           || meson setup "$aarch64_dir" "$repo" \
                 --cross-file "$repo/tools/scripts/aarch64-linux-gnu.ini"; } \
-    && ninja -C "$aarch64_dir" meson-test-prereq \
-    && mapfile -t aarch64_all < <(aarch64_suites "$aarch64_dir") \
-    && ((${#aarch64_all[@]})); then
+    && ninja -C "$aarch64_dir" tests/compute/quant_matmul_test \
+         tests/compute/compute_kernels_test tests/compute/command_validation_test \
+         tests/softnpu/softnpu_test; then
   # A "threadsafe" death test re-execs the test binary, which the kernel
   # cannot run without binfmt_misc for aarch64; "fast" only forks.
   export GTEST_DEATH_TEST_STYLE=fast
   QEMU_CPU=cortex-a76 LNPU_COMPUTE_TEST_SMALL_SHAPES=1 \
     LNPU_EXPECTED_QUANT_PATHS=neon-dotprod,highway \
     run_meson_tests "$aarch64_dir" aarch64-cortex-a76 --timeout-multiplier=4 \
-      "${aarch64_all[@]}"
+      "${aarch64_suites[@]}"
   QEMU_CPU=max LNPU_COMPUTE_TEST_SMALL_SHAPES=1 \
     LNPU_EXPECTED_QUANT_PATHS=neon-i8mm,neon-dotprod,highway \
-    run_meson_tests "$aarch64_dir" aarch64-max --timeout-multiplier=4 quant_matmul_test \
-      compute_kernels_test
+    run_meson_tests "$aarch64_dir" aarch64-max --timeout-multiplier=4 \
+      quant_matmul_test compute_kernels_test
   QEMU_CPU=cortex-a57 LNPU_EXPECTED_QUANT_PATHS=highway \
     run_meson_tests "$aarch64_dir" aarch64-cortex-a57 quant_matmul_test \
       compute_kernels_test
