@@ -211,25 +211,27 @@ void PrepareQ4Quads(const QuantizedActivations& x, size_t quad_count, Q4Quad* qu
   }
 }
 
-template <size_t kCols>
-LNPU_QM_AVX512_TARGET void Q4GemvColumns(const MatmulArgs& a, const QuantizedActivations& x,
-                                         const Q4Quad* quads, size_t quad_count,
-                                         size_t c0) {
+// dst[r][c] for the kRows rows and the kCols columns c0.. ; quads[r] are
+// row r's Q4Quads. Each nibble quad is unpacked once for all rows.
+template <size_t kRows, size_t kCols>
+LNPU_QM_AVX512_TARGET void Q4GemvColumns(const MatmulArgs& a,
+                                         const GemvActivations<kRows>& x,
+                                         const Q4Quad* const (&quads)[kRows],
+                                         size_t quad_count, size_t c0) {
   const uint8_t* w[kCols];
-  GemvRows<Q4_0, kCols>(a, c0, w);
+  GemvWeightRows<Q4_0, kCols>(a, c0, w);
   const size_t blocks = a.k / kQuantBlock;
   const size_t prefetch_offset = kCols * blocks * kQ4_0BlockBytes;
   const __m512i nibble_index = _mm512_load_si512(kQ4QuadIndices.nibbles);
   const __m512i scale_index = _mm512_load_si512(kQ4QuadIndices.scales);
   const __m512i low_nibble = _mm512_set1_epi8(0x0F);
-  __m512 acc[kCols];
+  __m512 acc[kRows][kCols];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
 #pragma GCC unroll 8
-  for (size_t i = 0; i < kCols; ++i) acc[i] = _mm512_setzero_ps();
+    for (size_t i = 0; i < kCols; ++i) acc[r][i] = _mm512_setzero_ps();
+  }
   for (size_t q = 0; q < quad_count; ++q) {
-    const __m512i x_low = _mm512_load_si512(quads[q].low);
-    const __m512i x_high = _mm512_load_si512(quads[q].high);
-    const __m512i correction = _mm512_load_si512(quads[q].correction);
-    const __m512 x_scales = _mm512_load_ps(quads[q].scales);
 #pragma GCC unroll 8
     for (size_t i = 0; i < kCols; ++i) {
       const uint8_t* p = w[i] + q * kQ4QuadBytes;
@@ -240,24 +242,56 @@ LNPU_QM_AVX512_TARGET void Q4GemvColumns(const MatmulArgs& a, const QuantizedAct
       const __m512i nibbles = _mm512_permutex2var_epi16(z0, nibble_index, z1);
       const __m512 w_scales = _mm512_cvtph_ps(
           _mm512_castsi512_si256(_mm512_permutexvar_epi16(scale_index, z0)));
-      __m512i dot = _mm512_dpbusd_epi32(
-          correction, _mm512_and_si512(nibbles, low_nibble), x_low);
-      dot = _mm512_dpbusd_epi32(
-          dot, _mm512_and_si512(_mm512_srli_epi16(nibbles, 4), low_nibble), x_high);
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                               _mm512_mul_ps(w_scales, x_scales), acc[i]);
+      const __m512i w_low = _mm512_and_si512(nibbles, low_nibble);
+      const __m512i w_high = _mm512_and_si512(_mm512_srli_epi16(nibbles, 4), low_nibble);
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) {
+        const Q4Quad& xq = quads[r][q];
+        __m512i dot = _mm512_dpbusd_epi32(_mm512_load_si512(xq.correction), w_low,
+                                          _mm512_load_si512(xq.low));
+        dot = _mm512_dpbusd_epi32(dot, w_high, _mm512_load_si512(xq.high));
+        acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
+                                    _mm512_mul_ps(w_scales, _mm512_load_ps(xq.scales)),
+                                    acc[r][i]);
+      }
     }
   }
-  __m256 acc256[kCols];
+  __m256 acc256[kRows][kCols];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
 #pragma GCC unroll 8
-  for (size_t i = 0; i < kCols; ++i) {
-    acc256[i] = _mm256_add_ps(_mm512_castps512_ps256(acc[i]),
-                              _mm256_castpd_ps(_mm512_extractf64x4_pd(
-                                  _mm512_castps_pd(acc[i]), 1)));
+    for (size_t i = 0; i < kCols; ++i) {
+      acc256[r][i] = _mm256_add_ps(_mm512_castps512_ps256(acc[r][i]),
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(
+                                       _mm512_castps_pd(acc[r][i]), 1)));
+    }
   }
-  GemvBlocks<Q4_0, kCols>(w, x, 4 * quad_count, blocks, prefetch_offset, acc256);
-  GemvStore<kCols>(a, c0, acc256);
+  GemvBlocks<Q4_0, kRows, kCols>(w, x, 4 * quad_count, blocks, prefetch_offset, acc256);
+  GemvStore<kRows, kCols>(a, c0, acc256);
 }
+
+template <size_t kRows>
+struct Q4GemvOfRows {
+  static LNPU_QM_AVX512_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
+                                        size_t col_begin, size_t col_end) {
+    constexpr size_t kCols = kGemvCols<kRows>;
+    const size_t quad_count = a.k / kQuantBlock / 4;
+    const GemvActivations<kRows> rows = GemvRowsOf<kRows>(a, x);
+    thread_local std::vector<Q4Quad> quad_buffer;
+    quad_buffer.resize(kRows * quad_count);
+    const Q4Quad* quads[kRows];
+    for (size_t r = 0; r < kRows; ++r) {
+      PrepareQ4Quads({.q = rows.q[r], .scales = rows.scales[r]}, quad_count,
+                     quad_buffer.data() + r * quad_count);
+      quads[r] = quad_buffer.data() + r * quad_count;
+    }
+    size_t c = col_begin;
+    for (; c + kCols <= col_end; c += kCols) {
+      Q4GemvColumns<kRows, kCols>(a, rows, quads, quad_count, c);
+    }
+    for (; c < col_end; ++c) Q4GemvColumns<kRows, 1>(a, rows, quads, quad_count, c);
+  }
+};
 
 LNPU_QM_AVX512_TARGET void GemvQuads(const MatmulArgs& a, const QuantizedActivations& x,
                                      size_t col_begin, size_t col_end) {
@@ -265,15 +299,7 @@ LNPU_QM_AVX512_TARGET void GemvQuads(const MatmulArgs& a, const QuantizedActivat
     Gemv(a, x, col_begin, col_end);
     return;
   }
-  const size_t quad_count = a.k / kQuantBlock / 4;
-  thread_local std::vector<Q4Quad> quads;
-  quads.resize(quad_count);
-  PrepareQ4Quads(x, quad_count, quads.data());
-  size_t c = col_begin;
-  for (; c + kGemvCols <= col_end; c += kGemvCols) {
-    Q4GemvColumns<kGemvCols>(a, x, quads.data(), quad_count, c);
-  }
-  for (; c < col_end; ++c) Q4GemvColumns<1>(a, x, quads.data(), quad_count, c);
+  WithGemvRows<Q4GemvOfRows>(a.rows, a, x, col_begin, col_end);
 }
 
 }  // namespace avx512vnni
