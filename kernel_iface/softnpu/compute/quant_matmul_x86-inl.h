@@ -266,8 +266,9 @@ struct GemvOfRows {
   }
 };
 
-LNPU_QM_TARGET void Gemv(const MatmulArgs& a, const QuantizedActivations& x,
-                         size_t col_begin, size_t col_end) {
+// (The avx512vnni path has a GEMV of its own, quant_matmul_x86.cc.)
+[[maybe_unused]] LNPU_QM_TARGET void Gemv(const MatmulArgs& a, const QuantizedActivations& x,
+                                          size_t col_begin, size_t col_end) {
   WithGemvRows<GemvOfRows>(a.rows, a, x, col_begin, col_end);
 }
 
