@@ -92,6 +92,17 @@ class QuantMatmulPathTest
     return v;
   }
 
+  // n x k weights of `type` quantized from uniform values in [-1, 1].
+  std::vector<uint8_t> RandomWeights(WeightType type, size_t n, size_t k) {
+    const auto weight_f32 = RandomFloats(n * k, -1, 1);
+    std::vector<uint8_t> weight(n * WeightBytes(type, k));
+    EXPECT_TRUE((type == WeightType::kQ8_0 ? gguf::QuantizeRowQ8_0
+                                           : gguf::QuantizeRowQ4_0)(
+                    weight_f32, absl::MakeSpan(weight))
+                    .ok());
+    return weight;
+  }
+
   void Check(const Shape& s, WeightType type, bool bias, bool accumulate) {
     SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(s.rows) +
                  " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
@@ -101,13 +112,8 @@ class QuantMatmulPathTest
     auto src = RandomFloats(s.rows * s.k, -2, 2);
     for (size_t i = 0; i < src.size(); i += 37) src[i] *= 20;
     std::fill(src.begin(), src.begin() + kQuantBlock, 0.0f);
-    const auto weight_f32 = RandomFloats(s.n * s.k, -1, 1);
     const size_t row_bytes = WeightBytes(type, s.k);
-    std::vector<uint8_t> weight(s.n * row_bytes);
-    ASSERT_TRUE((type == WeightType::kQ8_0 ? gguf::QuantizeRowQ8_0
-                                           : gguf::QuantizeRowQ4_0)(
-                    weight_f32, absl::MakeSpan(weight))
-                    .ok());
+    const std::vector<uint8_t> weight = RandomWeights(type, s.n, s.k);
     const auto bias_v = RandomFloats(s.n, -1, 1);
     const auto old_dst = RandomFloats(s.rows * s.n, -1, 1);
     std::vector<float> dst = old_dst;
@@ -248,12 +254,7 @@ TEST_P(QuantMatmulPathTest, SeveralRowGemvEqualsOneRowCallsBitForBit) {
       ++variant;
       auto src = RandomFloats(s.rows * s.k, -2, 2);
       for (size_t i = 0; i < src.size(); i += 29) src[i] *= 15;
-      const auto weight_f32 = RandomFloats(s.n * s.k, -1, 1);
-      std::vector<uint8_t> weight(s.n * WeightBytes(type, s.k));
-      ASSERT_TRUE((type == WeightType::kQ8_0 ? gguf::QuantizeRowQ8_0
-                                             : gguf::QuantizeRowQ4_0)(
-                      weight_f32, absl::MakeSpan(weight))
-                      .ok());
+      const std::vector<uint8_t> weight = RandomWeights(type, s.n, s.k);
       const auto bias_v = RandomFloats(s.n, -1, 1);
       const auto old_dst = RandomFloats(s.rows * s.n, -1, 1);
       MatmulArgs args;
