@@ -193,7 +193,7 @@ TEST_P(QuantMatmulPathTest, MatchesIntegerReferenceOnRaggedShapes) {
 // the ends of their range: the int32 block sums must not saturate.
 TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
   for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
-    for (size_t rows : {1, 40}) {
+    for (size_t rows : {1, 3, 40}) {
       const size_t k = 4096, n = 20;
       std::vector<float> src(rows * k);
       for (size_t i = 0; i < src.size(); ++i) src[i] = (i % 3 == 0) ? -1e3f : 1e3f;
