@@ -68,6 +68,28 @@ double MaxDifference(absl::Span<const float> a, absl::Span<const float> b) {
   return diff;
 }
 
+// Runs `token`, then `steps` - 1 greedy tokens of `b`, through both
+// sequences; fails at the first step whose logits differ by more than
+// `tolerance`.
+::testing::AssertionResult ContinueAlike(runtime::Sequence& a, runtime::Sequence& b,
+                                         int32_t token, int steps, double tolerance) {
+  for (int step = 0; step < steps; ++step) {
+    const absl::StatusOr<absl::Span<const float>> la = a.Forward(absl::MakeConstSpan(&token, 1));
+    const absl::StatusOr<absl::Span<const float>> lb = b.Forward(absl::MakeConstSpan(&token, 1));
+    if (!la.ok() || !lb.ok()) {
+      return ::testing::AssertionFailure()
+             << "step " << step << ": " << la.status() << " / " << lb.status();
+    }
+    const double difference = MaxDifference(*la, *lb);
+    if (difference > tolerance) {
+      return ::testing::AssertionFailure()
+             << "step " << step << ": logits differ by " << difference << " > " << tolerance;
+    }
+    token = Argmax(*lb);
+  }
+  return ::testing::AssertionSuccess();
+}
+
 class WindowRingTest : public ::testing::TestWithParam<RingCase> {
  protected:
   void SetUp() override {
@@ -200,15 +222,11 @@ TEST_P(WindowRingTest, RingAndFullCacheGiveTheSameLogits) {
   std::unique_ptr<runtime::Sequence> b = NewSequence(*full);
   const std::vector<int32_t> prompt = Prompt();
   // 40 = 16 + 16 + 4 + 4 in the ring's chunks, 16 + 16 + 8 x 1 in the other's.
-  absl::StatusOr<absl::Span<const float>> la = a->Forward(prompt);
-  absl::StatusOr<absl::Span<const float>> lb = b->Forward(prompt);
-  for (int step = 0; step < 30; ++step) {
-    ASSERT_TRUE(la.ok() && lb.ok()) << la.status() << lb.status();
-    ASSERT_LT(MaxDifference(*la, *lb), 1e-4) << "step " << step;
-    const int32_t token = Argmax(*lb);
-    la = a->Forward(absl::MakeConstSpan(&token, 1));
-    lb = b->Forward(absl::MakeConstSpan(&token, 1));
-  }
+  const absl::StatusOr<absl::Span<const float>> la = a->Forward(prompt);
+  const absl::StatusOr<absl::Span<const float>> lb = b->Forward(prompt);
+  ASSERT_TRUE(la.ok() && lb.ok()) << la.status() << lb.status();
+  ASSERT_LT(MaxDifference(*la, *lb), 1e-4);
+  EXPECT_TRUE(ContinueAlike(*a, *b, Argmax(*lb), 30, 1e-4));
 }
 
 // A session saved after the ring wrapped, written to a file, read back and
@@ -230,14 +248,7 @@ TEST_P(WindowRingTest, SavedStateContinuesAcrossTheWrap) {
   ASSERT_TRUE(restored->Forward(Prompt()).ok());  // overwritten by the restore
   ASSERT_TRUE(restored->RestoreState(*read).ok());
 
-  int32_t token = generated.back();
-  for (int step = 0; step < 30; ++step) {
-    absl::StatusOr<absl::Span<const float>> a = original->Forward(absl::MakeConstSpan(&token, 1));
-    absl::StatusOr<absl::Span<const float>> b = restored->Forward(absl::MakeConstSpan(&token, 1));
-    ASSERT_TRUE(a.ok() && b.ok());
-    ASSERT_EQ(MaxDifference(*a, *b), 0.0) << "step " << step;
-    token = Argmax(*a);
-  }
+  EXPECT_TRUE(ContinueAlike(*original, *restored, generated.back(), 30, 0.0));
 
   const int32_t next = original->cache().next_position();
   const uint32_t droppable = kRingSlots - kWindow + 1;
@@ -268,15 +279,7 @@ TEST_P(WindowRingTest, TruncateWithinTheRingContinuesExactly) {
   ASSERT_TRUE(speculative->Truncate(static_cast<uint32_t>(next) + 1).ok());
   ASSERT_TRUE(plain->Forward(absl::MakeConstSpan(&rows[0], 1)).ok());
 
-  int32_t token = 21;
-  for (int step = 0; step < 20; ++step) {
-    absl::StatusOr<absl::Span<const float>> a =
-        speculative->Forward(absl::MakeConstSpan(&token, 1));
-    absl::StatusOr<absl::Span<const float>> b = plain->Forward(absl::MakeConstSpan(&token, 1));
-    ASSERT_TRUE(a.ok() && b.ok());
-    ASSERT_LT(MaxDifference(*a, *b), 1e-5) << "step " << step;
-    token = Argmax(*b);
-  }
+  EXPECT_TRUE(ContinueAlike(*speculative, *plain, 21, 20, 1e-5));
 }
 
 // A prefix copied out of a wrapped session continues as a session that ran
@@ -293,14 +296,7 @@ TEST_P(WindowRingTest, CopiedPrefixContinuesAsTheShorterSession) {
   const absl::Status too_old = copy->CopyPrefixFrom(*source, prefix - 2);
   EXPECT_EQ(too_old.code(), absl::StatusCode::kFailedPrecondition) << too_old;
   ASSERT_TRUE(copy->CopyPrefixFrom(*source, prefix).ok());
-  int32_t token = generated.back();
-  for (int step = 0; step < 20; ++step) {
-    absl::StatusOr<absl::Span<const float>> a = copy->Forward(absl::MakeConstSpan(&token, 1));
-    absl::StatusOr<absl::Span<const float>> b = shorter->Forward(absl::MakeConstSpan(&token, 1));
-    ASSERT_TRUE(a.ok() && b.ok());
-    ASSERT_EQ(MaxDifference(*a, *b), 0.0) << "step " << step;
-    token = Argmax(*b);
-  }
+  EXPECT_TRUE(ContinueAlike(*copy, *shorter, generated.back(), 20, 0.0));
 }
 
 // Two sessions decoding in one batched step match their own decode steps.
@@ -345,15 +341,11 @@ TEST_P(WindowRingTest, RingPolicyMatchesTheFullCache) {
   EXPECT_EQ(short_ring.code(), absl::StatusCode::kInvalidArgument) << short_ring;
   EXPECT_THAT(short_ring.message(), HasSubstr("sliding window"));
 
-  absl::StatusOr<absl::Span<const float>> la = a->Forward(Prompt());
-  absl::StatusOr<absl::Span<const float>> lb = b->Forward(Prompt());
-  for (uint32_t step = 0; step < kCapacity; ++step) {
-    ASSERT_TRUE(la.ok() && lb.ok()) << la.status() << lb.status();
-    ASSERT_LT(MaxDifference(*la, *lb), 1e-4) << "step " << step;
-    const int32_t token = Argmax(*lb);
-    la = a->Forward(absl::MakeConstSpan(&token, 1));
-    lb = b->Forward(absl::MakeConstSpan(&token, 1));
-  }
+  const absl::StatusOr<absl::Span<const float>> la = a->Forward(Prompt());
+  const absl::StatusOr<absl::Span<const float>> lb = b->Forward(Prompt());
+  ASSERT_TRUE(la.ok() && lb.ok()) << la.status() << lb.status();
+  ASSERT_LT(MaxDifference(*la, *lb), 1e-4);
+  EXPECT_TRUE(ContinueAlike(*a, *b, Argmax(*lb), kCapacity, 1e-4));
   EXPECT_TRUE(a->cache().wrapped());
 }
 
