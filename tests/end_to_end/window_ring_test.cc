@@ -22,6 +22,7 @@
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
 #include "compiler_artifacts/synthetic/random_llama.h"
+#include "compiler_artifacts/synthetic/synthetic_presets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernel_iface/driver/device.h"
@@ -347,6 +348,37 @@ TEST_P(WindowRingTest, RingPolicyMatchesTheFullCache) {
   ASSERT_LT(MaxDifference(*la, *lb), 1e-4);
   EXPECT_TRUE(ContinueAlike(*a, *b, Argmax(*lb), kCapacity, 1e-4));
   EXPECT_TRUE(a->cache().wrapped());
+}
+
+// The KV bytes per session of docs/models.md: the Gemma presets'
+// attention shapes (layers, KV heads, head size, window) with tiny
+// embedding and feed-forward widths, F16 cache of 1152 slots, no verify
+// graph (ring = window).
+TEST(WindowRingPresetTest, GemmaPresetsSaveTheDocumentedBytes) {
+  for (const auto& [preset, bytes] : {std::pair<std::string, uint64_t>{"gemma-3-1b", 16252928},
+                                      {"gemma-3-270m", 11403264},
+                                      {"gemma-2-2b", 122683392}}) {
+    absl::StatusOr<synthetic::RandomLlamaSpec> spec =
+        synthetic::SyntheticPresetSpec(preset, "models", gguf::GgmlType::kF32, /*seed=*/1);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    spec->vocab_size = 320;
+    spec->dim = 64;
+    spec->ffn_dim = 64;
+    absl::StatusOr<std::string> gguf = WriteRandomLlamaToTempDir(*spec, preset);
+    ASSERT_TRUE(gguf.ok()) << gguf.status();
+    compiler::CompileOptions options;
+    options.max_prompt_len = 1024;
+    options.min_response_len = 128;
+    options.prefill_chunks = {16};
+    absl::StatusOr<std::string> path = CompileToTempDir(*gguf, preset, options);
+    ASSERT_TRUE(path.ok()) << path.status();
+    absl::StatusOr<std::unique_ptr<artifact::Artifact>> artifact = artifact::Artifact::Open(*path);
+    ASSERT_TRUE(artifact.ok()) << artifact.status();
+    const artifact::fb::Model& model = (*artifact)->model();
+    EXPECT_EQ(model.buffers()->Get(model.kv_cache()->buffer())->size(), bytes) << preset;
+    std::remove(gguf->c_str());
+    std::remove(path->c_str());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
