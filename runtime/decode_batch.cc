@@ -81,6 +81,7 @@ absl::StatusOr<std::unique_ptr<DecodeBatch>> DecodeBatch::Create(
     graph.tokens = io_address(spec.io.tokens);
     graph.positions = io_address(spec.io.positions);
     graph.slots = io_address(spec.io.slots);
+    if (spec.io.window_slots) graph.window_slots = io_address(*spec.io.window_slots);
     graph.logits = reinterpret_cast<const float*>(io_address(spec.io.logits));
     graphs.push_back(std::move(graph));
   }
@@ -125,7 +126,7 @@ absl::Status DecodeBatch::Step(absl::Span<const int32_t> tokens) {
                                                      " is outside the vocabulary [0, ",
                                                      vocab_size, ")"));
     }
-    if (absl::Status room = lanes_[i]->cache_.CheckRoomFor(1); !room.ok()) {
+    if (absl::Status room = lanes_[i]->CheckRoomFor(1); !room.ok()) {
       return absl::Status(room.code(), absl::StrCat("lane ", i, ": ", room.message()));
     }
     ++active;
@@ -164,6 +165,7 @@ absl::Status DecodeBatch::RunBatched(absl::Span<const int32_t> tokens, size_t hi
       StoreI32(graph.tokens, i, 0);
       StoreI32(graph.positions, i, 0);
       StoreI32(graph.slots, i, -1);
+      if (graph.window_slots != nullptr) StoreI32(graph.window_slots, i, -1);
       continue;
     }
     // Cannot fail: Step() checked the room.
@@ -175,7 +177,10 @@ absl::Status DecodeBatch::RunBatched(absl::Span<const int32_t> tokens, size_t hi
     lane.stats_.evicted_tokens += lane.cache_.Evict(*placement);
     StoreI32(graph.tokens, i, tokens[i]);
     StoreI32(graph.positions, i, placement->position(0));
-    StoreI32(graph.slots, i, placement->slot(0));
+    // Row i of the lane-indexed slot inputs.
+    lane.StoreSlots(
+        *placement, 1, 1, graph.slots + i * sizeof(int32_t),
+        graph.window_slots == nullptr ? nullptr : graph.window_slots + i * sizeof(int32_t));
   }
   DeviceTime time;
   const absl::Status ran =
@@ -183,7 +188,12 @@ absl::Status DecodeBatch::RunBatched(absl::Span<const int32_t> tokens, size_t hi
                        absl::Now() + kStepTimeout, step_fences_, time);
   stats_.submit_time += time.submit;
   stats_.wait_time += time.wait;
-  if (!ran.ok()) return ran;
+  if (!ran.ok()) {
+    for (uint32_t i = 0; i < rows; ++i) {
+      if (tokens[i] != kIdle) lanes_[i]->FinishRun(placements_[i], tokens.subspan(i, 1), false);
+    }
+    return ran;
+  }
 
   const uint32_t vocab_size = program_->info().vocab_size;
   const absl::Duration host_time = absl::Now() - start - time.submit - time.wait;
@@ -193,8 +203,7 @@ absl::Status DecodeBatch::RunBatched(absl::Span<const int32_t> tokens, size_t hi
       continue;
     }
     Sequence& lane = *lanes_[i];
-    // The compute job has read the mask: the new slot becomes visible now.
-    lane.cache_.Commit(placements_[i], tokens.subspan(i, 1));
+    lane.FinishRun(placements_[i], tokens.subspan(i, 1), true);
     ++lane.stats_.forward_calls;
     ++lane.stats_.tokens;
     ++lane.stats_.batched_steps;

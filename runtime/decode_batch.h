@@ -106,6 +106,7 @@ class DecodeBatch {
     uint8_t* tokens = nullptr;     // I32[rows]
     uint8_t* positions = nullptr;  // I32[rows]
     uint8_t* slots = nullptr;      // I32[rows]
+    uint8_t* window_slots = nullptr;  // I32[rows] with a window ring
     const float* logits = nullptr; // F32[rows][vocab_size]
   };
 

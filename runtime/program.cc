@@ -10,8 +10,9 @@
 #include "base/crc32.h"
 #include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact.h"
-#include "compiler_artifacts/format/vocabulary_table.h"
+#include "compiler_artifacts/format/artifact_verifier.h"
 #include "compiler_artifacts/format/model_generated.h"
+#include "compiler_artifacts/format/vocabulary_table.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu::runtime {
@@ -92,23 +93,42 @@ absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact
     program.kv_slot_positions_ = LocationOf(*positions);
   }
 
-  // The cache is [2 * n_layers blocks][capacity slots][row bytes]; saving
-  // and restoring sessions copies rows of that layout.
+  const fb::KvCache& kv = *model.kv_cache();
+  if (kv.window_ring_slots() > 0) {
+    program.window_ring_ =
+        WindowRingSpec{.slots = kv.window_ring_slots(),
+                       .window = kv.window(),
+                       .mask = LocationOf(*kv.window_mask()),
+                       .slot_positions = LocationOf(*kv.window_slot_positions())};
+  }
+
+  // The cache is 2 * n_layers blocks (each layer's K, then V) of
+  // artifact::KvLayerSlots slots of equal rows. Saved sessions hold the
+  // rows of every block at the slots of a capacity-slot cache.
   ModelIdentity& identity = program.info_.identity;
   identity.metadata_crc32 = artifact.header().metadata_crc32;
   identity.weights_crc32 = WeightsFingerprint(artifact.data());
   identity.kv_capacity = program.info_.kv_capacity;
-  identity.kv_dtype = model.kv_cache()->dtype();
+  identity.kv_dtype = kv.dtype();
   identity.kv_blocks = 2 * program.info_.n_layers;
   const uint64_t kv_bytes = program.buffers_[program.kv_cache_buffer_].size;
-  const uint64_t kv_rows = uint64_t{identity.kv_blocks} * identity.kv_capacity;
+  const uint64_t kv_rows = artifact::KvCacheBytes(kv, program.info_.n_layers, 1);
   if (kv_rows == 0 || kv_bytes % kv_rows != 0 ||
       kv_bytes / kv_rows > std::numeric_limits<uint32_t>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the KV cache buffer of ", kv_bytes, " bytes is not ", identity.kv_blocks,
-        " blocks of ", identity.kv_capacity, " equal rows; recompile the model"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the KV cache buffer of ", kv_bytes, " bytes is not ", kv_rows,
+                     " equal rows of its layers' slots; recompile the model"));
   }
   identity.kv_row_bytes = static_cast<uint32_t>(kv_bytes / kv_rows);
+  uint64_t block_offset = 0;
+  for (uint32_t l = 0; l < program.info_.n_layers; ++l) {
+    const uint32_t slots = artifact::KvLayerSlots(kv, l);
+    for (int kv_half = 0; kv_half < 2; ++kv_half) {
+      program.kv_blocks_.push_back(
+          {.offset = block_offset, .window_ring = slots != identity.kv_capacity});
+      block_offset += uint64_t{slots} * identity.kv_row_bytes;
+    }
+  }
 
   for (const fb::Graph* g : *model.graphs()) {
     GraphSpec graph;
@@ -161,6 +181,7 @@ absl::Status Program::CommandImage::Append(const fb::Graph& g, const DeviceLimit
   graph->io.positions = LocationOf(*io.positions());
   graph->io.slots = LocationOf(*io.slots());
   graph->io.logits = LocationOf(*io.logits());
+  if (io.window_slots() != nullptr) graph->io.window_slots = LocationOf(*io.window_slots());
   for (const fb::CommandStream* cs : *g.streams()) {
     const uint32_t size = cs->commands()->size();
     if (size > limits.max_cmd_size) {

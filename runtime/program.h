@@ -74,6 +74,23 @@ struct GraphIoSpec {
   BufferLocation slots;      // I32[rows], -1 = padding row
   BufferLocation last_row;   // I32[1]
   BufferLocation logits;     // F32[vocab_size]; a verify graph's F32[rows][vocab_size]
+  // I32[rows] with a window ring: each row's ring slot, -1 = not stored.
+  std::optional<BufferLocation> window_slots;
+};
+
+// The ring of the sliding-window layers (model.fbs
+// KvCache.window_ring_slots; runtime/window_ring.h).
+struct WindowRingSpec {
+  uint32_t slots = 0;
+  uint32_t window = 0;
+  BufferLocation mask;            // U8[slots], kIo
+  BufferLocation slot_positions;  // I32[slots], kIo
+};
+
+// One layer's K (or V) rows in the KV cache buffer.
+struct KvBlock {
+  uint64_t offset = 0;       // bytes
+  bool window_ring = false;  // ring slots (WindowRingSpec) rather than kv_capacity
 };
 
 struct GraphSpec {
@@ -121,6 +138,12 @@ class Program {
   // I32[kv_capacity] in kIo, the position each slot holds: models with
   // sliding-window layers only.
   std::optional<BufferLocation> kv_slot_positions() const { return kv_slot_positions_; }
+  // The sliding-window layers' ring, absent when every layer has
+  // kv_capacity slots.
+  const std::optional<WindowRingSpec>& window_ring() const { return window_ring_; }
+  // The 2 * n_layers blocks of the KV cache buffer (each layer's K, then V)
+  // with info().identity.kv_row_bytes per slot.
+  absl::Span<const KvBlock> kv_blocks() const { return kv_blocks_; }
 
   // The batched decode graphs, by ascending lanes (= rows; row b belongs
   // to lane b): their StreamSpec::buffers are lane-qualified indices,
@@ -178,6 +201,8 @@ class Program {
   uint32_t kv_cache_buffer_ = 0;
   BufferLocation kv_mask_;
   std::optional<BufferLocation> kv_slot_positions_;
+  std::optional<WindowRingSpec> window_ring_;
+  std::vector<KvBlock> kv_blocks_;
   CommandImage commands_;
   std::vector<GraphSpec> decode_batches_;
   CommandImage decode_batch_commands_;

@@ -59,6 +59,7 @@ absl::StatusOr<std::unique_ptr<Sequence>> Sequence::Create(
     graph.tokens = io_address(spec.io.tokens);
     graph.positions = io_address(spec.io.positions);
     graph.slots = io_address(spec.io.slots);
+    if (spec.io.window_slots) graph.window_slots = io_address(*spec.io.window_slots);
     graph.last_row = io_address(spec.io.last_row);
     graph.logits = reinterpret_cast<const float*>(io_address(spec.io.logits));
     graphs.push_back(std::move(graph));
@@ -71,10 +72,18 @@ absl::StatusOr<std::unique_ptr<Sequence>> Sequence::Create(
                                            uint64_t{program->kv_capacity()} * sizeof(int32_t));
   }
 
-  return std::unique_ptr<Sequence>(new Sequence(std::move(shared_device), std::move(program), std::move(weights),
-                                              std::move(buffers), *std::move(commands),
-                                              std::move(graphs), mask_memory,
-                                              positions_memory, chain_with_fences));
+  absl::Span<uint8_t> ring_mask, ring_positions;
+  const std::optional<WindowRingSpec>& ring = program->window_ring();
+  if (ring) {
+    ring_mask = absl::Span<uint8_t>(io_address(ring->mask), ring->slots);
+    ring_positions =
+        absl::Span<uint8_t>(io_address(ring->slot_positions), uint64_t{ring->slots} * 4);
+  }
+  std::unique_ptr<Sequence> sequence(new Sequence(
+      std::move(shared_device), program, std::move(weights), std::move(buffers),
+      *std::move(commands), std::move(graphs), mask_memory, positions_memory, chain_with_fences));
+  if (ring) sequence->window_ring_.emplace(ring->window, ring_mask, ring_positions);
+  return sequence;
 }
 
 namespace {
@@ -121,7 +130,37 @@ absl::Status Sequence::CheckTokens(absl::Span<const int32_t> tokens) const {
     }
   }
   // Also bounds the count by INT32_MAX (positions are 32-bit).
-  return cache_.CheckRoomFor(tokens.size());
+  return CheckRoomFor(tokens.size());
+}
+
+absl::Status Sequence::CheckRoomFor(uint64_t n) const {
+  LNPU_RETURN_IF_ERROR(cache_.CheckRoomFor(n));
+  if (window_ring_) return window_ring_->CheckContinuesAt(cache_.next_position());
+  return absl::OkStatus();
+}
+
+void Sequence::StoreSlots(const SlotPlacement& placement, uint32_t count, uint32_t rows,
+                          uint8_t* slots, uint8_t* window_slots) const {
+  for (uint32_t i = 0; i < rows; ++i) {
+    StoreI32(slots, i, i < count ? placement.slot(i) : -1);
+    if (window_ring_) StoreI32(window_slots, i, window_ring_->RunSlot(count, i));
+  }
+}
+
+void Sequence::FinishRun(const SlotPlacement& placement, absl::Span<const int32_t> tokens,
+                         bool ran) {
+  if (!ran) {
+    if (window_ring_) window_ring_->Fail(placement.count);
+    return;
+  }
+  // The compute job has read the mask: the new slots become visible now.
+  cache_.Commit(placement, tokens);
+  if (window_ring_) window_ring_->Commit(placement.count);
+}
+
+void Sequence::Reset() {
+  cache_.Clear();
+  if (window_ring_) window_ring_->Reset(0, 0);
 }
 
 void Sequence::CountForwardCall(uint32_t tokens, absl::Time start,
@@ -155,11 +194,16 @@ absl::StatusOr<absl::Span<const float>> Sequence::ForwardAllRows(absl::Span<cons
 }
 
 absl::Status Sequence::Truncate(uint32_t tokens) {
-  if (tokens > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot truncate the cache to ", tokens,
-                                                   " tokens: it holds ", cache_.next_position()));
+  if (tokens > static_cast<uint32_t>(cache_.next_position())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot truncate the cache to ", tokens, " tokens: it holds ", cache_.next_position(),
+        "; give a count in [0, ", cache_.next_position(), "]"));
   }
-  return cache_.Truncate(static_cast<int32_t>(tokens));
+  const int32_t next = static_cast<int32_t>(tokens);
+  if (window_ring_) LNPU_RETURN_IF_ERROR(window_ring_->CheckContinuesAt(next));
+  LNPU_RETURN_IF_ERROR(cache_.Truncate(next));
+  if (window_ring_) window_ring_->Reset(std::min(window_ring_->first_held(), next), next);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<absl::Span<const float>> Sequence::Forward(absl::Span<const int32_t> tokens) {
@@ -277,11 +321,10 @@ absl::Status Sequence::RunGraph(size_t graph_index, absl::Span<const int32_t> to
   // out of the real rows; slot -1 keeps them out of the cache. Token 0 and
   // continued positions are valid inputs whose results are discarded.
   for (uint32_t i = 0; i < rows; ++i) {
-    const bool real = i < count;
-    StoreI32(graph.tokens, i, real ? tokens[i] : 0);
+    StoreI32(graph.tokens, i, i < count ? tokens[i] : 0);
     StoreI32(graph.positions, i, placement->position(i));
-    StoreI32(graph.slots, i, real ? placement->slot(i) : -1);
   }
+  StoreSlots(*placement, count, rows, graph.slots, graph.window_slots);
   StoreI32(graph.last_row, 0, static_cast<int32_t>(count - 1));
 
   DeviceTime time;
@@ -292,10 +335,8 @@ absl::Status Sequence::RunGraph(size_t graph_index, absl::Span<const int32_t> to
                        step_fences_, time, observed ? &observation : nullptr);
   stats_.submit_time += time.submit;
   stats_.wait_time += time.wait;
+  FinishRun(*placement, tokens, ran.ok());
   if (!ran.ok()) return ran;
-
-  // The compute job has read the mask: the new slots become visible now.
-  cache_.Commit(*placement, tokens);
   ++stats_.steps;
   ++stats_.graphs[graph_index].runs;
   stats_.padded_rows += rows - count;
@@ -344,15 +385,42 @@ absl::Status Sequence::CheckCompatible(const ModelIdentity& model,
         " sink slots) cannot hold the largest compiled prefill chunk of ", largest_chunk,
         " tokens: use at most ", own.kv_capacity - largest_chunk, " sink slots"));
   }
+  if (window_ring_ && policy.ring() && policy.sinks() < own.kv_capacity &&
+      own.kv_capacity - policy.sinks() < window_ring_->window()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ring of ", own.kv_capacity - policy.sinks(), " slots (capacity ", own.kv_capacity,
+        " minus ", policy.sinks(), " sink slots) is shorter than the sliding window of ",
+        window_ring_->window(), " positions: use at most ",
+        own.kv_capacity - window_ring_->window(), " sink slots"));
+  }
   return absl::OkStatus();
 }
 
-void Sequence::WriteKvRows(const uint8_t* src, uint32_t src_slots, uint32_t slots) {
-  const ModelIdentity& id = program_->info().identity;
-  const uint64_t row = id.kv_row_bytes;
-  uint8_t* dst = kv_memory().data();
-  for (uint64_t b = 0; b < id.kv_blocks; ++b) {
-    std::memcpy(dst + b * id.kv_capacity * row, src + b * src_slots * row, slots * row);
+uint8_t* Sequence::kv_block(size_t block) const {
+  return kv_memory().data() + program_->kv_blocks()[block].offset;
+}
+
+void Sequence::WriteKvRows(absl::FunctionRef<const uint8_t*(size_t block)> src, uint32_t slots) {
+  const uint64_t row = program_->info().identity.kv_row_bytes;
+  const absl::Span<const KvBlock> blocks = program_->kv_blocks();
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    if (blocks[b].window_ring || slots == 0) continue;
+    std::memcpy(kv_block(b), src(b), slots * row);
+  }
+}
+
+void Sequence::ForEachWindowRow(
+    uint32_t rows_slots, const CacheFullPolicy& policy, int32_t first, int32_t end,
+    absl::FunctionRef<void(uint64_t rows_offset, uint8_t* ring_row)> copy) const {
+  const uint64_t row = program_->info().identity.kv_row_bytes;
+  const uint32_t capacity = program_->info().identity.kv_capacity;
+  const absl::Span<const KvBlock> blocks = program_->kv_blocks();
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    if (!blocks[b].window_ring) continue;
+    for (int32_t p = first; p < end; ++p) {
+      copy((b * rows_slots + static_cast<uint64_t>(SlotOf(p, capacity, policy))) * row,
+           kv_block(b) + static_cast<uint64_t>(window_ring_->SlotOf(p)) * row);
+    }
   }
 }
 
@@ -363,6 +431,9 @@ absl::StatusOr<CacheSnapshot> Sequence::SaveState(uint32_t max_tokens) const {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot save the first ", tokens, " of ", next,
         " positions: the ring has overwritten them; save the whole session instead"));
+  }
+  if (window_ring_) {
+    LNPU_RETURN_IF_ERROR(window_ring_->CheckContinuesAt(static_cast<int32_t>(tokens)));
   }
   const ModelIdentity& id = program_->info().identity;
   const uint32_t written = std::min(tokens, id.kv_capacity);
@@ -375,10 +446,16 @@ absl::StatusOr<CacheSnapshot> Sequence::SaveState(uint32_t max_tokens) const {
                            cache_.slot_tokens().begin() + written);
   const uint64_t row = id.kv_row_bytes;
   state.kv_rows.resize(uint64_t{id.kv_blocks} * written * row);
-  const uint8_t* src = kv_memory().data();
-  for (uint64_t b = 0; b < id.kv_blocks && written > 0; ++b) {
-    std::memcpy(state.kv_rows.data() + b * written * row, src + b * id.kv_capacity * row,
-                written * row);
+  const absl::Span<const KvBlock> blocks = program_->kv_blocks();
+  for (size_t b = 0; b < blocks.size() && written > 0; ++b) {
+    if (blocks[b].window_ring) continue;
+    std::memcpy(state.kv_rows.data() + b * written * row, kv_block(b), written * row);
+  }
+  if (window_ring_) {
+    ForEachWindowRow(written, state.policy, window_ring_->FirstNeeded(state.next_position),
+                     state.next_position, [&](uint64_t offset, uint8_t* ring_row) {
+                       std::memcpy(state.kv_rows.data() + offset, ring_row, row);
+                     });
   }
   return state;
 }
@@ -413,8 +490,17 @@ absl::Status Sequence::RestoreState(const CacheSnapshot& state) {
   absl::Status restored =
       cache_.Restore(state.policy, state.next_position, state.mask, state.slot_tokens);
   if (!restored.ok()) return restored;
-  WriteKvRows(state.kv_rows.data(), static_cast<uint32_t>(written),
+  const uint64_t row = id.kv_row_bytes;
+  WriteKvRows([&](size_t block) { return state.kv_rows.data() + block * written * row; },
               static_cast<uint32_t>(written));
+  if (window_ring_) {
+    const int32_t first = window_ring_->FirstNeeded(state.next_position);
+    ForEachWindowRow(static_cast<uint32_t>(written), state.policy, first, state.next_position,
+                     [&](uint64_t offset, uint8_t* ring_row) {
+                       std::memcpy(ring_row, state.kv_rows.data() + offset, row);
+                     });
+    window_ring_->Reset(first, state.next_position);
+  }
   return absl::OkStatus();
 }
 
@@ -434,11 +520,29 @@ absl::Status Sequence::CopyPrefixFrom(const Sequence& source, uint32_t tokens) {
         "cannot copy a prefix out of a session whose ring has wrapped: its first positions "
         "were overwritten; save and restore the whole session instead");
   }
+  if (window_ring_) {
+    LNPU_RETURN_IF_ERROR(source.window_ring_->CheckContinuesAt(static_cast<int32_t>(tokens)));
+  }
   absl::Status restored = cache_.Restore(cache_.policy(), static_cast<int32_t>(tokens),
                                          from.mask().subspan(0, tokens),
                                          from.slot_tokens().subspan(0, tokens));
   if (!restored.ok()) return restored;
-  WriteKvRows(source.kv_memory().data(), program_->info().identity.kv_capacity, tokens);
+  WriteKvRows([&](size_t block) { return source.kv_block(block); }, tokens);
+  if (window_ring_) {
+    // Both rings hold position p in slot p % slots.
+    const int32_t end = static_cast<int32_t>(tokens);
+    const int32_t first = window_ring_->FirstNeeded(end);
+    const uint64_t row = program_->info().identity.kv_row_bytes;
+    const absl::Span<const KvBlock> blocks = program_->kv_blocks();
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      if (!blocks[b].window_ring) continue;
+      for (int32_t p = first; p < end; ++p) {
+        const uint64_t at = uint64_t(window_ring_->SlotOf(p)) * row;
+        std::memcpy(kv_block(b) + at, source.kv_block(b) + at, row);
+      }
+    }
+    window_ring_->Reset(first, end);
+  }
   return absl::OkStatus();
 }
 

@@ -16,18 +16,21 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "kernel_iface/driver/device.h"
+#include "runtime/cache_snapshot.h"
 #include "runtime/kv_cache_state.h"
 #include "runtime/program.h"
 #include "runtime/recorded_graph.h"
-#include "runtime/cache_snapshot.h"
 #include "runtime/step_timeline.h"
+#include "runtime/window_ring.h"
 
 namespace lnpu::runtime {
 
@@ -92,24 +95,33 @@ class Sequence {
   // Keeps the first `tokens` positions of the cache and drops the rest as
   // if they had never run (KvCacheState::Truncate: their mask bytes go back
   // to 0, their K/V rows are never attended and later overwritten). Same
-  // errors; nothing changes on error.
+  // errors, and FailedPrecondition when the sliding-window layers' ring no
+  // longer holds the window before `tokens` (WindowRing::CheckContinuesAt:
+  // at most window_ring_slots - window + 1 positions can be dropped);
+  // nothing changes on error.
   absl::Status Truncate(uint32_t tokens);
 
   const KvCacheState& cache() const { return cache_; }
 
   // What happens when the cache is full (kv_cache_state.h). InvalidArgument
   // when the ring (capacity - policy.sinks()) is smaller than the largest
-  // compiled prefill chunk, since one run must not overwrite its own slots;
+  // compiled prefill chunk, since one run must not overwrite its own slots,
+  // or than the sliding window of a model with a window ring (whose local
+  // layers would otherwise see tokens the ring policy evicted);
   // FailedPrecondition as KvCacheState::SetPolicy. Reset() keeps it.
   absl::Status SetCacheFullPolicy(const CacheFullPolicy& policy);
 
   // Empties the cache (mask cleared, positions from 0); buffers,
   // recordings and the policy stay.
-  void Reset() { cache_.Clear(); }
+  void Reset();
 
   // The first `max_tokens` positions of the cache (all of it by default)
   // copied to host memory. FailedPrecondition for a prefix shorter than the
-  // cache once the ring has wrapped (the prefix's slots were overwritten).
+  // cache once the ring has wrapped (the prefix's slots were overwritten),
+  // or when the window ring no longer holds the prefix's last window. The
+  // rows of the window ring's layers are saved for the last window - 1
+  // positions only (the others are never attended again), at the slots a
+  // cache without window ring would hold them in.
   absl::StatusOr<CacheSnapshot> SaveState(
       uint32_t max_tokens = std::numeric_limits<uint32_t>::max()) const;
 
@@ -155,6 +167,7 @@ class Sequence {
     uint8_t* tokens = nullptr;     // I32[rows]
     uint8_t* positions = nullptr;  // I32[rows]
     uint8_t* slots = nullptr;      // I32[rows]
+    uint8_t* window_slots = nullptr;  // I32[rows] with a window ring
     uint8_t* last_row = nullptr;   // I32[1]
     const float* logits = nullptr; // F32[vocab_size]
   };
@@ -170,8 +183,21 @@ class Sequence {
           absl::Span<uint8_t> slot_positions, bool chain_with_fences);
 
   // InvalidArgument for no tokens or an id outside the vocabulary,
-  // KvCacheState::CheckRoomFor's errors.
+  // CheckRoomFor's errors.
   absl::Status CheckTokens(absl::Span<const int32_t> tokens) const;
+  // KvCacheState::CheckRoomFor, and with a window ring its
+  // CheckContinuesAt(next position) (a failed step may have lost the
+  // window).
+  absl::Status CheckRoomFor(uint64_t n) const;
+  // Writes the slots of a run of `count` of `rows` rows at `placement` into
+  // the graph inputs `slots` and `window_slots` (may be null without a
+  // window ring).
+  void StoreSlots(const SlotPlacement& placement, uint32_t count, uint32_t rows, uint8_t* slots,
+                  uint8_t* window_slots) const;
+  // After the device ran (`ran`) or failed a run of `placement`'s tokens:
+  // commits them to the cache and the window ring, or marks the ring's
+  // overwritten slots lost.
+  void FinishRun(const SlotPlacement& placement, absl::Span<const int32_t> tokens, bool ran);
   // Adds a completed forward call of `tokens` that started at `start`,
   // when the device time was `device_time_before`, to the stats.
   void CountForwardCall(uint32_t tokens, absl::Time start, absl::Duration device_time_before);
@@ -189,9 +215,19 @@ class Sequence {
   absl::Span<uint8_t> kv_memory() const;
   // Checks that `state` fits this session's model and compiled chunks.
   absl::Status CheckCompatible(const ModelIdentity& model, const CacheFullPolicy& policy) const;
-  // Copies rows of slots [0, slots) from `src` (a kv_memory()-shaped block
-  // list with `src_slots` rows per block) into this session's cache.
-  void WriteKvRows(const uint8_t* src, uint32_t src_slots, uint32_t slots);
+  // Copies the rows of slots [0, slots) of each block without window ring
+  // from src(block) into this session's cache.
+  void WriteKvRows(absl::FunctionRef<const uint8_t*(size_t block)> src, uint32_t slots);
+  // Calls copy(offset, ring_row) for each position p in [first, end) of
+  // each window-ring block b: `offset` is the byte offset of p's row in a
+  // snapshot's kv_rows of `rows_slots` slots per block (p at slot
+  // SlotOf(p, capacity, policy) of block b), `ring_row` its row in the
+  // ring. Precondition: those slots are < rows_slots.
+  void ForEachWindowRow(uint32_t rows_slots, const CacheFullPolicy& policy, int32_t first,
+                        int32_t end,
+                        absl::FunctionRef<void(uint64_t offset, uint8_t* ring_row)> copy) const;
+  // Block `block`'s rows in the mapped cache.
+  uint8_t* kv_block(size_t block) const;
 
   const std::shared_ptr<Device> device_;
   const std::shared_ptr<const Program> program_;
@@ -202,6 +238,7 @@ class Sequence {
   const bool chain_with_fences_;
   const uint64_t device_memory_bytes_;
   KvCacheState cache_;  // its mask (and slot positions) are the mapped device ones
+  std::optional<WindowRing> window_ring_;  // with a window ring: on mapped device memory
   SequenceStats stats_;
   std::vector<uint64_t> step_fences_;  // of the step in RunGraph
   StepObserver step_observer_;

@@ -191,8 +191,6 @@ absl::Status CompileGguf(const std::string& gguf_path,
         "4; this model's is %u: use --kv-dtype f16",
         hparams.head_dim));
   }
-  const uint64_t kv_bytes =
-      2ull * hparams.n_layers * buffers.capacity * buffers.kv_row_bytes;
   IoAllocator io(kIoBuffer);
   const fb::Operand logits = io.Allocate(uint64_t{hparams.vocab_size} * 4);
   buffers.mask = io.Allocate(buffers.capacity);
@@ -202,6 +200,18 @@ absl::Status CompileGguf(const std::string& gguf_path,
   if (hparams.gemma.sliding_window > 0) {
     buffers.slot_positions = io.Allocate(uint64_t{buffers.capacity} * 4);
   }
+  bool has_local_layers = false;
+  for (uint32_t l = 0; l < hparams.n_layers; ++l) {
+    has_local_layers = has_local_layers || hparams.gemma.IsLocalLayer(l);
+  }
+  const uint64_t ring_slots =
+      uint64_t{hparams.gemma.sliding_window} + std::max(options.verify_rows, 1u) - 1;
+  if (options.window_ring && has_local_layers && ring_slots < buffers.capacity) {
+    const uint32_t slots = static_cast<uint32_t>(ring_slots);
+    buffers.window_ring = GraphBuffers::WindowRing{
+        .slots = slots, .mask = io.Allocate(slots), .slot_positions = io.Allocate(slots * 4ull)};
+  }
+  const uint64_t kv_bytes = buffers.LayerOffset(hparams, hparams.n_layers);
 
   struct GraphSpec {
     std::string name;
@@ -226,6 +236,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
     spec.io.tokens = io.Allocate(rows_bytes);
     spec.io.positions = io.Allocate(rows_bytes);
     spec.io.slots = io.Allocate(rows_bytes);
+    if (buffers.window_ring) spec.io.window_slots = io.Allocate(rows_bytes);
     spec.io.last_row = io.Allocate(4);
     spec.io.logits = spec.kind == fb::GraphKind::Verify
                          ? io.Allocate(uint64_t{spec.tokens} * hparams.vocab_size * 4)
@@ -238,6 +249,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
     spec.io.tokens = io.Allocate(rows_bytes);
     spec.io.positions = io.Allocate(rows_bytes);
     spec.io.slots = io.Allocate(rows_bytes);
+    if (buffers.window_ring) spec.io.window_slots = io.Allocate(rows_bytes);
     spec.io.logits = io.Allocate(rows_bytes * hparams.vocab_size);
     batch_specs.push_back(std::move(spec));
   }
@@ -274,10 +286,20 @@ absl::Status CompileGguf(const std::string& gguf_path,
   };
   static_assert(kIoBuffer + 1 == kBufferCount);
   static_assert(kWeightsBuffer == 0, "buffers[0] must be the weights");
+  flatbuffers::Offset<flatbuffers::Vector<uint32_t>> layer_slots;
+  if (buffers.window_ring) {
+    std::vector<uint32_t> slots;
+    for (uint32_t l = 0; l < hparams.n_layers; ++l) {
+      slots.push_back(buffers.LayerSlots(hparams, l));
+    }
+    layer_slots = builder.CreateVector(slots);
+  }
+  const GraphBuffers::WindowRing* ring = buffers.window_ring ? &*buffers.window_ring : nullptr;
   const auto kv_cache_fb = fb::CreateKvCache(
-      builder, buffers.capacity, options.max_prompt_len,
-      options.min_response_len, buffers.kv_dtype, kKvCacheBuffer,
-      &buffers.mask, buffers.slot_positions ? &*buffers.slot_positions : nullptr);
+      builder, buffers.capacity, options.max_prompt_len, options.min_response_len, buffers.kv_dtype,
+      kKvCacheBuffer, &buffers.mask, buffers.slot_positions ? &*buffers.slot_positions : nullptr,
+      ring ? ring->slots : 0, ring ? hparams.gemma.sliding_window : 0,
+      ring ? &ring->mask : nullptr, ring ? &ring->slot_positions : nullptr, layer_slots);
   std::vector<flatbuffers::Offset<fb::Graph>> graphs;
   for (const GraphSpec& spec : specs) {
     graphs.push_back(BuildLlamaGraph(builder, hparams, weights, buffers,

@@ -70,6 +70,13 @@ struct CompileOptions {
   // a cheap self-draft model for speculative decoding that shares the
   // source model's vocabulary and embeddings. At most the model's layers.
   uint32_t keep_layers = 0;
+  // Sliding-window layers (gemma2, gemma3) keep their K/V in a ring of
+  // window + max(verify_rows, 1) - 1 slots instead of the whole capacity
+  // when that is smaller (model.fbs KvCache.window_ring_slots): a local
+  // layer never attends further back than its window, and the extra
+  // verify_rows - 1 slots let speculative decoding drop rejected rows. The
+  // results are the same either way; false keeps every layer at capacity.
+  bool window_ring = true;
   // When set, called from the compiling thread while the weights are
   // written, with (bytes written, total bytes) of the data section.
   std::function<void(uint64_t, uint64_t)> progress;

@@ -84,6 +84,12 @@ ActivationLayout PlanActivations(const LlamaHParams& h, uint32_t max_tokens) {
   return layout;
 }
 
+uint64_t GraphBuffers::LayerOffset(const LlamaHParams& h, uint32_t layer) const {
+  uint64_t offset = 0;
+  for (uint32_t l = 0; l < layer; ++l) offset += 2ull * LayerSlots(h, l) * kv_row_bytes;
+  return offset;
+}
+
 namespace {
 
 // The rows of a batched decode graph belong to different sequences (lanes,
@@ -104,12 +110,13 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
   // Staging block b (= 2 * layer + {0: K, 1: V}) holds this graph's T rows
   // in F32; the cache holds them in kv_dtype.
   const uint64_t staging_block = t * kv_row_bytes;
-  const uint64_t cache_block = uint64_t{buffers.capacity} * buffers.kv_row_bytes;
   auto staging = [&](uint32_t layer, uint32_t kv) {
     return At(act, a.staging + (2ull * layer + kv) * staging_block);
   };
   auto cache = [&](uint32_t layer, uint32_t kv) {
-    return At(buffers.kv_cache, (2ull * layer + kv) * cache_block);
+    return At(buffers.kv_cache,
+              buffers.LayerOffset(h, layer) +
+                  kv * uint64_t{buffers.LayerSlots(h, layer)} * buffers.kv_row_bytes);
   };
   const fb::Operand x = At(act, a.x);
   const fb::Operand normed = At(act, a.normed);
@@ -249,30 +256,36 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
       rope(staging(l, 0), h.n_kv_heads, l);
     }
     // Scores and weighted values over at most every slot and new row; in
-    // a batched graph each row over its own lane's cache.
-    const AttentionArgs attention = {.q = q,
-                                     .k_new = staging(l, 0),
-                                     .v_new = staging(l, 1),
-                                     .k_cache = cache(l, 0),
-                                     .v_cache = cache(l, 1),
-                                     .mask = buffers.mask,
-                                     .dst = At(act, a.attn),
-                                     .rows = t,
-                                     .capacity = buffers.capacity,
-                                     .heads = h.n_heads,
-                                     .kv_heads = h.n_kv_heads,
-                                     .head_dim = h.head_dim,
-                                     .kv_dtype = buffers.kv_dtype,
-                                     .scale = attention_scale,
-                                     .softcap = h.gemma.attn_softcap,
-                                     .window = h.gemma.IsLocalLayer(l) && buffers.slot_positions
-                                                   ? std::optional(AttentionArgs::Window{
-                                                         .positions = io.positions,
-                                                         .slot_positions = *buffers.slot_positions,
-                                                         .window = h.gemma.sliding_window})
-                                                   : std::nullopt};
+    // a batched graph each row over its own lane's cache. A layer in the
+    // window ring attends the ring, whose slots hold the positions before
+    // this run (the run's own rows are read from staging).
+    const bool in_ring = buffers.InWindowRing(h, l);
+    const uint32_t slots = buffers.LayerSlots(h, l);
+    const AttentionArgs attention = {
+        .q = q,
+        .k_new = staging(l, 0),
+        .v_new = staging(l, 1),
+        .k_cache = cache(l, 0),
+        .v_cache = cache(l, 1),
+        .mask = in_ring ? buffers.window_ring->mask : buffers.mask,
+        .dst = At(act, a.attn),
+        .rows = t,
+        .capacity = slots,
+        .heads = h.n_heads,
+        .kv_heads = h.n_kv_heads,
+        .head_dim = h.head_dim,
+        .kv_dtype = buffers.kv_dtype,
+        .scale = attention_scale,
+        .softcap = h.gemma.attn_softcap,
+        .window = h.gemma.IsLocalLayer(l) && buffers.slot_positions
+                      ? std::optional(AttentionArgs::Window{
+                            .positions = io.positions,
+                            .slot_positions = in_ring ? buffers.window_ring->slot_positions
+                                                      : *buffers.slot_positions,
+                            .window = h.gemma.sliding_window})
+                      : std::nullopt};
     auto attention_macs = [&](uint32_t rows) {
-      return 2ull * rows * (buffers.capacity + rows) * h.n_heads * h.head_dim;
+      return 2ull * rows * (slots + rows) * h.n_heads * h.head_dim;
     };
     if (!lanes) {
       jobs.For(attention_macs(t)).Attention(attention);
@@ -358,29 +371,39 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
                             .softcap = h.gemma.final_softcap});
   }
 
+  // One scatter per run of consecutive layers with the same slots (all
+  // layers without a window ring): block b of a run is its layer
+  // first + b / 2's K (b even) or V, in staging and in the cache alike.
   CommandStreamBuilder dma(DRM_LNPU_ENGINE_DMA);
-  const ScatterRowsArgs scatter = {
-      .src = staging(0, 0),
-      .dst = cache(0, 0),
-      .indices = io.slots,
-      .src_block_stride = staging_block,
-      .dst_block_stride = cache_block,
-      .row_bytes = static_cast<uint32_t>(kv_row_bytes),
-      .rows = t,
-      .blocks = 2 * h.n_layers,
-      .dst_rows = buffers.capacity,
-      .f32_to_f16 = buffers.kv_dtype == LNPU_DTYPE_F16,
-      .f32_to_i8 = buffers.kv_dtype == LNPU_DTYPE_I8,
-      .group_len = buffers.kv_dtype == LNPU_DTYPE_I8 ? h.head_dim : 0};
-  if (!lanes) {
-    dma.ScatterRows(scatter);
-  } else {
-    // Row b of every staging block into lane b's cache, at slots[b].
+  for (uint32_t first = 0, end = 0; first < h.n_layers; first = end) {
+    const bool in_ring = buffers.InWindowRing(h, first);
+    end = first + 1;
+    while (end < h.n_layers && buffers.InWindowRing(h, end) == in_ring) ++end;
+    const uint32_t slots = buffers.LayerSlots(h, first);
+    const fb::Operand indices = in_ring ? *io.window_slots : io.slots;
+    const ScatterRowsArgs scatter = {
+        .src = staging(first, 0),
+        .dst = cache(first, 0),
+        .indices = indices,
+        .src_block_stride = staging_block,
+        .dst_block_stride = uint64_t{slots} * buffers.kv_row_bytes,
+        .row_bytes = static_cast<uint32_t>(kv_row_bytes),
+        .rows = t,
+        .blocks = 2 * (end - first),
+        .dst_rows = slots,
+        .f32_to_f16 = buffers.kv_dtype == LNPU_DTYPE_F16,
+        .f32_to_i8 = buffers.kv_dtype == LNPU_DTYPE_I8,
+        .group_len = buffers.kv_dtype == LNPU_DTYPE_I8 ? h.head_dim : 0};
+    if (!lanes) {
+      dma.ScatterRows(scatter);
+      continue;
+    }
+    // Row b of every staging block into lane b's cache, at its index b.
     for (uint32_t b = 0; b < t; ++b) {
       ScatterRowsArgs row = scatter;
       row.src = At(act, scatter.src.offset() + b * kv_row_bytes);
       row.dst = in_lane(scatter.dst, b);
-      row.indices = fb::Operand(io.slots.buffer(), io.slots.offset() + b * sizeof(int32_t));
+      row.indices = fb::Operand(indices.buffer(), indices.offset() + b * sizeof(int32_t));
       row.rows = 1;
       dma.ScatterRows(row);
     }
@@ -390,7 +413,8 @@ flatbuffers::Offset<fb::Graph> BuildGraph(
   jobs.Serialize(builder, &streams);
   streams.push_back(dma.Serialize(builder));
   const auto io_fb = fb::CreateGraphIo(builder, &io.tokens, &io.positions, &io.slots,
-                                       lanes ? nullptr : &io.last_row, &io.logits);
+                                       lanes ? nullptr : &io.last_row, &io.logits,
+                                       io.window_slots ? &*io.window_slots : nullptr);
   return fb::CreateGraphDirect(builder, name.c_str(), kind, tokens, &streams,
                                io_fb);
 }

@@ -47,6 +47,26 @@ struct GraphBuffers {
   // I32[capacity], the position each slot holds: models with
   // sliding-window layers only.
   std::optional<fb::Operand> slot_positions;
+  // The ring the sliding-window layers keep their K/V in (model.fbs
+  // KvCache.window_ring_slots); absent when they use the whole cache.
+  struct WindowRing {
+    uint32_t slots = 0;
+    fb::Operand mask;            // U8[slots]
+    fb::Operand slot_positions;  // I32[slots]
+  };
+  std::optional<WindowRing> window_ring;
+
+  // Whether layer `layer` keeps its K/V in the window ring.
+  bool InWindowRing(const LlamaHParams& h, uint32_t layer) const {
+    return window_ring.has_value() && h.gemma.IsLocalLayer(layer);
+  }
+  // Slots of layer `layer`'s K and V blocks: the ring's or `capacity`.
+  uint32_t LayerSlots(const LlamaHParams& h, uint32_t layer) const {
+    return InWindowRing(h, layer) ? window_ring->slots : capacity;
+  }
+  // Byte offset of layer `layer`'s K block in the cache (its V block
+  // follows); LayerOffset(h, h.n_layers) is the size of the cache.
+  uint64_t LayerOffset(const LlamaHParams& h, uint32_t layer) const;
 };
 
 // Where one graph's host-visible operands live (fb::GraphIo in the
@@ -57,6 +77,7 @@ struct GraphIoLayout {
   fb::Operand slots;      // I32[tokens]
   fb::Operand last_row;   // I32[1]
   fb::Operand logits;     // F32[vocab_size]; a Verify graph's F32[tokens][vocab_size]
+  std::optional<fb::Operand> window_slots;  // I32[tokens], with a window ring
 };
 
 // Builds the graph `name` of `tokens` rows reading its inputs and writing

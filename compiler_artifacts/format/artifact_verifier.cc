@@ -260,12 +260,47 @@ absl::Status VerifyKvCache(const fb::Model& model) {
       buffers->Get(kv->buffer())->kind() != fb::BufferKind::KvCache) {
     return Invalid("kv_cache.buffer %u is not a KvCache buffer", kv->buffer());
   }
-  const uint64_t needed = 2ull * h->n_layers() * kv->capacity() * row_bytes;
+  const uint32_t ring = kv->window_ring_slots();
+  if (ring == 0) {
+    if (kv->window() != 0 || kv->window_mask() != nullptr ||
+        kv->window_slot_positions() != nullptr || kv->layer_slots() != nullptr) {
+      return Invalid("kv_cache has window ring fields but window_ring_slots 0");
+    }
+  } else {
+    if (kv->window() == 0 || kv->window() > ring || ring >= kv->capacity()) {
+      return Invalid(
+          "kv_cache.window_ring_slots %u must hold the window %u (> 0) and be below "
+          "the capacity %u",
+          ring, kv->window(), kv->capacity());
+    }
+    if (kv->slot_positions() == nullptr || kv->window_mask() == nullptr ||
+        kv->window_slot_positions() == nullptr || kv->layer_slots() == nullptr ||
+        kv->layer_slots()->size() != h->n_layers()) {
+      return Invalid(
+          "kv_cache with a window ring needs slot_positions, window_mask, "
+          "window_slot_positions and layer_slots of %u layers",
+          h->n_layers());
+    }
+    for (uint32_t l = 0; l < h->n_layers(); ++l) {
+      const uint32_t slots = kv->layer_slots()->Get(l);
+      if (slots != ring && slots != kv->capacity()) {
+        return Invalid(
+            "kv_cache.layer_slots[%u] is %u, neither the capacity %u nor the "
+            "window ring's %u",
+            l, slots, kv->capacity(), ring);
+      }
+    }
+    LNPU_RETURN_IF_ERROR(
+        VerifyIoOperand(model, kv->window_mask(), ring, 1, "kv_cache.window_mask"));
+    LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, kv->window_slot_positions(), uint64_t{ring} * 4, 4,
+                                         "kv_cache.window_slot_positions"));
+  }
+  const uint64_t needed = KvCacheBytes(*kv, h->n_layers(), row_bytes);
   if (buffers->Get(kv->buffer())->size() < needed) {
-    return Invalid("kv_cache buffer %u has %u bytes, %u layers x K/V x %u "
-                   "slots need %u",
-                   kv->buffer(), buffers->Get(kv->buffer())->size(),
-                   h->n_layers(), kv->capacity(), needed);
+    return Invalid(
+        "kv_cache buffer %u has %u bytes, %u layers x K/V x their "
+        "slots need %u",
+        kv->buffer(), buffers->Get(kv->buffer())->size(), h->n_layers(), needed);
   }
   if (kv->slot_positions() != nullptr) {
     const absl::Status positions = VerifyIoOperand(
@@ -274,6 +309,21 @@ absl::Status VerifyKvCache(const fb::Model& model) {
   }
   return VerifyIoOperand(model, kv->mask(), kv->capacity(), 1,
                          "kv_cache.mask");
+}
+
+// io.window_slots: I32[rows] with a window ring, absent without.
+absl::Status VerifyWindowSlots(const fb::Model& model, const fb::GraphIo& io, uint64_t rows_bytes,
+                               const std::string& where) {
+  if (model.kv_cache()->window_ring_slots() == 0) {
+    if (io.window_slots() != nullptr) {
+      return Invalid("%s: io.window_slots without a window ring", where);
+    }
+    return absl::OkStatus();
+  }
+  if (io.window_slots() == nullptr) {
+    return Invalid("%s: io.window_slots missing (the cache has a window ring)", where);
+  }
+  return VerifyIoOperand(model, io.window_slots(), rows_bytes, 4, where + " io.window_slots");
 }
 
 // Checks the framing and relocations of stream `s` of a graph of `lanes`
@@ -397,6 +447,7 @@ absl::Status VerifyDecodeBatches(const fb::Model& model, absl::flat_hash_set<std
     LNPU_RETURN_IF_ERROR(
         VerifyIoOperand(model, io->positions(), rows_bytes, 4, where + " io.positions"));
     LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, io->slots(), rows_bytes, 4, where + " io.slots"));
+    LNPU_RETURN_IF_ERROR(VerifyWindowSlots(model, *io, rows_bytes, where));
     LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, io->logits(), rows_bytes * vocab_size, 4,
                                          where + " io.logits"));
   }
@@ -467,6 +518,7 @@ absl::Status VerifyGraphs(const fb::Model& model) {
         VerifyIoOperand(model, io->slots(), rows_bytes, 4, where + " io.slots"));
     LNPU_RETURN_IF_ERROR(
         VerifyIoOperand(model, io->last_row(), 4, 4, where + " io.last_row"));
+    LNPU_RETURN_IF_ERROR(VerifyWindowSlots(model, *io, rows_bytes, where));
     const uint64_t logit_rows = graph->kind() == fb::GraphKind::Verify ? graph->tokens() : 1;
     LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, io->logits(), logit_rows * h->vocab_size() * 4, 4,
                                          where + " io.logits"));
@@ -519,6 +571,17 @@ uint64_t KvRowBytes(uint32_t kv_dtype, uint64_t kv_heads, uint64_t head_dim) {
     default:
       return 0;
   }
+}
+
+uint32_t KvLayerSlots(const fb::KvCache& kv, uint32_t layer) {
+  const auto* slots = kv.layer_slots();
+  return slots != nullptr && layer < slots->size() ? slots->Get(layer) : kv.capacity();
+}
+
+uint64_t KvCacheBytes(const fb::KvCache& kv, uint32_t n_layers, uint64_t row_bytes) {
+  uint64_t bytes = 0;
+  for (uint32_t l = 0; l < n_layers; ++l) bytes += 2ull * KvLayerSlots(kv, l) * row_bytes;
+  return bytes;
 }
 
 bool IsBlockQuantized(uint32_t dtype) {

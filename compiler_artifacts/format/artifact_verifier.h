@@ -29,6 +29,14 @@ uint64_t DtypeSize(uint32_t dtype);
 // other dtypes and for I8 with head_dim not a multiple of 4.
 uint64_t KvRowBytes(uint32_t kv_dtype, uint64_t kv_heads, uint64_t head_dim);
 
+// Slots of layer `layer`'s K and V blocks: KvCache.layer_slots[layer], or
+// the capacity when the cache has no window ring (or the entry is absent).
+uint32_t KvLayerSlots(const fb::KvCache& kv, uint32_t layer);
+
+// Bytes of a cache of `n_layers` layers, each [2 (K, V)][KvLayerSlots]
+// [row_bytes], in layer order.
+uint64_t KvCacheBytes(const fb::KvCache& kv, uint32_t n_layers, uint64_t row_bytes);
+
 // True for the block-quantized weight types LNPU_DTYPE_Q8_0 and Q4_0, whose
 // rows hold whole blocks of LNPU_QUANT_BLOCK elements.
 bool IsBlockQuantized(uint32_t dtype);

@@ -118,6 +118,19 @@ std::vector<SyntheticPreset> MakePresets() {
                      "gemma3, dim 1152, 26 layers, 4 heads of 256 (1 kv), ffn 6912, vocab 262144 "
                      "(synthetic SentencePiece), tied, Q/K norms, window 512 on 5 of 6 layers",
                      "", gemma3});
+  // Gemma-3-270M (google/gemma-3-270m; its GGUF: embedding_length 640,
+  // block_count 18, head_count 4, head_count_kv 1, key_length 256,
+  // feed_forward_length 2048, sliding_window 512, rope.freq_base 1e6):
+  // the layer pattern and local RoPE base of gemma-3-1b, tied; the
+  // 262144-token vocabulary is synthetic, as for gemma-3-1b.
+  RandomLlamaSpec gemma3_270m =
+      Shape("gemma3", 262144, 640, 18, 4, 1, 2048, 1000000.0f, 1e-6f, 32768, true);
+  gemma3_270m.head_dim = 256;
+  gemma3_270m.sliding_window = 512;
+  presets.push_back({"gemma-3-270m",
+                     "gemma3, dim 640, 18 layers, 4 heads of 256 (1 kv), ffn 2048, vocab 262144 "
+                     "(synthetic SentencePiece), tied, Q/K norms, window 512 on 5 of 6 layers",
+                     "", gemma3_270m});
   return presets;
 }
 

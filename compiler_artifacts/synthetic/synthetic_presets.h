@@ -25,7 +25,7 @@ struct SyntheticPreset {
   RandomLlamaSpec spec;  // vocabulary_gguf, weight_type and seed unset
 };
 
-// The presets of docs/models.md (qwen2.5-0.5b ... gemma-3-1b). Immutable,
+// The presets of docs/models.md (qwen2.5-0.5b ... gemma-3-270m). Immutable,
 // thread-safe.
 const std::vector<SyntheticPreset>& SyntheticPresets();
 

@@ -310,6 +310,23 @@ TEST_F(ArtifactOpenTest, RejectsInconsistentKvCapacity) {
                         "min_response_len 16"));
 }
 
+TEST_F(ArtifactOpenTest, RejectsPartialWindowRings) {
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.kv_cache->window = 8; }),
+              HasSubstr("kv_cache has window ring fields but window_ring_slots 0"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.kv_cache->window_ring_slots = 8; }),
+              HasSubstr("must hold the window 0 (> 0)"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
+                m.kv_cache->window_ring_slots = 8;
+                m.kv_cache->window = 8;
+              }),
+              HasSubstr("needs slot_positions, window_mask, window_slot_positions and "
+                        "layer_slots"));
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
+                m.graphs[0]->io->window_slots = std::make_unique<fb::Operand>(3, 0);
+              }),
+              HasSubstr("io.window_slots without a window ring"));
+}
+
 TEST_F(ArtifactOpenTest, RejectsKvMaskOutsideAnIoBuffer) {
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
                 m.kv_cache->mask = std::make_unique<fb::Operand>(

@@ -699,7 +699,17 @@ TEST(CompilerTest, Gemma2LayersScaleNormGeluCapAndWindow) {
   EXPECT_EQ(local.softcap, 50.0f);
   EXPECT_FLOAT_EQ(local.scale, 1.0f / std::sqrt(16.0f));
   EXPECT_EQ(local.positions, decode->io()->positions()->offset());
-  EXPECT_EQ(local.slot_positions, m.kv_cache()->slot_positions()->offset());
+  // The local layer attends its window ring of 32 slots (no verify graph),
+  // with the ring's mask and slot positions; the global one every slot.
+  const fb::KvCache& kv = *m.kv_cache();
+  ASSERT_EQ(kv.window_ring_slots(), 32u);
+  EXPECT_EQ(kv.window(), 32u);
+  ASSERT_NE(kv.layer_slots(), nullptr);
+  EXPECT_THAT(std::vector<uint32_t>(kv.layer_slots()->begin(), kv.layer_slots()->end()),
+              ::testing::ElementsAre(32u, kv.capacity()));
+  EXPECT_EQ(local.capacity, 32u);
+  EXPECT_EQ(local.mask, kv.window_mask()->offset());
+  EXPECT_EQ(local.slot_positions, kv.window_slot_positions()->offset());
   EXPECT_EQ(RelocatedBuffer(compute, local_command.offset +
                                          offsetof(lnpu_cmd_attention, slot_positions)),
             3);
@@ -707,6 +717,32 @@ TEST(CompilerTest, Gemma2LayersScaleNormGeluCapAndWindow) {
   EXPECT_EQ(global.hdr.flags, 0u);
   EXPECT_EQ(global.window, 0u);
   EXPECT_EQ(global.softcap, 50.0f);
+  EXPECT_EQ(global.capacity, kv.capacity());
+  EXPECT_EQ(global.mask, kv.mask()->offset());
+  // Layer 1's K/V block follows layer 0's ring blocks.
+  ASSERT_EQ(kv.dtype(), LNPU_DTYPE_F16);  // the default cache
+  const uint64_t row = 2 * 16 * 2;        // 2 kv heads of 16 F16 values
+  EXPECT_EQ(global.k_cache - local.k_cache, 2 * 32 * row);
+  // The DMA scatters the ring layer at io.window_slots, the other at io.slots.
+  const std::vector<Command> dma = Commands(*decode->streams()->Get(1));
+  ASSERT_EQ(dma.size(), 2u);
+  const auto ring_scatter = Decode<lnpu_cmd_scatter_rows>(*decode->streams()->Get(1), dma[0]);
+  EXPECT_EQ(ring_scatter.indices, decode->io()->window_slots()->offset());
+  EXPECT_EQ(ring_scatter.dst_rows, 32u);
+  EXPECT_EQ(ring_scatter.blocks, 2u);
+  const auto full_scatter = Decode<lnpu_cmd_scatter_rows>(*decode->streams()->Get(1), dma[1]);
+  EXPECT_EQ(full_scatter.indices, decode->io()->slots()->offset());
+  EXPECT_EQ(full_scatter.dst_rows, kv.capacity());
+
+  // Without the ring every layer keeps the whole cache.
+  options.window_ring = false;
+  std::unique_ptr<Artifact> full = CompileAndOpen(gguf_path, options);
+  ASSERT_NE(full, nullptr);
+  EXPECT_EQ(full->model().kv_cache()->window_ring_slots(), 0u);
+  const fb::CommandStream& full_compute = *FindGraph(full->model(), "decode")->streams()->Get(0);
+  const auto full_local = Decode<lnpu_cmd_attention>(full_compute, Commands(full_compute)[8]);
+  EXPECT_EQ(full_local.capacity, full->model().kv_cache()->capacity());
+  EXPECT_EQ(full_local.slot_positions, full->model().kv_cache()->slot_positions()->offset());
   // The attention output is normalized, then added to x.
   const auto post_norm = Decode<lnpu_cmd_rms_norm>(compute, commands[10]);
   EXPECT_EQ(post_norm.weight, FindWeight(m, "blk.0.post_attention_norm.weight")->offset());

@@ -33,6 +33,7 @@
 #include "base/status_macros.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/format/artifact.h"
+#include "compiler_artifacts/format/artifact_verifier.h"
 #include "compiler_artifacts/synthetic/synthetic_presets.h"
 #include "framework/tokenizer/tokenizer.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -311,6 +312,19 @@ void PrintSummary(const lnpu::artifact::Artifact& artifact) {
   std::printf("kv cache dtype: %s\n", kv.dtype() == LNPU_DTYPE_F16  ? "f16"
                                       : kv.dtype() == LNPU_DTYPE_I8 ? "q8"
                                                                     : "f32");
+  if (kv.window_ring_slots() > 0) {
+    const uint64_t row_bytes = lnpu::artifact::KvRowBytes(kv.dtype(), h.n_kv_heads(), h.head_dim());
+    uint32_t ring_layers = 0;
+    for (uint32_t slots : *kv.layer_slots()) ring_layers += slots == kv.window_ring_slots();
+    const uint64_t bytes = lnpu::artifact::KvCacheBytes(kv, h.n_layers(), row_bytes);
+    const uint64_t full_bytes = 2ull * h.n_layers() * kv.capacity() * row_bytes;
+    std::printf(
+        "kv cache window ring: %u of %u layers (window %u) keep %u slots: %llu bytes "
+        "per session instead of %llu (%.1f%% saved)\n",
+        ring_layers, h.n_layers(), kv.window(), kv.window_ring_slots(),
+        static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(full_bytes),
+        100.0 * static_cast<double>(full_bytes - bytes) / static_cast<double>(full_bytes));
+  }
   std::map<std::string, int> dtype_counts;
   for (const fb::Weight* w : *model.weights()) {
     ++dtype_counts[DtypeName(w->dtype())];
