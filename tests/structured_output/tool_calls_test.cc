@@ -4,6 +4,7 @@
 // hand-written replies.
 #include "framework/structured_output/tool_calls.h"
 
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -268,6 +269,31 @@ TEST_P(ToolCallWalkTest, RandomWalksParseIntoValidCalls) {
       }
     }
   }
+}
+
+TEST_P(ToolCallWalkTest, AutoWalksAreTextOrValidCalls) {
+  // Random walks through "auto" grammars: mostly text (nearly every token
+  // is allowed), the masks checked against the oracle; the text never
+  // holds a call that is not well-formed. Reports the mask times of text.
+  const Tokenizer* tokenizer = framework::testing::SharedTokenizer(
+                                   framework::testing::TestDataPath("vocab/ggml-vocab-qwen2.gguf"))
+                                   .value();
+  const std::shared_ptr<const TokenTrie> trie = TokenTrie::Create(*tokenizer);
+  std::shared_ptr<const Grammar> grammar =
+      ToolCallGrammar(GetParam(), Tools(), {.allow_text = true}).value();
+  std::vector<double> first, later;
+  for (int seed = 0; seed < 2; ++seed) {
+    SCOPED_TRACE(seed);
+    const testing::Walk walk = testing::RandomWalk(
+        grammar, trie, {.seed = uint64_t(seed), .max_steps = 60, .oracle_every = 20});
+    absl::StatusOr<ParsedReply> reply = ParseToolCalls(GetParam(), walk.text);
+    ASSERT_TRUE(reply.ok()) << reply.status() << "\n" << walk.text;
+    EXPECT_THAT(reply->content, ::testing::Not(HasSubstr("<tool_call>")));
+    first.push_back(walk.mask_microseconds.front());
+    later.insert(later.end(), walk.mask_microseconds.begin() + 1, walk.mask_microseconds.end());
+  }
+  std::cout << "auto grammar on qwen2, first mask: " << testing::DescribeTimes(first)
+            << "\n  later masks: " << testing::DescribeTimes(later) << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ToolCallWalkTest,
