@@ -301,8 +301,7 @@ uint32_t FileType(GgmlType weight_type) {
 // Copies every tokenizer.* key of the vocabulary GGUF at `path`, with the
 // last filler tokens (type unused, or spelled "[PAD<id>]" as llama.cpp's
 // conversions write them) respelled as the user-defined `added_tokens`.
-absl::Status CopyVocabulary(const std::string& path,
-                            const std::vector<std::string>& added_tokens,
+absl::Status CopyVocabulary(const std::string& path, const std::vector<std::string>& added_tokens,
                             std::vector<std::pair<std::string, GgufValue>>& metadata,
                             uint32_t& vocab_size) {
   absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(path);
@@ -424,7 +423,8 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
   uint32_t vocab_size = spec.vocab_size;
   std::vector<std::pair<std::string, GgufValue>> vocabulary_keys;
   if (!spec.vocabulary_gguf.empty()) {
-    if (absl::Status s = CopyVocabulary(spec.vocabulary_gguf, spec.added_tokens, vocabulary_keys, vocab_size);
+    if (absl::Status s =
+            CopyVocabulary(spec.vocabulary_gguf, spec.added_tokens, vocabulary_keys, vocab_size);
         !s.ok()) {
       return s;
     }

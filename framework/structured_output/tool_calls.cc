@@ -48,7 +48,8 @@ void DefineTextUntilTag(GrammarBuilder& builder, const std::vector<int>& rules,
         Sequence({Literal(kOpenTag.substr(i, 1)), i + 1 < n ? RuleRef(rules[i + 1]) : after_tag}),
         Literal("")};
     for (size_t k = 0; k < n; ++k) {
-      if (to_state[k].any()) alternatives.push_back(Sequence({Set(to_state[k]), RuleRef(rules[k])}));
+      if (to_state[k].any())
+        alternatives.push_back(Sequence({Set(to_state[k]), RuleRef(rules[k])}));
     }
     builder.DefineRule(rules[i], Choice(std::move(alternatives)));
   }
@@ -96,9 +97,9 @@ absl::StatusOr<std::shared_ptr<const Grammar>> ToolCallGrammar(
   if (format == ToolCallFormat::kHermes) {
     // What follows an opening tag: the rest of the block, then more blocks.
     const Expr block_body = Sequence({Literal("\n"), call, Literal(absl::StrCat("\n", kClose))});
-    const Expr after_tag = Sequence(
-        {block_body, Repeat(Sequence({Literal(absl::StrCat("\n", kOpen)), block_body}), 0,
-                            rule.max_calls - 1)});
+    const Expr after_tag =
+        Sequence({block_body, Repeat(Sequence({Literal(absl::StrCat("\n", kOpen)), block_body}), 0,
+                                     rule.max_calls - 1)});
     if (rule.allow_text) {
       std::vector<int> text_rules;
       for (size_t i = 0; i < kOpenTag.size(); ++i) text_rules.push_back(builder.AddRule("text"));
@@ -111,8 +112,8 @@ absl::StatusOr<std::shared_ptr<const Grammar>> ToolCallGrammar(
     ByteSet first_of_text = ~BytesOf(kWhitespace);
     first_of_text.reset('{');
     root = builder.DefineNewRule(
-        "root", Choice({call, Literal(""),
-                        Sequence({Set(first_of_text), Star(Set(ByteSet().set()))})}));
+        "root",
+        Choice({call, Literal(""), Sequence({Set(first_of_text), Star(Set(ByteSet().set()))})}));
   } else {
     root = builder.DefineNewRule("root", call);
   }

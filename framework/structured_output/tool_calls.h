@@ -144,16 +144,16 @@ class ToolCallParser {
   State state_ = State::kText;
   absl::Status status_;
   int calls_ = 0;
-  bool started_ = false;     // kLlama3Json: a non-blank character was seen
-  std::string held_;         // kText: text held back (whitespace, part of a tag)
-  std::string literal_;      // kLiteral: what to match
+  bool started_ = false;  // kLlama3Json: a non-blank character was seen
+  std::string held_;      // kText: text held back (whitespace, part of a tag)
+  std::string literal_;   // kLiteral: what to match
   size_t literal_pos_ = 0;
   State after_literal_ = State::kText;
-  std::string name_;         // kName: the name's JSON string so far
-  std::string arguments_;    // kArguments: bytes not yet passed on
-  int depth_ = 0;            // kArguments: nesting depth
-  bool in_string_ = false;   // kArguments
-  bool escaped_ = false;     // kArguments, kName: after a backslash
+  std::string name_;        // kName: the name's JSON string so far
+  std::string arguments_;   // kArguments: bytes not yet passed on
+  int depth_ = 0;           // kArguments: nesting depth
+  bool in_string_ = false;  // kArguments
+  bool escaped_ = false;    // kArguments, kName: after a backslash
 };
 
 // The content and calls of a whole reply: a ToolCallParser run over it,

@@ -532,8 +532,7 @@ TEST_P(StructuredServeTest, StreamedCallDeltasAddUpToTheWholeReply) {
   body["stream"] = true;
   httplib::Client client = server().Client();
   client.set_read_timeout(600, 0);
-  const serve::testing::Stream events =
-      PostStream(std::move(client), "/v1/chat/completions", body);
+  const serve::testing::Stream events = PostStream(std::move(client), "/v1/chat/completions", body);
   ASSERT_EQ(events.status, 200);
   EXPECT_TRUE(events.done);
   ExpectNoToolCallTags(events.text);
@@ -629,9 +628,7 @@ TEST_P(StructuredServeTest, BadResponseFormatsAndToolsGet400NamingTheField) {
         {"tool_choice", "auto"}},
        "tools",
        "tool \"g\""},
-      {{{"messages", messages},
-        {"tools", Tools()},
-        {"response_format", {{"type", "json_object"}}}},
+      {{{"messages", messages}, {"tools", Tools()}, {"response_format", {{"type", "json_object"}}}},
        "response_format",
        "tool_choice \"none\""},
       {{{"messages", messages}, {"tools", Tools()}, {"parallel_tool_calls", "yes"}},

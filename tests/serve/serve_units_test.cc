@@ -225,9 +225,9 @@ TEST(OpenAiRequestTest, StructuredOutputAndTools) {
                 .param,
             "parallel_tool_calls");
   // response_format with tools the reply may call: refused, naming both.
-  const ApiError both = ParseError(absl::StrCat(
-      R"({"messages": [{"role": "user", "content": "x"}], )", tool,
-      R"(, "response_format": {"type": "json_object"}})"));
+  const ApiError both =
+      ParseError(absl::StrCat(R"({"messages": [{"role": "user", "content": "x"}], )", tool,
+                              R"(, "response_format": {"type": "json_object"}})"));
   EXPECT_EQ(both.param, "response_format");
   EXPECT_THAT(both.message, HasSubstr("tool_choice \"none\""));
   EXPECT_EQ(ParseOk(absl::StrCat(R"({"messages": [{"role": "user", "content": "x"}], )", tool,

@@ -74,7 +74,8 @@ TEST(ToolCallsTest, ForcedFunctionAndLlama3Shape) {
 TEST(ToolCallsTest, GrammarErrors) {
   EXPECT_EQ(ToolCallGrammar(ToolCallFormat::kHermes, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  absl::Status missing = ToolCallGrammar(ToolCallFormat::kHermes, Tools(), {.forced_name = "mul"}).status();
+  absl::Status missing =
+      ToolCallGrammar(ToolCallFormat::kHermes, Tools(), {.forced_name = "mul"}).status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(missing.message(), HasSubstr("\"mul\""));
   std::vector<ToolDefinition> twice = {Tools()[0], Tools()[0]};
@@ -100,8 +101,10 @@ TEST(ToolCallsTest, AutoHermesGrammarAllowsTextThenCalls) {
   EXPECT_TRUE(Matches(grammar, "<think>\n\n</think>\n\n" + call + "\n" + call));
   // Once the tag is written, a valid call must follow, and nothing else.
   EXPECT_FALSE(Matches(grammar, "Text <tool_call> more text"));
-  EXPECT_FALSE(Matches(grammar, "<<tool_call>\n{\"name\": \"mul\", \"arguments\": {}}\n</tool_call>"));
-  EXPECT_FALSE(Matches(grammar, "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>"));
+  EXPECT_FALSE(
+      Matches(grammar, "<<tool_call>\n{\"name\": \"mul\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(Matches(
+      grammar, "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>"));
   EXPECT_FALSE(Matches(grammar, call + " Done."));
   EXPECT_FALSE(Matches(grammar, "<tool_call>\n{\"name\": \"add\""));
   // parallel_tool_calls false: one call.
@@ -217,8 +220,9 @@ TEST(ToolCallsTest, CutShortAndMalformedHermesCalls) {
       ParseToolCalls(ToolCallFormat::kHermes, "<tool_call>\n{\"name\": 3}\n</tool_call>");
   EXPECT_EQ(broken.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(broken.status().message(), HasSubstr("tool call 1"));
-  absl::StatusOr<ParsedReply> not_object = ParseToolCalls(
-      ToolCallFormat::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": \"{}\"}\n</tool_call>");
+  absl::StatusOr<ParsedReply> not_object =
+      ParseToolCalls(ToolCallFormat::kHermes,
+                     "<tool_call>\n{\"name\": \"f\", \"arguments\": \"{}\"}\n</tool_call>");
   EXPECT_THAT(not_object.status().message(), HasSubstr("OBJECT"));
 }
 
@@ -251,7 +255,8 @@ TEST_P(ToolCallWalkTest, RandomWalksParseIntoValidCalls) {
     const Tokenizer* tokenizer =
         framework::testing::SharedTokenizer(framework::testing::TestDataPath(vocab)).value();
     const std::shared_ptr<const TokenTrie> trie = TokenTrie::Create(*tokenizer);
-    std::shared_ptr<const Grammar> grammar = ToolCallGrammar(GetParam(), Tools(), {.max_calls = 2}).value();
+    std::shared_ptr<const Grammar> grammar =
+        ToolCallGrammar(GetParam(), Tools(), {.max_calls = 2}).value();
     for (int seed = 0; seed < 3; ++seed) {
       SCOPED_TRACE(std::string(vocab) + " seed " + std::to_string(seed));
       const testing::Walk walk =

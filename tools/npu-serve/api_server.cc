@@ -17,6 +17,9 @@
 #include "tools/npu-serve/reply_format.h"
 
 namespace lnpu::serve {
+
+namespace so = framework::structured_output;
+
 namespace {
 
 constexpr char kJson[] = "application/json";
@@ -59,7 +62,7 @@ struct StreamState {
   ResponseHeader header;
   bool include_usage = false;
   // With tools: splits the text into content and tool calls.
-  std::optional<framework::structured_output::ToolCallParser> tool_calls;
+  std::optional<so::ToolCallParser> tool_calls;
   std::string text;  // to send next
   bool first = true;
   bool finished = false;
@@ -102,10 +105,10 @@ ApiError ToolCallFormatError(const absl::Status& status) {
 
 // Writes the events of `pieces` (content and tool call deltas) of `state`'s
 // reply; false when the client is gone.
-bool WritePieces(StreamState& state, std::vector<framework::structured_output::ReplyPiece>& pieces,
+bool WritePieces(StreamState& state, std::vector<so::ReplyPiece>& pieces,
                  const std::function<bool(std::string_view)>& write) {
-  using Kind = framework::structured_output::ReplyPiece::Kind;
-  for (const framework::structured_output::ReplyPiece& piece : pieces) {
+  using Kind = so::ReplyPiece::Kind;
+  for (const so::ReplyPiece& piece : pieces) {
     const std::string event =
         piece.kind == Kind::kContent
             ? ChunkEvent(state.header, piece.text, state.first, std::nullopt)
@@ -127,7 +130,7 @@ bool WriteStreamEvents(StreamState& state, httplib::DataSink& sink) {
     state.last_write = absl::Now();
     return sink.write(event.data(), event.size());
   };
-  std::vector<framework::structured_output::ReplyPiece> pieces;
+  std::vector<so::ReplyPiece> pieces;
   if (state.tool_calls) {
     state.tool_calls->Push(state.text, pieces);
   } else if (!state.text.empty()) {
@@ -240,8 +243,7 @@ void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response&
   }
   std::unique_ptr<framework::TokenConstraint> constraint;
   if (reply_format.grammar != nullptr) {
-    constraint = std::make_unique<framework::structured_output::GrammarMatcher>(
-        reply_format.grammar, model->token_trie);
+    constraint = std::make_unique<so::GrammarMatcher>(reply_format.grammar, model->token_trie);
   }
   absl::StatusOr<std::shared_ptr<RequestStream>> stream = model->scheduler->Submit(
       *std::move(prompt), request.config, request_start, std::move(constraint));
@@ -277,11 +279,10 @@ void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response&
       return SetError(res, DeviceError(outcome.result.error));
     }
     if (!request.stream) {
-      framework::structured_output::ParsedReply reply{.content = outcome.result.text};
+      so::ParsedReply reply{.content = outcome.result.text};
       if (reply_format.tool_calls) {
-        absl::StatusOr<framework::structured_output::ParsedReply> parsed =
-            framework::structured_output::ParseToolCalls(*reply_format.tool_calls,
-                                                         outcome.result.text);
+        absl::StatusOr<so::ParsedReply> parsed =
+            so::ParseToolCalls(*reply_format.tool_calls, outcome.result.text);
         if (!parsed.ok()) return SetError(res, ToolCallFormatError(parsed.status()));
         reply = *std::move(parsed);
       }

@@ -419,8 +419,7 @@ std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_vie
   ReadTools(r, request);
   r.Bool("parallel_tool_calls", request.parallel_tool_calls);
   ReadResponseFormat(r, request);
-  if (!r.error && request.response_grammar != nullptr &&
-      request.tool_choice != ToolChoice::kNone) {
+  if (!r.error && request.response_grammar != nullptr && request.tool_choice != ToolChoice::kNone) {
     r.Fail("response_format",
            "cannot be enforced together with tools (tool_choice \"auto\", \"required\" or a "
            "function), as the reply may be tool calls: send tool_choice \"none\" or leave out "

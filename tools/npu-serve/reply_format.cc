@@ -35,9 +35,8 @@ std::variant<ReplyFormat, ApiError> ReplyFormatOf(
   }
   if (request.tool_choice == ToolChoice::kNone) return reply;
   reply.tool_calls = format;
-  so::ToolCallRule rule{
-      .allow_text = request.tool_choice == ToolChoice::kAuto,
-      .max_calls = request.parallel_tool_calls ? kMaxParallelToolCalls : 1};
+  so::ToolCallRule rule{.allow_text = request.tool_choice == ToolChoice::kAuto,
+                        .max_calls = request.parallel_tool_calls ? kMaxParallelToolCalls : 1};
   if (request.tool_choice == ToolChoice::kFunction) rule.forced_name = request.forced_tool;
   absl::StatusOr<std::shared_ptr<const so::Grammar>> grammar =
       so::ToolCallGrammar(*format, request.tools, rule);
