@@ -83,15 +83,20 @@ std::string NoteOf(const RequestOutcome& outcome) {
       r.stats.prompt_tokens, outcome.cached_tokens, r.stats.generated_tokens,
       framework::FinishReasonName(r.finish_reason), r.stats.time_to_first_token_ms,
       r.stats.decode_tokens_per_second);
-  if (!r.error.empty()) absl::StrAppend(&note, " error=\"", r.error, "\"");
+  if (!r.error.ok()) absl::StrAppend(&note, " error=\"", r.error.message(), "\"");
   return note;
 }
 
-// The 500 answer for a device error that ended a generation.
-ApiError DeviceError(const std::string& message) {
+// The answer for the error that ended a generation: 400 naming logit_bias
+// when it banned every token left (InvalidArgument,
+// GenerationResult::error), otherwise 500 for the device.
+ApiError GenerationError(const absl::Status& error) {
+  if (error.code() == absl::StatusCode::kInvalidArgument) {
+    return InvalidRequest(std::string(error.message()), "logit_bias");
+  }
   return {.http_status = 500,
           .type = "server_error",
-          .message = absl::StrCat("the device failed during generation: ", message)};
+          .message = absl::StrCat("the device failed during generation: ", error.message())};
 }
 
 // The 500 answer for a reply that departed from the tool-call format,
@@ -155,7 +160,7 @@ bool WriteStreamEvents(StreamState& state, httplib::DataSink& sink) {
   if (!outcome.status.ok()) {
     if (!write(ErrorEvent(ApiErrorFromStatus(outcome.status).Body()))) return false;
   } else if (outcome.result.finish_reason == framework::FinishReason::kError) {
-    if (!write(ErrorEvent(DeviceError(outcome.result.error).Body()))) return false;
+    if (!write(ErrorEvent(GenerationError(outcome.result.error).Body()))) return false;
   } else if (state.tool_calls && !state.tool_calls->status().ok()) {
     if (!write(ErrorEvent(ToolCallFormatError(state.tool_calls->status()).Body()))) return false;
   } else {
@@ -276,7 +281,7 @@ void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response&
     request_note = NoteOf(outcome);
     if (!outcome.status.ok()) return SetError(res, ApiErrorFromStatus(outcome.status));
     if (outcome.result.finish_reason == framework::FinishReason::kError) {
-      return SetError(res, DeviceError(outcome.result.error));
+      return SetError(res, GenerationError(outcome.result.error));
     }
     if (!request.stream) {
       so::ParsedReply reply{.content = outcome.result.text};
