@@ -16,6 +16,7 @@
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -568,6 +569,31 @@ TEST_P(StructuredServeTest, StreamedCallDeltasAddUpToTheWholeReply) {
   for (size_t i = 0; i < calls.size(); ++i) {
     EXPECT_EQ(calls[i]["name"], whole.tool_calls[i]["function"]["name"]);
     EXPECT_EQ(calls[i]["arguments"], whole.tool_calls[i]["function"]["arguments"]);
+  }
+}
+
+TEST_P(StructuredServeTest, LogitBiasBanningEveryAllowedTokenGets400) {
+  // A boolean's first token begins with whitespace, 't' or 'f': banning
+  // all of those leaves the grammar nothing to pick.
+  const json body = {
+      {"messages", UserMessages("Yes or no?")},
+      {"response_format", JsonSchemaFormat(R"({"type": "boolean"})")},
+      {"logit_bias",
+       BiasTokens(GetParam(), -100, [](const framework::Tokenizer& tokenizer, int32_t id) {
+         const std::string bytes = tokenizer.TokenBytes(id);
+         return !bytes.empty() && std::string_view(" \t\n\rtf").find(bytes[0]) != std::string_view::npos;
+       })}};
+  for (const bool stream : {false, true}) {
+    SCOPED_TRACE(stream);
+    const Reply reply = Post(server(), "/v1/chat/completions", body, stream);
+    ASSERT_EQ(reply.status, 400);
+    if (stream) continue;  // the stream's status only
+    const json& error = reply.body["error"];
+    EXPECT_EQ(error["type"], "invalid_request_error");
+    EXPECT_EQ(error["param"], "logit_bias");
+    EXPECT_THAT(error["message"].get<std::string>(),
+                HasSubstr("logit_bias bans every token the response format or tool grammar "
+                          "allows after 0 generated tokens"));
   }
 }
 
