@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "framework/token_constraint.h"
 
 namespace lnpu::framework {
@@ -17,7 +18,8 @@ enum class FinishReason {
   kStop,       // the model produced an end-of-generation token
   kLength,     // max_new_tokens reached, or the KV cache is full
   kCancelled,  // the stream callback asked to stop
-  kError,      // a device or token-constraint error ended generation;
+  kError,      // a device or token-constraint error, or a step with no
+               // token left to pick, ended generation;
                // GenerationResult::error says why
 };
 
@@ -93,7 +95,8 @@ struct GenerationConfig {
   // When set, every step picks only among the tokens it allows, and the
   // picked token advances it (e.g. a grammar for structured output). Not
   // owned: it must outlive the generation call, and is used by it. Its
-  // errors end generation with FinishReason::kError.
+  // errors end generation with FinishReason::kError (an Internal
+  // GenerationResult::error).
   TokenConstraint* constraint = nullptr;
 
   SpeculativeConfig speculative;
@@ -116,7 +119,11 @@ struct GenerationResult {
   std::vector<int32_t> tokens;  // generated tokens (no prompt, no EOS)
   std::string text;             // their text, whole UTF-8
   FinishReason finish_reason = FinishReason::kStop;
-  std::string error;  // with kError: the device error's message
+  // With kError, why: InvalidArgument when the request's logit_bias banned
+  // every token the constraint (or the vocabulary) allowed at a step;
+  // Internal for a constraint's error; otherwise the device's error. OK
+  // when the reply did not end with kError.
+  absl::Status error;
   GenerationStats stats;
 };
 

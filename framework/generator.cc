@@ -1,6 +1,7 @@
 #include "framework/generator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,31 @@ namespace lnpu::framework {
 namespace {
 
 double Milliseconds(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
+
+// A constraint error ends generation as a server fault: the sampler only
+// picks tokens the constraint allows, so it has no request to blame.
+absl::Status ConstraintError(const absl::Status& error) {
+  return absl::InternalError(absl::StrCat("the token constraint failed: ", error.message()));
+}
+
+// Why the step after `generated` tokens had no token to pick
+// (Sampler::nothing_left()): a -infinity logit_bias (OpenAI's -100) on every
+// token the constraint or the vocabulary left is the request's fault,
+// anything else is the logits'.
+absl::Status NoTokenLeftError(const GenerationConfig& config, size_t generated) {
+  const bool bans = std::any_of(config.logit_bias.begin(), config.logit_bias.end(),
+                                [](const auto& entry) { return entry.second == -INFINITY; });
+  if (!bans) {
+    return absl::InternalError(absl::StrCat("every logit was non-finite after ", generated,
+                                            " generated tokens: no token to pick"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "logit_bias bans every token ",
+      config.constraint != nullptr ? "the response format or tool grammar allows"
+                                   : "of the vocabulary",
+      " after ", generated,
+      " generated tokens: lift the -100 (-inf) bias of a token the reply needs"));
+}
 
 }  // namespace
 
@@ -166,7 +192,7 @@ std::optional<int32_t> Generator::SampleNextToken() {
 
 void Generator::RanNextToken(absl::StatusOr<absl::Span<const float>> next) {
   if (!next.ok()) {
-    result_.error = std::string(next.status().message());
+    result_.error = next.status();
     return Finish(FinishReason::kError);
   }
   session_->pending_.clear();
@@ -191,7 +217,7 @@ void Generator::SpeculativeStep() {
   absl::StatusOr<absl::Span<const float>> logits =
       proposals.empty() ? model.Forward(rows) : model.ForwardAllRows(rows);
   if (!logits.ok()) {
-    result_.error = std::string(logits.status().message());
+    result_.error = logits.status();
     return Finish(FinishReason::kError);
   }
   session_->pending_.clear();
@@ -221,7 +247,7 @@ void Generator::SpeculativeStep() {
   if (absl::Status dropped =
           model.Truncate(static_cast<uint32_t>(first_position) + static_cast<uint32_t>(row) + 1);
       !dropped.ok() && !done_) {
-    result_.error = std::string(dropped.message());
+    result_.error = dropped;
     Finish(FinishReason::kError);
   }
   logits_ = {};
@@ -285,7 +311,7 @@ std::optional<int32_t> Generator::PickToken(absl::Span<const float> logits, int3
   // before any other sampling control, then follows the one picked.
   if (config_.constraint != nullptr) {
     if (absl::Status allowed = config_.constraint->AllowedTokens(allowed_tokens_); !allowed.ok()) {
-      result_.error = std::string(allowed.message());
+      result_.error = ConstraintError(allowed);
       Finish(FinishReason::kError);
       return std::nullopt;
     }
@@ -295,11 +321,18 @@ std::optional<int32_t> Generator::PickToken(absl::Span<const float> logits, int3
     token = sampler_->Sample(logits, history_, allowed_tokens_);
   } else {
     sampler_->Distribution(logits, history_, allowed_tokens_, &target_probabilities_);
-    token = sampler_->AcceptOrResample(target_probabilities_, draft, proposed);
+    token = sampler_->nothing_left()
+                ? 0
+                : sampler_->AcceptOrResample(target_probabilities_, draft, proposed);
+  }
+  if (sampler_->nothing_left()) {
+    result_.error = NoTokenLeftError(config_, result_.tokens.size());
+    Finish(FinishReason::kError);
+    return std::nullopt;
   }
   if (config_.constraint != nullptr) {
     if (absl::Status accepted = config_.constraint->Accept(token); !accepted.ok()) {
-      result_.error = std::string(accepted.message());
+      result_.error = ConstraintError(accepted);
       Finish(FinishReason::kError);
       return std::nullopt;
     }

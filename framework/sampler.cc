@@ -168,9 +168,14 @@ int32_t Sampler::Sample(absl::Span<const float> logits,
                         absl::Span<const int32_t> history,
                         absl::Span<const uint64_t> allowed_tokens) {
   AdjustLogits(logits, history, allowed_tokens);
-  if (temperature_ == 0.0f || top_k_ == 1) return Argmax(adjusted_);
+  if (temperature_ == 0.0f || top_k_ == 1) {
+    const int32_t best = Argmax(adjusted_);
+    nothing_left_ = !std::isfinite(adjusted_[static_cast<size_t>(best)]);
+    return best;
+  }
   const double total = Candidates();
-  if (candidates_.empty()) return 0;
+  nothing_left_ = candidates_.empty();
+  if (nothing_left_) return 0;
   std::uniform_real_distribution<double> uniform(0.0, total);
   double r = uniform(rng_);
   for (const auto& [p, id] : candidates_) {
@@ -186,11 +191,14 @@ void Sampler::Distribution(absl::Span<const float> logits, absl::Span<const int3
   AdjustLogits(logits, history, allowed_tokens);
   probabilities->assign(logits.size(), 0.0f);
   if (temperature_ == 0.0f || top_k_ == 1) {
-    (*probabilities)[static_cast<size_t>(Argmax(adjusted_))] = 1.0f;
+    const size_t best = static_cast<size_t>(Argmax(adjusted_));
+    nothing_left_ = !std::isfinite(adjusted_[best]);
+    (*probabilities)[best] = 1.0f;
     return;
   }
   const double total = Candidates();
-  if (candidates_.empty()) {
+  nothing_left_ = candidates_.empty();
+  if (nothing_left_) {
     (*probabilities)[0] = 1.0f;  // as Sample()
     return;
   }

@@ -53,6 +53,7 @@ class Sampler {
   // of word i / 64 allows token i, as TokenConstraint::AllowedTokens
   // writes it): the logits of the other tokens, and of tokens past its
   // end, count as -infinity before anything else applies.
+  // See nothing_left() for the result when no token is left.
   int32_t Sample(absl::Span<const float> logits,
                  absl::Span<const int32_t> history = {},
                  absl::Span<const uint64_t> allowed_tokens = {});
@@ -64,6 +65,11 @@ class Sampler {
   // draw.
   void Distribution(absl::Span<const float> logits, absl::Span<const int32_t> history,
                     absl::Span<const uint64_t> allowed_tokens, std::vector<float>* probabilities);
+
+  // Whether the last Sample() or Distribution() found no token with a
+  // finite adjusted logit (every token masked out, banned by a -infinity
+  // logit bias, or non-finite): its pick, token 0, then is no pick.
+  bool nothing_left() const { return nothing_left_; }
 
   // A token drawn from `probabilities` (non-negative, summing to about 1;
   // the last token with a positive probability absorbs rounding).
@@ -104,6 +110,7 @@ class Sampler {
   int repeat_last_n_;
   std::vector<std::pair<int32_t, float>> logit_bias_;  // ascending ids
   std::mt19937_64 rng_;
+  bool nothing_left_ = false;
   // Per-step scratch, sized to the vocabulary on first use.
   std::vector<float> adjusted_;
   std::vector<int32_t> counts_;  // occurrences in the window; zero between steps

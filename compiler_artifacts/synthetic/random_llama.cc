@@ -299,11 +299,34 @@ uint32_t FileType(GgmlType weight_type) {
   }
 }
 
-// Copies every tokenizer.* key of the vocabulary GGUF at `path`.
-absl::Status CopyVocabulary(const std::string& path,
+// Copies every tokenizer.* key of the vocabulary GGUF at `path`, with the
+// last filler tokens (type unused, or spelled "[PAD<id>]" as llama.cpp's
+// conversions write them) respelled as the user-defined `added_tokens`.
+absl::Status CopyVocabulary(const std::string& path, const std::vector<std::string>& added_tokens,
                             std::vector<std::pair<std::string, GgufValue>>& metadata,
                             uint32_t& vocab_size) {
   LNPU_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(path));
+  std::vector<int32_t> types;
+  std::vector<size_t> respelled;  // token ids, in the order of added_tokens
+  if (!added_tokens.empty()) {
+    absl::StatusOr<std::vector<int32_t>> read = file->GetInt32Array("tokenizer.ggml.token_type");
+    absl::StatusOr<std::vector<std::string>> texts =
+        file->GetStringArray("tokenizer.ggml.tokens");
+    if (read.ok() && texts.ok() && read->size() == texts->size()) types = *std::move(read);
+    for (size_t id = types.size(); id > 0 && respelled.size() < added_tokens.size(); --id) {
+      if (types[id - 1] == static_cast<int32_t>(TokenType::kUnused) ||
+          (*texts)[id - 1] == absl::StrCat("[PAD", id - 1, "]")) {
+        respelled.push_back(id - 1);
+      }
+    }
+    if (respelled.size() < added_tokens.size()) {
+      return InvalidSpec(absl::StrCat(path, " has ", respelled.size(),
+                                      " filler tokens to respell, but added_tokens has ",
+                                      added_tokens.size()));
+    }
+    std::reverse(respelled.begin(), respelled.end());
+    for (size_t id : respelled) types[id] = static_cast<int32_t>(TokenType::kUserDefined);
+  }
   for (std::string_view key_view : file->keys()) {
     if (key_view.substr(0, 10) != "tokenizer.") continue;
     const std::string key(key_view);
@@ -328,6 +351,13 @@ absl::Status CopyVocabulary(const std::string& path,
       }
       case GgufValueType::kArray: {
         absl::StatusOr<std::vector<std::string>> strings = file->GetStringArray(key_view);
+        if (strings.ok() && key == "tokenizer.ggml.tokens") {
+          for (size_t i = 0; i < respelled.size(); ++i) (*strings)[respelled[i]] = added_tokens[i];
+        }
+        if (key == "tokenizer.ggml.token_type" && !respelled.empty()) {
+          value = GgufValue::Int32Array(types);
+          break;
+        }
         if (strings.ok()) {
           value = GgufValue::StringArray(*strings);
           break;
@@ -392,7 +422,8 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
   uint32_t vocab_size = spec.vocab_size;
   std::vector<std::pair<std::string, GgufValue>> vocabulary_keys;
   if (!spec.vocabulary_gguf.empty()) {
-    if (absl::Status s = CopyVocabulary(spec.vocabulary_gguf, vocabulary_keys, vocab_size);
+    if (absl::Status s =
+            CopyVocabulary(spec.vocabulary_gguf, spec.added_tokens, vocabulary_keys, vocab_size);
         !s.ok()) {
       return s;
     }

@@ -43,6 +43,10 @@ struct RandomLlamaSpec {
   // A GGUF file whose tokenizer.* keys (a real vocabulary, e.g.
   // models/vocab/ggml-vocab-qwen2.gguf) are copied into the model.
   std::string vocabulary_gguf;
+  // With vocabulary_gguf: the vocabulary's last filler tokens (type unused,
+  // or llama.cpp's "[PAD<id>]") respelled as these user-defined tokens, in
+  // order, as later models of a family add tokens (Qwen2.5's "<tool_call>").
+  std::vector<std::string> added_tokens;
   uint32_t dim = 64;
   uint32_t n_layers = 2;
   uint32_t n_heads = 8;

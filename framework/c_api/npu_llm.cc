@@ -254,11 +254,11 @@ npu_llm_status npu_llm_session_generate(npu_llm_session* session, const char* te
     result->decode_tokens_per_second = generated.stats.decode_tokens_per_second;
     result->drafted_tokens = generated.stats.drafted_tokens;
     result->accepted_tokens = generated.stats.accepted_tokens;
-    device_error = generated.error;
+    device_error = std::string(generated.error.message());
     return absl::OkStatus();
   });
-  // The reply is returned; a device error that ended it becomes this
-  // thread's last error.
+  // The reply is returned; the error that ended it (a device error, or a
+  // logit_bias that left no token) becomes this thread's last error.
   if (status == NPU_LLM_OK && result->finish_reason == NPU_LLM_FINISH_ERROR) {
     last_error = device_error;
   }

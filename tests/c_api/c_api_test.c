@@ -4,6 +4,7 @@
  * copy-prefix, context policy. Prints TAP; argv[1] is a stories260K
  * artifact compiled for 48 + 16 slots, argv[2] one for another capacity,
  * argv[3] a scratch directory. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,19 @@ int main(int argc, char** argv) {
             result.generated_tokens == 200 && result.finish_reason == NPU_LLM_FINISH_LENGTH,
         "the ring generates past the capacity");
   npu_llm_result_clear(&result);
+
+  /* A logit bias that bans every token ends the reply with an error naming it. */
+  npu_llm_logit_bias ban_all[512];
+  for (int32_t i = 0; i < 512; ++i) ban_all[i] = (npu_llm_logit_bias){.token = i, .bias = -INFINITY};
+  config.logit_bias = ban_all;
+  config.n_logit_bias = 512;
+  check(npu_llm_session_generate(session, "x", &config, NULL, NULL, &result) == NPU_LLM_OK &&
+            result.finish_reason == NPU_LLM_FINISH_ERROR && result.generated_tokens == 0 &&
+            strstr(npu_llm_last_error(), "logit_bias bans every token of the vocabulary") != NULL,
+        "a logit_bias banning every token finishes with an error naming logit_bias");
+  npu_llm_result_clear(&result);
+  config.logit_bias = NULL;
+  config.n_logit_bias = 0;
 
   /* Bad arguments. */
   config.top_p = 3.0f;

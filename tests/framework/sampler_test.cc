@@ -249,6 +249,30 @@ TEST(SamplerTest, AllowedTokenMaskBansTheOthersBeforeEverything) {
   EXPECT_EQ(greedy.Sample(logits, {}, first_word_only), 10);
 }
 
+TEST(SamplerTest, NothingLeftWhenTheBiasBansEveryAllowedToken) {
+  std::vector<float> logits(70, 1.0f);
+  const std::vector<uint64_t> allowed = {uint64_t{1} << 10, uint64_t{1} << (65 - 64)};
+  for (const float temperature : {0.0f, 1.0f}) {
+    SCOPED_TRACE(temperature);
+    GenerationConfig config = Config(temperature);
+    config.logit_bias[10] = -INFINITY;
+    Sampler sampler(config);
+    EXPECT_EQ(sampler.Sample(logits, {}, allowed), 65);
+    EXPECT_FALSE(sampler.nothing_left());
+    config.logit_bias[65] = -INFINITY;
+    Sampler banned(config);
+    EXPECT_EQ(banned.Sample(logits, {}, allowed), 0);
+    EXPECT_TRUE(banned.nothing_left());
+    std::vector<float> p;
+    banned.Distribution(logits, {}, allowed, &p);
+    EXPECT_TRUE(banned.nothing_left());
+    // Without the mask, the other tokens are left again.
+    banned.Distribution(logits, {}, {}, &p);
+    EXPECT_FALSE(banned.nothing_left());
+    EXPECT_EQ(p[10], 0.0f);
+  }
+}
+
 TEST(SamplerTest, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
   GenerationConfig config = Greedy();
   config.repetition_penalty = 1.1f;

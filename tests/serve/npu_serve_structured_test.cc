@@ -6,13 +6,17 @@
 // tokens, many spanning JSON punctuation such as `{"` or `":`) and
 // llama-spm (SentencePiece with byte tokens). Every reply, streamed or
 // not, is parsed and validated against its schema by an independent
-// validator; tool calls come back in OpenAI's shape with arguments valid
-// against the tool's parameters; bad requests get 400 naming the field.
+// validator; tool calls (tool_choice "required", a named function, or
+// "auto" when the model begins one, steered by logit_bias) come back in
+// OpenAI's shape with arguments valid against the tool's parameters,
+// streamed as OpenAI's deltas; bad requests get 400 naming the field.
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -60,6 +64,9 @@ const std::string& Artifact(Vocab vocab) {
   spec.vocabulary_gguf = absl::StrCat(data ? data : "", "/vocab/ggml-vocab-",
                                       vocab == Vocab::kQwen2 ? "qwen2" : "llama-spm", ".gguf");
   spec.tied_embeddings = true;
+  // As Qwen2.5 adds them to the Qwen2 vocabulary: the tags of its tool
+  // calls are single tokens.
+  if (vocab == Vocab::kQwen2) spec.added_tokens = {"<tool_call>", "</tool_call>"};
   const std::string gguf = TestDirectory::Path(VocabName(vocab) + ".gguf");
   const std::string artifact = TestDirectory::Path(VocabName(vocab) + ".lnpu");
   const absl::Status written = synthetic::WriteRandomLlamaGguf(spec, gguf);
@@ -76,25 +83,42 @@ const std::string& Artifact(Vocab vocab) {
   return artifacts->emplace(vocab, artifact).first->second;
 }
 
+// logit_bias giving `bias` to the tokens of `vocab` for which `pick(id,
+// bytes)` holds (a way to steer the random models).
+json BiasTokens(Vocab vocab, int bias,
+                const std::function<bool(const framework::Tokenizer&, int32_t)>& pick) {
+  absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
+      framework::Llm::Load(Artifact(vocab), {.device = "soft"});
+  EXPECT_TRUE(llm.ok()) << llm.status();
+  json biases = json::object();
+  if (!llm.ok()) return biases;
+  const framework::Tokenizer& tokenizer = (*llm)->tokenizer();
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (pick(tokenizer, id)) biases[std::to_string(id)] = bias;
+  }
+  EXPECT_FALSE(biases.empty());
+  return biases;
+}
+
 // logit_bias favouring the tokens made only of closing punctuation
 // (`"`, `"}`, `]}`, `":` ...), so that sampling closes strings, arrays
 // and objects that a schema does not bound.
 json ClosingBias(Vocab vocab) {
-  absl::StatusOr<std::unique_ptr<framework::Llm>> llm =
-      framework::Llm::Load(Artifact(vocab), {.device = "soft"});
-  EXPECT_TRUE(llm.ok()) << llm.status();
-  json bias = json::object();
-  if (!llm.ok()) return bias;
-  const framework::Tokenizer& tokenizer = (*llm)->tokenizer();
-  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+  return BiasTokens(vocab, 20, [](const framework::Tokenizer& tokenizer, int32_t id) {
     const std::string bytes = tokenizer.TokenBytes(id);
-    if (!bytes.empty() && bytes.find_first_not_of("\"}]: ") == std::string::npos &&
-        bytes.find_first_of("\"}]") != std::string::npos) {
-      bias[std::to_string(id)] = 20;
-    }
-  }
-  EXPECT_FALSE(bias.empty());
-  return bias;
+    return !bytes.empty() && bytes.find_first_not_of("\"}]: ") == std::string::npos &&
+           bytes.find_first_of("\"}]") != std::string::npos;
+  });
+}
+
+// logit_bias for the tokens that begin a tool call in `vocab`'s template
+// format: Qwen's <tool_call> token; for Llama 3.1 JSON calls, the tokens
+// beginning with '{'.
+json CallOpeningTokens(Vocab vocab, int bias) {
+  return BiasTokens(vocab, bias, [vocab](const framework::Tokenizer& tokenizer, int32_t id) {
+    const std::string bytes = tokenizer.TokenBytes(id);
+    return vocab == Vocab::kQwen2 ? bytes == "<tool_call>" : bytes.starts_with("{");
+  });
 }
 
 // A reply, from a whole response or put together from a stream.
@@ -387,8 +411,8 @@ TEST_P(StructuredServeTest, ToolConversationsRenderAndAutoRepliesHaveTheShape) {
   ])");
   for (bool stream : {false, true}) {
     SCOPED_TRACE(stream ? "streamed" : "whole");
-    // "auto": the model chooses; a random one writes text, which comes
-    // back as content (or as calls, should it write a valid one).
+    // "auto": the model chooses between text and calls (constrained to
+    // be valid); a random one writes text, which comes back as content.
     const Reply reply =
         Post(server(), "/v1/chat/completions",
              {{"messages", messages}, {"tools", Tools()}, {"temperature", 0}, {"max_tokens", 8}},
@@ -410,6 +434,166 @@ TEST_P(StructuredServeTest, ToolConversationsRenderAndAutoRepliesHaveTheShape) {
                                  {"max_tokens", 1000}},
                                 stream);
     ExpectValidToolCalls(required);
+  }
+}
+
+// Expects `text` (content, whole or a streamed delta) to show no tag of
+// the templates' tool calls.
+void ExpectNoToolCallTags(const std::string& text) {
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("tool_call>"))) << text;
+}
+
+TEST_P(StructuredServeTest, AutoWritesTextWhenNoCallIsBegun) {
+  // With the tokens that begin a call banned, "auto" (the default with
+  // tools) is text; streamed and whole replies agree.
+  const json body = {{"messages", UserMessages("Tell me a story.")},
+                     {"tools", Tools()},
+                     {"temperature", 0},
+                     {"max_tokens", 12},
+                     {"logit_bias", CallOpeningTokens(GetParam(), -100)}};
+  std::vector<std::string> contents;
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streamed" : "whole");
+    const Reply reply = Post(server(), "/v1/chat/completions", body, stream);
+    ASSERT_EQ(reply.status, 200) << reply.body.dump();
+    EXPECT_EQ(reply.finish_reason, "length");
+    EXPECT_TRUE(reply.tool_calls.empty()) << reply.tool_calls.dump();
+    EXPECT_FALSE(reply.content.empty());
+    ExpectNoToolCallTags(reply.content);
+    contents.push_back(reply.content);
+  }
+  EXPECT_EQ(contents[0], contents[1]);
+}
+
+TEST_P(StructuredServeTest, AutoCallsAreWellFormedCallsOfTheTools) {
+  // A model that begins a call under "auto" must finish it: one of the
+  // tools, arguments valid against its parameters (required fields, enums,
+  // bounded strings, no other properties).
+  const json bias = CallOpeningTokens(GetParam(), 100);
+  uint64_t seed = 51;
+  for (bool stream : {false, true}) {
+    for (int i = 0; i < 2; ++i) {
+      SCOPED_TRACE(absl::StrCat(stream ? "streamed, seed " : "seed ", seed));
+      const Reply reply = Post(server(), "/v1/chat/completions",
+                               {{"messages", UserMessages("What is the weather in Paris?")},
+                                {"tools", Tools()},
+                                {"tool_choice", "auto"},
+                                {"temperature", 1.0},
+                                {"seed", seed++},
+                                {"max_tokens", 1000},
+                                {"logit_bias", bias}},
+                               stream);
+      ExpectValidToolCalls(reply);
+      EXPECT_EQ(reply.content, "");
+      for (const json& call : reply.tool_calls) {
+        if (call["function"]["name"] != "get_weather") continue;
+        const json arguments = json::parse(call["function"]["arguments"].get<std::string>());
+        EXPECT_TRUE(arguments.contains("city") && arguments.contains("unit")) << arguments;
+      }
+    }
+  }
+}
+
+TEST_P(StructuredServeTest, ParallelToolCallsAllowsSeveralCallsOrOne) {
+  if (GetParam() != Vocab::kQwen2) GTEST_SKIP() << "Llama 3.1 JSON tool calling is one call";
+  // Calls begun at once and no end of generation while another call may
+  // follow: as many calls as a reply may hold. (-99, not -100, which bans
+  // the end, leaving no token when the grammar allows only the end.)
+  json bias = CallOpeningTokens(GetParam(), 100);
+  bias.update(BiasTokens(GetParam(), -99, [](const framework::Tokenizer& tokenizer, int32_t id) {
+    return tokenizer.IsEndOfGeneration(id);
+  }));
+  for (bool parallel : {true, false}) {
+    for (bool stream : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(parallel ? "parallel" : "one call", stream ? ", streamed" : ""));
+      const Reply reply = Post(server(), "/v1/chat/completions",
+                               {{"messages", UserMessages("Weather in Oslo, Rome and Lima?")},
+                                {"tools", Tools()},
+                                {"parallel_tool_calls", parallel},
+                                {"temperature", 1.0},
+                                {"seed", 71},
+                                {"max_tokens", 1000},
+                                {"logit_bias", bias}},
+                               stream);
+      ExpectValidToolCalls(reply);
+      // tools/npu-serve/reply_format.h: kMaxParallelToolCalls.
+      EXPECT_EQ(reply.tool_calls.size(), parallel ? 8u : 1u);
+    }
+  }
+}
+
+TEST_P(StructuredServeTest, StreamedCallDeltasAddUpToTheWholeReply) {
+  json body = {{"messages", UserMessages("Weather in Oslo?")},
+               {"tools", Tools()},
+               {"temperature", 0},
+               {"max_tokens", 1000},
+               {"logit_bias", CallOpeningTokens(GetParam(), 100)}};
+  const Reply whole = Post(server(), "/v1/chat/completions", body, false);
+  ExpectValidToolCalls(whole);
+  body["stream"] = true;
+  httplib::Client client = server().Client();
+  client.set_read_timeout(600, 0);
+  const serve::testing::Stream events = PostStream(std::move(client), "/v1/chat/completions", body);
+  ASSERT_EQ(events.status, 200);
+  EXPECT_TRUE(events.done);
+  ExpectNoToolCallTags(events.text);
+  // OpenAI's shape: a call's first delta has its index, id, type and name
+  // (and arguments ""); the next ones only the index and more arguments.
+  json calls = json::array();
+  std::string finish_reason;
+  for (const json& chunk : events.chunks) {
+    ASSERT_EQ(chunk["choices"].size(), 1u) << chunk.dump();
+    const json& choice = chunk["choices"][0];
+    if (choice["finish_reason"].is_string()) finish_reason = choice["finish_reason"];
+    const json& delta = choice["delta"];
+    if (delta.contains("content")) ExpectNoToolCallTags(delta["content"].get<std::string>());
+    if (!delta.contains("tool_calls")) continue;
+    ASSERT_EQ(delta["tool_calls"].size(), 1u) << chunk.dump();
+    const json& call = delta["tool_calls"][0];
+    const size_t index = call["index"].get<size_t>();
+    if (index == calls.size()) {
+      EXPECT_THAT(call["id"].get<std::string>(), ::testing::StartsWith("call_"));
+      EXPECT_EQ(call["type"], "function");
+      EXPECT_EQ(call["function"]["arguments"], "");
+      calls.push_back({{"name", call["function"]["name"]}, {"arguments", ""}});
+      continue;
+    }
+    ASSERT_EQ(index + 1, calls.size()) << "a delta for a call that is not the last begun";
+    EXPECT_FALSE(call.contains("id"));
+    EXPECT_FALSE(call["function"].contains("name"));
+    calls[index]["arguments"] = calls[index]["arguments"].get<std::string>() +
+                                call["function"]["arguments"].get<std::string>();
+  }
+  EXPECT_EQ(finish_reason, "tool_calls");
+  ASSERT_EQ(calls.size(), whole.tool_calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i]["name"], whole.tool_calls[i]["function"]["name"]);
+    EXPECT_EQ(calls[i]["arguments"], whole.tool_calls[i]["function"]["arguments"]);
+  }
+}
+
+TEST_P(StructuredServeTest, LogitBiasBanningEveryAllowedTokenGets400) {
+  // A boolean's first token begins with whitespace, 't' or 'f': banning
+  // all of those leaves the grammar nothing to pick.
+  const json body = {
+      {"messages", UserMessages("Yes or no?")},
+      {"response_format", JsonSchemaFormat(R"({"type": "boolean"})")},
+      {"logit_bias",
+       BiasTokens(GetParam(), -100, [](const framework::Tokenizer& tokenizer, int32_t id) {
+         const std::string bytes = tokenizer.TokenBytes(id);
+         return !bytes.empty() && std::string_view(" \t\n\rtf").find(bytes[0]) != std::string_view::npos;
+       })}};
+  for (const bool stream : {false, true}) {
+    SCOPED_TRACE(stream);
+    const Reply reply = Post(server(), "/v1/chat/completions", body, stream);
+    ASSERT_EQ(reply.status, 400);
+    if (stream) continue;  // the stream's status only
+    const json& error = reply.body["error"];
+    EXPECT_EQ(error["type"], "invalid_request_error");
+    EXPECT_EQ(error["param"], "logit_bias");
+    EXPECT_THAT(error["message"].get<std::string>(),
+                HasSubstr("logit_bias bans every token the response format or tool grammar "
+                          "allows after 0 generated tokens"));
   }
 }
 
@@ -456,6 +640,26 @@ TEST_P(StructuredServeTest, BadResponseFormatsAndToolsGet400NamingTheField) {
         {"response_format", {{"type", "json_object"}}}},
        "response_format",
        "tool_choice"},
+      // "auto" (the default) constrains calls too, so the tools' schemas
+      // must be valid and enforceable.
+      {{{"messages", messages},
+        {"tools", json::parse(R"([{"type": "function", "function": {"name": "f",
+            "parameters": {"type": "object", "properties": {"n": {"type": "number",
+            "multipleOf": 2}}}}}])")}},
+       "tools",
+       "'multipleOf'"},
+      {{{"messages", messages},
+        {"tools", json::parse(R"([{"type": "function", "function": {"name": "g",
+            "parameters": {"type": "object", "properties": {"n": {"type": "decimal"}}}}}])")},
+        {"tool_choice", "auto"}},
+       "tools",
+       "tool \"g\""},
+      {{{"messages", messages}, {"tools", Tools()}, {"response_format", {{"type", "json_object"}}}},
+       "response_format",
+       "tool_choice \"none\""},
+      {{{"messages", messages}, {"tools", Tools()}, {"parallel_tool_calls", "yes"}},
+       "parallel_tool_calls",
+       "true or false"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.body.dump());

@@ -216,6 +216,25 @@ TEST(OpenAiRequestTest, StructuredOutputAndTools) {
                                  R"(, "tool_choice": "none"})"))
                 .tool_choice,
             ToolChoice::kNone);
+  EXPECT_TRUE(named.parallel_tool_calls);  // OpenAI's default
+  EXPECT_FALSE(ParseOk(absl::StrCat(R"({"messages": [{"role": "user", "content": "x"}], )", tool,
+                                    R"(, "parallel_tool_calls": false})"))
+                   .parallel_tool_calls);
+  EXPECT_EQ(ParseError(absl::StrCat(R"({"messages": [{"role": "user", "content": "x"}], )", tool,
+                                    R"(, "parallel_tool_calls": "no"})"))
+                .param,
+            "parallel_tool_calls");
+  // response_format with tools the reply may call: refused, naming both.
+  const ApiError both =
+      ParseError(absl::StrCat(R"({"messages": [{"role": "user", "content": "x"}], )", tool,
+                              R"(, "response_format": {"type": "json_object"}})"));
+  EXPECT_EQ(both.param, "response_format");
+  EXPECT_THAT(both.message, HasSubstr("tool_choice \"none\""));
+  EXPECT_EQ(ParseOk(absl::StrCat(R"({"messages": [{"role": "user", "content": "x"}], )", tool,
+                                 R"(, "response_format": {"type": "json_object"},
+                                     "tool_choice": "none"})"))
+                .tool_choice,
+            ToolChoice::kNone);
 }
 
 framework::ChatTemplate Template(framework::ChatFamily family) {
@@ -231,14 +250,13 @@ TEST(ReplyFormatTest, GrammarAndToolCallFormatPerTemplate) {
   };
   using framework::ChatFamily;
   using framework::structured_output::ToolCallFormat;
-  // Qwen3: <tool_call> blocks; "auto" is not constrained, "required" is.
-  const auto automatic =
-      std::get<ReplyFormat>(ReplyFormatOf(request("\"auto\""), Template(ChatFamily::kQwen3)));
-  EXPECT_EQ(automatic.grammar, nullptr);
-  EXPECT_EQ(automatic.tool_calls, ToolCallFormat::kHermes);
-  const auto required =
-      std::get<ReplyFormat>(ReplyFormatOf(request("\"required\""), Template(ChatFamily::kQwen3)));
-  EXPECT_NE(required.grammar, nullptr);
+  // Qwen3: <tool_call> blocks; every mode with tools is constrained.
+  for (const char* choice : {"\"auto\"", "\"required\""}) {
+    const auto format =
+        std::get<ReplyFormat>(ReplyFormatOf(request(choice), Template(ChatFamily::kQwen3)));
+    EXPECT_NE(format.grammar, nullptr) << choice;
+    EXPECT_EQ(format.tool_calls, ToolCallFormat::kHermes) << choice;
+  }
   const auto none =
       std::get<ReplyFormat>(ReplyFormatOf(request("\"none\""), Template(ChatFamily::kLlama31)));
   EXPECT_EQ(none.tool_calls, std::nullopt);
@@ -252,71 +270,20 @@ TEST(ReplyFormatTest, GrammarAndToolCallFormatPerTemplate) {
     ASSERT_TRUE(std::holds_alternative<ApiError>(refused));
     EXPECT_EQ(std::get<ApiError>(refused).param, "tools");
   }
-  // A parameters keyword that cannot be enforced, only when calls are
-  // required.
+  // A parameters keyword that cannot be enforced: 400 unless tool_choice
+  // is "none".
   const std::string bad = R"({"messages": [{"role": "user", "content": "x"}],
       "tools": [{"type": "function", "function": {"name": "f", "parameters":
       {"type": "object", "properties": {"s": {"type": "array", "prefixItems": []}}}}}], )";
   EXPECT_TRUE(std::holds_alternative<ReplyFormat>(
-      ReplyFormatOf(ParseOk(bad + R"("tool_choice": "auto"})"), Template(ChatFamily::kQwen3))));
-  const auto refused =
-      ReplyFormatOf(ParseOk(bad + R"("tool_choice": "required"})"), Template(ChatFamily::kQwen3));
-  ASSERT_TRUE(std::holds_alternative<ApiError>(refused));
-  EXPECT_EQ(std::get<ApiError>(refused).param, "tools");
-  EXPECT_THAT(std::get<ApiError>(refused).message, HasSubstr("'prefixItems'"));
-}
-
-TEST(ReplyFormatTest, ParseReplyFindsCalls) {
-  using framework::structured_output::ToolCallFormat;
-  const ReplyMessage hermes =
-      ParseReply(ToolCallFormat::kHermes,
-                 "Sure.\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"n\": 1}}\n</tool_call>");
-  EXPECT_EQ(hermes.content, "Sure.");
-  ASSERT_EQ(hermes.calls.size(), 1u);
-  EXPECT_EQ(hermes.calls[0].name, "f");
-  EXPECT_EQ(hermes.calls[0].arguments, R"({"n":1})");
-  // A broken call is content, as is text without calls.
-  EXPECT_EQ(ParseReply(ToolCallFormat::kHermes, "<tool_call>\n{oops").content,
-            "<tool_call>\n{oops");
-  EXPECT_TRUE(ParseReply(ToolCallFormat::kHermes, "<tool_call>\n{oops").calls.empty());
-  EXPECT_EQ(ParseReply(std::nullopt, " text ").content, " text ");
-  const ReplyMessage llama =
-      ParseReply(ToolCallFormat::kLlama3Json, R"({"name": "f", "parameters": {"n": 2}})");
-  ASSERT_EQ(llama.calls.size(), 1u);
-  EXPECT_EQ(llama.calls[0].arguments, R"({"n":2})");
-  EXPECT_EQ(llama.content, "");
-}
-
-TEST(ReplyFormatTest, StreamFilterHoldsBackOnlyWhatMayBeACall) {
-  using framework::structured_output::ToolCallFormat;
-  ToolCallStreamFilter hermes(ToolCallFormat::kHermes);
-  EXPECT_EQ(hermes.Push("Let me look <"), "Let me look ");
-  EXPECT_EQ(hermes.Push("b>"), "<b>");  // not the tag after all
-  EXPECT_EQ(hermes.Push(" up.\n<tool"), " up.\n");
-  EXPECT_EQ(hermes.Push("_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>"), "");
-  EXPECT_EQ(hermes.Push(" more"), "");
-  const ReplyMessage held = hermes.Finish();
-  ASSERT_EQ(held.calls.size(), 1u);
-  EXPECT_EQ(held.calls[0].name, "f");
-  EXPECT_EQ(held.content, "more");
-
-  ToolCallStreamFilter broken(ToolCallFormat::kHermes);
-  EXPECT_EQ(broken.Push("a <tool_call> b"), "a ");
-  EXPECT_EQ(broken.Finish().content, "<tool_call> b");
-  EXPECT_TRUE(broken.Finish().calls.empty());
-
-  ToolCallStreamFilter text(ToolCallFormat::kLlama3Json);
-  EXPECT_EQ(text.Push("  "), "");
-  EXPECT_EQ(text.Push("Hi {"), "  Hi {");
-  EXPECT_EQ(text.Push("x"), "x");
-  EXPECT_EQ(text.Finish().content, "");
-
-  ToolCallStreamFilter call(ToolCallFormat::kLlama3Json);
-  EXPECT_EQ(call.Push("\n{\"name\": \"f\", "), "");
-  EXPECT_EQ(call.Push("\"parameters\": {\"a\": \"b\"}}"), "");
-  const ReplyMessage called = call.Finish();
-  ASSERT_EQ(called.calls.size(), 1u);
-  EXPECT_EQ(called.calls[0].arguments, R"({"a":"b"})");
+      ReplyFormatOf(ParseOk(bad + R"("tool_choice": "none"})"), Template(ChatFamily::kQwen3))));
+  for (const char* choice : {"\"auto\"", "\"required\""}) {
+    const auto refused = ReplyFormatOf(ParseOk(bad + R"("tool_choice": )" + choice + "}"),
+                                       Template(ChatFamily::kQwen3));
+    ASSERT_TRUE(std::holds_alternative<ApiError>(refused)) << choice;
+    EXPECT_EQ(std::get<ApiError>(refused).param, "tools");
+    EXPECT_THAT(std::get<ApiError>(refused).message, HasSubstr("'prefixItems'"));
+  }
 }
 
 TEST(OpenAiRequestTest, MalformedJsonAndInvalidUtf8AreRefused) {
@@ -377,12 +344,26 @@ TEST(OpenAiResponseTest, WholeResponseAndStreamChunks) {
   EXPECT_EQ(called["message"]["tool_calls"][0]["function"]["name"], "f");
   EXPECT_EQ(called["message"]["tool_calls"][0]["function"]["arguments"], R"({"n":1})");
   EXPECT_EQ(OpenAiFinishReason(framework::FinishReason::kLength, true), "length");
-  const json delta =
-      json::parse(ToolCallsEvent(chat, calls, false).substr(6))["choices"][0]["delta"];
-  ASSERT_EQ(delta["tool_calls"].size(), 2u);
-  EXPECT_EQ(delta["tool_calls"][1]["index"], 1);
-  EXPECT_EQ(delta["tool_calls"][1]["function"]["name"], "g");
-  EXPECT_FALSE(delta.contains("role"));
+  // A streamed call: its start with index, id, type and name, then
+  // pieces of its arguments with the index only.
+  const json start = json::parse(ToolCallDeltaEvent(chat, 1, "g", "", true).substr(6));
+  const json& started = start["choices"][0]["delta"];
+  EXPECT_EQ(started["role"], "assistant");
+  ASSERT_EQ(started["tool_calls"].size(), 1u);
+  EXPECT_EQ(started["tool_calls"][0]["index"], 1);
+  EXPECT_EQ(started["tool_calls"][0]["id"], "call_1-1");
+  EXPECT_EQ(started["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(started["tool_calls"][0]["function"]["name"], "g");
+  EXPECT_EQ(started["tool_calls"][0]["function"]["arguments"], "");
+  EXPECT_TRUE(start["choices"][0]["finish_reason"].is_null());
+  const json more =
+      json::parse(ToolCallDeltaEvent(chat, 1, std::nullopt, "{\"n\"", false).substr(6));
+  const json& continued = more["choices"][0]["delta"];
+  EXPECT_FALSE(continued.contains("role"));
+  EXPECT_EQ(continued["tool_calls"][0]["index"], 1);
+  EXPECT_FALSE(continued["tool_calls"][0].contains("id"));
+  EXPECT_FALSE(continued["tool_calls"][0]["function"].contains("name"));
+  EXPECT_EQ(continued["tool_calls"][0]["function"]["arguments"], "{\"n\"");
   EXPECT_EQ(json::parse(InvalidRequest("bad", "top_p").Body())["error"]["param"], "top_p");
 }
 

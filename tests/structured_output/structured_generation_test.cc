@@ -2,10 +2,12 @@
 // software NPU through framework::Llm, generating greedily under a
 // GrammarMatcher (GenerationConfig::constraint). The tiny model knows
 // nothing of JSON; the grammar alone makes every reply valid.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "compiler_artifacts/compiler/compiler.h"
 #include "framework/llm.h"
@@ -68,7 +70,7 @@ TEST_F(StructuredGenerationTest, GreedyRepliesAreValidJson) {
     config.constraint = &matcher;
     absl::StatusOr<GenerationResult> result = llm_->Generate("Once upon a time", config);
     ASSERT_TRUE(result.ok()) << result.status();
-    EXPECT_EQ(result->finish_reason, FinishReason::kStop) << result->error << result->text;
+    EXPECT_EQ(result->finish_reason, FinishReason::kStop) << result->error << " " << result->text;
     EXPECT_TRUE(matcher.IsFinished());
     EXPECT_EQ(testing::ValidateJsonText(result->text, schema), "") << result->text;
   }
@@ -89,7 +91,7 @@ TEST_F(StructuredGenerationTest, SampledRepliesAreValidJson) {
     config.constraint = &matcher;
     absl::StatusOr<GenerationResult> result = llm_->Generate("Once upon a time", config);
     ASSERT_TRUE(result.ok()) << result.status();
-    EXPECT_EQ(result->finish_reason, FinishReason::kStop) << result->error << result->text;
+    EXPECT_EQ(result->finish_reason, FinishReason::kStop) << result->error << " " << result->text;
     EXPECT_EQ(testing::ValidateJsonText(result->text, schema), "") << result->text;
   }
 }
@@ -108,8 +110,38 @@ TEST_F(StructuredGenerationTest, ConstraintErrorsEndGeneration) {
   absl::StatusOr<GenerationResult> result = llm_->Generate("Once upon a time", config);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->finish_reason, FinishReason::kError);
-  EXPECT_EQ(result->error, "refusing every token");
+  EXPECT_EQ(result->error,
+            absl::InternalError("the token constraint failed: refusing every token"));
   EXPECT_TRUE(result->tokens.empty());
+}
+
+TEST_F(StructuredGenerationTest, LogitBiasBanningEveryAllowedTokenIsTheRequestsError) {
+  const std::string schema = R"({"type": "boolean"})";
+  GrammarMatcher first_step(JsonSchemaGrammar(schema).value(), *trie_);
+  std::vector<uint64_t> allowed;
+  ASSERT_TRUE(first_step.AllowedTokens(allowed).ok());
+  GenerationConfig config;
+  for (size_t id = 0; id < allowed.size() * 64; ++id) {
+    if ((allowed[id / 64] >> (id % 64) & 1) != 0) {
+      config.logit_bias[static_cast<int32_t>(id)] = -INFINITY;
+    }
+  }
+  ASSERT_FALSE(config.logit_bias.empty());
+  for (const float temperature : {0.0f, 0.8f}) {
+    SCOPED_TRACE(temperature);
+    config.temperature = temperature;
+    GrammarMatcher matcher(JsonSchemaGrammar(schema).value(), *trie_);
+    config.constraint = &matcher;
+    absl::StatusOr<GenerationResult> result = llm_->Generate("Once upon a time", config);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->finish_reason, FinishReason::kError);
+    EXPECT_EQ(result->error,
+              absl::InvalidArgumentError(
+                  "logit_bias bans every token the response format or tool grammar allows "
+                  "after 0 generated tokens: lift the -100 (-inf) bias of a token the reply "
+                  "needs"));
+    EXPECT_TRUE(result->tokens.empty());
+  }
 }
 
 }  // namespace

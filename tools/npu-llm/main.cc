@@ -20,6 +20,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -302,7 +303,7 @@ absl::StatusOr<GenerationResult> Reply(lnpu::framework::Session& session,
       "token %.2f ms; decode %.1f tokens/s; conversation %d tokens]\n",
       stats.prompt_tokens, stats.prefill_ms, stats.generated_tokens,
       lnpu::framework::FinishReasonName(result->finish_reason),
-      result->error.empty() ? "" : " (" + result->error + ")", stats.time_to_first_token_ms,
+      result->error.ok() ? "" : absl::StrCat(" (", result->error.message(), ")"), stats.time_to_first_token_ms,
       stats.decode_tokens_per_second, static_cast<int>(session.Tokens().size()));
   return result;
 }

@@ -1,5 +1,6 @@
 #include "tools/npu-serve/api_server.h"
 
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <utility>
@@ -10,11 +11,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "framework/structured_output/grammar_matcher.h"
+#include "framework/structured_output/tool_calls.h"
 #include "tools/npu-serve/chat_page.h"
 #include "tools/npu-serve/openai_response.h"
 #include "tools/npu-serve/reply_format.h"
 
 namespace lnpu::serve {
+
+namespace so = framework::structured_output;
+
 namespace {
 
 constexpr char kJson[] = "application/json";
@@ -56,8 +61,8 @@ struct StreamState {
   std::shared_ptr<RequestStream> stream;
   ResponseHeader header;
   bool include_usage = false;
-  // With tools: holds back the text of tool calls.
-  std::optional<ToolCallStreamFilter> tool_calls;
+  // With tools: splits the text into content and tool calls.
+  std::optional<so::ToolCallParser> tool_calls;
   std::string text;  // to send next
   bool first = true;
   bool finished = false;
@@ -78,30 +83,70 @@ std::string NoteOf(const RequestOutcome& outcome) {
       r.stats.prompt_tokens, outcome.cached_tokens, r.stats.generated_tokens,
       framework::FinishReasonName(r.finish_reason), r.stats.time_to_first_token_ms,
       r.stats.decode_tokens_per_second);
-  if (!r.error.empty()) absl::StrAppend(&note, " error=\"", r.error, "\"");
+  if (!r.error.ok()) absl::StrAppend(&note, " error=\"", r.error.message(), "\"");
   return note;
 }
 
-// The 500 answer for a device error that ended a generation.
-ApiError DeviceError(const std::string& message) {
+// The answer for the error that ended a generation: 400 naming logit_bias
+// when it banned every token left (InvalidArgument,
+// GenerationResult::error), otherwise 500 for the device.
+ApiError GenerationError(const absl::Status& error) {
+  if (error.code() == absl::StatusCode::kInvalidArgument) {
+    return InvalidRequest(std::string(error.message()), "logit_bias");
+  }
   return {.http_status = 500,
           .type = "server_error",
-          .message = absl::StrCat("the device failed during generation: ", message)};
+          .message = absl::StrCat("the device failed during generation: ", error.message())};
+}
+
+// The 500 answer for a reply that departed from the tool-call format,
+// which its grammar rules out.
+ApiError ToolCallFormatError(const absl::Status& status) {
+  return {.http_status = 500,
+          .type = "server_error",
+          .message = absl::StrCat("the reply is not in the tool-call format its grammar enforces: ",
+                                  status.message())};
+}
+
+// Writes the events of `pieces` (content and tool call deltas) of `state`'s
+// reply; false when the client is gone.
+bool WritePieces(StreamState& state, std::vector<so::ReplyPiece>& pieces,
+                 const std::function<bool(std::string_view)>& write) {
+  using Kind = so::ReplyPiece::Kind;
+  for (const so::ReplyPiece& piece : pieces) {
+    const std::string event =
+        piece.kind == Kind::kContent
+            ? ChunkEvent(state.header, piece.text, state.first, std::nullopt)
+            : ToolCallDeltaEvent(state.header, piece.call,
+                                 piece.kind == Kind::kCallStart
+                                     ? std::optional<std::string_view>(piece.text)
+                                     : std::nullopt,
+                                 piece.kind == Kind::kCallStart ? "" : piece.text, state.first);
+    if (!write(event)) return false;
+    state.first = false;
+  }
+  pieces.clear();
+  return true;
 }
 
 // Writes the next events of `state` to `sink`; false when the client is gone.
 bool WriteStreamEvents(StreamState& state, httplib::DataSink& sink) {
-  const auto write = [&sink, &state](std::string_view event) {
+  const std::function<bool(std::string_view)> write = [&sink, &state](std::string_view event) {
     state.last_write = absl::Now();
     return sink.write(event.data(), event.size());
   };
-  const std::string content =
-      state.tool_calls ? state.tool_calls->Push(state.text) : std::move(state.text);
+  std::vector<so::ReplyPiece> pieces;
+  if (state.tool_calls) {
+    state.tool_calls->Push(state.text, pieces);
+  } else if (!state.text.empty()) {
+    pieces.push_back({.text = std::move(state.text)});
+  }
   state.text.clear();
-  if (!content.empty() || state.first) {
-    if (!write(ChunkEvent(state.header, content, state.first, std::nullopt))) return false;
+  if (pieces.empty() && state.first) {
+    if (!write(ChunkEvent(state.header, "", true, std::nullopt))) return false;
     state.first = false;
   }
+  if (!WritePieces(state, pieces, write)) return false;
   if (!state.finished) {
     // A comment every few seconds keeps proxies from timing out and finds
     // clients that went away.
@@ -115,19 +160,15 @@ bool WriteStreamEvents(StreamState& state, httplib::DataSink& sink) {
   if (!outcome.status.ok()) {
     if (!write(ErrorEvent(ApiErrorFromStatus(outcome.status).Body()))) return false;
   } else if (outcome.result.finish_reason == framework::FinishReason::kError) {
-    if (!write(ErrorEvent(DeviceError(outcome.result.error).Body()))) return false;
+    if (!write(ErrorEvent(GenerationError(outcome.result.error).Body()))) return false;
+  } else if (state.tool_calls && !state.tool_calls->status().ok()) {
+    if (!write(ErrorEvent(ToolCallFormatError(state.tool_calls->status()).Body()))) return false;
   } else {
-    ReplyMessage held;
-    if (state.tool_calls) held = state.tool_calls->Finish();
-    if (!held.content.empty() &&
-        !write(ChunkEvent(state.header, held.content, false, std::nullopt))) {
-      return false;
-    }
-    if (!held.calls.empty() && !write(ToolCallsEvent(state.header, held.calls, false))) {
-      return false;
-    }
+    if (state.tool_calls) state.tool_calls->Finish(pieces);
+    if (!WritePieces(state, pieces, write)) return false;
+    const bool called = state.tool_calls && state.tool_calls->calls() > 0;
     if (!write(ChunkEvent(state.header, "", false,
-                          OpenAiFinishReason(outcome.result.finish_reason, !held.calls.empty())))) {
+                          OpenAiFinishReason(outcome.result.finish_reason, called)))) {
       return false;
     }
     if (state.include_usage && !write(UsageEvent(state.header, UsageOf(outcome)))) return false;
@@ -207,8 +248,7 @@ void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response&
   }
   std::unique_ptr<framework::TokenConstraint> constraint;
   if (reply_format.grammar != nullptr) {
-    constraint = std::make_unique<framework::structured_output::GrammarMatcher>(
-        reply_format.grammar, model->token_trie);
+    constraint = std::make_unique<so::GrammarMatcher>(reply_format.grammar, model->token_trie);
   }
   absl::StatusOr<std::shared_ptr<RequestStream>> stream = model->scheduler->Submit(
       *std::move(prompt), request.config, request_start, std::move(constraint));
@@ -241,10 +281,16 @@ void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response&
     request_note = NoteOf(outcome);
     if (!outcome.status.ok()) return SetError(res, ApiErrorFromStatus(outcome.status));
     if (outcome.result.finish_reason == framework::FinishReason::kError) {
-      return SetError(res, DeviceError(outcome.result.error));
+      return SetError(res, GenerationError(outcome.result.error));
     }
     if (!request.stream) {
-      const ReplyMessage reply = ParseReply(reply_format.tool_calls, outcome.result.text);
+      so::ParsedReply reply{.content = outcome.result.text};
+      if (reply_format.tool_calls) {
+        absl::StatusOr<so::ParsedReply> parsed =
+            so::ParseToolCalls(*reply_format.tool_calls, outcome.result.text);
+        if (!parsed.ok()) return SetError(res, ToolCallFormatError(parsed.status()));
+        reply = *std::move(parsed);
+      }
       return res.set_content(
           CompletionJson(state->header, reply.content, outcome.result.finish_reason,
                          UsageOf(outcome), reply.calls),

@@ -417,13 +417,13 @@ std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_vie
     }
   }
   ReadTools(r, request);
+  r.Bool("parallel_tool_calls", request.parallel_tool_calls);
   ReadResponseFormat(r, request);
-  if (!r.error && request.response_grammar != nullptr &&
-      (request.tool_choice == ToolChoice::kRequired ||
-       request.tool_choice == ToolChoice::kFunction)) {
+  if (!r.error && request.response_grammar != nullptr && request.tool_choice != ToolChoice::kNone) {
     r.Fail("response_format",
-           "cannot constrain a reply that tool_choice requires to be tool "
-           "calls: give one of them");
+           "cannot be enforced together with tools (tool_choice \"auto\", \"required\" or a "
+           "function), as the reply may be tool calls: send tool_choice \"none\" or leave out "
+           "response_format");
   }
   if (r.error) return *r.error;
   if (absl::Status valid = framework::Sampler::Validate(config, limits.vocab_size); !valid.ok()) {

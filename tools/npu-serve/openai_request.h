@@ -14,8 +14,9 @@
 // "description"}}: the schema is compiled here, so an unsupported keyword
 // is a 400 naming it), tools ({"type": "function", "function": {"name",
 // "description", "parameters"}}; chat only) and tool_choice ("none",
-// "auto", "required", {"type": "function", "function": {"name"}}). Unknown
-// fields are ignored, as OpenAI does.
+// "auto", "required", {"type": "function", "function": {"name"}}),
+// parallel_tool_calls (true or false). Unknown fields are ignored, as
+// OpenAI does.
 //
 // Defaults follow OpenAI: temperature 1, top_p 1; max_tokens defaults to
 // the caller's limit (the cache capacity). Greedy decoding: temperature 0.
@@ -59,6 +60,8 @@ struct CompletionRequest {
   std::vector<framework::structured_output::ToolDefinition> tools;
   ToolChoice tool_choice = ToolChoice::kNone;
   std::string forced_tool;  // kFunction: the function's name
+  // parallel_tool_calls: false allows one call per reply.
+  bool parallel_tool_calls = true;
 };
 
 struct RequestLimits {
@@ -70,7 +73,7 @@ struct RequestLimits {
 // wrong (malformed JSON, invalid UTF-8, a wrong type or range, n != 1, a
 // response_format schema that is invalid or uses an unsupported keyword,
 // malformed tools, tool_choice naming no tool or given without tools,
-// response_format json together with tool_choice required or a function).
+// response_format json together with tools unless tool_choice is "none").
 std::variant<CompletionRequest, ApiError> ParseCompletionRequest(
     std::string_view body, Endpoint endpoint, const RequestLimits& limits);
 

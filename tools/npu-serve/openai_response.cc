@@ -33,17 +33,14 @@ json Envelope(const ResponseHeader& header, bool chunk) {
 
 std::string Event(const json& j) { return absl::StrCat("data: ", Dump(j), "\n\n"); }
 
-// OpenAI's tool_calls array; `with_index` for stream deltas.
+// OpenAI's tool_calls array of a message.
 json ToolCallsJson(const ResponseHeader& header,
-                   absl::Span<const framework::structured_output::ToolCall> calls,
-                   bool with_index) {
+                   absl::Span<const framework::structured_output::ToolCall> calls) {
   json array = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
-    json call = {{"id", ToolCallId(header, i)},
-                 {"type", "function"},
-                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
-    if (with_index) call["index"] = i;
-    array.push_back(std::move(call));
+    array.push_back({{"id", ToolCallId(header, i)},
+                     {"type", "function"},
+                     {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}});
   }
   return array;
 }
@@ -72,7 +69,7 @@ std::string CompletionJson(const ResponseHeader& header, std::string_view text,
     choice["message"] = {{"role", "assistant"}, {"content", text}, {"refusal", nullptr}};
     if (!calls.empty()) {
       if (text.empty()) choice["message"]["content"] = nullptr;
-      choice["message"]["tool_calls"] = ToolCallsJson(header, calls, false);
+      choice["message"]["tool_calls"] = ToolCallsJson(header, calls);
     }
   } else {
     choice["text"] = text;
@@ -100,10 +97,18 @@ std::string ChunkEvent(const ResponseHeader& header, std::string_view delta, boo
   return Event(chunk);
 }
 
-std::string ToolCallsEvent(const ResponseHeader& header,
-                           absl::Span<const framework::structured_output::ToolCall> calls,
-                           bool first) {
-  json delta = {{"tool_calls", ToolCallsJson(header, calls, true)}};
+std::string ToolCallDeltaEvent(const ResponseHeader& header, size_t index,
+                               std::optional<std::string_view> name, std::string_view arguments,
+                               bool first) {
+  json call = {{"index", index}};
+  if (name.has_value()) {
+    call["id"] = ToolCallId(header, index);
+    call["type"] = "function";
+    call["function"] = {{"name", *name}, {"arguments", arguments}};
+  } else {
+    call["function"] = {{"arguments", arguments}};
+  }
+  json delta = {{"tool_calls", json::array({std::move(call)})}};
   if (first) delta["role"] = "assistant";
   json chunk = Envelope(header, true);
   chunk["choices"] = json::array({{{"index", 0},

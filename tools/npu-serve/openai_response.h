@@ -54,11 +54,13 @@ std::string CompletionJson(const ResponseHeader& header, std::string_view text,
 // last one the finish reason (an OpenAiFinishReason; and no text).
 std::string ChunkEvent(const ResponseHeader& header, std::string_view delta, bool first,
                        std::optional<std::string_view> finish_reason);
-// A chat chunk whose delta carries `calls` as tool_calls (each whole: id,
-// type, function name and arguments), and the role when `first`.
-std::string ToolCallsEvent(const ResponseHeader& header,
-                           absl::Span<const framework::structured_output::ToolCall> calls,
-                           bool first);
+// A chat chunk whose delta carries a part of tool call number `index`:
+// with `name`, its start (index, id, type, function name and the first
+// `arguments`, often ""); without, the next text of its
+// function.arguments (and the index). The role too when `first`.
+std::string ToolCallDeltaEvent(const ResponseHeader& header, size_t index,
+                               std::optional<std::string_view> name, std::string_view arguments,
+                               bool first);
 // The usage chunk (stream_options.include_usage): no choices.
 std::string UsageEvent(const ResponseHeader& header, const Usage& usage);
 // An error inside a stream whose HTTP status was already sent.
