@@ -6,21 +6,34 @@ Usage: count_tests.py JUNIT.xml...
 With protocol 'gtest', meson records each GoogleTest case as a testcase;
 a suite that crashed before reporting its cases counts as one failure.
 A file that is missing or does not parse counts as one failure.
-Exits 1 when anything failed or nothing ran.
+Each failed case is named (FILE: SUITE.CASE) before the counts, so that a
+log cut to its last lines still says what failed. Exits 1 when anything
+failed or nothing ran.
 """
+import os
 import sys
 import xml.etree.ElementTree as ET
 
 
 def main(paths):
     passed = failed = skipped = 0
+    failures = []
     for path in paths:
+        run = os.path.splitext(os.path.basename(path))[0]
         try:
             root = ET.parse(path).getroot()
         except (OSError, ET.ParseError) as error:
             print(f"count_tests: {path}: {error}", file=sys.stderr)
+            failures.append(f"{run}: unreadable results ({error})")
             failed += 1
             continue
+        for suite in root.iter("testsuite"):
+            for case in suite.iter("testcase"):
+                if case.find("failure") is None and case.find("error") is None:
+                    continue
+                name = case.get("name", "?")
+                classname = case.get("classname") or suite.get("name", "?")
+                failures.append(f"{run}: {classname}.{name}")
         for case in root.iter("testcase"):
             if case.find("failure") is not None or case.find("error") is not None:
                 failed += 1
@@ -30,6 +43,8 @@ def main(paths):
                 passed += 1
     # The last line is exactly "N passed, N failed" (CI reads it); skipped
     # cases, which are neither, are reported on the line before.
+    for failure in failures:
+        print(f"failed: {failure}")
     if skipped:
         print(f"{skipped} skipped (not counted below)")
     print(f"{passed} passed, {failed} failed")
