@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/format/artifact_file.h"
 #include "compiler_artifacts/gguf/gguf_writer.h"
@@ -127,20 +128,13 @@ struct TinyModel {
 // Compiles `model` in the scratch directory and returns the .lnpu bytes.
 absl::StatusOr<std::vector<uint8_t>> CompileTiny(const TinyModel& model) {
   const std::string base = absl::StrCat(ScratchDirectory(), "/", model.name);
-  if (absl::Status s = synthetic::WriteRandomLlamaGguf(model.spec, base + ".gguf");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          compiler::CompileGguf(base + ".gguf", base + ".lnpu", model.options);
-      !s.ok()) {
-    return s;
-  }
+  LNPU_RETURN_IF_ERROR(synthetic::WriteRandomLlamaGguf(model.spec, base + ".gguf"));
+  LNPU_RETURN_IF_ERROR(compiler::CompileGguf(base + ".gguf", base + ".lnpu", model.options));
   return ReadBytes(base + ".lnpu");
 }
 
 std::vector<TinyModel> TinyModels() {
-  TinyModel llama{"llama_q4"};
+  TinyModel llama{.name = "llama_q4", .spec = {}, .options = {}};
   llama.spec.vocab_size = 285;
   llama.spec.dim = 32;
   llama.spec.n_layers = 1;

@@ -284,7 +284,7 @@ void ApiServer::HandleCompletion(const httplib::Request& req, httplib::Response&
       return SetError(res, GenerationError(outcome.result.error));
     }
     if (!request.stream) {
-      so::ParsedReply reply{.content = outcome.result.text};
+      so::ParsedReply reply{.content = outcome.result.text, .calls = {}};
       if (reply_format.tool_calls) {
         absl::StatusOr<so::ParsedReply> parsed =
             so::ParseToolCalls(*reply_format.tool_calls, outcome.result.text);

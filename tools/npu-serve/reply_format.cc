@@ -20,7 +20,7 @@ std::optional<so::ToolCallFormat> ToolCallFormatOf(const framework::ChatTemplate
 std::variant<ReplyFormat, ApiError> ReplyFormatOf(
     const CompletionRequest& request,
     const absl::StatusOr<framework::ChatTemplate>& chat_template) {
-  ReplyFormat reply{.grammar = request.response_grammar};
+  ReplyFormat reply{.grammar = request.response_grammar, .tool_calls = std::nullopt};
   // Without a template, rendering the prompt reports why.
   if (request.tools.empty() || !chat_template.ok()) return reply;
   const std::optional<so::ToolCallFormat> format = ToolCallFormatOf(*chat_template);
@@ -36,6 +36,7 @@ std::variant<ReplyFormat, ApiError> ReplyFormatOf(
   if (request.tool_choice == ToolChoice::kNone) return reply;
   reply.tool_calls = format;
   so::ToolCallRule rule{.allow_text = request.tool_choice == ToolChoice::kAuto,
+                        .forced_name = {},
                         .max_calls = request.parallel_tool_calls ? kMaxParallelToolCalls : 1};
   if (request.tool_choice == ToolChoice::kFunction) rule.forced_name = request.forced_tool;
   absl::StatusOr<std::shared_ptr<const so::Grammar>> grammar =
