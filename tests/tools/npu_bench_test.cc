@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/synthetic/random_llama.h"
 #include "gmock/gmock.h"
@@ -169,7 +170,52 @@ TEST(NpuBenchDecodeTraffic, CountsStreamedWeightsAndKvSlots) {
   EXPECT_EQ(traffic->weight_bytes, expected);
   // K and V of 2 layers x 2 KV heads x 8 dims, F32.
   EXPECT_EQ(traffic->kv_bytes_per_slot, 2u * 2 * 2 * 8 * 4);
+  EXPECT_EQ(traffic->ring_slots, 0u);
   EXPECT_EQ(traffic->BytesPerToken(10), expected + 10 * traffic->kv_bytes_per_slot);
+}
+
+// A gemma3 model's sliding-window layers (five of every six) read at most
+// their ring's slots; the global layer reads every visible slot.
+TEST(NpuBenchDecodeTraffic, SlidingWindowLayersReadAtMostTheirRing) {
+  synthetic::RandomLlamaSpec spec;
+  spec.architecture = "gemma3";
+  spec.n_layers = 6;
+  spec.context_length = kCapacity;
+  spec.sliding_window = 8;
+  const std::string gguf_path = TestDirectory::Path("gemma3.gguf");
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  compiler::CompileOptions options;
+  options.max_prompt_len = 48;
+  options.min_response_len = kCapacity - 48;
+  options.prefill_chunks = {4};
+  options.kv_dtype = compiler::CompileOptions::KvType::kF32;
+  auto traffic_of = [&](bool window_ring) -> absl::StatusOr<DecodeTraffic> {
+    options.window_ring = window_ring;
+    const std::string artifact_path =
+        TestDirectory::Path(window_ring ? "gemma3_ring.lnpu" : "gemma3_full.lnpu");
+    LNPU_RETURN_IF_ERROR(compiler::CompileGguf(gguf_path, artifact_path, options));
+    return ReadDecodeTraffic(artifact_path);
+  };
+  absl::StatusOr<DecodeTraffic> ring = traffic_of(true);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  absl::StatusOr<DecodeTraffic> full = traffic_of(false);
+  ASSERT_TRUE(full.ok()) << full.status();
+
+  const uint64_t layer_slot_bytes = full->kv_bytes_per_slot / 6;
+  EXPECT_EQ(full->ring_slots, 0u);
+  EXPECT_EQ(ring->kv_bytes_per_slot, layer_slot_bytes);
+  EXPECT_EQ(ring->ring_kv_bytes_per_slot, 5 * layer_slot_bytes);
+  EXPECT_GE(ring->ring_slots, 8u);
+  EXPECT_LT(ring->ring_slots, kCapacity);
+  EXPECT_EQ(ring->weight_bytes, full->weight_bytes);
+  // Up to the ring's size both read the same; past it only the global
+  // layer's reads grow.
+  EXPECT_DOUBLE_EQ(ring->KvBytes(4), full->KvBytes(4));
+  const double past = static_cast<double>(ring->ring_slots) + 100;
+  EXPECT_DOUBLE_EQ(ring->KvBytes(past),
+                   static_cast<double>(layer_slot_bytes) * past +
+                       5.0 * layer_slot_bytes * ring->ring_slots);
+  EXPECT_LT(ring->BytesPerToken(past), full->BytesPerToken(past));
 }
 
 TEST(NpuBenchDecodeTraffic, MissingArtifactIsAnError) {

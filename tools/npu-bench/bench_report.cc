@@ -74,8 +74,7 @@ ModelShape ModelShape::Of(const runtime::ModelInfo& info) {
 }
 
 double BenchReport::DecodeBytesPerToken(const DecodeResult& decode) const {
-  return static_cast<double>(traffic.weight_bytes) +
-         static_cast<double>(traffic.kv_bytes_per_slot) * decode.mean_visible_slots;
+  return traffic.BytesPerToken(decode.mean_visible_slots);
 }
 
 double BenchReport::CpuShare(const DecodeResult& decode) const {
@@ -94,7 +93,7 @@ std::string FormatText(const BenchReport& r) {
       "device: %s, %d compute units\n"
       "model: %s \"%s\", vocab %d, dim %d, %d layers, %d heads (%d kv), ffn %d, "
       "KV cache %d slots\n"
-      "weights: %s; a decode step streams %s of them%s + %s per visible KV slot\n"
+      "weights: %s; a decode step streams %s of them%s + %s per visible KV slot%s\n"
       "placement: %s (--placement %s), loaded in %.0f ms\n"
       "each figure: median of %d timed repetitions after %d warm-up\n",
       r.model, r.device, r.compute_units, m.architecture, m.name, m.vocab_size, m.dim,
@@ -104,8 +103,12 @@ std::string FormatText(const BenchReport& r) {
           ? absl::StrFormat(" (the %s embedding is only gathered)",
                             HumanBytes(r.traffic.gathered_embedding_bytes))
           : std::string(" (embedding tied to the output: streamed)"),
-      HumanBytes(r.traffic.kv_bytes_per_slot), PlacementLabel(r), r.placement_requested,
-      r.load_ms, r.reps, r.warmups);
+      HumanBytes(r.traffic.kv_bytes_per_slot),
+      r.traffic.ring_slots > 0
+          ? absl::StrFormat(" (+ %s per slot up to the %d of the sliding-window layers' rings)",
+                            HumanBytes(r.traffic.ring_kv_bytes_per_slot), r.traffic.ring_slots)
+          : std::string(),
+      PlacementLabel(r), r.placement_requested, r.load_ms, r.reps, r.warmups);
 
   absl::StrAppend(&out, "\nprefill\n",
                   absl::StrFormat("%8s %7s %11s %10s %12s %12s %12s\n", "tokens", "graphs",
@@ -166,13 +169,14 @@ std::string FormatJson(const BenchReport& r) {
       "\"n_layers\": %d, \"n_heads\": %d, \"n_kv_heads\": %d, \"ffn_dim\": %d, "
       "\"kv_capacity\": %d, \"weight_bytes\": %d},\n"
       "  \"decode_traffic\": {\"weight_bytes\": %d, \"gathered_embedding_bytes\": %d, "
-      "\"kv_bytes_per_slot\": %d},\n"
+      "\"kv_bytes_per_slot\": %d, \"ring_kv_bytes_per_slot\": %d, \"ring_slots\": %d},\n"
       "  \"placement\": {\"requested\": %s, \"weights_imported\": %s, \"load_ms\": %s},\n"
       "  \"reps\": %d,\n  \"warmups\": %d,\n",
       JsonQuote(r.model), JsonQuote(r.device), r.compute_units, JsonQuote(m.architecture),
       JsonQuote(m.name), m.vocab_size, m.dim, m.n_layers, m.n_heads, m.n_kv_heads, m.ffn_dim,
       m.kv_capacity, m.weight_bytes, r.traffic.weight_bytes, r.traffic.gathered_embedding_bytes,
-      r.traffic.kv_bytes_per_slot, JsonQuote(r.placement_requested),
+      r.traffic.kv_bytes_per_slot, r.traffic.ring_kv_bytes_per_slot, r.traffic.ring_slots,
+      JsonQuote(r.placement_requested),
       r.weights_imported ? "true" : "false", JsonNumber(r.load_ms), r.reps, r.warmups);
 
   absl::StrAppend(&out, "  \"prefill\": [");

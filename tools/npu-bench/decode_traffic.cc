@@ -37,7 +37,15 @@ absl::StatusOr<DecodeTraffic> ReadDecodeTraffic(const std::string& artifact_path
         absl::StrCat(artifact_path, ": KV cache element type ", model.kv_cache()->dtype(),
                      " is unknown to npu-bench; rebuild it with this artifact's compiler"));
   }
-  traffic.kv_bytes_per_slot = uint64_t{2} * h.n_layers() * row_bytes;
+  const artifact::fb::KvCache& cache = *model.kv_cache();
+  const auto* layer_slots = cache.layer_slots();
+  for (uint32_t layer = 0; layer < h.n_layers(); ++layer) {
+    const bool ring = cache.window_ring_slots() > 0 && layer_slots != nullptr &&
+                      layer < layer_slots->size() &&
+                      layer_slots->Get(layer) == cache.window_ring_slots();
+    (ring ? traffic.ring_kv_bytes_per_slot : traffic.kv_bytes_per_slot) += 2 * row_bytes;
+  }
+  if (traffic.ring_kv_bytes_per_slot > 0) traffic.ring_slots = cache.window_ring_slots();
   return traffic;
 }
 
