@@ -286,6 +286,38 @@ TEST(ReplyFormatTest, GrammarAndToolCallFormatPerTemplate) {
   }
 }
 
+// logit_bias may name every token of a large vocabulary (it is read into
+// a sorted map, not an ordered object, whose inserts are linear searches);
+// any other object is limited to 4096 members.
+TEST(OpenAiRequestTest, LogitBiasMayBeLargeOtherObjectsMayNot) {
+  constexpr int32_t kVocab = 152000;
+  json body = {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+               {"metadata", {{"logit_bias", "not the request's"}}}};
+  json bias = json::object();
+  for (int32_t id = 0; id < kVocab; id += 2) bias[std::to_string(id)] = -100;
+  bias["7"] = 1.5;
+  body["logit_bias"] = bias;
+  body["stream"] = true;  // a member after logit_bias is still read
+  std::variant<CompletionRequest, ApiError> parsed = ParseCompletionRequest(
+      body.dump(), Endpoint::kChatCompletions, {.default_max_tokens = 10, .vocab_size = kVocab});
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(parsed))
+      << std::get<ApiError>(parsed).message;
+  const CompletionRequest& request = std::get<CompletionRequest>(parsed);
+  EXPECT_EQ(request.config.logit_bias.size(), kVocab / 2 + 1);
+  EXPECT_TRUE(std::isinf(request.config.logit_bias.at(151998)));
+  EXPECT_FLOAT_EQ(request.config.logit_bias.at(7), 1.5f);
+  EXPECT_TRUE(request.stream);
+
+  json wide = json::object();
+  for (int i = 0; i <= 4096; ++i) wide["k" + std::to_string(i)] = i;
+  const ApiError refused = ParseError(
+      json{{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"metadata", wide}}.dump());
+  EXPECT_EQ(refused.http_status, 400);
+  EXPECT_THAT(refused.message, HasSubstr("more than 4096 members"));
+  wide.erase("k0");
+  ParseOk(json{{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"metadata", wide}}.dump());
+}
+
 TEST(OpenAiRequestTest, MalformedJsonAndInvalidUtf8AreRefused) {
   EXPECT_EQ(ParseError(R"({"messages": [)").code, "invalid_json");
   EXPECT_EQ(ParseError("[1, 2]").http_status, 400);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -209,8 +210,11 @@ void ReadStop(Reader& r, framework::GenerationConfig& config) {
   }
 }
 
-void ReadLogitBias(Reader& r, framework::GenerationConfig& config, int32_t vocab_size) {
-  const json* bias = r.Find("logit_bias");
+// `bias`: the body's logit_bias member, parsed apart (ParseBody); null when
+// absent.
+void ReadLogitBias(Reader& r, const nlohmann::json& bias_member, framework::GenerationConfig& config,
+                   int32_t vocab_size) {
+  const nlohmann::json* bias = bias_member.is_null() ? nullptr : &bias_member;
   if (bias == nullptr) return;
   if (!bias->is_object()) return r.Fail("logit_bias", "must map token ids to biases");
   for (const auto& [key, value] : bias->items()) {
@@ -354,18 +358,77 @@ void ReadTools(Reader& r, CompletionRequest& request) {
          absl::StrCat("names function '", request.forced_tool, "', which is not among the tools"));
 }
 
-}  // namespace
+// Members one JSON object of a request may have, logit_bias aside: an
+// ordered object finds a key by linear search when it is inserted, so its
+// parse costs time quadratic in its size.
+constexpr size_t kMaxObjectMembers = 4096;
 
-std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_view body,
-                                                                 Endpoint endpoint,
-                                                                 const RequestLimits& limits) {
-  json parsed;
+struct ParsedBody {
+  json object;  // without its logit_bias member
+  // logit_bias (null if absent), parsed into a sorted map: it may hold a
+  // member per token of the vocabulary, and its order does not matter.
+  nlohmann::json logit_bias;
+};
+
+// Thrown by the parse callback to stop at an object over the limit.
+struct TooManyMembers {
+  int depth;
+};
+
+std::variant<ParsedBody, ApiError> ParseBody(std::string_view text) {
+  ParsedBody body;
+  bool has_logit_bias = false;
+  // Members seen so far of the open object at each depth; within
+  // logit_bias (the last top-level key) nothing is counted or kept.
+  std::vector<size_t> members;
+  bool in_logit_bias = false;
+  auto keep = [&](int depth, json::parse_event_t event, json& value) {
+    const auto d = static_cast<size_t>(depth);
+    if (event == json::parse_event_t::object_start) {
+      if (members.size() < d + 2) members.resize(d + 2);
+      members[d + 1] = 0;
+    } else if (event == json::parse_event_t::key) {
+      if (depth == 1) {
+        in_logit_bias = value == "logit_bias";
+        has_logit_bias = has_logit_bias || in_logit_bias;
+        if (in_logit_bias) return false;
+      }
+      if (!in_logit_bias && ++members[d] > kMaxObjectMembers) throw TooManyMembers{depth};
+    }
+    return true;
+  };
   try {
-    parsed = json::parse(body);
+    body.object = json::parse(text, keep);
+    if (has_logit_bias) {
+      body.logit_bias = nlohmann::json::parse(
+          text, [](int depth, nlohmann::json::parse_event_t event, nlohmann::json& value) {
+            return depth != 1 || event != nlohmann::json::parse_event_t::key ||
+                   value == "logit_bias";
+          });
+      body.logit_bias = body.logit_bias.is_object() && body.logit_bias.contains("logit_bias")
+                            ? nlohmann::json(std::move(body.logit_bias["logit_bias"]))
+                            : nlohmann::json();
+    }
   } catch (const json::parse_error& e) {
     return InvalidRequest(absl::StrCat("the body is not valid JSON (or not UTF-8): ", e.what()),
                           "", "invalid_json");
+  } catch (const TooManyMembers& e) {
+    return InvalidRequest(absl::StrCat("the body has an object (at depth ", e.depth,
+                                       ") with more than ", kMaxObjectMembers,
+                                       " members; only logit_bias may be that large"));
   }
+  return body;
+}
+
+}  // namespace
+
+std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_view text,
+                                                                 Endpoint endpoint,
+                                                                 const RequestLimits& limits) {
+  std::variant<ParsedBody, ApiError> parsed_body = ParseBody(text);
+  if (auto* error = std::get_if<ApiError>(&parsed_body)) return *std::move(error);
+  const ParsedBody& body = std::get<ParsedBody>(parsed_body);
+  const json& parsed = body.object;
   if (!parsed.is_object()) return InvalidRequest("the body must be a JSON object");
 
   CompletionRequest request;
@@ -403,7 +466,7 @@ std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_vie
   int n = 1;
   if (r.Integer("n", n, 1, kMaxInt) && n != 1) r.Fail("n", "must be 1: one choice per request");
   ReadStop(r, config);
-  ReadLogitBias(r, config, limits.vocab_size);
+  ReadLogitBias(r, body.logit_bias, config, limits.vocab_size);
   r.Bool("stream", request.stream);
   if (const json* options = r.Find("stream_options")) {
     if (!options->is_object()) {
