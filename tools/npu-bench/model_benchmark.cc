@@ -120,7 +120,7 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
         LNPU_RETURN_IF_ERROR(session.SetStepObserver(options.observer));
       }
       const Clock::time_point start = Clock::now();
-      if (absl::StatusOr<int32_t> t = runner.Forward(prompt); !t.ok()) return t.status();
+      LNPU_RETURN_IF_ERROR(runner.Forward(prompt).status());
       if (run >= options.warmups) seconds.push_back(SecondsSince(start));
     }
     LNPU_RETURN_IF_ERROR(session.SetStepObserver(nullptr));
@@ -140,7 +140,7 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
     for (int run = 0; run < runs; ++run) {
       const Clock::time_point start = Clock::now();
       session.Reset();
-      if (absl::StatusOr<int32_t> t = runner.Forward(prompt); !t.ok()) return t.status();
+      LNPU_RETURN_IF_ERROR(runner.Forward(prompt).status());
       if (run >= options.warmups) seconds.push_back(SecondsSince(start));
     }
     result.time_to_first_token.prompt_tokens = options.ttft_prompt_tokens;
