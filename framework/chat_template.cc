@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "framework/tokenizer/utf8.h"
 #include "nlohmann/json.hpp"
 
@@ -207,11 +208,9 @@ absl::Status CheckMessages(absl::Span<const ChatMessage> messages,
       return absl::InvalidArgumentError(
           absl::StrCat("message ", i, " has tool calls but is not an assistant message"));
     }
-    if (absl::Status valid = utf8::Validate(messages[i].content); !valid.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("message ", i, " content is not well-formed UTF-8: ",
-                       std::string(valid.message())));
-    }
+    // Validate() fails with InvalidArgument.
+    LNPU_RETURN_IF_ERROR_WITH_PREFIX(utf8::Validate(messages[i].content), "message ", i,
+                                     " content is not well-formed UTF-8: ");
   }
   return absl::OkStatus();
 }
@@ -259,9 +258,8 @@ std::string PythonJson(const Json& value, int indent = -1) {
 absl::StatusOr<std::vector<Json>> ParseTools(absl::Span<const std::string> tools) {
   std::vector<Json> parsed;
   for (size_t i = 0; i < tools.size(); ++i) {
-    absl::StatusOr<Json> tool = ParseObject(tools[i], absl::StrCat("tool ", i));
-    if (!tool.ok()) return tool.status();
-    parsed.push_back(*std::move(tool));
+    LNPU_ASSIGN_OR_RETURN(Json tool, ParseObject(tools[i], absl::StrCat("tool ", i)));
+    parsed.push_back(std::move(tool));
   }
   return parsed;
 }
@@ -302,11 +300,10 @@ void AppendHermesToolResult(PromptBuilder& out, absl::Span<const ChatMessage> me
 absl::StatusOr<std::vector<Json>> ParseArguments(const ChatMessage& message, size_t i) {
   std::vector<Json> arguments;
   for (size_t j = 0; j < message.tool_calls.size(); ++j) {
-    absl::StatusOr<Json> parsed =
-        ParseObject(message.tool_calls[j].arguments,
-                    absl::StrCat("the arguments of tool call ", j, " of message ", i));
-    if (!parsed.ok()) return parsed.status();
-    arguments.push_back(*std::move(parsed));
+    LNPU_ASSIGN_OR_RETURN(Json parsed, ParseObject(message.tool_calls[j].arguments,
+                                                   absl::StrCat("the arguments of tool call ", j,
+                                                                " of message ", i)));
+    arguments.push_back(std::move(parsed));
   }
   return arguments;
 }
@@ -471,20 +468,17 @@ bool ChatTemplate::supports_tools() const {
 absl::StatusOr<std::string> ChatTemplate::Render(absl::Span<const ChatMessage> messages,
                                                  bool add_generation_prompt,
                                                  absl::Span<const std::string> tools) const {
-  absl::StatusOr<std::vector<TextSegment>> segments =
-      RenderSegments(messages, add_generation_prompt, tools);
-  if (!segments.ok()) return segments.status();
+  LNPU_ASSIGN_OR_RETURN(const std::vector<TextSegment> segments,
+                        RenderSegments(messages, add_generation_prompt, tools));
   std::string text;
-  for (const TextSegment& segment : *segments) text += segment.text;
+  for (const TextSegment& segment : segments) text += segment.text;
   return text;
 }
 
 absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderSegments(
     absl::Span<const ChatMessage> messages, bool add_generation_prompt,
     absl::Span<const std::string> tools) const {
-  if (absl::Status valid = CheckMessages(messages, tools, supports_tools(), family_); !valid.ok()) {
-    return valid;
-  }
+  LNPU_RETURN_IF_ERROR(CheckMessages(messages, tools, supports_tools(), family_));
   switch (family_) {
     case ChatFamily::kChatMl:
       return RenderChatMl(messages, add_generation_prompt, tools);
@@ -514,13 +508,12 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderChatMl(
   PromptBuilder out;
   if (!tools.empty()) {
     // Qwen2.5: the system message (or the default one), then the tools.
-    absl::StatusOr<std::vector<Json>> parsed = ParseTools(tools);
-    if (!parsed.ok()) return parsed.status();
+    LNPU_ASSIGN_OR_RETURN(const std::vector<Json> parsed, ParseTools(tools));
     std::optional<std::string_view> system = TakeSystem(messages);
     if (!system.has_value() && default_system_prompt_.has_value()) {
       system = *default_system_prompt_;
     }
-    AppendHermesTools(out, system, *parsed);
+    AppendHermesTools(out, system, parsed);
   } else if (messages.front().role != "system" && default_system_prompt_.has_value()) {
     out.Template("<|im_start|>system\n").Template(*default_system_prompt_);
     out.Template("<|im_end|>\n");
@@ -537,13 +530,12 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderChatMl(
       continue;
     }
     // Qwen2.5 writes the arguments with tojson.
-    absl::StatusOr<std::vector<Json>> arguments = ParseArguments(m, i);
-    if (!arguments.ok()) return arguments.status();
+    LNPU_ASSIGN_OR_RETURN(const std::vector<Json> arguments, ParseArguments(m, i));
     out.Template("<|im_start|>assistant");
     if (!m.content.empty()) out.Template("\n").Content(m.content);
     for (size_t j = 0; j < m.tool_calls.size(); ++j) {
       out.Template("\n");
-      AppendHermesCall(out, m.tool_calls[j].name, PythonJson((*arguments)[j]));
+      AppendHermesCall(out, m.tool_calls[j].name, PythonJson(arguments[j]));
     }
     out.Template("<|im_end|>\n");
   }
@@ -578,8 +570,7 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderLlama3(
     if (!tools.empty()) {
       // Llama 3.1's tools_in_user_message: the tools go before the first
       // user message's content.
-      absl::StatusOr<std::vector<Json>> parsed = ParseTools(tools);
-      if (!parsed.ok()) return parsed.status();
+      LNPU_ASSIGN_OR_RETURN(const std::vector<Json> parsed, ParseTools(tools));
       if (messages.empty() || messages.front().role != "user") {
         return absl::InvalidArgumentError(
             "llama3.1 puts the tools into the first user message: give a user message first "
@@ -591,7 +582,7 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderLlama3(
           "with its proper arguments that best answers the given prompt.\n\n"
           "Respond in the format {\"name\": function name, \"parameters\": dictionary of "
           "argument name and its value}.Do not use variables.\n\n");
-      for (const Json& tool : *parsed) preamble.Content(PythonJson(tool, 4)).Template("\n\n");
+      for (const Json& tool : parsed) preamble.Content(PythonJson(tool, 4)).Template("\n\n");
       out.Template("<|start_header_id|>user<|end_header_id|>\n\n").Append(preamble.Take());
       out.Content(Strip(messages.front().content)).Template("<|eot_id|>");
       messages.remove_prefix(1);
@@ -608,11 +599,10 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderLlama3(
             absl::StrCat("message ", i, " has ", m.tool_calls.size(),
                          " tool calls: llama3.1 supports one tool call per assistant message"));
       }
-      absl::StatusOr<std::vector<Json>> arguments = ParseArguments(m, i);
-      if (!arguments.ok()) return arguments.status();
+      LNPU_ASSIGN_OR_RETURN(const std::vector<Json> arguments, ParseArguments(m, i));
       out.Template("<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"");
       out.Content(m.tool_calls[0].name).Template("\", \"parameters\": ");
-      out.Content(PythonJson(arguments->front())).Template("}<|eot_id|>");
+      out.Content(PythonJson(arguments.front())).Template("}<|eot_id|>");
     } else {
       append_turn(out, m.role, "", Strip(m.content));
     }
@@ -633,10 +623,7 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderLlama2(
           "a user message after it");
     }
   }
-  if (absl::Status alternating = CheckAlternating(messages, system.has_value(), "llama2");
-      !alternating.ok()) {
-    return alternating;
-  }
+  LNPU_RETURN_IF_ERROR(CheckAlternating(messages, system.has_value(), "llama2"));
   PromptBuilder out;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
@@ -682,10 +669,7 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderGemma(
   // Gemma has no system turn: Gemma 3's template puts the system message,
   // then a blank line, before the first user message.
   const std::optional<std::string_view> system = TakeSystem(messages);
-  if (absl::Status alternating = CheckAlternating(messages, system.has_value(), "gemma");
-      !alternating.ok()) {
-    return alternating;
-  }
+  LNPU_RETURN_IF_ERROR(CheckAlternating(messages, system.has_value(), "gemma"));
   PromptBuilder out;
   out.Template(LeadingBos());
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -714,14 +698,13 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderQwen3(
   PromptBuilder out;
   size_t first = 0;
   if (!tools.empty()) {
-    absl::StatusOr<std::vector<Json>> parsed = ParseTools(tools);
-    if (!parsed.ok()) return parsed.status();
+    LNPU_ASSIGN_OR_RETURN(const std::vector<Json> parsed, ParseTools(tools));
     std::optional<std::string_view> system;
     if (messages.front().role == "system") {
       system = messages.front().content;
       first = 1;
     }
-    AppendHermesTools(out, system, *parsed);
+    AppendHermesTools(out, system, parsed);
   }
   for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
@@ -744,7 +727,7 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderQwen3(
       out.Content(reply.answer);
     }
     // Qwen3 writes the arguments text as given.
-    if (absl::Status valid = ParseArguments(m, i).status(); !valid.ok()) return valid;
+    LNPU_RETURN_IF_ERROR(ParseArguments(m, i).status());
     for (size_t j = 0; j < m.tool_calls.size(); ++j) {
       if (j > 0 || !reply.answer.empty()) out.Template("\n");
       AppendHermesCall(out, m.tool_calls[j].name, m.tool_calls[j].arguments);
@@ -763,10 +746,7 @@ absl::StatusOr<std::vector<TextSegment>> ChatTemplate::RenderMistral(
   // The system message goes before the last user message.
   const std::optional<std::string_view> system = TakeSystem(messages);
   const std::string_view family = ChatFamilyName(family_);
-  if (absl::Status alternating = CheckAlternating(messages, system.has_value(), family);
-      !alternating.ok()) {
-    return alternating;
-  }
+  LNPU_RETURN_IF_ERROR(CheckAlternating(messages, system.has_value(), family));
   const bool tekken = family_ == ChatFamily::kMistralTekken;
   PromptBuilder out;
   out.Template(LeadingBos());

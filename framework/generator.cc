@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/status_macros.h"
 #include "framework/llm.h"
 #include "framework/prompt_lookup.h"
 #include "framework/session.h"
@@ -48,17 +49,12 @@ absl::StatusOr<Generator> Generator::Start(Session& session, absl::Span<const in
     return absl::InvalidArgumentError(absl::StrCat(
         "max_new_tokens is ", config.max_new_tokens, ": ask for at least 1"));
   }
-  if (absl::Status valid =
-          Sampler::Validate(config, static_cast<int32_t>(session.runtime_->info().vocab_size));
-      !valid.ok()) {
-    return valid;
-  }
-  if (absl::Status speculative = CheckSpeculative(session, config); !speculative.ok()) {
-    return speculative;
-  }
+  LNPU_RETURN_IF_ERROR(
+      Sampler::Validate(config, static_cast<int32_t>(session.runtime_->info().vocab_size)));
+  LNPU_RETURN_IF_ERROR(CheckSpeculative(session, config));
   std::vector<int32_t> input = session.pending_;
   input.insert(input.end(), tokens.begin(), tokens.end());
-  if (absl::Status fits = session.CheckInput(input); !fits.ok()) return fits;
+  LNPU_RETURN_IF_ERROR(session.CheckInput(input));
   // After text, a generated token's leading space separates it from that
   // text; after a lone BOS starting the conversation it starts the text.
   const bool fresh = session.processed_tokens() == 0;

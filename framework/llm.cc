@@ -3,7 +3,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 
 namespace lnpu::framework {
@@ -42,11 +41,7 @@ absl::StatusOr<std::unique_ptr<Llm>> Llm::Load(const std::string& artifact_path,
       auto model, runtime::Model::Load(llm->device_, artifact_path, {.weights = options.weights}));
   llm->model_ = std::move(model);
   auto tokenizer = Tokenizer::Create(llm->model_->info().vocabulary);
-  if (!tokenizer.ok()) {
-    return absl::Status(tokenizer.status().code(),
-                        absl::StrCat(artifact_path, ": tokenizer: ",
-                                     tokenizer.status().message()));
-  }
+  LNPU_RETURN_IF_ERROR_WITH_PREFIX(tokenizer.status(), artifact_path, ": tokenizer: ");
   llm->tokenizer_ = *std::move(tokenizer);
   llm->artifact_path_ = artifact_path;
   LNPU_ASSIGN_OR_RETURN(auto session, llm->CreateSession());

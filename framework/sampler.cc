@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "framework/tokenizer/utf8.h"
 
 namespace lnpu::framework {
@@ -80,10 +81,7 @@ absl::Status Sampler::Validate(const GenerationConfig& config,
                      " is negative: use 0 to turn the penalties off"));
   }
   for (const auto& [id, bias] : config.logit_bias) {
-    if (absl::Status status = CheckTokenId("logit_bias", id, vocab_size);
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(CheckTokenId("logit_bias", id, vocab_size));
     if (std::isnan(bias) || bias == INFINITY) {
       return absl::InvalidArgumentError(absl::StrCat(
           "logit_bias for token ", id, " is ", bias,
@@ -91,10 +89,7 @@ absl::Status Sampler::Validate(const GenerationConfig& config,
     }
   }
   for (int32_t id : config.stop_token_ids) {
-    if (absl::Status status = CheckTokenId("stop_token_ids", id, vocab_size);
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(CheckTokenId("stop_token_ids", id, vocab_size));
   }
   for (size_t i = 0; i < config.stop_strings.size(); ++i) {
     const std::string& stop = config.stop_strings[i];
@@ -102,11 +97,9 @@ absl::Status Sampler::Validate(const GenerationConfig& config,
       return absl::InvalidArgumentError(absl::StrCat(
           "stop_strings[", i, "] is empty: every stop string needs text"));
     }
-    if (absl::Status status = utf8::Validate(stop); !status.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "stop_strings[", i, "] is not well-formed UTF-8: ",
-          std::string(status.message())));
-    }
+    // Validate() fails with InvalidArgument.
+    LNPU_RETURN_IF_ERROR_WITH_PREFIX(utf8::Validate(stop), "stop_strings[", i,
+                                     "] is not well-formed UTF-8: ");
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "framework/generator.h"
 #include "framework/llm.h"
 #include "framework/sampler.h"
@@ -97,15 +98,14 @@ absl::StatusOr<absl::Span<const float>> Session::RunPending(size_t count) {
 absl::StatusOr<absl::Span<const float>> Session::RunInput(absl::Span<const int32_t> tokens) {
   std::vector<int32_t> input = pending_;
   input.insert(input.end(), tokens.begin(), tokens.end());
-  if (absl::Status fits = CheckInput(input); !fits.ok()) return fits;
+  LNPU_RETURN_IF_ERROR(CheckInput(input));
   pending_ = std::move(input);
   return RunPending(pending_.size());
 }
 
 absl::Status Session::Append(std::string_view text, bool add_bos) {
-  absl::StatusOr<std::vector<int32_t>> tokens = Tokenize(text, add_bos);
-  if (!tokens.ok()) return tokens.status();
-  return AppendTokens(*tokens);
+  LNPU_ASSIGN_OR_RETURN(const std::vector<int32_t> tokens, Tokenize(text, add_bos));
+  return AppendTokens(tokens);
 }
 
 absl::Status Session::AppendTokens(absl::Span<const int32_t> tokens) {
@@ -115,27 +115,24 @@ absl::Status Session::AppendTokens(absl::Span<const int32_t> tokens) {
 absl::StatusOr<GenerationResult> Session::Generate(std::string_view text,
                                                    const GenerationConfig& config,
                                                    const StreamCallback& on_token) {
-  absl::StatusOr<std::vector<int32_t>> tokens = Tokenize(text, config.add_bos);
-  if (!tokens.ok()) return tokens.status();
-  return GenerateFromTokens(*tokens, config, on_token);
+  LNPU_ASSIGN_OR_RETURN(const std::vector<int32_t> tokens, Tokenize(text, config.add_bos));
+  return GenerateFromTokens(tokens, config, on_token);
 }
 
 absl::StatusOr<GenerationResult> Session::GenerateFromTokens(absl::Span<const int32_t> tokens,
                                                              const GenerationConfig& config,
                                                              const StreamCallback& on_token) {
-  absl::StatusOr<Generator> generator =
-      Generator::Start(*this, tokens, config, {.on_token = on_token});
-  if (!generator.ok()) return generator.status();
-  while (!generator->done()) {
-    if (absl::Status step = generator->Step(); !step.ok()) return step;
+  LNPU_ASSIGN_OR_RETURN(Generator generator,
+                        Generator::Start(*this, tokens, config, {.on_token = on_token}));
+  while (!generator.done()) {
+    LNPU_RETURN_IF_ERROR(generator.Step());
   }
-  return generator->TakeResult();
+  return generator.TakeResult();
 }
 
 absl::StatusOr<runtime::CacheSnapshot> Session::SaveState() const {
-  absl::StatusOr<runtime::CacheSnapshot> state = runtime_->SaveState();
-  if (!state.ok()) return state.status();
-  state->pending_tokens = pending_;
+  LNPU_ASSIGN_OR_RETURN(runtime::CacheSnapshot state, runtime_->SaveState());
+  state.pending_tokens = pending_;
   return state;
 }
 
@@ -148,26 +145,19 @@ absl::Status Session::RestoreState(const runtime::CacheSnapshot& state) {
           vocab_size, ")"));
     }
   }
-  absl::Status restored = runtime_->RestoreState(state);
-  if (!restored.ok()) return restored;
+  LNPU_RETURN_IF_ERROR(runtime_->RestoreState(state));
   pending_ = state.pending_tokens;
   return absl::OkStatus();
 }
 
 absl::Status Session::SaveToFile(const std::string& path) const {
-  absl::StatusOr<runtime::CacheSnapshot> state = SaveState();
-  if (!state.ok()) return state.status();
-  return runtime::WriteCacheSnapshotFile(*state, path, {artifact_path_});
+  LNPU_ASSIGN_OR_RETURN(const runtime::CacheSnapshot state, SaveState());
+  return runtime::WriteCacheSnapshotFile(state, path, {artifact_path_});
 }
 
 absl::Status Session::LoadFromFile(const std::string& path) {
-  absl::StatusOr<runtime::CacheSnapshot> state = runtime::ReadCacheSnapshotFile(path);
-  if (!state.ok()) return state.status();
-  absl::Status restored = RestoreState(*state);
-  if (!restored.ok()) {
-    return absl::Status(restored.code(),
-                        absl::StrCat("session file '", path, "': ", restored.message()));
-  }
+  LNPU_ASSIGN_OR_RETURN(const runtime::CacheSnapshot state, runtime::ReadCacheSnapshotFile(path));
+  LNPU_RETURN_IF_ERROR_WITH_PREFIX(RestoreState(state), "session file '", path, "': ");
   return absl::OkStatus();
 }
 

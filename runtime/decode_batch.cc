@@ -52,12 +52,11 @@ absl::StatusOr<std::unique_ptr<DecodeBatch>> DecodeBatch::Create(
     }
   }
   const size_t graph_count = compiled - sizes.begin() + 1;
-  absl::StatusOr<Buffer> commands = device->CreateBuffer(
-      program->decode_batch_command_bytes(graph_count), DRM_LNPU_BO_CMDBUF);
-  if (!commands.ok()) return commands.status();
-  absl::StatusOr<absl::Span<uint8_t>> image = commands->Map();
-  if (!image.ok()) return image.status();
-  program->RecordDecodeBatches(graph_count, addrs, *image);
+  LNPU_ASSIGN_OR_RETURN(
+      Buffer commands,
+      device->CreateBuffer(program->decode_batch_command_bytes(graph_count), DRM_LNPU_BO_CMDBUF));
+  LNPU_ASSIGN_OR_RETURN(const absl::Span<uint8_t> image, commands.Map());
+  program->RecordDecodeBatches(graph_count, addrs, image);
 
   // The graphs' scratch and io are lane 0's.
   Sequence& first = *lanes[0];
@@ -87,8 +86,7 @@ absl::StatusOr<std::unique_ptr<DecodeBatch>> DecodeBatch::Create(
   }
   return std::unique_ptr<DecodeBatch>(new DecodeBatch(
       std::move(device), std::move(program), std::move(weights), chain_with_fences,
-      std::vector<Sequence*>(lanes.begin(), lanes.end()), *std::move(commands),
-      std::move(graphs)));
+      std::vector<Sequence*>(lanes.begin(), lanes.end()), std::move(commands), std::move(graphs)));
 }
 
 DecodeBatch::DecodeBatch(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
@@ -126,9 +124,7 @@ absl::Status DecodeBatch::Step(absl::Span<const int32_t> tokens) {
                                                      " is outside the vocabulary [0, ",
                                                      vocab_size, ")"));
     }
-    if (absl::Status room = lanes_[i]->CheckRoomFor(1); !room.ok()) {
-      return absl::Status(room.code(), absl::StrCat("lane ", i, ": ", room.message()));
-    }
+    LNPU_RETURN_IF_ERROR_WITH_PREFIX(lanes_[i]->CheckRoomFor(1), "lane ", i, ": ");
     ++active;
     highest_active = i;
   }
@@ -138,10 +134,7 @@ absl::Status DecodeBatch::Step(absl::Span<const int32_t> tokens) {
   }
   if (active == 1) {
     Sequence& lane = *lanes_[highest_active];
-    absl::StatusOr<absl::Span<const float>> logits =
-        lane.Forward(tokens.subspan(highest_active, 1));
-    if (!logits.ok()) return logits.status();
-    logits_[highest_active] = *logits;
+    LNPU_ASSIGN_OR_RETURN(logits_[highest_active], lane.Forward(tokens.subspan(highest_active, 1)));
   } else {
     LNPU_RETURN_IF_ERROR(RunBatched(tokens, highest_active));
   }
@@ -169,17 +162,16 @@ absl::Status DecodeBatch::RunBatched(absl::Span<const int32_t> tokens, size_t hi
       continue;
     }
     // Cannot fail: Step() checked the room.
-    const absl::StatusOr<SlotPlacement> placement = lane.cache_.Reserve(1);
-    if (!placement.ok()) return placement.status();
-    placements_[i] = *placement;
+    LNPU_ASSIGN_OR_RETURN(const SlotPlacement placement, lane.cache_.Reserve(1));
+    placements_[i] = placement;
     // The compute job reads the mask: the slots this run overwrites must
     // be hidden before it is submitted.
-    lane.stats_.evicted_tokens += lane.cache_.Evict(*placement);
+    lane.stats_.evicted_tokens += lane.cache_.Evict(placement);
     StoreI32(graph.tokens, i, tokens[i]);
-    StoreI32(graph.positions, i, placement->position(0));
+    StoreI32(graph.positions, i, placement.position(0));
     // Row i of the lane-indexed slot inputs.
     lane.StoreSlots(
-        *placement, 1, 1, graph.slots + i * sizeof(int32_t),
+        placement, 1, 1, graph.slots + i * sizeof(int32_t),
         graph.window_slots == nullptr ? nullptr : graph.window_slots + i * sizeof(int32_t));
   }
   DeviceTime time;

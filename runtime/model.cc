@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "base/file_io.h"
 #include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact.h"
@@ -17,11 +16,6 @@
 
 namespace lnpu::runtime {
 namespace {
-
-absl::Status WithPath(const absl::Status& status, const std::string& path) {
-  return absl::Status(status.code(),
-                      absl::StrCat("loading model '", path, "': ", status.message()));
-}
 
 // A weights buffer that maps the artifact's data section: the artifact
 // (and with it the file mapping) lives as long as the buffer. Members are
@@ -39,23 +33,21 @@ struct ImportedWeights {
 absl::StatusOr<std::shared_ptr<const Buffer>> ImportWeights(
     Device& device, uint64_t capabilities, std::unique_ptr<artifact::Artifact>& artifact) {
   if ((capabilities & DRM_LNPU_CAP_USERPTR) == 0) return nullptr;
-  absl::StatusOr<uint64_t> alignment = device.GetParam(DRM_LNPU_PARAM_BO_ALIGNMENT);
-  if (!alignment.ok()) return alignment.status();
+  LNPU_ASSIGN_OR_RETURN(const uint64_t alignment, device.GetParam(DRM_LNPU_PARAM_BO_ALIGNMENT));
   const absl::Span<const uint8_t> data = artifact->data();
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t address = reinterpret_cast<uintptr_t>(data.data());
   // The section ends the file; rounding its size up stays inside its last
   // mapped page only when the alignment is at most a page.
-  if (*alignment == 0 || *alignment > page || address % *alignment != 0 || data.empty()) {
+  if (alignment == 0 || alignment > page || address % alignment != 0 || data.empty()) {
     return nullptr;
   }
-  const uint64_t size = (data.size() + *alignment - 1) / *alignment * *alignment;
-  absl::StatusOr<Buffer> buffer = device.ImportUserMemory(
-      const_cast<uint8_t*>(data.data()), size, DRM_LNPU_BO_READ_ONLY);
-  if (!buffer.ok()) return buffer.status();
+  const uint64_t size = (data.size() + alignment - 1) / alignment * alignment;
+  LNPU_ASSIGN_OR_RETURN(Buffer buffer, device.ImportUserMemory(const_cast<uint8_t*>(data.data()),
+                                                               size, DRM_LNPU_BO_READ_ONLY));
   auto holder = std::make_shared<ImportedWeights>();
   holder->artifact = std::move(artifact);
-  holder->buffer = *std::move(buffer);
+  holder->buffer = std::move(buffer);
   return std::shared_ptr<const Buffer>(holder, &holder->buffer);
 }
 
@@ -86,11 +78,11 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
                                                    const LoadOptions& options) {
   if (shared_device == nullptr) return absl::InvalidArgumentError("Model::Load: no device");
   Device& device = *shared_device;
-  absl::StatusOr<std::unique_ptr<artifact::Artifact>> artifact =
-      artifact::Artifact::Open(artifact_path);
-  if (!artifact.ok()) return artifact.status();  // its message names the path
+  // Open()'s message names the path.
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<artifact::Artifact> artifact,
+                        artifact::Artifact::Open(artifact_path));
   if (options.verify_weights) {
-    LNPU_RETURN_IF_ERROR((*artifact)->VerifyData());
+    LNPU_RETURN_IF_ERROR(artifact->VerifyData());
   }
 
   DeviceLimits limits;
@@ -100,12 +92,12 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
                               std::pair{DRM_LNPU_PARAM_CAPABILITIES, &capabilities},
                               std::pair{DRM_LNPU_PARAM_MAX_IN_FENCES, &max_in_fences}}) {
     absl::StatusOr<uint64_t> v = device.GetParam(param);
-    if (!v.ok()) return WithPath(v.status(), artifact_path);
+    LNPU_RETURN_IF_ERROR_WITH_PREFIX(v.status(), "loading model '", artifact_path, "': ");
     *value = *v;
   }
 
-  absl::StatusOr<Program> program = Program::FromArtifact(**artifact, limits);
-  if (!program.ok()) return WithPath(program.status(), artifact_path);
+  absl::StatusOr<Program> program = Program::FromArtifact(*artifact, limits);
+  LNPU_RETURN_IF_ERROR_WITH_PREFIX(program.status(), "loading model '", artifact_path, "': ");
 
   // Weights: the mapped file itself when the device can import it, else a
   // device copy.
@@ -114,18 +106,18 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
     uint64_t sequence_bytes = 0;
     for (const BufferSpec& spec : program->buffers().subspan(1)) sequence_bytes += spec.size;
     absl::StatusOr<uint64_t> free = device.GetParam(DRM_LNPU_PARAM_MEMORY_FREE);
-    if (!free.ok()) return WithPath(free.status(), artifact_path);
-    import = *free < (*artifact)->data().size() + 2 * sequence_bytes;
+    LNPU_RETURN_IF_ERROR_WITH_PREFIX(free.status(), "loading model '", artifact_path, "': ");
+    import = *free < artifact->data().size() + 2 * sequence_bytes;
   }
   absl::StatusOr<std::shared_ptr<const Buffer>> weights =
-      ImportWeights(device, import ? capabilities : 0, *artifact);
-  if (!weights.ok()) return WithPath(weights.status(), artifact_path);
+      ImportWeights(device, import ? capabilities : 0, artifact);
+  LNPU_RETURN_IF_ERROR_WITH_PREFIX(weights.status(), "loading model '", artifact_path, "': ");
   if (*weights == nullptr) {
-    const absl::Span<const uint8_t> data = (*artifact)->data();
+    const absl::Span<const uint8_t> data = artifact->data();
     absl::StatusOr<Buffer> copy = device.CreateBuffer(data.size());
-    if (!copy.ok()) return WithPath(copy.status(), artifact_path);
+    LNPU_RETURN_IF_ERROR_WITH_PREFIX(copy.status(), "loading model '", artifact_path, "': ");
     absl::StatusOr<absl::Span<uint8_t>> mapped = copy->Map();
-    if (!mapped.ok()) return WithPath(mapped.status(), artifact_path);
+    LNPU_RETURN_IF_ERROR_WITH_PREFIX(mapped.status(), "loading model '", artifact_path, "': ");
     CopyReleasingSource(data, mapped->data());
     *weights = std::make_shared<const Buffer>(*std::move(copy));
   }

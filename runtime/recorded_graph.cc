@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/status_macros.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu::runtime {
@@ -58,7 +59,7 @@ absl::Status RunRecordedGraph(Device& device, const Buffer& commands,
     absl::StatusOr<uint64_t> submitted = device.Submit(args);
     time.submit += absl::Now() - submit_start;
     if (submit_span != nullptr) submit_span->end_ns = MonotonicNanos();
-    if (!submitted.ok()) return submitted.status();
+    LNPU_RETURN_IF_ERROR(submitted.status());
     fences.push_back(*submitted);
   }
   absl::Status waited = wait(fences.back());

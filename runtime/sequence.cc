@@ -27,22 +27,18 @@ absl::StatusOr<std::unique_ptr<Sequence>> Sequence::Create(
   addrs[0] = weights->device_addr();
   handles[0] = weights->handle();
   for (size_t i = 1; i < specs.size(); ++i) {
-    absl::StatusOr<Buffer> buffer = device.CreateBuffer(specs[i].size);
-    if (!buffer.ok()) return buffer.status();
-    absl::StatusOr<absl::Span<uint8_t>> mapped = buffer->Map();
-    if (!mapped.ok()) return mapped.status();
-    std::memset(mapped->data(), 0, mapped->size());
-    addrs[i] = buffer->device_addr();
-    handles[i] = buffer->handle();
-    buffers[i] = *std::move(buffer);
+    LNPU_ASSIGN_OR_RETURN(Buffer buffer, device.CreateBuffer(specs[i].size));
+    LNPU_ASSIGN_OR_RETURN(const absl::Span<uint8_t> mapped, buffer.Map());
+    std::memset(mapped.data(), 0, mapped.size());
+    addrs[i] = buffer.device_addr();
+    handles[i] = buffer.handle();
+    buffers[i] = std::move(buffer);
   }
 
-  absl::StatusOr<Buffer> commands =
-      device.CreateBuffer(program->command_bytes(), DRM_LNPU_BO_CMDBUF);
-  if (!commands.ok()) return commands.status();
-  absl::StatusOr<absl::Span<uint8_t>> image = commands->Map();
-  if (!image.ok()) return image.status();
-  program->Record(addrs, *image);
+  LNPU_ASSIGN_OR_RETURN(Buffer commands,
+                        device.CreateBuffer(program->command_bytes(), DRM_LNPU_BO_CMDBUF));
+  LNPU_ASSIGN_OR_RETURN(const absl::Span<uint8_t> image, commands.Map());
+  program->Record(addrs, image);
 
   auto io_address = [&](BufferLocation loc) {
     return buffers[loc.buffer].mapped().data() + loc.offset;
@@ -81,7 +77,7 @@ absl::StatusOr<std::unique_ptr<Sequence>> Sequence::Create(
   }
   std::unique_ptr<Sequence> sequence(new Sequence(
       std::move(shared_device), program, std::move(weights), std::move(buffers),
-      *std::move(commands), std::move(graphs), mask_memory, positions_memory, chain_with_fences));
+      std::move(commands), std::move(graphs), mask_memory, positions_memory, chain_with_fences));
   if (ring) sequence->window_ring_.emplace(ring->window, ring_mask, ring_positions);
   return sequence;
 }
@@ -215,20 +211,18 @@ absl::StatusOr<absl::Span<const float>> Sequence::Forward(absl::Span<const int32
   size_t last_graph;
   if (n == 1) {
     last_graph = program_->decode_graph();
-    absl::Status status = RunGraph(last_graph, tokens);
-    if (!status.ok()) return status;
+    LNPU_RETURN_IF_ERROR(RunGraph(last_graph, tokens));
   } else {
-    absl::StatusOr<std::vector<PrefillRun>> runs = PlanPrefill(n, program_->run_chunks());
-    if (!runs.ok()) return runs.status();
+    LNPU_ASSIGN_OR_RETURN(const std::vector<PrefillRun> runs,
+                          PlanPrefill(n, program_->run_chunks()));
     const absl::Span<const uint32_t> chunks = program_->run_chunks();
     uint32_t done = 0;
     last_graph = 0;
-    for (const PrefillRun& run : *runs) {
+    for (const PrefillRun& run : runs) {
       const size_t chunk_index =
           std::lower_bound(chunks.begin(), chunks.end(), run.chunk) - chunks.begin();
       last_graph = program_->run_chunk_graph(chunk_index);
-      absl::Status status = RunGraph(last_graph, tokens.subspan(done, run.tokens));
-      if (!status.ok()) return status;
+      LNPU_RETURN_IF_ERROR(RunGraph(last_graph, tokens.subspan(done, run.tokens)));
       done += run.tokens;
     }
   }
@@ -243,10 +237,10 @@ absl::Status Sequence::SetStepObserver(StepObserver observer) {
     profile_buffers_.clear();
     return absl::OkStatus();
   }
-  absl::StatusOr<uint64_t> capabilities = device_->GetParam(DRM_LNPU_PARAM_CAPABILITIES);
-  if (!capabilities.ok()) return capabilities.status();
+  LNPU_ASSIGN_OR_RETURN(const uint64_t capabilities,
+                        device_->GetParam(DRM_LNPU_PARAM_CAPABILITIES));
   std::vector<Buffer> buffers;
-  if ((*capabilities & DRM_LNPU_CAP_PROFILING) != 0) {
+  if ((capabilities & DRM_LNPU_CAP_PROFILING) != 0) {
     size_t streams = 0;
     uint64_t bytes = 0;
     for (const GraphSpec& graph : program_->graphs()) {
@@ -311,20 +305,19 @@ absl::Status Sequence::RunGraph(size_t graph_index, absl::Span<const int32_t> to
   const uint32_t rows = program_->graphs()[graph_index].rows;
   const uint32_t count = static_cast<uint32_t>(tokens.size());
   // Cannot fail: Forward() checked the room and the ring holds every chunk.
-  const absl::StatusOr<SlotPlacement> placement = cache_.Reserve(count);
-  if (!placement.ok()) return placement.status();
+  LNPU_ASSIGN_OR_RETURN(const SlotPlacement placement, cache_.Reserve(count));
   // The compute job reads the mask: the slots this run overwrites must be
   // hidden before it is submitted.
-  stats_.evicted_tokens += cache_.Evict(*placement);
+  stats_.evicted_tokens += cache_.Evict(placement);
 
   // Padding rows come after the real ones, so causal attention keeps them
   // out of the real rows; slot -1 keeps them out of the cache. Token 0 and
   // continued positions are valid inputs whose results are discarded.
   for (uint32_t i = 0; i < rows; ++i) {
     StoreI32(graph.tokens, i, i < count ? tokens[i] : 0);
-    StoreI32(graph.positions, i, placement->position(i));
+    StoreI32(graph.positions, i, placement.position(i));
   }
-  StoreSlots(*placement, count, rows, graph.slots, graph.window_slots);
+  StoreSlots(placement, count, rows, graph.slots, graph.window_slots);
   StoreI32(graph.last_row, 0, static_cast<int32_t>(count - 1));
 
   DeviceTime time;
@@ -335,8 +328,8 @@ absl::Status Sequence::RunGraph(size_t graph_index, absl::Span<const int32_t> to
                        step_fences_, time, observed ? &observation : nullptr);
   stats_.submit_time += time.submit;
   stats_.wait_time += time.wait;
-  FinishRun(*placement, tokens, ran.ok());
-  if (!ran.ok()) return ran;
+  FinishRun(placement, tokens, ran.ok());
+  LNPU_RETURN_IF_ERROR(ran);
   ++stats_.steps;
   ++stats_.graphs[graph_index].runs;
   stats_.padded_rows += rows - count;
@@ -487,9 +480,8 @@ absl::Status Sequence::RestoreState(const CacheSnapshot& state) {
     if (id < 0 || static_cast<uint32_t>(id) >= vocab_size) return bad_token("pending token", i, id);
   }
   // Validates everything else before changing anything.
-  absl::Status restored =
-      cache_.Restore(state.policy, state.next_position, state.mask, state.slot_tokens);
-  if (!restored.ok()) return restored;
+  LNPU_RETURN_IF_ERROR(
+      cache_.Restore(state.policy, state.next_position, state.mask, state.slot_tokens));
   const uint64_t row = id.kv_row_bytes;
   WriteKvRows([&](size_t block) { return state.kv_rows.data() + block * written * row; },
               static_cast<uint32_t>(written));
@@ -523,10 +515,9 @@ absl::Status Sequence::CopyPrefixFrom(const Sequence& source, uint32_t tokens) {
   if (window_ring_) {
     LNPU_RETURN_IF_ERROR(source.window_ring_->CheckContinuesAt(static_cast<int32_t>(tokens)));
   }
-  absl::Status restored = cache_.Restore(cache_.policy(), static_cast<int32_t>(tokens),
-                                         from.mask().subspan(0, tokens),
-                                         from.slot_tokens().subspan(0, tokens));
-  if (!restored.ok()) return restored;
+  LNPU_RETURN_IF_ERROR(cache_.Restore(cache_.policy(), static_cast<int32_t>(tokens),
+                                      from.mask().subspan(0, tokens),
+                                      from.slot_tokens().subspan(0, tokens)));
   WriteKvRows([&](size_t block) { return source.kv_block(block); }, tokens);
   if (window_ring_) {
     // Both rings hold position p in slot p % slots.

@@ -35,7 +35,7 @@ absl::StatusOr<uint32_t> Dimension(const gguf::GgufFile& file,
   if (absl::IsNotFound(value.status())) {
     return KeyError(file, key, "is missing; it is required");
   }
-  if (!value.ok()) return value.status();
+  LNPU_RETURN_IF_ERROR(value.status());
   if (*value == 0 || *value > artifact::kMaxModelDimension) {
     return KeyError(file, key,
                     absl::StrFormat("is %u, must be in [1, %u]", *value,
@@ -102,7 +102,7 @@ absl::StatusOr<int32_t> TokenId(const gguf::GgufFile& file,
                                 size_t vocab_size) {
   absl::StatusOr<int64_t> id = file.GetInt(key);
   if (absl::IsNotFound(id.status())) return fallback;
-  if (!id.ok()) return id.status();
+  LNPU_RETURN_IF_ERROR(id.status());
   if (*id < 0 || *id == 0xFFFFFFFFll) return -1;
   if (static_cast<uint64_t>(*id) >= vocab_size) {
     return KeyError(file, key,
@@ -115,12 +115,11 @@ absl::StatusOr<int32_t> TokenId(const gguf::GgufFile& file,
 // A float key that must be finite and >= 0, `fallback` when absent.
 absl::StatusOr<float> NonNegativeFloat(const gguf::GgufFile& file, const std::string& key,
                                        float fallback) {
-  absl::StatusOr<float> value = OrDefault(file.GetFloat(key), fallback);
-  if (!value.ok()) return value.status();
-  if (!std::isfinite(*value) || *value < 0) {
-    return KeyError(file, key, absl::StrFormat("is %g, must be >= 0", *value));
+  LNPU_ASSIGN_OR_RETURN(const float value, OrDefault(file.GetFloat(key), fallback));
+  if (!std::isfinite(value) || value < 0) {
+    return KeyError(file, key, absl::StrFormat("is %g, must be >= 0", value));
   }
-  return *value;
+  return value;
 }
 
 // The gemma2 / gemma3 keys and constants, as llama.cpp reads them.
@@ -242,48 +241,43 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
   } else {
     h.head_dim = h.dim / h.n_heads;
   }
-  absl::StatusOr<uint32_t> rope_dim = Dimension(
-      file, p + "rope.dimension_count",
-      OrDefault<uint64_t>(file.GetUint(p + "rope.dimension_count"),
-                          h.head_dim));
-  if (!rope_dim.ok()) return rope_dim.status();
-  if (*rope_dim % 2 != 0 || *rope_dim > h.head_dim) {
-    return KeyError(file, p + "rope.dimension_count",
-                    absl::StrFormat("is %u, must be even and <= head_dim %u",
-                                    *rope_dim, h.head_dim));
+  LNPU_ASSIGN_OR_RETURN(
+      const uint32_t rope_dim,
+      Dimension(file, p + "rope.dimension_count",
+                OrDefault<uint64_t>(file.GetUint(p + "rope.dimension_count"), h.head_dim)));
+  if (rope_dim % 2 != 0 || rope_dim > h.head_dim) {
+    return KeyError(
+        file, p + "rope.dimension_count",
+        absl::StrFormat("is %u, must be even and <= head_dim %u", rope_dim, h.head_dim));
   }
-  h.rope_dim = *rope_dim;
+  h.rope_dim = rope_dim;
 
   LNPU_ASSIGN_OR_RETURN(float theta, PositiveFloat(file, p + "rope.freq_base", 10000.0f));
   h.rope_theta = theta;
 
-  absl::StatusOr<std::string> scaling = OrDefault<std::string>(
-      file.GetString(p + "rope.scaling.type"), "none");
-  if (!scaling.ok()) return scaling.status();
-  absl::StatusOr<float> factor =
-      OrDefault(file.GetFloat(p + "rope.scaling.factor"), 0.0f);
-  if (!factor.ok()) return factor.status();
-  if (*scaling == "none" && *factor == 0.0f) {
+  LNPU_ASSIGN_OR_RETURN(std::string scaling,
+                        OrDefault<std::string>(file.GetString(p + "rope.scaling.type"), "none"));
+  LNPU_ASSIGN_OR_RETURN(float factor, OrDefault(file.GetFloat(p + "rope.scaling.factor"), 0.0f));
+  if (scaling == "none" && factor == 0.0f) {
     // Older converters wrote the linear factor under its own key.
-    factor = OrDefault(file.GetFloat(p + "rope.scale_linear"), 0.0f);
-    if (!factor.ok()) return factor.status();
-    if (*factor != 0.0f) scaling = "linear";
+    LNPU_ASSIGN_OR_RETURN(factor, OrDefault(file.GetFloat(p + "rope.scale_linear"), 0.0f));
+    if (factor != 0.0f) scaling = "linear";
   }
-  if (*scaling == "linear") {
-    if (!std::isfinite(*factor) || *factor <= 0) {
+  if (scaling == "linear") {
+    if (!std::isfinite(factor) || factor <= 0) {
       return KeyError(file, p + "rope.scaling.factor",
                       absl::StrFormat("is %g, linear RoPE scaling needs a "
                                       "factor > 0",
-                                      *factor));
+                                      factor));
     }
-    h.rope_freq_scale = 1.0f / *factor;
-  } else if (*scaling == "llama3") {
+    h.rope_freq_scale = 1.0f / factor;
+  } else if (scaling == "llama3") {
     LNPU_ASSIGN_OR_RETURN(std::vector<float> factors,
                           Llama3FreqFactors(file, p, h.rope_theta, h.rope_dim));
     h.rope_freq_factors = std::move(factors);
-  } else if (*scaling != "none") {
+  } else if (scaling != "none") {
     return KeyError(file, p + "rope.scaling.type",
-                    absl::StrCat("is \"", *scaling,
+                    absl::StrCat("is \"", scaling,
                                  "\"; supported: \"none\", \"linear\", "
                                  "\"llama3\""));
   }
@@ -313,7 +307,7 @@ absl::StatusOr<LlamaHParams> ReadLlamaHParams(const gguf::GgufFile& file,
   if (absl::IsNotFound(eps.status())) {
     return KeyError(file, eps_key, "is missing; it is required");
   }
-  if (!eps.ok()) return eps.status();
+  LNPU_RETURN_IF_ERROR(eps.status());
   if (!std::isfinite(*eps) || *eps <= 0) {
     return KeyError(file, eps_key, absl::StrFormat("is %g, must be > 0", *eps));
   }
@@ -331,7 +325,7 @@ absl::StatusOr<Vocabulary> ReadVocabulary(const gguf::GgufFile& file) {
     return KeyError(file, "tokenizer.ggml.model",
                     "is missing; the artifact needs the tokenizer");
   }
-  if (!model.ok()) return model.status();
+  LNPU_RETURN_IF_ERROR(model.status());
   if (*model == "llama") {
     t.type = TokenizerType::kSentencePiece;
   } else if (*model == "gpt2" || *model == "gemma4") {

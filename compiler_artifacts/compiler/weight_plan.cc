@@ -326,13 +326,9 @@ absl::Status WeightPlan::Write(
   std::vector<uint8_t> batch;
   for (const PlannedWeight& w : weights_) {
     if (w.source == nullptr) {
-      if (auto s = writer.WriteData(
-              w.offset, absl::MakeConstSpan(
-                            reinterpret_cast<const uint8_t*>(w.generated.data()),
-                            w.generated.size() * sizeof(float)));
-          !s.ok()) {
-        return s;
-      }
+      LNPU_RETURN_IF_ERROR(writer.WriteData(
+          w.offset, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(w.generated.data()),
+                                        w.generated.size() * sizeof(float))));
       continue;
     }
     const absl::Span<const uint8_t> src = file.TensorData(*w.source);
@@ -356,7 +352,7 @@ absl::Status WeightPlan::Write(
           return NonFiniteError(file, w.name,
                                 done / unit_bytes * unit_elements + static_cast<uint64_t>(bad));
         }
-        if (auto s = writer.WriteData(w.offset + done, piece); !s.ok()) return s;
+        LNPU_RETURN_IF_ERROR(writer.WriteData(w.offset + done, piece));
         ReleaseMappedPages(piece);
         if (progress) progress(w.offset + done + piece.size(), data_size_);
       }
@@ -391,10 +387,7 @@ absl::Status WeightPlan::Write(
               std::string(s.message())));
         }
       }
-      if (auto s = writer.WriteData(w.offset + first * dst_row_bytes, batch);
-          !s.ok()) {
-        return s;
-      }
+      LNPU_RETURN_IF_ERROR(writer.WriteData(w.offset + first * dst_row_bytes, batch));
       ReleaseMappedPages(src.subspan(first * src_row_bytes, count * src_row_bytes));
       if (progress) progress(w.offset + (first + count) * dst_row_bytes, data_size_);
     }

@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -17,17 +17,11 @@
 #include "absl/strings/str_join.h"
 #include "base/crc32.h"
 #include "base/file_io.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
 #include "flatbuffers/flatbuffers.h"
 
 namespace lnpu::artifact {
-namespace {
-
-absl::Status WithPath(const std::string& path, const absl::Status& status) {
-  return absl::Status(status.code(), absl::StrCat(path, ": ", status.message()));
-}
-
-}  // namespace
 
 Artifact::Artifact(std::string path, const uint8_t* mapping,
                    uint64_t mapping_size)
@@ -72,7 +66,7 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(
   const absl::Span<const uint8_t> file(artifact->mapping_, file_size);
 
   absl::StatusOr<ArtifactHeader> header = DecodeArtifactHeader(file);
-  if (!header.ok()) return WithPath(path, header.status());
+  LNPU_RETURN_IF_ERROR_WITH_PREFIX(header.status(), path, ": ");
   if (header->file_size != file_size) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: artifact %s: the header records %u bytes, the file has %u",
@@ -96,10 +90,7 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(
   }
   artifact->model_ = fb::GetModel(metadata.data());
   artifact->data_ = file.subspan(header->data_offset, header->data_size);
-  if (absl::Status s = VerifyModel(*artifact->model_, header->data_size);
-      !s.ok()) {
-    return WithPath(path, s);
-  }
+  LNPU_RETURN_IF_ERROR_WITH_PREFIX(VerifyModel(*artifact->model_, header->data_size), path, ": ");
   return artifact;
 }
 

@@ -303,9 +303,8 @@ absl::Status VerifyKvCache(const fb::Model& model) {
         kv->buffer(), buffers->Get(kv->buffer())->size(), h->n_layers(), needed);
   }
   if (kv->slot_positions() != nullptr) {
-    const absl::Status positions = VerifyIoOperand(
-        model, kv->slot_positions(), uint64_t{kv->capacity()} * 4, 4, "kv_cache.slot_positions");
-    if (!positions.ok()) return positions;
+    LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, kv->slot_positions(), uint64_t{kv->capacity()} * 4,
+                                         4, "kv_cache.slot_positions"));
   }
   return VerifyIoOperand(model, kv->mask(), kv->capacity(), 1,
                          "kv_cache.mask");

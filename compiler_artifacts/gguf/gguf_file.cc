@@ -142,19 +142,16 @@ class GgufFile::Parser {
   explicit Parser(GgufFile& file) : file_(file), size_(file.size_) {}
 
   absl::Status Parse() {
-    if (absl::Status status = ParseHeader(); !status.ok()) return status;
+    LNPU_RETURN_IF_ERROR(ParseHeader());
     for (uint64_t i = 0; i < metadata_count_; ++i) {
-      if (absl::Status status = ParseMetadataEntry(i); !status.ok()) return status;
+      LNPU_RETURN_IF_ERROR(ParseMetadataEntry(i));
     }
-    if (absl::Status status = ParseAlignment(); !status.ok()) return status;
-    if (absl::Status status = CheckCount(tensor_count_, kMinTensorInfoBytes, Literal("tensor count"),
-                                         kTensorCountOffset);
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(ParseAlignment());
+    LNPU_RETURN_IF_ERROR(CheckCount(tensor_count_, kMinTensorInfoBytes, Literal("tensor count"),
+                                    kTensorCountOffset));
     file_.tensors_.reserve(tensor_count_);
     for (uint64_t i = 0; i < tensor_count_; ++i) {
-      if (absl::Status status = ParseTensorInfo(i); !status.ok()) return status;
+      LNPU_RETURN_IF_ERROR(ParseTensorInfo(i));
     }
     return PlaceTensorData();
   }
@@ -179,7 +176,7 @@ class GgufFile::Parser {
 
   template <typename T>
   absl::Status Read(T& value, What what) {
-    if (absl::Status status = Need(sizeof(T), what); !status.ok()) return status;
+    LNPU_RETURN_IF_ERROR(Need(sizeof(T), what));
     value = Load<T>(At(pos_));
     pos_ += sizeof(T);
     return absl::OkStatus();
@@ -188,10 +185,7 @@ class GgufFile::Parser {
   absl::Status ReadString(std::string_view& value, What what) {
     const uint64_t start = pos_;
     uint64_t length = 0;
-    if (absl::Status status = Read(length, [&] { return absl::StrCat("length of ", what()); });
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(Read(length, [&] { return absl::StrCat("length of ", what()); }));
     if (length > Remaining()) {
       return Invalid(what(), " at byte ", start, " claims ", length, " bytes but only ",
                      Remaining(), " bytes follow: the file is truncated or corrupt");
@@ -219,7 +213,7 @@ class GgufFile::Parser {
     }
     pos_ = 4;
     uint32_t version = 0;
-    if (absl::Status status = Read(version, Literal("GGUF version")); !status.ok()) return status;
+    LNPU_RETURN_IF_ERROR(Read(version, Literal("GGUF version")));
     const uint32_t swapped = __builtin_bswap32(version);
     if (version != 2 && version != 3) {
       if (swapped == 2 || swapped == 3) {
@@ -237,13 +231,10 @@ class GgufFile::Parser {
           " at byte 4 is not supported (only 2 and 3): the file is corrupt or too new"));
     }
     file_.version_ = version;
-    if (absl::Status status = Read(tensor_count_, Literal("tensor count")); !status.ok()) return status;
-    if (absl::Status status = Read(metadata_count_, Literal("metadata count")); !status.ok()) return status;
-    if (absl::Status status = CheckCount(metadata_count_, kMinMetadataEntryBytes,
-                                         Literal("metadata count"), kMetadataCountOffset);
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(Read(tensor_count_, Literal("tensor count")));
+    LNPU_RETURN_IF_ERROR(Read(metadata_count_, Literal("metadata count")));
+    LNPU_RETURN_IF_ERROR(CheckCount(metadata_count_, kMinMetadataEntryBytes,
+                                    Literal("metadata count"), kMetadataCountOffset));
     return CheckCount(tensor_count_, kMinTensorInfoBytes, Literal("tensor count"),
                       kTensorCountOffset);
   }
@@ -251,26 +242,18 @@ class GgufFile::Parser {
   absl::Status ParseMetadataEntry(uint64_t index) {
     const std::string entry_name = absl::StrCat("metadata key #", index);
     std::string_view key;
-    if (absl::Status status = ReadString(key, [&] { return entry_name; }); !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(ReadString(key, [&] { return entry_name; }));
     if (key.empty()) return Invalid(entry_name, " ending at byte ", pos_, " is empty");
     const std::string what = absl::StrCat("metadata key ", Quoted(key));
     uint32_t tag = 0;
-    if (absl::Status status = Read(tag, [&] { return absl::StrCat("value type of ", what); });
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(Read(tag, [&] { return absl::StrCat("value type of ", what); }));
     if (!IsValidGgufValueType(tag)) {
       return Invalid(what, " has value type ", tag, " at byte ", pos_ - 4,
                      ", which is not a GGUF value type (0..12): the file is corrupt");
     }
     const auto type = static_cast<GgufValueType>(tag);
     const uint64_t value_start = pos_;
-    if (absl::Status status = SkipValue(type, 0, [&] { return absl::StrCat("value of ", what); });
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(SkipValue(type, 0, [&] { return absl::StrCat("value of ", what); }));
     if (file_.metadata_index_.contains(key)) {
       return Invalid(what, " appears twice (second at ", entry_name,
                      "): keys must be unique; the file is corrupt");
@@ -289,7 +272,7 @@ class GgufFile::Parser {
     }
     if (type == GgufValueType::kBool) {
       uint8_t value = 0;
-      if (absl::Status status = Read(value, what); !status.ok()) return status;
+      LNPU_RETURN_IF_ERROR(Read(value, what));
       if (value > 1) {
         return Invalid(what(), " at byte ", pos_ - 1, " is a bool holding ", value,
                        " (must be 0 or 1): the file is corrupt");
@@ -297,7 +280,7 @@ class GgufFile::Parser {
       return absl::OkStatus();
     }
     if (type != GgufValueType::kArray) {
-      if (absl::Status status = Need(GgufScalarSize(type), what); !status.ok()) return status;
+      LNPU_RETURN_IF_ERROR(Need(GgufScalarSize(type), what));
       pos_ += GgufScalarSize(type);
       return absl::OkStatus();
     }
@@ -308,43 +291,31 @@ class GgufFile::Parser {
     const uint64_t start = pos_;
     uint32_t tag = 0;
     uint64_t count = 0;
-    if (absl::Status status = Read(tag, [&] { return absl::StrCat("element type of ", what()); });
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(Read(tag, [&] { return absl::StrCat("element type of ", what()); }));
     if (!IsValidGgufValueType(tag)) {
       return Invalid(what(), " at byte ", start, " is an array of value type ", tag,
                      ", which is not a GGUF value type (0..12): the file is corrupt");
     }
-    if (absl::Status status = Read(count, [&] { return absl::StrCat("element count of ", what()); });
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(Read(count, [&] { return absl::StrCat("element count of ", what()); }));
     const auto element_type = static_cast<GgufValueType>(tag);
     const uint64_t min_bytes = element_type == GgufValueType::kString  ? kMinStringBytes
                                : element_type == GgufValueType::kArray ? kMinArrayBytes
                                                                        : GgufScalarSize(element_type);
-    if (absl::Status status =
-            CheckCount(count, min_bytes,
-                       [&] {
-                         return absl::StrCat(what(), ": array of ",
-                                             GgufValueTypeName(element_type), " with element count");
-                       },
-                       start + 4);
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(CheckCount(
+        count, min_bytes,
+        [&] {
+          return absl::StrCat(what(), ": array of ", GgufValueTypeName(element_type),
+                              " with element count");
+        },
+        start + 4));
     if (element_type != GgufValueType::kString && element_type != GgufValueType::kArray &&
         element_type != GgufValueType::kBool) {
       pos_ += count * min_bytes;  // Checked by CheckCount.
       return absl::OkStatus();
     }
     for (uint64_t i = 0; i < count; ++i) {
-      if (absl::Status status = SkipValue(element_type, depth + 1,
-                                          [&] { return absl::StrCat(what(), "[", i, "]"); });
-          !status.ok()) {
-        return status;
-      }
+      LNPU_RETURN_IF_ERROR(
+          SkipValue(element_type, depth + 1, [&] { return absl::StrCat(what(), "[", i, "]"); }));
     }
     return absl::OkStatus();
   }
@@ -362,10 +333,7 @@ class GgufFile::Parser {
   absl::Status ParseTensorInfo(uint64_t index) {
     const std::string tensor_name = absl::StrCat("tensor #", index);
     std::string_view name;
-    if (absl::Status status = ReadString(name, [&] { return absl::StrCat("name of ", tensor_name); });
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(ReadString(name, [&] { return absl::StrCat("name of ", tensor_name); }));
     if (name.empty()) return Invalid("name of ", tensor_name, " ending at byte ", pos_, " is empty");
     const std::string what = absl::StrCat("tensor ", Quoted(name));
     if (file_.tensor_index_.contains(name)) {
@@ -373,10 +341,7 @@ class GgufFile::Parser {
                      "): tensor names must be unique; the file is corrupt");
     }
     uint32_t n_dims = 0;
-    if (absl::Status status = Read(n_dims, [&] { return absl::StrCat("dimension count of ", what); });
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(Read(n_dims, [&] { return absl::StrCat("dimension count of ", what); }));
     if (n_dims == 0 || n_dims > kMaxTensorDims) {
       return Invalid(what, " has ", n_dims, " dimensions (byte ", pos_ - 4, "); GGUF allows 1 to ",
                      kMaxTensorDims);
@@ -385,11 +350,8 @@ class GgufFile::Parser {
     info.dims.resize(n_dims);
     uint64_t elements = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
-      if (absl::Status status =
-              Read(info.dims[d], [&] { return absl::StrCat("dims[", d, "] of ", what); });
-          !status.ok()) {
-        return status;
-      }
+      LNPU_RETURN_IF_ERROR(
+          Read(info.dims[d], [&] { return absl::StrCat("dims[", d, "] of ", what); }));
       if (info.dims[d] == 0) return Invalid(what, " has dims[", d, "] = 0 (byte ", pos_ - 8, ")");
       if (info.dims[d] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / elements) {
         return Invalid(what, " has dims [", absl::StrJoin(info.dims.begin(), info.dims.begin() + d + 1, ", "),
@@ -398,10 +360,7 @@ class GgufFile::Parser {
       elements *= info.dims[d];
     }
     uint32_t tag = 0;
-    if (absl::Status status = Read(tag, [&] { return absl::StrCat("type of ", what); });
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(Read(tag, [&] { return absl::StrCat("type of ", what); }));
     info.type = static_cast<GgmlType>(tag);
     absl::StatusOr<std::pair<uint32_t, uint32_t>> block = GgmlTypeBlock(info.type);
     if (!block.ok()) {
@@ -419,11 +378,7 @@ class GgufFile::Parser {
                      " bytes overflow 64 bits");
     }
     info.bytes = blocks * block_bytes;
-    if (absl::Status status =
-            Read(info.offset, [&] { return absl::StrCat("data offset of ", what); });
-        !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(Read(info.offset, [&] { return absl::StrCat("data offset of ", what); }));
     if (info.offset % file_.alignment_ != 0) {
       return Invalid(what, " has data offset ", info.offset, " (byte ", pos_ - 8,
                      "), which is not a multiple of the alignment ", file_.alignment_,
@@ -504,7 +459,7 @@ absl::StatusOr<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path
     map = static_cast<const uint8_t*>(mapped);
   }
   std::unique_ptr<GgufFile> file(new GgufFile(path, map, size));
-  if (absl::Status status = Parser(*file).Parse(); !status.ok()) return status;
+  LNPU_RETURN_IF_ERROR(Parser(*file).Parse());
   return file;
 }
 

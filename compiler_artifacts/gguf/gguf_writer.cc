@@ -152,12 +152,11 @@ absl::StatusOr<uint64_t> GgufWriter::Alignment() const {
 absl::Status GgufWriter::EmitTensorData(const Tensor& tensor, Sink sink) const {
   if (!tensor.source) return sink(tensor.data);
   uint64_t produced = 0;
-  absl::Status status = tensor.source([&](absl::Span<const uint8_t> piece) {
+  LNPU_RETURN_IF_ERROR(tensor.source([&](absl::Span<const uint8_t> piece) {
     produced += piece.size();
     if (produced > tensor.bytes) return absl::OkStatus();  // reported below
     return sink(piece);
-  });
-  if (!status.ok()) return status;
+  }));
   if (produced != tensor.bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the data source of GGUF tensor '", tensor.name, "' produced ", produced,
@@ -192,26 +191,23 @@ absl::Status GgufWriter::Emit(Sink sink) const {
     offset += tensor.bytes + Padding(tensor.bytes, alignment);
   }
   header.resize(header.size() + Padding(header.size(), alignment), 0);
-  if (absl::Status status = sink(header); !status.ok()) return status;
+  LNPU_RETURN_IF_ERROR(sink(header));
 
   const std::vector<uint8_t> zeros(alignment, 0);
   for (const Tensor& tensor : tensors_) {
-    if (absl::Status status = EmitTensorData(tensor, sink); !status.ok()) return status;
+    LNPU_RETURN_IF_ERROR(EmitTensorData(tensor, sink));
     const uint64_t padding = Padding(tensor.bytes, alignment);
-    if (absl::Status status = sink(absl::MakeConstSpan(zeros).first(padding)); !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(sink(absl::MakeConstSpan(zeros).first(padding)));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<uint8_t>> GgufWriter::Serialize() const {
   std::vector<uint8_t> bytes;
-  absl::Status status = Emit([&bytes](absl::Span<const uint8_t> piece) {
+  LNPU_RETURN_IF_ERROR(Emit([&bytes](absl::Span<const uint8_t> piece) {
     bytes.insert(bytes.end(), piece.begin(), piece.end());
     return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
+  }));
   return bytes;
 }
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/half.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
 namespace lnpu::gguf {
@@ -45,10 +46,7 @@ absl::Status CheckQuantizeSizes(absl::string_view format, size_t block_bytes,
 
 absl::Status QuantizeRowQ8_0(absl::Span<const float> src,
                              absl::Span<uint8_t> dst) {
-  if (absl::Status s = CheckQuantizeSizes("Q8_0", kQ8_0BlockBytes, src, dst);
-      !s.ok()) {
-    return s;
-  }
+  LNPU_RETURN_IF_ERROR(CheckQuantizeSizes("Q8_0", kQ8_0BlockBytes, src, dst));
   for (size_t b = 0; b < src.size() / kQuantBlockElements; ++b) {
     const float* x = src.data() + b * kQuantBlockElements;
     uint8_t* block = dst.data() + b * kQ8_0BlockBytes;
@@ -70,10 +68,7 @@ absl::Status QuantizeRowQ8_0(absl::Span<const float> src,
 
 absl::Status QuantizeRowQ4_0(absl::Span<const float> src,
                              absl::Span<uint8_t> dst) {
-  if (absl::Status s = CheckQuantizeSizes("Q4_0", kQ4_0BlockBytes, src, dst);
-      !s.ok()) {
-    return s;
-  }
+  LNPU_RETURN_IF_ERROR(CheckQuantizeSizes("Q4_0", kQ4_0BlockBytes, src, dst));
   constexpr size_t kHalf = kQuantBlockElements / 2;
   for (size_t b = 0; b < src.size() / kQuantBlockElements; ++b) {
     const float* x = src.data() + b * kQuantBlockElements;

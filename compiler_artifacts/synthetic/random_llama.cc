@@ -121,7 +121,7 @@ absl::Status RandomCalibratedBlock(Random& random, GgmlType type, double std,
       absl::MakeSpan(scratch).subspan(GgmlBlockElements(type))};
   for (size_t k = 0; k < fields.size(); ++k) {
     for (size_t f = 0; f < fields.size(); ++f) StoreHalf(&block[fields[f]], f == k ? 1.0f : 0.0f);
-    if (absl::Status s = DequantizeRow(type, block, basis[k]); !s.ok()) return s;
+    LNPU_RETURN_IF_ERROR(DequantizeRow(type, block, basis[k]));
   }
   double offset_ratio = 0;  // c / d
   if (fields.size() == 2) {
@@ -172,11 +172,8 @@ absl::Status RandomRow(Random& random, GgmlType type, double mean, double std,
     const uint32_t block_bytes = GgmlBlockBytes(type);
     std::vector<float> scratch;
     for (size_t at = 0; at < row.size(); at += block_bytes) {
-      if (absl::Status s = RandomCalibratedBlock(
-              random, type, std, absl::MakeSpan(row).subspan(at, block_bytes), scratch);
-          !s.ok()) {
-        return s;
-      }
+      LNPU_RETURN_IF_ERROR(RandomCalibratedBlock(
+          random, type, std, absl::MakeSpan(row).subspan(at, block_bytes), scratch));
     }
     return absl::OkStatus();
   }
@@ -422,13 +419,10 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
   uint32_t vocab_size = spec.vocab_size;
   std::vector<std::pair<std::string, GgufValue>> vocabulary_keys;
   if (!spec.vocabulary_gguf.empty()) {
-    if (absl::Status s =
-            CopyVocabulary(spec.vocabulary_gguf, spec.added_tokens, vocabulary_keys, vocab_size);
-        !s.ok()) {
-      return s;
-    }
+    LNPU_RETURN_IF_ERROR(
+        CopyVocabulary(spec.vocabulary_gguf, spec.added_tokens, vocabulary_keys, vocab_size));
   }
-  if (absl::Status status = ValidateSpec(spec, vocab_size); !status.ok()) return status;
+  LNPU_RETURN_IF_ERROR(ValidateSpec(spec, vocab_size));
 
   const uint32_t head_dim = HeadDim(spec);
   const uint64_t dim = spec.dim;
@@ -564,18 +558,12 @@ absl::Status WriteRandomLlamaGguf(const RandomLlamaSpec& spec, const std::string
       values.resize(recipe.dims[0]);
       const uint64_t rows = recipe.dims.size() > 1 ? recipe.dims[1] : 1;
       for (uint64_t r = 0; r < rows; ++r) {
-        if (absl::Status s = RandomRow(random, recipe.type, recipe.mean, recipe.std, values, row);
-            !s.ok()) {
-          return s;
-        }
-        if (absl::Status s = sink(row); !s.ok()) return s;
+        LNPU_RETURN_IF_ERROR(RandomRow(random, recipe.type, recipe.mean, recipe.std, values, row));
+        LNPU_RETURN_IF_ERROR(sink(row));
       }
       return absl::OkStatus();
     };
-    if (absl::Status s = writer.AddStreamedTensor(recipe.name, recipe.type, recipe.dims, generate);
-        !s.ok()) {
-      return s;
-    }
+    LNPU_RETURN_IF_ERROR(writer.AddStreamedTensor(recipe.name, recipe.type, recipe.dims, generate));
   }
   return writer.Write(path);
 }

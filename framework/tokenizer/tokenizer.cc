@@ -143,9 +143,7 @@ absl::Status ValidateShape(const Vocabulary& v) {
                                  {"eos_id", v.eos_id},
                                  {"unk_id", v.unk_id},
                                  {"pad_id", v.pad_id}}) {
-    if (absl::Status status = ValidateSpecialId(name, id, n); !status.ok()) {
-      return status;
-    }
+    LNPU_RETURN_IF_ERROR(ValidateSpecialId(name, id, n));
   }
   if (v.add_bos && v.bos_id < 0) {
     return absl::InvalidArgumentError(
@@ -165,9 +163,7 @@ Tokenizer::Tokenizer(Vocabulary vocabulary)
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(
     Vocabulary vocabulary) {
-  if (absl::Status status = ValidateShape(vocabulary); !status.ok()) {
-    return status;
-  }
+  LNPU_RETURN_IF_ERROR(ValidateShape(vocabulary));
   auto tokenizer = absl::WrapUnique(new Tokenizer(std::move(vocabulary)));
   const Vocabulary& v = tokenizer->vocabulary_;
   const bool sentencepiece = v.type == TokenizerType::kSentencePiece;

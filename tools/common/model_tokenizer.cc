@@ -53,11 +53,7 @@ absl::StatusOr<ModelTokenizer> ReadModelTokenizer(const std::string& path) {
   if (head.substr(0, 4) == "GGUF") {
     LNPU_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> file, gguf::GgufFile::Open(path));
     absl::StatusOr<ModelTokenizer> tokenizer = ModelTokenizerFromGguf(*file);
-    if (!tokenizer.ok()) {
-      return absl::Status(tokenizer.status().code(),
-                          absl::StrCat(path, ": ",
-                                       std::string(tokenizer.status().message())));
-    }
+    LNPU_RETURN_IF_ERROR_WITH_PREFIX(tokenizer.status(), path, ": ");
     return tokenizer;
   }
   if (head == "LNPUART1") {

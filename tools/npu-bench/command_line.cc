@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 
 namespace lnpu::bench {
 namespace {
@@ -28,9 +29,8 @@ absl::StatusOr<std::vector<uint32_t>> ParseList(const std::string& flag, const s
                                                 uint32_t min, uint32_t max) {
   std::vector<uint32_t> values;
   for (const std::string& part : std::vector<std::string>(absl::StrSplit(text, ','))) {
-    absl::StatusOr<uint64_t> n = ParseInteger(flag, part, min, max);
-    if (!n.ok()) return n.status();
-    values.push_back(static_cast<uint32_t>(*n));
+    LNPU_ASSIGN_OR_RETURN(const uint64_t n, ParseInteger(flag, part, min, max));
+    values.push_back(static_cast<uint32_t>(n));
   }
   return values;
 }
@@ -128,7 +128,7 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
     } else {
       return absl::InvalidArgumentError("unknown option " + arg);
     }
-    if (!status.ok()) return status;
+    LNPU_RETURN_IF_ERROR(status);
   }
   if (line.model_path.empty() == line.preset.empty()) {
     return absl::InvalidArgumentError(

@@ -4,16 +4,16 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
 
 namespace lnpu::bench {
 
 absl::StatusOr<DecodeTraffic> ReadDecodeTraffic(const std::string& artifact_path) {
-  absl::StatusOr<std::unique_ptr<artifact::Artifact>> opened =
-      artifact::Artifact::Open(artifact_path);
-  if (!opened.ok()) return opened.status();
-  const artifact::fb::Model& model = (*opened)->model();
+  LNPU_ASSIGN_OR_RETURN(const std::unique_ptr<artifact::Artifact> opened,
+                        artifact::Artifact::Open(artifact_path));
+  const artifact::fb::Model& model = opened->model();
 
   DecodeTraffic traffic;
   uint64_t embedding_bytes = 0;

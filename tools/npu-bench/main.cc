@@ -22,10 +22,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/status_macros.h"
 #include "kernel_iface/driver/device.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/model.h"
 #include "tools/common/tool_device.h"
+#include "tools/common/tool_main.h"
+#include "tools/common/trace_writer.h"
 #include "tools/npu-bench/bench_report.h"
 #include "tools/npu-bench/command_line.h"
 #include "tools/npu-bench/decode_traffic.h"
@@ -33,8 +36,6 @@
 #include "tools/npu-bench/read_bandwidth.h"
 #include "tools/npu-bench/step_profile.h"
 #include "tools/npu-bench/synthetic_model.h"
-#include "tools/common/tool_main.h"
-#include "tools/common/trace_writer.h"
 
 namespace {
 
@@ -56,30 +57,24 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
       const char* env = std::getenv("LNPU_MODELS_DIR");
       models_dir = env != nullptr ? env : "models";
     }
-    absl::StatusOr<std::unique_ptr<TemporaryArtifact>> compiled =
-        CompileSyntheticModel(line.preset, line.weights, models_dir);
-    if (!compiled.ok()) return compiled.status();
-    synthetic = *std::move(compiled);
+    LNPU_ASSIGN_OR_RETURN(synthetic, CompileSyntheticModel(line.preset, line.weights, models_dir));
     artifact_path = synthetic->path();
     report.model = absl::StrCat("synthetic ", line.preset, " (", line.weights, " weights)");
   }
 
-  absl::StatusOr<std::unique_ptr<lnpu::Device>> device = lnpu::tools::OpenToolDevice(line.device);
-  if (!device.ok()) return device.status();
-  absl::StatusOr<uint64_t> units = (*device)->GetParam(DRM_LNPU_PARAM_COMPUTE_UNITS);
-  if (!units.ok()) return units.status();
-  absl::StatusOr<DecodeTraffic> traffic = ReadDecodeTraffic(artifact_path);
-  if (!traffic.ok()) return traffic.status();
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::Device> device,
+                        lnpu::tools::OpenToolDevice(line.device));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t units, device->GetParam(DRM_LNPU_PARAM_COMPUTE_UNITS));
+  LNPU_ASSIGN_OR_RETURN(const DecodeTraffic traffic, ReadDecodeTraffic(artifact_path));
   lnpu::runtime::LoadOptions load;
   if (line.placement == "copy") load.weights = lnpu::runtime::WeightPlacement::kCopy;
   if (line.placement == "import") load.weights = lnpu::runtime::WeightPlacement::kImport;
   const absl::Time load_start = absl::Now();
-  absl::StatusOr<std::unique_ptr<lnpu::runtime::Model>> model =
-      lnpu::runtime::Model::Load(*std::move(device), artifact_path, load);
-  if (!model.ok()) return model.status();
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::runtime::Model> model,
+                        lnpu::runtime::Model::Load(std::move(device), artifact_path, load));
   report.load_ms = absl::ToDoubleMilliseconds(absl::Now() - load_start);
   report.placement_requested = line.placement;
-  report.weights_imported = (*model)->weights_imported();
+  report.weights_imported = model->weights_imported();
 
   std::unique_ptr<lnpu::tools::TraceWriter> trace;
   lnpu::runtime::Sequence::StepObserver observer;
@@ -91,22 +86,21 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   }
   ReadBandwidthOptions bandwidth;
   bandwidth.buffer_bytes = line.bandwidth_bytes ? line.bandwidth_bytes : DefaultBufferBytes();
-  bandwidth.threads = static_cast<int>(std::clamp<uint64_t>(*units, 1, 1024));
+  bandwidth.threads = static_cast<int>(std::clamp<uint64_t>(units, 1, 1024));
   bandwidth.runs = line.bandwidth_runs;
 
   if (line.profile) {
-    absl::StatusOr<std::vector<StepProfile>> profiles = ProfileModel(
-        **model, line.benchmark.prompt_lengths.front(), line.benchmark.seed, observer);
-    if (!profiles.ok()) return profiles.status();
-    absl::StatusOr<ReadBandwidth> measured = MeasureReadBandwidth(bandwidth);
-    if (!measured.ok()) return measured.status();
-    const Roofline roofline{measured->bytes_per_second, BestMatmulRate(*profiles)};
+    LNPU_ASSIGN_OR_RETURN(
+        const std::vector<StepProfile> profiles,
+        ProfileModel(*model, line.benchmark.prompt_lengths.front(), line.benchmark.seed, observer));
+    LNPU_ASSIGN_OR_RETURN(const ReadBandwidth measured, MeasureReadBandwidth(bandwidth));
+    const Roofline roofline{measured.bytes_per_second, BestMatmulRate(profiles)};
     std::cout << absl::StrFormat(
         "%s on %s\nroofline: read bandwidth %.2f GB/s (%d threads), compute %.2f GOP/s (the "
         "best MATMUL of the prefill); \"roofline\" = time at those limits / measured time\n",
-        report.model, (*model)->device().Describe(), roofline.bytes_per_second / 1e9,
-        measured->threads, roofline.ops_per_second / 1e9);
-    for (const StepProfile& profile : *profiles) {
+        report.model, model->device().Describe(), roofline.bytes_per_second / 1e9, measured.threads,
+        roofline.ops_per_second / 1e9);
+    for (const StepProfile& profile : profiles) {
       std::cout << "\n" << FormatStepProfile(profile, roofline);
     }
     std::cout << std::flush;
@@ -115,23 +109,21 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
 
   ModelBenchmarkOptions options = line.benchmark;
   options.observer = observer;
-  absl::StatusOr<ModelBenchmarkResult> results = RunModelBenchmark(**model, options);
-  if (!results.ok()) return results.status();
+  LNPU_ASSIGN_OR_RETURN(ModelBenchmarkResult results, RunModelBenchmark(*model, options));
   report.peak_rss_mib = PeakRssMiB();
   report.contention_processes = line.benchmark.contention_processes;
   report.online_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
 
-  absl::StatusOr<ReadBandwidth> measured = MeasureReadBandwidth(bandwidth);
-  if (!measured.ok()) return measured.status();
+  LNPU_ASSIGN_OR_RETURN(const ReadBandwidth measured, MeasureReadBandwidth(bandwidth));
 
-  report.device = (*model)->device().Describe();
-  report.compute_units = *units;
-  report.shape = ModelShape::Of((*model)->info());
+  report.device = model->device().Describe();
+  report.compute_units = units;
+  report.shape = ModelShape::Of(model->info());
   report.reps = line.benchmark.reps;
   report.warmups = line.benchmark.warmups;
-  report.traffic = *traffic;
-  report.results = *std::move(results);
-  report.bandwidth = *measured;
+  report.traffic = traffic;
+  report.results = std::move(results);
+  report.bandwidth = measured;
   std::cout << (line.json ? FormatJson(report) : FormatText(report)) << std::flush;
   return trace != nullptr ? trace->Write(line.trace_path) : absl::OkStatus();
 }

@@ -52,10 +52,8 @@ class Runner {
   // Forward() of `tokens`; returns the argmax of the logits, as greedy
   // sampling would.
   absl::StatusOr<int32_t> Forward(const std::vector<int32_t>& tokens) {
-    absl::StatusOr<absl::Span<const float>> logits = session_.Forward(tokens);
-    if (!logits.ok()) return logits.status();
-    return static_cast<int32_t>(std::max_element(logits->begin(), logits->end()) -
-                                logits->begin());
+    LNPU_ASSIGN_OR_RETURN(const absl::Span<const float> logits, session_.Forward(tokens));
+    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
 
  private:
@@ -105,9 +103,8 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
                                                        const ModelBenchmarkOptions& options) {
   const uint32_t capacity = model.info().kv_capacity;
   LNPU_RETURN_IF_ERROR(CheckOptions(options, capacity));
-  absl::StatusOr<std::unique_ptr<runtime::Sequence>> created = model.CreateSequence();
-  if (!created.ok()) return created.status();
-  runtime::Sequence& session = **created;
+  LNPU_ASSIGN_OR_RETURN(const std::unique_ptr<runtime::Sequence> created, model.CreateSequence());
+  runtime::Sequence& session = *created;
   Runner runner(session, model.info().vocab_size, options.seed);
   const int runs = options.warmups + options.reps;
   ModelBenchmarkResult result;
@@ -123,7 +120,7 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
         LNPU_RETURN_IF_ERROR(session.SetStepObserver(options.observer));
       }
       const Clock::time_point start = Clock::now();
-      if (absl::StatusOr<int32_t> t = runner.Forward(prompt); !t.ok()) return t.status();
+      LNPU_RETURN_IF_ERROR(runner.Forward(prompt).status());
       if (run >= options.warmups) seconds.push_back(SecondsSince(start));
     }
     LNPU_RETURN_IF_ERROR(session.SetStepObserver(nullptr));
@@ -143,7 +140,7 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
     for (int run = 0; run < runs; ++run) {
       const Clock::time_point start = Clock::now();
       session.Reset();
-      if (absl::StatusOr<int32_t> t = runner.Forward(prompt); !t.ok()) return t.status();
+      LNPU_RETURN_IF_ERROR(runner.Forward(prompt).status());
       if (run >= options.warmups) seconds.push_back(SecondsSince(start));
     }
     result.time_to_first_token.prompt_tokens = options.ttft_prompt_tokens;
@@ -157,9 +154,7 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
     if (start_slots > 0) {
       // Filled through the prefill graphs: far faster than token by token,
       // and decode cost depends only on how many slots are visible.
-      absl::StatusOr<int32_t> t = runner.Forward(runner.RandomTokens(start_slots));
-      if (!t.ok()) return t.status();
-      next = *t;
+      LNPU_ASSIGN_OR_RETURN(next, runner.Forward(runner.RandomTokens(start_slots)));
     } else {
       next = runner.RandomTokens(1)[0];
     }
@@ -176,9 +171,7 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
       }
       const Clock::time_point start = Clock::now();
       for (uint32_t step = 0; step < options.decode_steps; ++step) {
-        absl::StatusOr<int32_t> t = runner.Forward({next});
-        if (!t.ok()) return t.status();
-        next = *t;
+        LNPU_ASSIGN_OR_RETURN(next, runner.Forward({next}));
       }
       if (run >= options.warmups) {
         ms_per_token.push_back(SecondsSince(start) * 1e3 / options.decode_steps);

@@ -86,8 +86,7 @@ std::string GroupRow(const ProfileGroup& g, int64_t total_ns, const Roofline& ro
 absl::StatusOr<CommandCost> CostOf(uint32_t engine, absl::Span<const uint8_t> command,
                                    uint32_t visible_slots) {
   std::vector<softnpu::OperandAccess> accesses;
-  absl::StatusOr<uint32_t> size = softnpu::ValidateCommand(engine, command, &accesses);
-  if (!size.ok()) return size.status();
+  LNPU_RETURN_IF_ERROR(softnpu::ValidateCommand(engine, command, &accesses).status());
   CommandCost cost;
   // Operands that name a whole table (KV cache, embedding) of which the
   // command touches only some rows: `cache` (up to two), `touched` of
@@ -153,11 +152,10 @@ absl::StatusOr<StepProfile> SummarizeStep(const runtime::StepTimeline& timeline,
       command.ns = job.commands[i].duration_ns();
       const size_t end = i + 1 < stream.commands.size() ? stream.commands[i + 1].offset
                                                          : stream.offset + stream.size;
-      absl::StatusOr<CommandCost> cost =
+      LNPU_ASSIGN_OR_RETURN(
+          command.cost,
           CostOf(stream.engine, timeline.command_image.subspan(spec.offset, end - spec.offset),
-                 visible_slots);
-      if (!cost.ok()) return cost.status();
-      command.cost = *cost;
+                 visible_slots));
       profile.commands_ns += command.ns;
       ProfileGroup& op = by_opcode[spec.opcode];
       op.name = softnpu::OpcodeName(spec.opcode);

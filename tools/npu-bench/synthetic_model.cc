@@ -46,9 +46,9 @@ absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
     return absl::InvalidArgumentError(
         absl::StrCat("synthetic weights '", weights, "': give q8, q4 or f16"));
   }
-  absl::StatusOr<synthetic::RandomLlamaSpec> spec =
-      synthetic::SyntheticPresetSpec(preset, models_dir, source_type, /*seed=*/1);
-  if (!spec.ok()) return spec.status();
+  LNPU_ASSIGN_OR_RETURN(
+      const synthetic::RandomLlamaSpec spec,
+      synthetic::SyntheticPresetSpec(preset, models_dir, source_type, /*seed=*/1));
 
   const char* tmpdir = std::getenv("TMPDIR");
   std::string pattern = absl::StrCat(tmpdir && *tmpdir ? tmpdir : "/tmp", "/npu-bench.XXXXXX");
@@ -58,7 +58,7 @@ absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
                                                "; set TMPDIR to a writable directory"));
   }
   auto artifact = std::unique_ptr<TemporaryArtifact>(new TemporaryArtifact(pattern));
-  if (absl::Status s = synthetic::WriteRandomLlamaGguf(*spec, artifact->gguf_path_); !s.ok()) {
+  if (absl::Status s = synthetic::WriteRandomLlamaGguf(spec, artifact->gguf_path_); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(s.message(), " (vocabularies are read from ",
                                                models_dir, "/vocab; see --models-dir)"));
   }

@@ -54,7 +54,7 @@ absl::StatusOr<LoadedModel> CompileAndLoad(const std::shared_ptr<Device>& device
   loaded.artifact_bytes = std::filesystem::file_size(path, size_error);
   absl::StatusOr<std::unique_ptr<runtime::Model>> model = runtime::Model::Load(device, path);
   std::filesystem::remove(path, size_error);
-  if (!model.ok()) return model.status();
+  LNPU_RETURN_IF_ERROR(model.status());
   loaded.model = *std::move(model);
   return loaded;
 }
@@ -70,10 +70,7 @@ absl::Status RunTeacherForced(
     // that the temporary directory is removed on the way out.
     if (InterruptRequested()) return absl::CancelledError("interrupted");
     absl::StatusOr<absl::Span<const float>> logits = session->Forward(tokens.subspan(i, 1));
-    if (!logits.ok()) {
-      return absl::Status(logits.status().code(),
-                          absl::StrCat("token ", i, ": ", logits.status().message()));
-    }
+    LNPU_RETURN_IF_ERROR_WITH_PREFIX(logits.status(), "token ", i, ": ");
     LNPU_RETURN_IF_ERROR(visit(i, *logits));
   }
   return absl::OkStatus();
@@ -111,12 +108,11 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
                                                              n, WeightType::kF32, KvType::kF32));
     result.vocab_size = loaded.model->info().vocab_size;
     baseline.reserve(size_t{result.vocab_size} * tokens.size());
-    absl::Status run =
+    LNPU_RETURN_IF_ERROR(
         RunTeacherForced(*loaded.model, tokens, [&](size_t, absl::Span<const float> logits) {
           baseline.insert(baseline.end(), logits.begin(), logits.end());
           return absl::OkStatus();
-        });
-    if (!run.ok()) return run;
+        }));
   }
   for (size_t v = 0; v < variants.size(); ++v) {
     if (options.on_compile) options.on_compile(options.weights[v]);
@@ -124,11 +120,10 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
                                                              n, variants[v], kv_dtype));
     LogitAccuracy accuracy;
     const size_t vocab = result.vocab_size;
-    absl::Status run =
+    LNPU_RETURN_IF_ERROR(
         RunTeacherForced(*loaded.model, tokens, [&](size_t i, absl::Span<const float> logits) {
           return accuracy.Add(absl::MakeConstSpan(baseline).subspan(i * vocab, vocab), logits);
-        });
-    if (!run.ok()) return run;
+        }));
     result.variants.push_back({options.weights[v], loaded.artifact_bytes, accuracy.Summary()});
   }
   return result;

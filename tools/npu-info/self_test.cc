@@ -44,9 +44,7 @@ Cmd Command(uint16_t opcode) {
 absl::StatusOr<Buffer> MappedBuffer(Device& device, uint64_t size,
                                     uint32_t flags = 0) {
   LNPU_ASSIGN_OR_RETURN(Buffer buffer, device.CreateBuffer(size, flags));
-  if (absl::StatusOr<absl::Span<uint8_t>> map = buffer.Map(); !map.ok()) {
-    return map.status();
-  }
+  LNPU_RETURN_IF_ERROR(buffer.Map().status());
   return buffer;
 }
 

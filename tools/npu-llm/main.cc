@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "base/file_io.h"
 #include "base/interrupt.h"
+#include "base/status_macros.h"
 #include "framework/chat_template.h"
 #include "framework/llm.h"
 #include "framework/sampler.h"
@@ -201,17 +202,16 @@ class Conversation {
                                                const std::string& content, bool generate) {
     if (!template_) return std::vector<TextSegment>{{content, /*parse_special=*/false}};
     messages_.push_back({role, content});
-    absl::StatusOr<std::vector<TextSegment>> rendered =
-        template_->RenderSegments(messages_, generate);
-    if (!rendered.ok()) return rendered.status();
+    LNPU_ASSIGN_OR_RETURN(std::vector<TextSegment> rendered,
+                          template_->RenderSegments(messages_, generate));
     std::string text;
-    for (const TextSegment& segment : *rendered) text += segment.text;
+    for (const TextSegment& segment : rendered) text += segment.text;
     std::vector<TextSegment> delta;
     if (text.compare(0, held_.size(), held_) == 0) {
-      delta = SegmentsFrom(*rendered, held_.size());
+      delta = SegmentsFrom(rendered, held_.size());
     } else {
       session_.Reset();
-      delta = *std::move(rendered);
+      delta = std::move(rendered);
     }
     held_ = std::move(text);
     return delta;
@@ -272,12 +272,11 @@ absl::StatusOr<GenerationResult> Reply(lnpu::framework::Session& session,
                                        const std::vector<TextSegment>& prompt,
                                        const GenerationConfig& config, const std::string& echo,
                                        Trace& trace) {
-  absl::StatusOr<std::vector<int32_t>> tokens =
-      PromptTokens(session, prompt, config.add_bos, trace);
-  if (!tokens.ok()) return tokens.status();
+  LNPU_ASSIGN_OR_RETURN(const std::vector<int32_t> tokens,
+                        PromptTokens(session, prompt, config.add_bos, trace));
   bool echoed = false;
-  absl::StatusOr<GenerationResult> result = session.GenerateFromTokens(
-      *tokens, config, [&](int32_t, std::string_view piece) {
+  absl::StatusOr<GenerationResult> result =
+      session.GenerateFromTokens(tokens, config, [&](int32_t, std::string_view piece) {
         if (trace.writer) {  // from the end of the graph run to the token's text
           trace.writer->AddHostSpan("sample + detokenize", "sampling", "main",
                                     {trace.last_step_end_ns, lnpu::runtime::MonotonicNanos()});
@@ -287,7 +286,7 @@ absl::StatusOr<GenerationResult> Reply(lnpu::framework::Session& session,
         std::cout << piece << std::flush;
         return !lnpu::InterruptRequested();
       });
-  if (!result.ok()) return result.status();
+  LNPU_RETURN_IF_ERROR(result.status());
   if (!echoed) std::cout << echo;
   std::cout << "\n" << std::flush;
   const auto& stats = result->stats;

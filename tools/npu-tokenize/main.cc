@@ -98,11 +98,7 @@ absl::Status Run(const CommandLine& line) {
   const bool add_bos = model.vocabulary.add_bos && !line.no_bos;
   absl::StatusOr<std::unique_ptr<lnpu::framework::Tokenizer>> tokenizer =
       lnpu::framework::Tokenizer::Create(std::move(model.vocabulary));
-  if (!tokenizer.ok()) {
-    return absl::Status(tokenizer.status().code(),
-                        absl::StrCat(line.model, ": tokenizer: ",
-                                     std::string(tokenizer.status().message())));
-  }
+  LNPU_RETURN_IF_ERROR_WITH_PREFIX(tokenizer.status(), line.model, ": tokenizer: ");
   std::string text;
   if (line.file.has_value()) {
     LNPU_ASSIGN_OR_RETURN(std::string read, lnpu::tools::ReadTextFile(*line.file));
@@ -111,11 +107,7 @@ absl::Status Run(const CommandLine& line) {
     text = *line.text;
   }
   absl::StatusOr<std::vector<int32_t>> ids = (*tokenizer)->Encode(text, add_bos);
-  if (!ids.ok()) {
-    return absl::Status(ids.status().code(),
-                        absl::StrCat(line.file.has_value() ? *line.file : "TEXT",
-                                     ": ", std::string(ids.status().message())));
-  }
+  LNPU_RETURN_IF_ERROR_WITH_PREFIX(ids.status(), line.file.has_value() ? *line.file : "TEXT", ": ");
   std::cout << absl::StrJoin(*ids, " ") << "\n";
   return absl::OkStatus();
 }

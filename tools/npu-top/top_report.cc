@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "tools/common/json.h"
 
@@ -32,9 +33,7 @@ absl::StatusOr<DeviceCounters> ReadDeviceCounters(const Device& device) {
       {DRM_LNPU_PARAM_JOBS_CANCELLED, &counters.jobs_cancelled},
   };
   for (const auto& [param, value] : params) {
-    absl::StatusOr<uint64_t> read = device.GetParam(param);
-    if (!read.ok()) return read.status();
-    *value = *read;
+    LNPU_ASSIGN_OR_RETURN(*value, device.GetParam(param));
   }
   return counters;
 }
