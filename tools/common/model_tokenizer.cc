@@ -48,8 +48,11 @@ absl::StatusOr<ModelTokenizer> ModelTokenizerFromGguf(const gguf::GgufFile& file
 }
 
 absl::StatusOr<ModelTokenizer> ReadModelTokenizer(const std::string& path) {
-  LNPU_ASSIGN_OR_RETURN(std::string magic, ReadMagic(path));
-  const std::string_view head = magic;
+  // Kept as a StatusOr: GCC 12 takes the string moved out by
+  // LNPU_ASSIGN_OR_RETURN for maybe-uninitialized (-Wmaybe-uninitialized).
+  const absl::StatusOr<std::string> magic = ReadMagic(path);
+  LNPU_RETURN_IF_ERROR(magic.status());
+  const std::string_view head = *magic;
   if (head.substr(0, 4) == "GGUF") {
     LNPU_ASSIGN_OR_RETURN(std::unique_ptr<gguf::GgufFile> file, gguf::GgufFile::Open(path));
     absl::StatusOr<ModelTokenizer> tokenizer = ModelTokenizerFromGguf(*file);

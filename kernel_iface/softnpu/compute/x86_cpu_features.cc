@@ -3,6 +3,8 @@
 #include <cpuid.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
 namespace lnpu::softnpu::compute {
 namespace {
@@ -37,10 +39,29 @@ X86CpuFeatures Detect() {
   return f;
 }
 
+// `f` without the features named in `off` (kFeaturesOffVariable), and
+// without those that imply them.
+X86CpuFeatures TurnOff(X86CpuFeatures f, std::string_view off) {
+  while (!off.empty()) {
+    const size_t comma = off.find(',');
+    const std::string_view name = off.substr(0, comma);
+    off = comma == std::string_view::npos ? std::string_view() : off.substr(comma + 1);
+    if (name == "amx") f.amx_int8 = false;
+    if (name == "avx512vnni") f.avx512_vnni = false;
+    if (name == "avx512") f.avx512 = f.avx512_vnni = false;
+    if (name == "avxvnni") f.avx_vnni = false;
+    if (name == "avx2") f = X86CpuFeatures{};
+  }
+  return f;
+}
+
 }  // namespace
 
 const X86CpuFeatures& GetX86CpuFeatures() {
-  static const X86CpuFeatures features = Detect();
+  static const X86CpuFeatures features = [] {
+    const char* off = std::getenv(kX86FeaturesOffVariable);
+    return TurnOff(Detect(), off == nullptr ? "" : off);
+  }();
   return features;
 }
 

@@ -20,8 +20,15 @@ struct X86CpuFeatures {
   bool amx_int8 = false;
 };
 
-// This CPU's features; computed once, thread-safe, valid during static
-// initialization.
+// Environment variable: a comma-separated list of features to treat as
+// absent ("amx", "avx512vnni", "avx512", "avxvnni", "avx2"; a feature's
+// absence also removes those that imply it), so that the quantized-matmul
+// paths of another CPU class run here, e.g. "amx" for an AMD Zen 4.
+// Unknown names are ignored. Read once, with the first call below.
+inline constexpr char kX86FeaturesOffVariable[] = "LNPU_X86_FEATURES_OFF";
+
+// This CPU's features, less those turned off by kX86FeaturesOffVariable;
+// computed once, thread-safe, valid during static initialization.
 const X86CpuFeatures& GetX86CpuFeatures();
 
 }  // namespace lnpu::softnpu::compute
