@@ -38,6 +38,32 @@ std::shared_ptr<const Grammar> Compile(const std::string& schema) {
   return grammar.ok() ? *grammar : nullptr;
 }
 
+// Fixed point with 16 fraction digits, exact for every number the
+// grammar writes (at most 16 + 16 digits).
+using Fixed = __int128;
+constexpr int kFraction = 16;
+
+Fixed Pow10(int n) {
+  Fixed p = 1;
+  for (int i = 0; i < n; ++i) p *= 10;
+  return p;
+}
+
+// A number of 1..max_digits random digits (leading zeros possible), and
+// how many digits were drawn.
+struct RandomNumber {
+  Fixed value;
+  int digits;
+};
+RandomNumber RandomDigits(int max_digits, std::mt19937_64& random) {
+  const int digits = std::uniform_int_distribution<int>(1, max_digits)(random);
+  Fixed value = 0;
+  for (int d = 0; d < digits; ++d) {
+    value = value * 10 + std::uniform_int_distribution<int>(0, 9)(random);
+  }
+  return {value, digits};
+}
+
 // An integer schema and the integers it allows, [lo, hi].
 struct IntegerCase {
   std::string schema;
@@ -143,11 +169,7 @@ TEST(JsonNumberRangeTest, IntegerBoundsAcceptExactlyTheIntegersWithin) {
   for (const IntegerCase& c : cases) ExpectIntegerRange(c, random);
   // Random ranges: random lengths and signs, inclusive or exclusive.
   auto random_bound = [&random]() {
-    const int digits = std::uniform_int_distribution<int>(1, 16)(random);
-    int64_t magnitude = 0;
-    for (int d = 0; d < digits; ++d) {
-      magnitude = magnitude * 10 + std::uniform_int_distribution<int>(0, 9)(random);
-    }
+    const auto magnitude = static_cast<int64_t>(RandomDigits(16, random).value);
     return std::uniform_int_distribution<int>(0, 1)(random) ? -magnitude : magnitude;
   };
   for (int i = 0; i < 150; ++i) {
@@ -163,17 +185,6 @@ TEST(JsonNumberRangeTest, IntegerBoundsAcceptExactlyTheIntegersWithin) {
         std::to_string(exclusive_hi ? b + 1 : b) + "}";
     ExpectIntegerRange({schema, a, b}, random);
   }
-}
-
-// Fixed point with 16 fraction digits, exact for every number the
-// grammar writes (at most 16 + 16 digits).
-using Fixed = __int128;
-constexpr int kFraction = 16;
-
-Fixed Pow10(int n) {
-  Fixed p = 1;
-  for (int i = 0; i < n; ++i) p *= 10;
-  return p;
 }
 
 // "-?digits(.digits)?" with at most 16 fraction digits.
@@ -310,11 +321,7 @@ TEST(JsonNumberRangeTest, NumberBoundsAcceptExactlyTheNumbersWithin) {
   for (const NumberCase& c : cases) ExpectNumberRange(c, random);
   // Random bounds of up to 12 significant digits.
   auto random_bound = [&random]() {
-    const int digits = std::uniform_int_distribution<int>(1, 12)(random);
-    Fixed value = 0;
-    for (int d = 0; d < digits; ++d) {
-      value = value * 10 + std::uniform_int_distribution<int>(0, 9)(random);
-    }
+    auto [value, digits] = RandomDigits(12, random);
     value *= Pow10(std::uniform_int_distribution<int>(0, kFraction + 3 - digits)(random));
     return std::uniform_int_distribution<int>(0, 1)(random) ? -value : value;
   };
