@@ -89,10 +89,10 @@ Expr DigitsBetween(const std::string& lo, const std::string& hi, size_t pos, boo
       choices.push_back(Sequence({Set(BytesOf(std::string(1, low))), next(tight_lo, tight_hi)}));
     } else {
       if (tight_lo) choices.push_back(Sequence({Set(BytesOf(std::string(1, low))), next(true, false)}));
-      const char free_low = tight_lo ? static_cast<char>(low + 1) : low;
-      const char free_high = tight_hi ? static_cast<char>(high - 1) : high;
-      if (free_low <= free_high) {
-        choices.push_back(Sequence({Set(ByteRange(free_low, free_high)), next(false, false)}));
+      const char middle_low = tight_lo ? static_cast<char>(low + 1) : low;
+      const char middle_high = tight_hi ? static_cast<char>(high - 1) : high;
+      if (middle_low <= middle_high) {
+        choices.push_back(Sequence({Set(ByteRange(middle_low, middle_high)), next(false, false)}));
       }
       if (tight_hi) choices.push_back(Sequence({Set(BytesOf(std::string(1, high))), next(false, true)}));
     }
