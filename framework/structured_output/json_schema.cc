@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 #include <utility>
@@ -9,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "framework/structured_output/json_number_range.h"
 #include "framework/structured_output/json_string_pattern.h"
 #include "framework/structured_output/json_text.h"
 #include "nlohmann/json.hpp"
@@ -35,7 +38,8 @@ const std::set<std::string, std::less<>>& Annotations() {
 const std::set<std::string, std::less<>>& SupportedKeywords() {
   static const auto* const kSupported = new std::set<std::string, std::less<>>{
       "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems",
-      "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength", "pattern"};
+      "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "minLength", "maxLength", "pattern",
+      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
   return *kSupported;
 }
 
@@ -80,6 +84,132 @@ absl::StatusOr<Bounds> BoundsKeywords(const Json& schema, const char* min_keywor
                                          *min));
   }
   return Bounds{*min, *max};
+}
+
+// One side of a number's range as the schema states it: `minimum` and
+// `exclusiveMinimum` (or the maximum pair), either or both; the numeric
+// exclusive form (draft 6 on) or the boolean one (draft 4: `minimum` is
+// exclusive).
+struct BoundKeywords {
+  const Json* inclusive = nullptr;
+  const Json* exclusive = nullptr;
+};
+absl::StatusOr<BoundKeywords> ReadBoundKeywords(const Json& schema, const char* inclusive_keyword,
+                                                const char* exclusive_keyword,
+                                                const std::string& path) {
+  BoundKeywords bound;
+  if (auto it = schema.find(inclusive_keyword); it != schema.end()) {
+    if (!it->is_number()) {
+      return NotASchema(path, absl::StrCat("'", inclusive_keyword, "' must be a number"));
+    }
+    bound.inclusive = &*it;
+  }
+  if (auto it = schema.find(exclusive_keyword); it != schema.end()) {
+    if (it->is_boolean()) {
+      if (it->get<bool>()) {
+        if (bound.inclusive == nullptr) {
+          return NotASchema(path, absl::StrCat("'", exclusive_keyword, "' true needs '",
+                                               inclusive_keyword, "'"));
+        }
+        std::swap(bound.inclusive, bound.exclusive);
+      }
+    } else if (it->is_number()) {
+      bound.exclusive = &*it;
+    } else {
+      return NotASchema(path, absl::StrCat("'", exclusive_keyword,
+                                           "' must be a number (or, as in draft 4, a boolean)"));
+    }
+  }
+  return bound;
+}
+
+// `value` rounded up (`up`) or down to an integer, clamped to
+// +-10^kMaxIntegerDigits (one beyond what the grammar writes).
+int64_t RoundedInteger(const Json& value, bool up) {
+  constexpr int64_t kBeyond = 10'000'000'000'000'000;  // 10^kMaxIntegerDigits
+  static_assert(kMaxIntegerDigits == 16);
+  if (value.is_number_unsigned()) {
+    return static_cast<int64_t>(std::min<uint64_t>(value.get<uint64_t>(), kBeyond));
+  }
+  if (value.is_number_integer()) {
+    return std::clamp<int64_t>(value.get<int64_t>(), -kBeyond, kBeyond);
+  }
+  const double rounded = up ? std::ceil(value.get<double>()) : std::floor(value.get<double>());
+  return static_cast<int64_t>(
+      std::clamp(rounded, -static_cast<double>(kBeyond), static_cast<double>(kBeyond)));
+}
+
+// The JSON numbers (integers when `integer`) within the schema's minimum,
+// maximum, exclusiveMinimum and exclusiveMaximum. Integers: the bounds
+// rounded inwards to integers, exactly. Numbers: a bound is the double
+// the schema's number reads as; an exclusive bound becomes the next
+// double inwards, so that a number written is within the bounds both as
+// an exact decimal and as the double it parses to; the bounds are then
+// rounded inwards to kMaxFractionDigits fraction digits and no exponent
+// is written.
+absl::StatusOr<Expr> CompileBoundedNumber(const Json& schema, bool integer,
+                                          const std::string& path) {
+  absl::StatusOr<BoundKeywords> lower =
+      ReadBoundKeywords(schema, "minimum", "exclusiveMinimum", path);
+  if (!lower.ok()) return lower.status();
+  absl::StatusOr<BoundKeywords> upper =
+      ReadBoundKeywords(schema, "maximum", "exclusiveMaximum", path);
+  if (!upper.ok()) return upper.status();
+  const bool bounded = lower->inclusive != nullptr || lower->exclusive != nullptr ||
+                       upper->inclusive != nullptr || upper->exclusive != nullptr;
+  if (!bounded) return integer ? JsonInteger() : JsonNumber();
+  const int fraction_digits = integer ? 0 : kMaxFractionDigits;
+  // Start from the widest range the grammar can write; narrow it.
+  Decimal lo = LargestJsonMagnitude(fraction_digits);
+  lo.negative = true;
+  Decimal hi = LargestJsonMagnitude(fraction_digits);
+  auto raise_lo = [&lo](const Decimal& bound) {
+    if (Compare(bound, lo) > 0) lo = bound;
+  };
+  auto lower_hi = [&hi](const Decimal& bound) {
+    if (Compare(bound, hi) < 0) hi = bound;
+  };
+  if (integer) {
+    int64_t min = std::numeric_limits<int64_t>::min();
+    int64_t max = std::numeric_limits<int64_t>::max();
+    if (lower->inclusive) min = std::max(min, RoundedInteger(*lower->inclusive, true));
+    if (lower->exclusive) min = std::max(min, RoundedInteger(*lower->exclusive, false) + 1);
+    if (upper->inclusive) max = std::min(max, RoundedInteger(*upper->inclusive, false));
+    if (upper->exclusive) max = std::min(max, RoundedInteger(*upper->exclusive, true) - 1);
+    if (min > max) {
+      return NotASchema(path, absl::StrCat("no integer lies within its bounds (at least ", min,
+                                           ", at most ", max, ")"));
+    }
+    if (min != std::numeric_limits<int64_t>::min()) raise_lo(DecimalOf(min));
+    if (max != std::numeric_limits<int64_t>::max()) lower_hi(DecimalOf(max));
+  } else {
+    constexpr double kInfinity = std::numeric_limits<double>::infinity();
+    double min = -kInfinity;
+    double max = kInfinity;
+    if (lower->inclusive) min = std::max(min, lower->inclusive->get<double>());
+    if (lower->exclusive) {
+      min = std::max(min, std::nextafter(lower->exclusive->get<double>(), kInfinity));
+    }
+    if (upper->inclusive) max = std::min(max, upper->inclusive->get<double>());
+    if (upper->exclusive) {
+      max = std::min(max, std::nextafter(upper->exclusive->get<double>(), -kInfinity));
+    }
+    if (min > max) {
+      return NotASchema(path,
+                        "no number lies within its bounds: the minimum is above the maximum");
+    }
+    if (min > -kInfinity) raise_lo(RoundToFraction(DecimalOf(min), fraction_digits, true));
+    if (max < kInfinity) lower_hi(RoundToFraction(DecimalOf(max), fraction_digits, false));
+  }
+  if (Compare(lo, hi) > 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        "JSON Schema at ", Where(path), ": no ", integer ? "integer" : "number", " of at most ",
+        kMaxIntegerDigits, " integer digits",
+        integer ? "" : absl::StrCat(" and ", kMaxFractionDigits, " fraction digits"),
+        " lies within its bounds (at least ", DecimalText(lo), ", at most ", DecimalText(hi),
+        "), and structured output writes no others"));
+  }
+  return JsonNumberInRange(lo, hi, fraction_digits);
 }
 
 // The UTF-8 length of the character starting with `lead`.
@@ -208,6 +338,9 @@ absl::StatusOr<Expr> JsonSchemaCompiler::Compile(const Json& schema, int documen
     for (const char* keyword : {"minLength", "maxLength", "pattern"}) {
       if (schema.contains(keyword)) return CompileString(schema, path);
     }
+    for (const char* keyword : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+      if (schema.contains(keyword)) return CompileBoundedNumber(schema, false, path);
+    }
     return AnyValue();
   }
   if (type->is_string()) return CompileType(type->get<std::string>(), schema, document, path);
@@ -229,8 +362,9 @@ absl::StatusOr<Expr> JsonSchemaCompiler::CompileType(const std::string& type, co
   if (type == "object") return CompileObject(schema, document, path);
   if (type == "array") return CompileArray(schema, document, path);
   if (type == "string") return CompileString(schema, path);
-  if (type == "number") return JsonNumber();
-  if (type == "integer") return JsonInteger();
+  if (type == "number" || type == "integer") {
+    return CompileBoundedNumber(schema, type == "integer", path);
+  }
   if (type == "boolean") return Choice({Literal("true"), Literal("false")});
   if (type == "null") return Literal("null");
   return NotASchema(path, absl::StrCat("unknown type '", type,

@@ -8,7 +8,10 @@
 // true), items, minItems, maxItems, enum, const, anyOf, oneOf (as anyOf:
 // exclusivity is not enforced), allOf with one schema, $ref to "#" or a
 // JSON pointer into the same document ($defs, definitions), minLength,
-// maxLength, and pattern in a simple regular-expression subset. Boolean
+// maxLength, pattern in a simple regular-expression subset, and minimum,
+// maximum, exclusiveMinimum, exclusiveMaximum (numeric, or draft 4's
+// boolean exclusive*) on integers and numbers, enforced exactly by the
+// grammar (json_number_range.h; a bounded number has no exponent). Boolean
 // schemas. Annotations (title, description, default, examples, format,
 // $schema, $id, $comment, ...) are ignored. Any other keyword is an
 // Unimplemented error naming it and where it is.

@@ -6,8 +6,6 @@
 namespace lnpu::framework::structured_output {
 namespace {
 
-constexpr int kMaxIntegerDigits = 16;
-constexpr int kMaxFractionDigits = 16;
 constexpr int kMaxExponentDigits = 2;  // 1e99 at most: always a finite double
 
 ByteSet Continuation() { return ByteRange(0x80, 0xbf); }

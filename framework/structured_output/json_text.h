@@ -14,8 +14,11 @@ namespace lnpu::framework::structured_output {
 // Characters whose first byte is in `excluded` are left out.
 Expr JsonStringCharacter(const ByteSet& excluded, bool escapes);
 
-// A JSON number with at most 16 integer digits, 16 fraction digits and 2
-// exponent digits; an integer: the same without fraction and exponent.
+// A JSON number with at most kMaxIntegerDigits integer digits,
+// kMaxFractionDigits fraction digits and 2 exponent digits (so always a
+// finite double); an integer: the same without fraction and exponent.
+inline constexpr int kMaxIntegerDigits = 16;
+inline constexpr int kMaxFractionDigits = 16;
 Expr JsonNumber();
 Expr JsonInteger();
 

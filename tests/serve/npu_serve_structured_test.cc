@@ -205,7 +205,7 @@ const std::vector<std::string>& Schemas() {
   static const std::vector<std::string>* const schemas = new std::vector<std::string>{
       R"({"type": "object", "properties": {
             "name": {"type": "string", "minLength": 2, "maxLength": 8},
-            "age": {"type": "integer"},
+            "age": {"type": "integer", "minimum": 0, "maximum": 120},
             "pet": {"enum": ["cat", "dog", "bird"]},
             "address": {"type": "object", "properties": {
                 "city": {"type": "string", "maxLength": 6},
@@ -223,7 +223,7 @@ const std::vector<std::string>& Schemas() {
             "score": {"type": "number"},
             "label": {"anyOf": [{"type": "null"}, {"type": "string", "maxLength": 5}]},
             "version": {"const": 2},
-            "ratio": {"type": ["number", "null"]}},
+            "ratio": {"type": ["number", "null"], "minimum": 0, "exclusiveMaximum": 1}},
           "required": ["score", "label", "version"], "additionalProperties": false})",
   };
   return *schemas;
@@ -242,12 +242,12 @@ json Tools() {
       "parameters": {"type": "object", "properties": {
           "city": {"type": "string", "minLength": 1, "maxLength": 10},
           "unit": {"enum": ["celsius", "fahrenheit"]},
-          "days": {"type": "integer"}},
+          "days": {"type": "integer", "minimum": 1, "maximum": 14}},
         "required": ["city", "unit"], "additionalProperties": false}}},
     {"type": "function", "function": {"name": "search",
       "parameters": {"type": "object", "properties": {
           "query": {"type": "string", "maxLength": 12},
-          "limit": {"type": "integer"}},
+          "limit": {"type": "integer", "minimum": 1, "maximum": 50}},
         "required": ["query"], "additionalProperties": false}}}
   ])");
 }
@@ -606,9 +606,10 @@ TEST_P(StructuredServeTest, BadResponseFormatsAndToolsGet400NamingTheField) {
   const json messages = UserMessages("x");
   const std::vector<Case> cases = {
       {{{"messages", messages},
-        {"response_format", JsonSchemaFormat(R"({"type": "integer", "minimum": 3})")}},
+        {"response_format",
+         JsonSchemaFormat(R"({"type": "integer", "minimum": 3, "multipleOf": 3})")}},
        "response_format",
-       "'minimum'"},
+       "'multipleOf'"},
       {{{"messages", messages},
         {"response_format", JsonSchemaFormat(R"({"type": "object", "properties": {"a":
             {"type": "array", "uniqueItems": true}}})")}},

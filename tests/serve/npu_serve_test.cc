@@ -235,10 +235,10 @@ TEST_F(NpuServeTest, BadRequestsGetOpenAiErrors) {
   EXPECT_THAT(ExpectError("/v1/chat/completions",
                           R"({"messages": [{"role": "user", "content": "x"}],
                               "response_format": {"type": "json_schema", "json_schema":
-                              {"name": "n", "schema": {"type": "integer", "minimum": 0}}}})",
+                              {"name": "n", "schema": {"type": "integer", "multipleOf": 2}}}})",
                           400)["message"]
                   .get<std::string>(),
-              HasSubstr("'minimum'"));
+              HasSubstr("'multipleOf'"));
   std::string long_prompt;
   for (int i = 0; i < 400; ++i) long_prompt += "the dog ran and ";
   EXPECT_EQ(ExpectError("/v1/completions", json{{"prompt", long_prompt}}.dump(), 400)["code"],

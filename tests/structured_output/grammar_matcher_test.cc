@@ -71,6 +71,14 @@ const std::vector<std::string>& WalkSchemas() {
       R"({"type": "object", "properties": {"kind": {"const": "point"},
             "at": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}},
           "required": ["kind", "at"], "additionalProperties": false})",
+      R"({"type": "object", "properties": {
+            "count": {"type": "integer", "minimum": 1, "maximum": 10},
+            "offset": {"type": "integer", "minimum": -250, "exclusiveMaximum": 1000},
+            "ratio": {"type": "number", "minimum": 0, "maximum": 1},
+            "celsius": {"type": "number", "exclusiveMinimum": -273.15, "maximum": 1e3},
+            "big": {"type": "integer", "minimum": 3}},
+          "required": ["count", "offset", "ratio", "celsius", "big"],
+          "additionalProperties": false})",
   };
   return *schemas;
 }

@@ -37,6 +37,12 @@ std::vector<SchemaCase> Cases() {
       {"integer", R"({"type": "integer"})",
        {"0", "-7", "1234567890123456"},
        {"01", "1.5", "+1", "-", "12345678901234567", "1e3"}},
+      {"bounded integer", R"({"type": "integer", "minimum": 1, "maximum": 10})",
+       {"1", "7", "10"},
+       {"0", "11", "-1", "01", "100", "-0"}},
+      {"bounded number", R"({"type": "number", "exclusiveMinimum": 0, "maximum": 1})",
+       {"0.5", "1", "1.000", "0.0000000000000001"},
+       {"0", "0.0", "-0.5", "1.0000000000000001", "1e-1", "2"}},
       {"number", R"({"type": "number"})",
        {"0", "-0.5", "3.25e-7", "1E+99", "10"},
        {".5", "1.", "1e", "--1", "0x10", "1e308"}},
@@ -131,7 +137,7 @@ TEST(JsonSchemaTest, JsonObjectGrammarAcceptsAnyObjectOnly) {
 
 TEST(JsonSchemaTest, UnsupportedKeywordsAreNamed) {
   for (const auto& [schema, keyword] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"type": "integer", "minimum": 0})", "'minimum'"},
+           {R"({"type": "integer", "minimum": 0, "multipleOf": 2})", "'multipleOf'"},
            {R"({"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}})",
             "'uniqueItems' at /properties/a"},
            {R"({"not": {"type": "string"}})", "'not'"},

@@ -2,6 +2,7 @@
 
 #include <regex>
 #include <set>
+#include <tuple>
 
 namespace lnpu::framework::structured_output::testing {
 namespace {
@@ -68,6 +69,9 @@ class Validator {
       }
       if (!found) return path + ": wrong type " + value.type_name();
     }
+    if (value.is_number()) {
+      if (std::string error = CheckBounds(value, schema, path); !error.empty()) return error;
+    }
     if (value.is_object()) return CheckObject(value, schema, path);
     if (value.is_array()) {
       if (schema.contains("minItems") && value.size() < schema["minItems"].get<size_t>()) {
@@ -103,6 +107,41 @@ class Validator {
   }
 
  private:
+  // minimum, maximum and their exclusive forms (numeric, or draft 4's
+  // booleans). Integers against integer bounds compare exactly, the rest
+  // as doubles (as most JSON consumers read numbers).
+  static std::string CheckBounds(const Json& value, const Json& schema, const std::string& path) {
+    auto compare = [&value](const Json& bound) {  // <0, 0, >0: value below, at, above bound
+      if (value.is_number_integer() && bound.is_number_integer()) {
+        auto exact = [](const Json& n) {
+          return n.is_number_unsigned() ? static_cast<__int128>(n.get<uint64_t>())
+                                        : static_cast<__int128>(n.get<int64_t>());
+        };
+        const __int128 a = exact(value);
+        const __int128 b = exact(bound);
+        return a < b ? -1 : a > b ? 1 : 0;
+      }
+      const double a = value.get<double>();
+      const double b = bound.get<double>();
+      return a < b ? -1 : a > b ? 1 : 0;
+    };
+    for (const auto& [inclusive, exclusive, sign] :
+         {std::tuple{"minimum", "exclusiveMinimum", 1}, {"maximum", "exclusiveMaximum", -1}}) {
+      const auto flag = schema.find(exclusive);
+      const bool draft4_exclusive = flag != schema.end() && flag->is_boolean() && flag->get<bool>();
+      if (auto bound = schema.find(inclusive); bound != schema.end()) {
+        const int side = sign * compare(*bound);
+        if (side < 0 || (side == 0 && draft4_exclusive)) {
+          return path + ": beyond " + inclusive + " " + bound->dump();
+        }
+      }
+      if (flag != schema.end() && flag->is_number() && sign * compare(*flag) <= 0) {
+        return path + ": beyond " + exclusive + " " + flag->dump();
+      }
+    }
+    return "";
+  }
+
   std::string CheckObject(const Json& value, const Json& schema, const std::string& path) const {
     if (auto required = schema.find("required"); required != schema.end()) {
       for (const Json& name : *required) {

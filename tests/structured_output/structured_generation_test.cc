@@ -51,6 +51,17 @@ std::string* StructuredGenerationTest::artifact_ = nullptr;
 Llm* StructuredGenerationTest::llm_ = nullptr;
 std::shared_ptr<const TokenTrie>* StructuredGenerationTest::trie_ = nullptr;
 
+// Numeric bounds of every kind, enforced by the grammar.
+constexpr char kBoundedSchema[] =
+    R"({"type": "object", "properties": {
+        "count": {"type": "integer", "minimum": 1, "maximum": 10},
+        "year": {"type": "integer", "minimum": 1900, "exclusiveMaximum": 2100},
+        "depth": {"type": "integer", "maximum": -3},
+        "ratio": {"type": "number", "minimum": 0, "maximum": 1},
+        "celsius": {"type": "number", "exclusiveMinimum": -273.15, "exclusiveMaximum": 60.5}},
+        "required": ["count", "year", "depth", "ratio", "celsius"],
+        "additionalProperties": false})";
+
 TEST_F(StructuredGenerationTest, GreedyRepliesAreValidJson) {
   for (const std::string schema : {
            R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
@@ -61,6 +72,7 @@ TEST_F(StructuredGenerationTest, GreedyRepliesAreValidJson) {
            R"({"anyOf": [{"type": "null"}, {"type": "object", "properties":
                {"story": {"type": "string", "maxLength": 20}}, "required": ["story"],
                "additionalProperties": false}]})",
+           kBoundedSchema,
        }) {
     SCOPED_TRACE(schema);
     GrammarMatcher matcher(JsonSchemaGrammar(schema).value(), *trie_);
@@ -77,15 +89,16 @@ TEST_F(StructuredGenerationTest, GreedyRepliesAreValidJson) {
 }
 
 TEST_F(StructuredGenerationTest, SampledRepliesAreValidJson) {
-  const std::string schema =
+  const std::string stories_schema =
       R"({"type": "object", "properties": {"hero": {"type": "string", "maxLength": 10},
           "friends": {"type": "array", "items": {"type": "string", "maxLength": 6},
                       "maxItems": 2}},
           "required": ["hero", "friends"], "additionalProperties": false})";
-  for (uint64_t seed = 1; seed <= 3; ++seed) {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    const std::string schema = seed <= 3 ? stories_schema : kBoundedSchema;
     GrammarMatcher matcher(JsonSchemaGrammar(schema).value(), *trie_);
     GenerationConfig config;
-    config.max_new_tokens = 200;
+    config.max_new_tokens = seed <= 3 ? 200 : 440;  // the bounded schema has more members
     config.temperature = 1.0f;
     config.seed = seed;
     config.constraint = &matcher;

@@ -29,7 +29,9 @@ const std::vector<ToolDefinition>& Tools() {
        R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 10},
             "unit": {"enum": ["celsius", "fahrenheit"]}},
            "required": ["city"], "additionalProperties": false})"},
-      {"add", R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+      {"add", R"({"type": "object", "properties": {
+                    "a": {"type": "integer", "minimum": -1000, "maximum": 1000},
+                    "b": {"type": "number", "minimum": 0}},
                   "required": ["a", "b"], "additionalProperties": false})"},
   };
   return *tools;
@@ -61,6 +63,13 @@ TEST(ToolCallsTest, HermesGrammarAcceptsTheTemplateShape) {
                        "<tool_call>\n{\"name\": \"mul\", \"arguments\": {}}\n</tool_call>"));
   EXPECT_FALSE(Matches(grammar,
                        "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>"));
+  // The arguments' bounds hold.
+  EXPECT_FALSE(Matches(grammar,
+                       "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1001, "
+                       "\"b\": 2}}\n</tool_call>"));
+  EXPECT_FALSE(Matches(grammar,
+                       "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, "
+                       "\"b\": -0.5}}\n</tool_call>"));
 }
 
 TEST(ToolCallsTest, ForcedFunctionAndLlama3Shape) {
@@ -81,7 +90,7 @@ TEST(ToolCallsTest, GrammarErrors) {
   std::vector<ToolDefinition> twice = {Tools()[0], Tools()[0]};
   EXPECT_THAT(ToolCallGrammar(ToolCallFormat::kHermes, twice).status().message(),
               HasSubstr("defined twice"));
-  std::vector<ToolDefinition> bad = {{"f", R"({"type": "integer", "minimum": 1})"}};
+  std::vector<ToolDefinition> bad = {{"f", R"({"type": "integer", "multipleOf": 2})"}};
   absl::Status unsupported = ToolCallGrammar(ToolCallFormat::kHermes, bad).status();
   EXPECT_EQ(unsupported.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(unsupported.message(), HasSubstr("tool \"f\""));
