@@ -63,7 +63,7 @@ struct ToolCallRule {
   // or text that does not begin with '{' or whitespace (or nothing).
   bool allow_text = false;
   // Only calls of the tool of this name.
-  std::optional<std::string> forced_name;
+  std::optional<std::string> forced_name = std::nullopt;
   // At most this many calls (>= 1); kLlama3Json allows one whatever this is.
   int max_calls = 8;
 };

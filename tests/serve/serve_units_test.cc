@@ -157,10 +157,10 @@ TEST(OpenAiRequestTest, BadRequestsNameTheField) {
   // The unsupported keyword and its place are named.
   EXPECT_THAT(ParseError(R"({"prompt": "x", "response_format": {"type": "json_schema",
                 "json_schema": {"name": "n", "schema": {"properties": {"a":
-                {"type": "number", "maximum": 3}}}}}})",
+                {"type": "number", "multipleOf": 3}}}}}})",
                          Endpoint::kCompletions)
                   .message,
-              HasSubstr("'maximum' at /properties/a"));
+              HasSubstr("'multipleOf' at /properties/a"));
 }
 
 TEST(OpenAiRequestTest, StructuredOutputAndTools) {

@@ -36,7 +36,6 @@ std::variant<ReplyFormat, ApiError> ReplyFormatOf(
   if (request.tool_choice == ToolChoice::kNone) return reply;
   reply.tool_calls = format;
   so::ToolCallRule rule{.allow_text = request.tool_choice == ToolChoice::kAuto,
-                        .forced_name = {},
                         .max_calls = request.parallel_tool_calls ? kMaxParallelToolCalls : 1};
   if (request.tool_choice == ToolChoice::kFunction) rule.forced_name = request.forced_tool;
   absl::StatusOr<std::shared_ptr<const so::Grammar>> grammar =
