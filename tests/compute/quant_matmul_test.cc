@@ -5,6 +5,7 @@
 // Paths may differ from it only by f32 rounding of the scale-and-add steps:
 // |got - ref| <= 1e-5 * sum_b |d_w d_x| * sum_i |q_w q_x| + 1e-6.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -91,6 +92,17 @@ class QuantMatmulPathTest
     return v;
   }
 
+  // n x k weights of `type` quantized from uniform values in [-1, 1].
+  std::vector<uint8_t> RandomWeights(WeightType type, size_t n, size_t k) {
+    const auto weight_f32 = RandomFloats(n * k, -1, 1);
+    std::vector<uint8_t> weight(n * WeightBytes(type, k));
+    EXPECT_TRUE((type == WeightType::kQ8_0 ? gguf::QuantizeRowQ8_0
+                                           : gguf::QuantizeRowQ4_0)(
+                    weight_f32, absl::MakeSpan(weight))
+                    .ok());
+    return weight;
+  }
+
   void Check(const Shape& s, WeightType type, bool bias, bool accumulate) {
     SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(s.rows) +
                  " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
@@ -100,13 +112,8 @@ class QuantMatmulPathTest
     auto src = RandomFloats(s.rows * s.k, -2, 2);
     for (size_t i = 0; i < src.size(); i += 37) src[i] *= 20;
     std::fill(src.begin(), src.begin() + kQuantBlock, 0.0f);
-    const auto weight_f32 = RandomFloats(s.n * s.k, -1, 1);
     const size_t row_bytes = WeightBytes(type, s.k);
-    std::vector<uint8_t> weight(s.n * row_bytes);
-    ASSERT_TRUE((type == WeightType::kQ8_0 ? gguf::QuantizeRowQ8_0
-                                           : gguf::QuantizeRowQ4_0)(
-                    weight_f32, absl::MakeSpan(weight))
-                    .ok());
+    const std::vector<uint8_t> weight = RandomWeights(type, s.n, s.k);
     const auto bias_v = RandomFloats(s.n, -1, 1);
     const auto old_dst = RandomFloats(s.rows * s.n, -1, 1);
     std::vector<float> dst = old_dst;
@@ -166,6 +173,7 @@ TEST_P(QuantMatmulPathTest, MatchesIntegerReferenceOnRaggedShapes) {
   std::vector<Shape> shapes = {
       {1, 32, 1},    {1, 64, 5},     {1, 96, 67},   {1, 896, 33},
       {1, 2048, 70}, {2, 32, 3},     {3, 64, 9},    {4, 128, 4},
+      {2, 416, 37},  {3, 1120, 13},  {4, 2080, 61}, {4, 96, 1},
       {5, 544, 130}, {15, 96, 17},   {16, 64, 16},  {17, 96, 19},
       {31, 160, 47}, {33, 256, 65},  {70, 1024, 70}, {128, 896, 96}};
   std::uniform_int_distribution<size_t> rows(1, 80), blocks(1, 40), cols(1, 150);
@@ -185,7 +193,7 @@ TEST_P(QuantMatmulPathTest, MatchesIntegerReferenceOnRaggedShapes) {
 // the ends of their range: the int32 block sums must not saturate.
 TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
   for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
-    for (size_t rows : {1, 40}) {
+    for (size_t rows : {1, 3, 40}) {
       const size_t k = 4096, n = 20;
       std::vector<float> src(rows * k);
       for (size_t i = 0; i < src.size(); ++i) src[i] = (i % 3 == 0) ? -1e3f : 1e3f;
@@ -224,6 +232,56 @@ TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
           // only f32 rounding separates the result from the exact sum.
           ASSERT_NEAR(dst[r * n + c], want, 1e-5 * magnitude)
               << GetParam()->name << " rows=" << rows << " [" << r << "][" << c << "]";
+        }
+      }
+    }
+  }
+}
+
+// The GEMV of 2..4 rows (a batched decode step) gives each row exactly what
+// a call with that row alone gives, bit for bit, on odd column counts and
+// block counts that are not multiples of the kernels' block groups.
+TEST_P(QuantMatmulPathTest, SeveralRowGemvEqualsOneRowCallsBitForBit) {
+  const Shape shapes[] = {{2, 32, 1},    {3, 96, 5},   {4, 288, 67},
+                          {2, 1120, 33}, {3, 416, 130}, {4, 2080, 19}};
+  int variant = 0;
+  for (const Shape& s : shapes) {
+    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+      SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(s.rows) +
+                   " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
+                   (type == WeightType::kQ8_0 ? " q8_0" : " q4_0"));
+      const bool bias = variant & 1, accumulate = variant & 2;
+      ++variant;
+      auto src = RandomFloats(s.rows * s.k, -2, 2);
+      for (size_t i = 0; i < src.size(); i += 29) src[i] *= 15;
+      const std::vector<uint8_t> weight = RandomWeights(type, s.n, s.k);
+      const auto bias_v = RandomFloats(s.n, -1, 1);
+      const auto old_dst = RandomFloats(s.rows * s.n, -1, 1);
+      MatmulArgs args;
+      args.weight = weight.data();
+      args.weight_type = type;
+      args.bias = bias ? bias_v.data() : nullptr;
+      args.accumulate = accumulate;
+      args.k = s.k;
+      args.n = s.n;
+
+      std::vector<float> batched = old_dst;
+      args.src = src.data();
+      args.dst = batched.data();
+      args.rows = s.rows;
+      Matmul(args, pool_, &scratch_);
+      for (size_t r = 0; r < s.rows; ++r) {
+        std::vector<float> alone(old_dst.begin() + r * s.n,
+                                 old_dst.begin() + (r + 1) * s.n);
+        args.src = src.data() + r * s.k;
+        args.dst = alone.data();
+        args.rows = 1;
+        Matmul(args, pool_, &scratch_);
+        for (size_t c = 0; c < s.n; ++c) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(batched[r * s.n + c]),
+                    std::bit_cast<uint32_t>(alone[c]))
+              << "row " << r << " column " << c << ": " << batched[r * s.n + c]
+              << " batched, " << alone[c] << " alone";
         }
       }
     }
