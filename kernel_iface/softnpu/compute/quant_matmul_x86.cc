@@ -175,7 +175,15 @@ using Isa = Avx512VnniPolicy;
 //   Prepare(x, n, out)   fills out[0..n) from the first n groups of x;
 //   Weights, Load(p)     the group at p: unsigned weight operands and the
 //                        f32 d_w of each lane's block (`scales`);
-//   Dot(acc, w, x)       acc + the per-lane int32 dot products.
+//   Dot(acc, w, x)       acc + the per-lane int32 dot products;
+//   kBlockOrder          true: lanes 0..7 hold the group's first block and
+//                        8..15 its second, and they are added to a 256-bit
+//                        accumulator one block after the other, so that a
+//                        column's f32 operations are exactly those of the
+//                        256-bit loop (GemvBlocks) and its sum equals the
+//                        avxvnni / avx2 GEMV's bit for bit; false: one
+//                        512-bit accumulator per column, halves added at the
+//                        end.
 
 // Q4_0 in quads: 4 blocks (72 bytes); the nibbles of lane group j of the
 // 4 blocks' low halves are in `low`, of their high halves in `high`.
@@ -197,6 +205,7 @@ constexpr Q4QuadsIndices MakeQ4QuadsIndices() {
 
 struct Q4Quads {
   static constexpr size_t kBlocks = 4;
+  static constexpr bool kBlockOrder = false;
   static constexpr size_t kBytes = kBlocks * kQ4_0BlockBytes;
   struct alignas(64) Activations {
     int8_t low[64];          // elements 0..15 of the 4 blocks
@@ -265,6 +274,7 @@ constexpr Q8PairsIndices MakeQ8PairsIndices() {
 
 struct Q8Pairs {
   static constexpr size_t kBlocks = 2;
+  static constexpr bool kBlockOrder = true;
   static constexpr size_t kBytes = kBlocks * kQ8_0BlockBytes;
   struct alignas(64) Activations {
     int8_t q[64];            // elements of the 2 blocks
@@ -305,13 +315,18 @@ struct Q8Pairs {
   }
 };
 
+// Lanes 8..15 of v (AVX-512F; vextractf32x8 would need AVX-512DQ).
+LNPU_QM_AVX512_INLINE __m256 UpperHalf(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
 // Weight format W's block group.
 template <class W>
 using BlockGroups = std::conditional_t<W::kNibbles, Q4Quads, Q8Pairs>;
 
 // dst[r][c] for the kRows rows and the kCols columns c0.. ; groups[r] are
 // row r's prepared activations. Each weight group is unpacked once for all
-// rows.
+// rows; each row's operations do not depend on kRows or kCols.
 template <class W, size_t kRows, size_t kCols>
 LNPU_QM_AVX512_TARGET void GroupGemvColumns(
     const MatmulArgs& a, const GemvActivations<kRows>& x,
@@ -322,11 +337,16 @@ LNPU_QM_AVX512_TARGET void GroupGemvColumns(
   GemvWeightRows<W, kCols>(a, c0, w);
   const size_t blocks = a.k / kQuantBlock;
   const size_t prefetch_offset = kCols * blocks * W::kBlockBytes;
+  // kBlockOrder: only acc256; else acc, folded into acc256 after the groups.
   __m512 acc[kRows][kCols];
+  __m256 acc256[kRows][kCols];
 #pragma GCC unroll 4
   for (size_t r = 0; r < kRows; ++r) {
 #pragma GCC unroll 8
-    for (size_t i = 0; i < kCols; ++i) acc[r][i] = _mm512_setzero_ps();
+    for (size_t i = 0; i < kCols; ++i) {
+      acc[r][i] = _mm512_setzero_ps();
+      acc256[r][i] = _mm256_setzero_ps();
+    }
   }
   for (size_t g = 0; g < group_count; ++g) {
 #pragma GCC unroll 8
@@ -338,21 +358,26 @@ LNPU_QM_AVX512_TARGET void GroupGemvColumns(
 #pragma GCC unroll 4
       for (size_t r = 0; r < kRows; ++r) {
         const typename G::Activations& xg = groups[r][g];
-        const __m512i dot = G::Dot(_mm512_load_si512(xg.correction), weights, xg);
-        acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                                    _mm512_mul_ps(weights.scales, _mm512_load_ps(xg.scales)),
-                                    acc[r][i]);
+        const __m512 dot =
+            _mm512_cvtepi32_ps(G::Dot(_mm512_load_si512(xg.correction), weights, xg));
+        const __m512 scales = _mm512_mul_ps(weights.scales, _mm512_load_ps(xg.scales));
+        if constexpr (G::kBlockOrder) {
+          acc256[r][i] = _mm256_fmadd_ps(_mm512_castps512_ps256(dot),
+                                         _mm512_castps512_ps256(scales), acc256[r][i]);
+          acc256[r][i] = _mm256_fmadd_ps(UpperHalf(dot), UpperHalf(scales), acc256[r][i]);
+        } else {
+          acc[r][i] = _mm512_fmadd_ps(dot, scales, acc[r][i]);
+        }
       }
     }
   }
-  __m256 acc256[kRows][kCols];
+  if constexpr (!G::kBlockOrder) {
 #pragma GCC unroll 4
-  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t r = 0; r < kRows; ++r) {
 #pragma GCC unroll 8
-    for (size_t i = 0; i < kCols; ++i) {
-      acc256[r][i] = _mm256_add_ps(_mm512_castps512_ps256(acc[r][i]),
-                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(
-                                       _mm512_castps_pd(acc[r][i]), 1)));
+      for (size_t i = 0; i < kCols; ++i) {
+        acc256[r][i] = _mm256_add_ps(_mm512_castps512_ps256(acc[r][i]), UpperHalf(acc[r][i]));
+      }
     }
   }
   GemvBlocks<W, kRows, kCols>(w, x, G::kBlocks * group_count, blocks, prefetch_offset,
