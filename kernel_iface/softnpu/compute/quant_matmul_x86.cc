@@ -355,18 +355,24 @@ LNPU_QM_AVX512_TARGET void GroupGemvColumns(
       _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_offset), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_offset + 64), _MM_HINT_T0);
       const typename G::Weights weights = G::Load(p);
+      // kBlockOrder: the halves of the weight scales, shared by the rows.
+      const __m256 w_scales_low = _mm512_castps512_ps256(weights.scales);
+      const __m256 w_scales_high = UpperHalf(weights.scales);
 #pragma GCC unroll 4
       for (size_t r = 0; r < kRows; ++r) {
         const typename G::Activations& xg = groups[r][g];
         const __m512 dot =
             _mm512_cvtepi32_ps(G::Dot(_mm512_load_si512(xg.correction), weights, xg));
-        const __m512 scales = _mm512_mul_ps(weights.scales, _mm512_load_ps(xg.scales));
         if constexpr (G::kBlockOrder) {
-          acc256[r][i] = _mm256_fmadd_ps(_mm512_castps512_ps256(dot),
-                                         _mm512_castps512_ps256(scales), acc256[r][i]);
-          acc256[r][i] = _mm256_fmadd_ps(UpperHalf(dot), UpperHalf(scales), acc256[r][i]);
+          acc256[r][i] = _mm256_fmadd_ps(
+              _mm512_castps512_ps256(dot),
+              _mm256_mul_ps(w_scales_low, _mm256_load_ps(xg.scales)), acc256[r][i]);
+          acc256[r][i] = _mm256_fmadd_ps(
+              UpperHalf(dot), _mm256_mul_ps(w_scales_high, _mm256_load_ps(xg.scales + 8)),
+              acc256[r][i]);
         } else {
-          acc[r][i] = _mm512_fmadd_ps(dot, scales, acc[r][i]);
+          acc[r][i] = _mm512_fmadd_ps(
+              dot, _mm512_mul_ps(weights.scales, _mm512_load_ps(xg.scales)), acc[r][i]);
         }
       }
     }
