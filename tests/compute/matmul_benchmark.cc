@@ -1,7 +1,8 @@
 // Throughput of LNPU_OP_MATMUL through ExecuteCommand at LLM shapes
 // (Qwen2.5-0.5B: dim 896, ffn 4864, vocabulary 151936; TinyLlama-1.1B: dim
 // 2048, ffn 5632, vocabulary 32000):
-//   GEMV (rows = 1, decode): weight bytes streamed per second (GB/s);
+//   GEMV (rows = 1, decode; rows = 2 and 4, batched decode): weight bytes
+//   streamed per second (GB/s);
 //   GEMM (rows = 256, prefill): GOP/s (2 * rows * k * n per command).
 // Benchmarks are named Matmul/<dtype>/<path>: F32 and F16 run the Highway
 // kernels, Q8_0 and Q4_0 every quantized-matmul path this CPU supports
@@ -75,7 +76,7 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   // exponent bits.
   const size_t bytes = WeightBytes(dtype, n, k);
   const size_t copies =
-      rows == 1 && dram ? std::max<size_t>(1, (size_t{1} << 30) / bytes) : 1;
+      rows <= compute::kQuantGemvMaxRows && dram ? std::max<size_t>(1, (size_t{1} << 30) / bytes) : 1;
   std::vector<uint8_t> weights(bytes * copies);
   for (size_t i = 0; i < weights.size(); ++i) {
     weights[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
@@ -126,7 +127,7 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   }
   compute::SetQuantMatmulPathForTest(nullptr);
   const double ops = 2.0 * rows * k * n;
-  if (rows == 1) {
+  if (rows <= compute::kQuantGemvMaxRows) {
     state.counters["GB/s"] = benchmark::Counter(
         static_cast<double>(bytes) * 1e-9,
         benchmark::Counter::kIsIterationInvariantRate);
@@ -186,6 +187,11 @@ void RegisterBenchmarks() {
     for (const auto& shape : gemv_shapes) {
       for (int64_t threads : {1, 2}) {
         b->Args({shape[0], shape[1], 1, threads, 1});
+        // Batched decode of 2 and 4 sequences (each weight read once).
+        if (shape[0] < 10000) {
+          b->Args({shape[0], shape[1], 2, threads, 1});
+          b->Args({shape[0], shape[1], 4, threads, 1});
+        }
         // In cache: the small matrices only (L2 is 1-2 MiB per core).
         if (shape[0] * shape[1] <= 896 * 896) b->Args({shape[0], shape[1], 1, threads, 0});
         if (shape[0] < 10000) b->Args({shape[0], shape[1], 256, threads, 0});

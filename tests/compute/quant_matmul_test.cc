@@ -5,6 +5,7 @@
 // Paths may differ from it only by f32 rounding of the scale-and-add steps:
 // |got - ref| <= 1e-5 * sum_b |d_w d_x| * sum_i |q_w q_x| + 1e-6.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -81,6 +83,23 @@ QuantRow QuantizeActivationRow(const float* x, size_t k) {
   return out;
 }
 
+// `rows` activation rows of k values quantized by the documented rule, as
+// the GEMV loops read them.
+struct QuantizedRows {
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  QuantizedActivations view() const { return {.q = q.data(), .scales = scales.data()}; }
+};
+QuantizedRows QuantizeRows(const std::vector<float>& src, size_t rows, size_t k) {
+  QuantizedRows out;
+  for (size_t r = 0; r < rows; ++r) {
+    const QuantRow row = QuantizeActivationRow(src.data() + r * k, k);
+    out.q.insert(out.q.end(), row.q.begin(), row.q.end());
+    out.scales.insert(out.scales.end(), row.scales.begin(), row.scales.end());
+  }
+  return out;
+}
+
 class QuantMatmulPathTest
     : public ::testing::TestWithParam<const QuantMatmulPath*> {
  protected:
@@ -94,6 +113,17 @@ class QuantMatmulPathTest
     return v;
   }
 
+  // n x k weights of `type` quantized from uniform values in [-1, 1].
+  std::vector<uint8_t> RandomWeights(WeightType type, size_t n, size_t k) {
+    const auto weight_f32 = RandomFloats(n * k, -1, 1);
+    std::vector<uint8_t> weight(n * WeightBytes(type, k));
+    EXPECT_TRUE((type == WeightType::kQ8_0 ? gguf::QuantizeRowQ8_0
+                                           : gguf::QuantizeRowQ4_0)(
+                    weight_f32, absl::MakeSpan(weight))
+                    .ok());
+    return weight;
+  }
+
   void Check(const Shape& s, WeightType type, bool bias, bool accumulate) {
     SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(s.rows) +
                  " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
@@ -103,13 +133,8 @@ class QuantMatmulPathTest
     auto src = RandomFloats(s.rows * s.k, -2, 2);
     for (size_t i = 0; i < src.size(); i += 37) src[i] *= 20;
     std::fill(src.begin(), src.begin() + kQuantBlock, 0.0f);
-    const auto weight_f32 = RandomFloats(s.n * s.k, -1, 1);
     const size_t row_bytes = WeightBytes(type, s.k);
-    std::vector<uint8_t> weight(s.n * row_bytes);
-    ASSERT_TRUE((type == WeightType::kQ8_0 ? gguf::QuantizeRowQ8_0
-                                           : gguf::QuantizeRowQ4_0)(
-                    weight_f32, absl::MakeSpan(weight))
-                    .ok());
+    const std::vector<uint8_t> weight = RandomWeights(type, s.n, s.k);
     const auto bias_v = RandomFloats(s.n, -1, 1);
     const auto old_dst = RandomFloats(s.rows * s.n, -1, 1);
     std::vector<float> dst = old_dst;
@@ -169,6 +194,7 @@ TEST_P(QuantMatmulPathTest, MatchesIntegerReferenceOnRaggedShapes) {
   std::vector<Shape> shapes = {
       {1, 32, 1},    {1, 64, 5},     {1, 96, 67},   {1, 896, 33},
       {1, 2048, 70}, {2, 32, 3},     {3, 64, 9},    {4, 128, 4},
+      {2, 416, 37},  {3, 1120, 13},  {4, 2080, 61}, {4, 96, 1},
       {5, 544, 130}, {15, 96, 17},   {16, 64, 16},  {17, 96, 19},
       {31, 160, 47}, {33, 256, 65},  {70, 1024, 70}, {128, 896, 96}};
   std::uniform_int_distribution<size_t> rows(1, 80), blocks(1, 40), cols(1, 150);
@@ -188,7 +214,7 @@ TEST_P(QuantMatmulPathTest, MatchesIntegerReferenceOnRaggedShapes) {
 // the ends of their range: the int32 block sums must not saturate.
 TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
   for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
-    for (size_t rows : {1, 40}) {
+    for (size_t rows : {1, 3, 40}) {
       const size_t k = 4096, n = 20;
       std::vector<float> src(rows * k);
       for (size_t i = 0; i < src.size(); ++i) src[i] = (i % 3 == 0) ? -1e3f : 1e3f;
@@ -231,6 +257,162 @@ TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
       }
     }
   }
+}
+
+// The GEMV of 2..4 rows (a batched decode step) gives each row exactly what
+// a call with that row alone gives, bit for bit, on odd column counts and
+// block counts that are not multiples of the kernels' block groups.
+TEST_P(QuantMatmulPathTest, SeveralRowGemvEqualsOneRowCallsBitForBit) {
+  const Shape shapes[] = {{2, 32, 1},    {3, 96, 5},   {4, 288, 67},
+                          {2, 1120, 33}, {3, 416, 130}, {4, 2080, 19}};
+  int variant = 0;
+  for (const Shape& s : shapes) {
+    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+      SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(s.rows) +
+                   " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
+                   (type == WeightType::kQ8_0 ? " q8_0" : " q4_0"));
+      const bool bias = variant & 1, accumulate = variant & 2;
+      ++variant;
+      auto src = RandomFloats(s.rows * s.k, -2, 2);
+      for (size_t i = 0; i < src.size(); i += 29) src[i] *= 15;
+      const std::vector<uint8_t> weight = RandomWeights(type, s.n, s.k);
+      const auto bias_v = RandomFloats(s.n, -1, 1);
+      const auto old_dst = RandomFloats(s.rows * s.n, -1, 1);
+      MatmulArgs args;
+      args.weight = weight.data();
+      args.weight_type = type;
+      args.bias = bias ? bias_v.data() : nullptr;
+      args.accumulate = accumulate;
+      args.k = s.k;
+      args.n = s.n;
+
+      std::vector<float> batched = old_dst;
+      args.src = src.data();
+      args.dst = batched.data();
+      args.rows = s.rows;
+      Matmul(args, pool_, &scratch_);
+      for (size_t r = 0; r < s.rows; ++r) {
+        std::vector<float> alone(old_dst.begin() + r * s.n,
+                                 old_dst.begin() + (r + 1) * s.n);
+        args.src = src.data() + r * s.k;
+        args.dst = alone.data();
+        args.rows = 1;
+        Matmul(args, pool_, &scratch_);
+        for (size_t c = 0; c < s.n; ++c) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(batched[r * s.n + c]),
+                    std::bit_cast<uint32_t>(alone[c]))
+              << "row " << r << " column " << c << ": " << batched[r * s.n + c]
+              << " batched, " << alone[c] << " alone";
+        }
+      }
+    }
+  }
+}
+
+// The GEMV loop itself over any column range, as workers of Matmul call it:
+// each row of a call of 1..4 rows equals, bit for bit, a one-row call of
+// that row over all columns, whatever the range's start (odd offsets,
+// ranges shorter than the kernels' column step, single columns) and for
+// block counts that leave blocks after the avx512vnni block groups.
+TEST_P(QuantMatmulPathTest, GemvRowsEqualOneRowCallsOverAnyColumnRange) {
+  const auto gemv = ActiveQuantGemv();
+  constexpr size_t kRows = kQuantGemvMaxRows, kN = 23;
+  const std::pair<size_t, size_t> ranges[] = {{0, kN}, {1, kN}, {3, kN - 2}, {5, 6},
+                                              {2, 11}, {kN - 1, kN}, {7, 10}};
+  for (size_t blocks : {1, 2, 3, 5, 6, 7, 9, 13}) {
+    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+      const size_t k = blocks * kQuantBlock;
+      auto src = RandomFloats(kRows * k, -2, 2);
+      for (size_t i = 0; i < src.size(); i += 29) src[i] *= 15;
+      const QuantizedRows x = QuantizeRows(src, kRows, k);
+      const std::vector<uint8_t> weight = RandomWeights(type, kN, k);
+      const auto bias = RandomFloats(kN, -1, 1);
+      const auto old_dst = RandomFloats(kRows * kN, -1, 1);
+      MatmulArgs args;
+      args.weight = weight.data();
+      args.weight_type = type;
+      args.bias = bias.data();
+      args.accumulate = true;
+      args.k = k;
+      args.n = kN;
+      std::vector<float> alone = old_dst;
+      for (size_t r = 0; r < kRows; ++r) {
+        args.dst = alone.data() + r * kN;
+        args.rows = 1;
+        gemv(args, {.q = x.q.data() + r * k, .scales = x.scales.data() + r * blocks}, 0, kN);
+      }
+      for (size_t rows = 1; rows <= kRows; ++rows) {
+        for (const auto& [begin, end] : ranges) {
+          SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(rows) +
+                       " blocks=" + std::to_string(blocks) + " columns [" +
+                       std::to_string(begin) + ", " + std::to_string(end) + ")" +
+                       (type == WeightType::kQ8_0 ? " q8_0" : " q4_0"));
+          std::vector<float> dst = old_dst;
+          args.dst = dst.data();
+          args.rows = rows;
+          gemv(args, x.view(), begin, end);
+          for (size_t r = 0; r < rows; ++r) {
+            for (size_t c = 0; c < kN; ++c) {
+              const float want = c >= begin && c < end ? alone[r * kN + c] : old_dst[r * kN + c];
+              ASSERT_EQ(std::bit_cast<uint32_t>(dst[r * kN + c]), std::bit_cast<uint32_t>(want))
+                  << "row " << r << " column " << c << ": " << dst[r * kN + c] << ", want "
+                  << want;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The x86 GEMVs compute the same int32 lanes per block (vpdpbusd with the
+// offset correction, or vpmaddubsw + vpmaddwd) and add the blocks' scaled
+// lanes in the same order (avx512vnni's Q8_0 pairs one block after the
+// other), so their Q8_0 results agree bit for bit: which of them a machine
+// has does not change a Q8_0 model's decode.
+TEST(QuantMatmulPathsTest, X86GemvsAgreeBitForBitOnQ8_0) {
+#if defined(__x86_64__)
+  std::vector<const QuantMatmulPath*> paths;
+  for (const QuantMatmulPath* path :
+       {&kAvx512VnniQuantMatmulPath, &kAvxVnniQuantMatmulPath, &kAvx2QuantMatmulPath}) {
+    if (path->supported()) paths.push_back(path);
+  }
+  if (paths.size() < 2) GTEST_SKIP() << "fewer than two x86 GEMV paths on this CPU";
+  std::mt19937 rng(99);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  constexpr size_t kN = 13;
+  for (size_t blocks : {1, 2, 3, 8, 9, 17}) {
+    for (size_t rows = 1; rows <= kQuantGemvMaxRows; ++rows) {
+      const size_t k = blocks * kQuantBlock;
+      std::vector<float> src(rows * k), weight_f32(kN * k);
+      for (float& v : src) v = dist(rng);
+      for (float& v : weight_f32) v = dist(rng);
+      std::vector<uint8_t> weight(kN * WeightBytes(WeightType::kQ8_0, k));
+      ASSERT_TRUE(gguf::QuantizeRowQ8_0(weight_f32, absl::MakeSpan(weight)).ok());
+      const QuantizedRows x = QuantizeRows(src, rows, k);
+      MatmulArgs args;
+      args.weight = weight.data();
+      args.weight_type = WeightType::kQ8_0;
+      args.rows = rows;
+      args.k = k;
+      args.n = kN;
+      std::vector<std::vector<float>> dst(paths.size(), std::vector<float>(rows * kN));
+      for (size_t p = 0; p < paths.size(); ++p) {
+        args.dst = dst[p].data();
+        paths[p]->gemv(args, x.view(), 0, kN);
+      }
+      for (size_t p = 1; p < paths.size(); ++p) {
+        for (size_t i = 0; i < rows * kN; ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(dst[p][i]), std::bit_cast<uint32_t>(dst[0][i]))
+              << paths[p]->name << " vs " << paths[0]->name << ": blocks " << blocks
+              << " rows " << rows << " dst[" << i << "] " << dst[p][i] << " vs " << dst[0][i];
+        }
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "not an x86-64 build";
+#endif
 }
 
 TEST(QuantMatmulPathsTest, PortablePathIsLastAndAlwaysSupported) {

@@ -279,6 +279,9 @@ void QuantizeActivationRows(const float* src, size_t k, size_t row_begin,
   }
 }
 
+// Rows [0, a.rows) x columns [col_begin, col_end), column by column: the
+// rows after the first read the column's weights from L1. Each row's
+// sequence of operations is that of a one-row call.
 template <class W>
 void QuantGemvColumnsT(const MatmulArgs& a, const QuantizedActivations& x,
                        size_t col_begin, size_t col_end) {
@@ -288,26 +291,28 @@ void QuantGemvColumnsT(const MatmulArgs& a, const QuantizedActivations& x,
   const auto* weight = static_cast<const uint8_t*>(a.weight);
   for (size_t c = col_begin; c < col_end; ++c) {
     const uint8_t* w = weight + c * row_bytes;
-    // Two accumulators halve the dependency chain of the f32 adds.
-    auto acc0 = hn::Zero(df);
-    auto acc1 = hn::Zero(df);
-    size_t b = 0;
-    for (; b + 2 <= blocks; b += 2) {
-      const uint8_t* w0 = w + b * W::kBlockBytes;
-      const uint8_t* w1 = w0 + W::kBlockBytes;
-      const auto s0 = hn::ConvertTo(df, BlockDot<W>(w0, x.q + b * kQuantBlock));
-      const auto s1 =
-          hn::ConvertTo(df, BlockDot<W>(w1, x.q + (b + 1) * kQuantBlock));
-      acc0 = hn::MulAdd(s0, hn::Set(df, LoadF16Scale(w0) * x.scales[b]), acc0);
-      acc1 = hn::MulAdd(s1, hn::Set(df, LoadF16Scale(w1) * x.scales[b + 1]),
-                        acc1);
+    for (size_t r = 0; r < a.rows; ++r) {
+      const int8_t* xq = x.q + r * a.k;
+      const float* xs = x.scales + r * blocks;
+      // Two accumulators halve the dependency chain of the f32 adds.
+      auto acc0 = hn::Zero(df);
+      auto acc1 = hn::Zero(df);
+      size_t b = 0;
+      for (; b + 2 <= blocks; b += 2) {
+        const uint8_t* w0 = w + b * W::kBlockBytes;
+        const uint8_t* w1 = w0 + W::kBlockBytes;
+        const auto s0 = hn::ConvertTo(df, BlockDot<W>(w0, xq + b * kQuantBlock));
+        const auto s1 = hn::ConvertTo(df, BlockDot<W>(w1, xq + (b + 1) * kQuantBlock));
+        acc0 = hn::MulAdd(s0, hn::Set(df, LoadF16Scale(w0) * xs[b]), acc0);
+        acc1 = hn::MulAdd(s1, hn::Set(df, LoadF16Scale(w1) * xs[b + 1]), acc1);
+      }
+      if (b < blocks) {
+        const uint8_t* w0 = w + b * W::kBlockBytes;
+        const auto s0 = hn::ConvertTo(df, BlockDot<W>(w0, xq + b * kQuantBlock));
+        acc0 = hn::MulAdd(s0, hn::Set(df, LoadF16Scale(w0) * xs[b]), acc0);
+      }
+      a.dst[r * a.n + c] = MatmulOutputBase(a, r, c) + ReduceSum(df, hn::Add(acc0, acc1));
     }
-    if (b < blocks) {
-      const uint8_t* w0 = w + b * W::kBlockBytes;
-      const auto s0 = hn::ConvertTo(df, BlockDot<W>(w0, x.q + b * kQuantBlock));
-      acc0 = hn::MulAdd(s0, hn::Set(df, LoadF16Scale(w0) * x.scales[b]), acc0);
-    }
-    a.dst[c] = MatmulOutputBase(a, 0, c) + ReduceSum(df, hn::Add(acc0, acc1));
   }
 }
 
@@ -401,13 +406,9 @@ namespace {
 constexpr size_t kGemmTileRows = 32;
 constexpr size_t kGemmTileCols = 64;
 
-// Up to this many rows run as GEMVs of each row: the GEMM paths repack
-// each weight panel per call (amx, avx512vnni), which costs more than the
-// GEMVs of up to about 4 rows (measured on qwen2.5-0.5b Q8_0 with amx:
-// CPU time per call of 4 rows equal, of 2 rows half, of 8 rows 1.6 times).
-constexpr size_t kGemvMaxRows = 4;
-// Columns of one piece of the several-row GEMV (a multiple of 4): 32
-// columns of a 4864-wide Q8_0 matrix are 165 KiB, in L2.
+// F32 / F16 weights, up to kQuantGemvMaxRows rows: columns of one piece of
+// the several-row GEMV (a multiple of 4): 32 columns of a 896-wide F32
+// matrix are 112 KiB, in L2.
 constexpr size_t kGemvRowsColumnPiece = 32;
 
 void HighwayQuantGemv(const MatmulArgs& a, const QuantizedActivations& x,
@@ -454,16 +455,19 @@ void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
                       scratch->quantized_src_scales.data());
                    });
   }
-  if (args.rows <= kGemvMaxRows) {
-    // Each row through the GEMV kernel (bandwidth-bound: the weights are
-    // read once per call); with several rows (a batched decode step), over
-    // column pieces whose weights stay in cache for the other rows, so they
-    // still come from memory once. Each row's sums are exactly those of a
-    // call with that row alone.
+  if (args.rows <= kQuantGemvMaxRows) {
+    // Bandwidth-bound: the weights are read from memory once per call.
+    // Quantized weights: the path's GEMV takes all rows at once. F32 / F16:
+    // each row through the GEMV, over column pieces whose weights stay in
+    // cache for the other rows. Each row's sums are exactly those of a call
+    // with that row alone.
     const auto gemv = ActiveQuantGemv();
-    const size_t blocks = args.k / kQuantBlock;
-    // Column chunks (multiples of the 4-row micro-kernel) of >= 16 columns.
+    // Column chunks (multiples of the 4-column micro-kernels) of >= 16 columns.
     ParallelRanges(pool, args.n, work, 16, 4, [&](size_t begin, size_t end) {
+      if (quantized) {
+        gemv(args, x, begin, end);
+        return;
+      }
       const size_t piece = args.rows == 1 ? end - begin : kGemvRowsColumnPiece;
       for (size_t c0 = begin; c0 < end; c0 += piece) {
         const size_t c1 = std::min(end, c0 + piece);
@@ -472,11 +476,7 @@ void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
           row.src = args.src + r * args.k;
           row.dst = args.dst + r * args.n;
           row.rows = 1;
-          if (quantized) {
-            gemv(row, {.q = x.q + r * args.k, .scales = x.scales + r * blocks}, c0, c1);
-          } else {
-            HWY_DYNAMIC_DISPATCH(GemvColumns)(row, c0, c1);
-          }
+          HWY_DYNAMIC_DISPATCH(GemvColumns)(row, c0, c1);
         }
       }
     });

@@ -35,10 +35,10 @@ struct MatmulArgs {
   size_t n = 0;
 };
 // rows <= 4 take the bandwidth-bound GEMV path (parallel over columns;
-// several rows share each piece of weights in cache, and each row's result
-// equals a rows == 1 call's bit for bit: a batched decode step gives what
-// each sequence alone gives); more rows the cache-blocked GEMM path
-// (parallel over row x column tiles).
+// with quantized weights each weight block is read once for all rows, and
+// each row's result equals a rows == 1 call's bit for bit: a batched decode
+// step gives what each sequence alone gives); more rows the cache-blocked
+// GEMM path (parallel over row x column tiles).
 void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch);
 
 }  // namespace lnpu::softnpu::compute

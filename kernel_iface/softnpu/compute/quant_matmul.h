@@ -27,6 +27,12 @@ inline constexpr size_t kQuantBlock = 32;
 inline constexpr size_t kQ8_0BlockBytes = 2 + kQuantBlock;
 inline constexpr size_t kQ4_0BlockBytes = 2 + kQuantBlock / 2;
 
+// Matmul calls a path's GEMV loop for up to this many rows (decode and
+// batched decode of up to 4 sequences), its GEMM loop for more: the GEMM
+// loops repack each weight panel per call (amx, avx512vnni), which costs
+// more than a GEMV pass when there are only a few rows to share it.
+inline constexpr size_t kQuantGemvMaxRows = 4;
+
 // Matmul src rows quantized per block of 32 like llama.cpp's q8_0
 // activations: d = max|x| / 127, q = round-to-nearest-even(x / d) (q = 0
 // when d = 0), x ~= d * q. q is [rows][k], scales is [rows][k / 32].
@@ -70,11 +76,16 @@ struct QuantMatmulPath {
   // True if this CPU and OS can run the path (CPUID / hwcaps, and for AMX the
   // kernel's permission to use the tile registers). Cheap after first call.
   bool (*supported)();
-  // rows == 1: dst columns [col_begin, col_end). nullptr: the path has no
-  // GEMV of its own (AMX) and Matmul uses the next supported path's.
+  // 1 <= a.rows <= kQuantGemvMaxRows (decode, batched decode): every dst
+  // row x columns [col_begin, col_end), reading each weight block once for
+  // all rows. Each row's result is bit-identical to that of a call with
+  // that row alone (a.rows == 1): a batched decode step gives what each
+  // sequence alone gives. nullptr: the path has no GEMV of its own (AMX)
+  // and Matmul uses the next supported path's.
   void (*gemv)(const MatmulArgs& a, const QuantizedActivations& x,
                size_t col_begin, size_t col_end);
-  // rows > 1: dst rows [row_begin, row_end) x columns [col_begin, col_end).
+  // a.rows > kQuantGemvMaxRows: dst rows [row_begin, row_end) x columns
+  // [col_begin, col_end).
   void (*gemm)(const MatmulArgs& a, const QuantizedActivations& x,
                size_t row_begin, size_t row_end, size_t col_begin,
                size_t col_end);

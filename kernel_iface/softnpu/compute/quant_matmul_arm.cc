@@ -13,7 +13,8 @@
 // CPU; supported() checks the kernel's hwcaps.
 //
 // Both paths run the same register-tile loop (quant_matmul_arm-inl.h):
-// kRows activation rows (1 for GEMV, 4 for GEMM) times 4 weight columns.
+// kRows activation rows (1, 2 or 4 for GEMV, 4 for GEMM) times 4 weight
+// columns.
 // Per block a tile loads (and for Q4_0 unpacks) the 4 columns' weights and
 // their f16 scales once and reuses them for every row, and applies
 // d_w * d_x with one convert and one f32 multiply-add per 4 outputs.
@@ -120,12 +121,26 @@ struct Kernel {
 
 #include "kernel_iface/softnpu/compute/quant_matmul_arm-inl.h"
 
+// All a.rows (1..kQuantGemvMaxRows) rows in one tile, so that each weight
+// block is loaded once for all of them. Kernel::Tile's operations on a row
+// do not depend on kRows: each row's result is that of a one-row call.
+template <class W>
+void GemvRows(const MatmulArgs& a, const QuantizedActivations& x, size_t col_begin,
+              size_t col_end) {
+  static_assert(kQuantGemvMaxRows == 4);
+  switch (a.rows) {
+    case 1: Tiles<W, 1>(a, x, 0, 1, col_begin, col_end); break;
+    case 2: Tiles<W, 2>(a, x, 0, 2, col_begin, col_end); break;
+    default: Tiles<W, 4>(a, x, 0, a.rows, col_begin, col_end); break;
+  }
+}
+
 void Gemv(const MatmulArgs& a, const QuantizedActivations& x, size_t col_begin,
           size_t col_end) {
   if (a.weight_type == WeightType::kQ8_0) {
-    Tiles<Q8_0, 1>(a, x, 0, 1, col_begin, col_end);
+    GemvRows<Q8_0>(a, x, col_begin, col_end);
   } else {
-    Tiles<Q4_0, 1>(a, x, 0, 1, col_begin, col_end);
+    GemvRows<Q4_0>(a, x, col_begin, col_end);
   }
 }
 

@@ -81,87 +81,127 @@ LNPU_QM_INLINE uint16_t LoadU16(const uint8_t* p) {
   return v;
 }
 
-// scales[i] = f32(f16 scale of block i) * x_scales[i] for the `count`
-// (1..8) blocks starting at `block`, converted 8 at a time with F16C.
-template <class W>
-LNPU_QM_INLINE void BlockScales8(const uint8_t* block, const float* x_scales,
-                                 size_t count, float* scales) {
-  constexpr size_t kB = W::kBlockBytes;
-  if (count == 8) {
-    const __m128i half = _mm_setr_epi16(
-        LoadU16(block), LoadU16(block + kB), LoadU16(block + 2 * kB),
-        LoadU16(block + 3 * kB), LoadU16(block + 4 * kB), LoadU16(block + 5 * kB),
-        LoadU16(block + 6 * kB), LoadU16(block + 7 * kB));
-    _mm256_storeu_ps(scales, _mm256_mul_ps(_mm256_cvtph_ps(half),
-                                           _mm256_loadu_ps(x_scales)));
-    return;
-  }
-  alignas(16) uint16_t half[8] = {};
-  alignas(32) float xs[8] = {};
-  for (size_t i = 0; i < count; ++i) {
-    half[i] = LoadU16(block + i * kB);
-    xs[i] = x_scales[i];
-  }
-  _mm256_storeu_ps(
-      scales,
-      _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(
-                        reinterpret_cast<const __m128i*>(half))),
-                    _mm256_load_ps(xs)));
-}
-
 // ---------------------------------------------------------------- GEMV
-
+//
+// One to kQuantGemvMaxRows activation rows times kCols weight rows
+// (columns of dst) per step: each weight block is loaded (and unpacked)
+// once and multiplied with every activation row. Per row, the sequence of
+// operations does not depend on how many rows share the call, so each
+// row's result is bit-identical to a one-row call's (quant_matmul.h).
+//
 // The GEMV prefetches each weight row `kCols * row_bytes` ahead: the same
 // block of the next step's rows, one step (several hundred ns) ahead of
 // its use, which covers the DRAM latency; a fixed distance of a few
 // hundred bytes per row does not.
 
-// acc[i] += blocks [b_begin, b_end) of the weight rows w[i] times the
-// activations: the kCols rows share each activation block's load and its
-// offset correction; block scales are converted 8 blocks at a time.
-template <class W, size_t kCols>
-LNPU_QM_INLINE void GemvBlocks(const uint8_t* const* w, const QuantizedActivations& x,
-                               size_t b_begin, size_t b_end, size_t prefetch_offset,
-                               __m256* acc) {
+// The activation rows of one GEMV call.
+template <size_t kRows>
+struct GemvActivations {
+  const int8_t* q[kRows];
+  const float* scales[kRows];
+};
+
+template <size_t kRows>
+LNPU_QM_INLINE GemvActivations<kRows> GemvRowsOf(const MatmulArgs& a,
+                                                 const QuantizedActivations& x) {
+  GemvActivations<kRows> rows;
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
+    rows.q[r] = x.q + r * a.k;
+    rows.scales[r] = x.scales + r * (a.k / kQuantBlock);
+  }
+  return rows;
+}
+
+// The f32 values of the f16 scales of the `count` (1..8) blocks starting at
+// `block`, converted 8 at a time with F16C (lanes past count are 0).
+template <class W>
+LNPU_QM_INLINE __m256 WeightScales8(const uint8_t* block, size_t count) {
   constexpr size_t kB = W::kBlockBytes;
-  alignas(32) float scales[kCols][8];
+  if (count == 8) {
+    return _mm256_cvtph_ps(_mm_setr_epi16(
+        LoadU16(block), LoadU16(block + kB), LoadU16(block + 2 * kB),
+        LoadU16(block + 3 * kB), LoadU16(block + 4 * kB), LoadU16(block + 5 * kB),
+        LoadU16(block + 6 * kB), LoadU16(block + 7 * kB)));
+  }
+  alignas(16) uint16_t half[8] = {};
+  for (size_t i = 0; i < count; ++i) half[i] = LoadU16(block + i * kB);
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(half)));
+}
+
+// The activation scales of the `count` (1..8) blocks at `scales` (lanes past
+// count are 0).
+LNPU_QM_INLINE __m256 ActivationScales8(const float* scales, size_t count) {
+  if (count == 8) return _mm256_loadu_ps(scales);
+  alignas(32) float xs[8] = {};
+  for (size_t i = 0; i < count; ++i) xs[i] = scales[i];
+  return _mm256_load_ps(xs);
+}
+
+// acc[r][i] += blocks [b_begin, b_end) of the weight rows w[i] times
+// activation row r: all rows share each weight block's load, the kCols
+// columns each activation block's load and its offset correction; block
+// scales are converted 8 blocks at a time.
+template <class W, size_t kRows, size_t kCols>
+LNPU_QM_INLINE void GemvBlocks(const uint8_t* const* w, const GemvActivations<kRows>& x,
+                               size_t b_begin, size_t b_end, size_t prefetch_offset,
+                               __m256 (&acc)[kRows][kCols]) {
+  constexpr size_t kB = W::kBlockBytes;
+  alignas(32) float scales[kRows][kCols][8];
   for (size_t b0 = b_begin; b0 < b_end; b0 += 8) {
     const size_t count = std::min<size_t>(8, b_end - b0);
+    __m256 x_scales[kRows];
+#pragma GCC unroll 4
+    for (size_t r = 0; r < kRows; ++r) x_scales[r] = ActivationScales8(x.scales[r] + b0, count);
 #pragma GCC unroll 8
     for (size_t i = 0; i < kCols; ++i) {
-      BlockScales8<W>(w[i] + b0 * kB, x.scales + b0, count, scales[i]);
+      const __m256 w_scales = WeightScales8<W>(w[i] + b0 * kB, count);
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) {
+        _mm256_store_ps(scales[r][i], _mm256_mul_ps(w_scales, x_scales[r]));
+      }
     }
     for (size_t t = 0; t < count; ++t) {
       const size_t b = b0 + t;
-      const __m256i xq = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(x.q + b * kQuantBlock));
-      const __m256i correction = OffsetCorrection<W>(xq);
+      __m256i xq[kRows], correction[kRows];
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) {
+        xq[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q[r] + b * kQuantBlock));
+        correction[r] = OffsetCorrection<W>(xq[r]);
+      }
 #pragma GCC unroll 8
       for (size_t i = 0; i < kCols; ++i) {
         const uint8_t* block = w[i] + b * kB;
         _mm_prefetch(reinterpret_cast<const char*>(block + prefetch_offset),
                      _MM_HINT_T0);
-        const __m256i dot =
-            Isa::template Dot256<W>(correction, LoadWeightBlock<W>(block), xq);
-        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
-                                 _mm256_set1_ps(scales[i][t]), acc[i]);
+        const __m256i wq = LoadWeightBlock<W>(block);
+#pragma GCC unroll 4
+        for (size_t r = 0; r < kRows; ++r) {
+          const __m256i dot = Isa::template Dot256<W>(correction[r], wq, xq[r]);
+          acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                                      _mm256_set1_ps(scales[r][i][t]), acc[r][i]);
+        }
       }
     }
   }
 }
 
-// dst[c0 + i] = MatmulOutputBase + the lanes of acc[i].
-template <size_t kCols>
-LNPU_QM_INLINE void GemvStore(const MatmulArgs& a, size_t c0, const __m256* acc) {
+// dst[r][c0 + i] = MatmulOutputBase + the lanes of acc[r][i].
+template <size_t kRows, size_t kCols>
+LNPU_QM_INLINE void GemvStore(const MatmulArgs& a, size_t c0,
+                              const __m256 (&acc)[kRows][kCols]) {
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
 #pragma GCC unroll 8
-  for (size_t i = 0; i < kCols; ++i) {
-    a.dst[c0 + i] = MatmulOutputBase(a, 0, c0 + i) + HorizontalSum(acc[i]);
+    for (size_t i = 0; i < kCols; ++i) {
+      a.dst[r * a.n + c0 + i] = MatmulOutputBase(a, r, c0 + i) + HorizontalSum(acc[r][i]);
+    }
   }
 }
 
 // Weight rows of columns c0.. .
 template <class W, size_t kCols>
-LNPU_QM_INLINE void GemvRows(const MatmulArgs& a, size_t c0, const uint8_t** w) {
+LNPU_QM_INLINE void GemvWeightRows(const MatmulArgs& a, size_t c0, const uint8_t** w) {
   const size_t row_bytes = a.k / kQuantBlock * W::kBlockBytes;
 #pragma GCC unroll 8
   for (size_t i = 0; i < kCols; ++i) {
@@ -169,40 +209,67 @@ LNPU_QM_INLINE void GemvRows(const MatmulArgs& a, size_t c0, const uint8_t** w) 
   }
 }
 
-// dst[c] for the kCols columns c0.. .
-template <class W, size_t kCols>
-LNPU_QM_TARGET void GemvColumns(const MatmulArgs& a, const QuantizedActivations& x,
+// dst[r][c] for the kRows rows and the kCols columns c0.. .
+template <class W, size_t kRows, size_t kCols>
+LNPU_QM_TARGET void GemvColumns(const MatmulArgs& a, const GemvActivations<kRows>& x,
                                 size_t c0) {
   const uint8_t* w[kCols];
-  GemvRows<W, kCols>(a, c0, w);
-  __m256 acc[kCols];
+  GemvWeightRows<W, kCols>(a, c0, w);
+  __m256 acc[kRows][kCols];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
 #pragma GCC unroll 8
-  for (size_t i = 0; i < kCols; ++i) acc[i] = _mm256_setzero_ps();
+    for (size_t i = 0; i < kCols; ++i) acc[r][i] = _mm256_setzero_ps();
+  }
   const size_t blocks = a.k / kQuantBlock;
-  GemvBlocks<W, kCols>(w, x, 0, blocks, kCols * blocks * W::kBlockBytes, acc);
-  GemvStore<kCols>(a, c0, acc);
+  GemvBlocks<W, kRows, kCols>(w, x, 0, blocks, kCols * blocks * W::kBlockBytes, acc);
+  GemvStore<kRows, kCols>(a, c0, acc);
 }
 
-// Columns per GEMV step: weight rows streamed together.
-constexpr size_t kGemvCols = 4;
+// Columns per GEMV step, weight rows streamed together: 4, or with 3 or 4
+// activation rows on 16-register ISAs 2, so that the accumulators stay in
+// registers.
+template <size_t kRows>
+constexpr size_t kGemvCols = kRows <= 2 || sizeof(typename Isa::VI) == 64 ? 4 : 2;
 
-template <class W>
+template <class W, size_t kRows>
 LNPU_QM_TARGET void GemvRange(const MatmulArgs& a, const QuantizedActivations& x,
                               size_t col_begin, size_t col_end) {
+  constexpr size_t kCols = kGemvCols<kRows>;
+  const GemvActivations<kRows> rows = GemvRowsOf<kRows>(a, x);
   size_t c = col_begin;
-  for (; c + kGemvCols <= col_end; c += kGemvCols) {
-    GemvColumns<W, kGemvCols>(a, x, c);
-  }
-  for (; c < col_end; ++c) GemvColumns<W, 1>(a, x, c);
+  for (; c + kCols <= col_end; c += kCols) GemvColumns<W, kRows, kCols>(a, rows, c);
+  for (; c < col_end; ++c) GemvColumns<W, kRows, 1>(a, rows, c);
 }
 
-LNPU_QM_TARGET void Gemv(const MatmulArgs& a, const QuantizedActivations& x,
-                         size_t col_begin, size_t col_end) {
-  if (a.weight_type == WeightType::kQ8_0) {
-    GemvRange<Q8_0>(a, x, col_begin, col_end);
-  } else {
-    GemvRange<Q4_0>(a, x, col_begin, col_end);
+// Calls F<kRows>::Run(args...) for kRows = a.rows (1..kQuantGemvMaxRows).
+template <template <size_t> class F, class... Args>
+LNPU_QM_INLINE void WithGemvRows(size_t rows, Args&&... args) {
+  static_assert(kQuantGemvMaxRows == 4);
+  switch (rows) {
+    case 1: F<1>::Run(args...); break;
+    case 2: F<2>::Run(args...); break;
+    case 3: F<3>::Run(args...); break;
+    default: F<4>::Run(args...); break;
   }
+}
+
+template <size_t kRows>
+struct GemvOfRows {
+  static LNPU_QM_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
+                                 size_t col_begin, size_t col_end) {
+    if (a.weight_type == WeightType::kQ8_0) {
+      GemvRange<Q8_0, kRows>(a, x, col_begin, col_end);
+    } else {
+      GemvRange<Q4_0, kRows>(a, x, col_begin, col_end);
+    }
+  }
+};
+
+// (The avx512vnni path has a GEMV of its own, quant_matmul_x86.cc.)
+[[maybe_unused]] LNPU_QM_TARGET void Gemv(const MatmulArgs& a, const QuantizedActivations& x,
+                                          size_t col_begin, size_t col_end) {
+  WithGemvRows<GemvOfRows>(a.rows, a, x, col_begin, col_end);
 }
 
 // ---------------------------------------------------------------- GEMM

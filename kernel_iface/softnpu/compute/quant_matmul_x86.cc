@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
@@ -161,28 +162,38 @@ using Isa = Avx512VnniPolicy;
 #include "kernel_iface/softnpu/compute/quant_matmul_x86-inl.h"
 #undef LNPU_QM_TARGET
 
-// Q4_0 GEMV, 4 blocks (72 bytes) of a column per step: two 512-bit loads,
-// one word permutation (vpermt2w) gathers the 64 nibble bytes of the 4
-// blocks, another (vpermw) their f16 scales, converted with one
-// vcvtph2ps; the activations are rearranged once per call to match
-// (Q4Quad). Blocks past the last whole quad take GemvBlocks.
-struct alignas(64) Q4Quad {
-  int8_t low[64];          // elements 0..15 of the 4 blocks
-  int8_t high[64];         // elements 16..31
-  int32_t correction[16];  // -8 * sum of the 8 activations of each lane
-  float scales[16];        // activation scale of each lane's block
-};
+// The GEMV works on groups of consecutive blocks of a weight row, one
+// group per 512-bit step: two unaligned 512-bit loads cover the group and
+// word permutations (vpermt2w, vpermw) gather its quantized bytes and its
+// f16 scales (converted with one vcvtph2ps) into the lanes of the matching
+// activation bytes, which are rearranged once per call. Blocks past the
+// last whole group take GemvBlocks. A group format G supplies:
+//   kBlocks, kBytes      blocks and weight bytes of a group;
+//   Activations          one group of one activation row, 64-byte aligned,
+//                        with correction[16] (the int32 offset correction
+//                        per lane) and scales[16] (d_x of each lane's block);
+//   Prepare(x, n, out)   fills out[0..n) from the first n groups of x;
+//   Weights, Load(p)     the group at p: unsigned weight operands and the
+//                        f32 d_w of each lane's block (`scales`);
+//   Dot(acc, w, x)       acc + the per-lane int32 dot products;
+//   kBlockOrder          true: lanes 0..7 hold the group's first block and
+//                        8..15 its second, and they are added to a 256-bit
+//                        accumulator one block after the other, so that a
+//                        column's f32 operations are exactly those of the
+//                        256-bit loop (GemvBlocks) and its sum equals the
+//                        avxvnni / avx2 GEMV's bit for bit; false: one
+//                        512-bit accumulator per column, halves added at the
+//                        end.
 
-constexpr size_t kQ4QuadBytes = 4 * kQ4_0BlockBytes;
-
-struct Q4QuadIndices {
+// Q4_0 in quads: 4 blocks (72 bytes); the nibbles of lane group j of the
+// 4 blocks' low halves are in `low`, of their high halves in `high`.
+struct Q4QuadsIndices {
   alignas(64) uint16_t nibbles[32];  // vpermt2w of (bytes 0..63, bytes 8..71)
   alignas(64) uint16_t scales[32];   // vpermw of bytes 0..63; 16 used
 };
-
-constexpr Q4QuadIndices MakeQ4QuadIndices() {
+constexpr Q4QuadsIndices MakeQ4QuadsIndices() {
   constexpr size_t kWords = kQ4_0BlockBytes / 2;
-  Q4QuadIndices indices{};
+  Q4QuadsIndices indices{};
   for (size_t o = 0; o < 32; ++o) {
     // Word m of block o / 8's nibbles is word 1 + m of the block.
     const size_t word = (o / 8) * kWords + 1 + o % 8;
@@ -192,88 +203,228 @@ constexpr Q4QuadIndices MakeQ4QuadIndices() {
   return indices;
 }
 
-constexpr Q4QuadIndices kQ4QuadIndices = MakeQ4QuadIndices();
+struct Q4Quads {
+  static constexpr size_t kBlocks = 4;
+  static constexpr bool kBlockOrder = false;
+  static constexpr size_t kBytes = kBlocks * kQ4_0BlockBytes;
+  struct alignas(64) Activations {
+    int8_t low[64];          // elements 0..15 of the 4 blocks
+    int8_t high[64];         // elements 16..31
+    int32_t correction[16];  // -8 * sum of the 8 activations of each lane
+    float scales[16];        // activation scale of each lane's block
+  };
+  static constexpr Q4QuadsIndices kIndices = MakeQ4QuadsIndices();
 
-void PrepareQ4Quads(const QuantizedActivations& x, size_t quad_count, Q4Quad* quads) {
-  for (size_t q = 0; q < quad_count; ++q) {
-    for (size_t block = 0; block < 4; ++block) {
-      const size_t b = 4 * q + block;
-      const int8_t* xs = x.q + b * kQuantBlock;
-      std::copy(xs, xs + 16, quads[q].low + 16 * block);
-      std::copy(xs + 16, xs + 32, quads[q].high + 16 * block);
-      for (size_t lane = 0; lane < 4; ++lane) {
-        int32_t sum = 0;
-        for (size_t e = 4 * lane; e < 4 * lane + 4; ++e) sum += xs[e] + xs[16 + e];
-        quads[q].correction[4 * block + lane] = -kWeightOffset<Q4_0> * sum;
-        quads[q].scales[4 * block + lane] = x.scales[b];
+  static void Prepare(const QuantizedActivations& x, size_t count, Activations* out) {
+    for (size_t q = 0; q < count; ++q) {
+      for (size_t block = 0; block < 4; ++block) {
+        const size_t b = 4 * q + block;
+        const int8_t* xs = x.q + b * kQuantBlock;
+        std::copy(xs, xs + 16, out[q].low + 16 * block);
+        std::copy(xs + 16, xs + 32, out[q].high + 16 * block);
+        for (size_t lane = 0; lane < 4; ++lane) {
+          int32_t sum = 0;
+          for (size_t e = 4 * lane; e < 4 * lane + 4; ++e) sum += xs[e] + xs[16 + e];
+          out[q].correction[4 * block + lane] = -kWeightOffset<Q4_0> * sum;
+          out[q].scales[4 * block + lane] = x.scales[b];
+        }
       }
     }
   }
+
+  struct Weights {
+    __m512i low, high;
+    __m512 scales;
+  };
+  static LNPU_QM_AVX512_INLINE Weights Load(const uint8_t* p) {
+    const __m512i z0 = _mm512_loadu_si512(p);
+    const __m512i z1 = _mm512_loadu_si512(p + 8);
+    const __m512i nibbles = _mm512_permutex2var_epi16(
+        z0, _mm512_load_si512(kIndices.nibbles), z1);
+    const __m512i low_nibble = _mm512_set1_epi8(0x0F);
+    return {_mm512_and_si512(nibbles, low_nibble),
+            _mm512_and_si512(_mm512_srli_epi16(nibbles, 4), low_nibble),
+            _mm512_cvtph_ps(_mm512_castsi512_si256(
+                _mm512_permutexvar_epi16(_mm512_load_si512(kIndices.scales), z0)))};
+  }
+  static LNPU_QM_AVX512_INLINE __m512i Dot(__m512i acc, const Weights& w,
+                                           const Activations& x) {
+    acc = _mm512_dpbusd_epi32(acc, w.low, _mm512_load_si512(x.low));
+    return _mm512_dpbusd_epi32(acc, w.high, _mm512_load_si512(x.high));
+  }
+};
+
+// Q8_0 in pairs: 2 blocks (68 bytes); lanes 0..7 are block 0's, 8..15
+// block 1's, so the activations keep their order.
+struct Q8PairsIndices {
+  alignas(64) uint16_t quants[32];  // vpermt2w of (bytes 0..63, bytes 4..67)
+  alignas(64) uint16_t scales[32];  // vpermw of bytes 0..63; 16 used
+};
+constexpr Q8PairsIndices MakeQ8PairsIndices() {
+  constexpr size_t kWords = kQ8_0BlockBytes / 2;
+  Q8PairsIndices indices{};
+  for (size_t o = 0; o < 32; ++o) {
+    // Block 0's quants are words 1..16 of bytes 0..63, block 1's words
+    // 16..31 of bytes 4..67 (bytes 36..67).
+    indices.quants[o] = static_cast<uint16_t>(o < 16 ? 1 + o : 32 + o);
+    indices.scales[o] = static_cast<uint16_t>(o < 16 ? (o / 8) * kWords : 0);
+  }
+  return indices;
 }
 
-template <size_t kCols>
-LNPU_QM_AVX512_TARGET void Q4GemvColumns(const MatmulArgs& a, const QuantizedActivations& x,
-                                         const Q4Quad* quads, size_t quad_count,
-                                         size_t c0) {
-  const uint8_t* w[kCols];
-  GemvRows<Q4_0, kCols>(a, c0, w);
-  const size_t blocks = a.k / kQuantBlock;
-  const size_t prefetch_offset = kCols * blocks * kQ4_0BlockBytes;
-  const __m512i nibble_index = _mm512_load_si512(kQ4QuadIndices.nibbles);
-  const __m512i scale_index = _mm512_load_si512(kQ4QuadIndices.scales);
-  const __m512i low_nibble = _mm512_set1_epi8(0x0F);
-  __m512 acc[kCols];
-#pragma GCC unroll 8
-  for (size_t i = 0; i < kCols; ++i) acc[i] = _mm512_setzero_ps();
-  for (size_t q = 0; q < quad_count; ++q) {
-    const __m512i x_low = _mm512_load_si512(quads[q].low);
-    const __m512i x_high = _mm512_load_si512(quads[q].high);
-    const __m512i correction = _mm512_load_si512(quads[q].correction);
-    const __m512 x_scales = _mm512_load_ps(quads[q].scales);
-#pragma GCC unroll 8
-    for (size_t i = 0; i < kCols; ++i) {
-      const uint8_t* p = w[i] + q * kQ4QuadBytes;
-      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_offset), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_offset + 64), _MM_HINT_T0);
-      const __m512i z0 = _mm512_loadu_si512(p);
-      const __m512i z1 = _mm512_loadu_si512(p + 8);
-      const __m512i nibbles = _mm512_permutex2var_epi16(z0, nibble_index, z1);
-      const __m512 w_scales = _mm512_cvtph_ps(
-          _mm512_castsi512_si256(_mm512_permutexvar_epi16(scale_index, z0)));
-      __m512i dot = _mm512_dpbusd_epi32(
-          correction, _mm512_and_si512(nibbles, low_nibble), x_low);
-      dot = _mm512_dpbusd_epi32(
-          dot, _mm512_and_si512(_mm512_srli_epi16(nibbles, 4), low_nibble), x_high);
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot),
-                               _mm512_mul_ps(w_scales, x_scales), acc[i]);
+struct Q8Pairs {
+  static constexpr size_t kBlocks = 2;
+  static constexpr bool kBlockOrder = true;
+  static constexpr size_t kBytes = kBlocks * kQ8_0BlockBytes;
+  struct alignas(64) Activations {
+    int8_t q[64];            // elements of the 2 blocks
+    int32_t correction[16];  // -128 * sum of the 4 activations of each lane
+    float scales[16];        // activation scale of each lane's block
+  };
+  static constexpr Q8PairsIndices kIndices = MakeQ8PairsIndices();
+
+  static void Prepare(const QuantizedActivations& x, size_t count, Activations* out) {
+    for (size_t p = 0; p < count; ++p) {
+      const int8_t* xs = x.q + 2 * p * kQuantBlock;
+      std::copy(xs, xs + 64, out[p].q);
+      for (size_t lane = 0; lane < 16; ++lane) {
+        int32_t sum = 0;
+        for (size_t e = 4 * lane; e < 4 * lane + 4; ++e) sum += xs[e];
+        out[p].correction[lane] = -kWeightOffset<Q8_0> * sum;
+        out[p].scales[lane] = x.scales[2 * p + lane / 8];
+      }
     }
   }
-  __m256 acc256[kCols];
-#pragma GCC unroll 8
-  for (size_t i = 0; i < kCols; ++i) {
-    acc256[i] = _mm256_add_ps(_mm512_castps512_ps256(acc[i]),
-                              _mm256_castpd_ps(_mm512_extractf64x4_pd(
-                                  _mm512_castps_pd(acc[i]), 1)));
+
+  struct Weights {
+    __m512i q;
+    __m512 scales;
+  };
+  static LNPU_QM_AVX512_INLINE Weights Load(const uint8_t* p) {
+    const __m512i z0 = _mm512_loadu_si512(p);
+    const __m512i z1 = _mm512_loadu_si512(p + 4);
+    const __m512i quants = _mm512_permutex2var_epi16(
+        z0, _mm512_load_si512(kIndices.quants), z1);
+    return {_mm512_xor_si512(quants, _mm512_set1_epi8(static_cast<char>(0x80))),
+            _mm512_cvtph_ps(_mm512_castsi512_si256(
+                _mm512_permutexvar_epi16(_mm512_load_si512(kIndices.scales), z0)))};
   }
-  GemvBlocks<Q4_0, kCols>(w, x, 4 * quad_count, blocks, prefetch_offset, acc256);
-  GemvStore<kCols>(a, c0, acc256);
+  static LNPU_QM_AVX512_INLINE __m512i Dot(__m512i acc, const Weights& w,
+                                           const Activations& x) {
+    return _mm512_dpbusd_epi32(acc, w.q, _mm512_load_si512(x.q));
+  }
+};
+
+// Lanes 8..15 of v (AVX-512F; vextractf32x8 would need AVX-512DQ).
+LNPU_QM_AVX512_INLINE __m256 UpperHalf(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 
-LNPU_QM_AVX512_TARGET void GemvQuads(const MatmulArgs& a, const QuantizedActivations& x,
-                                     size_t col_begin, size_t col_end) {
-  if (a.weight_type != WeightType::kQ4_0) {
-    Gemv(a, x, col_begin, col_end);
-    return;
+// Weight format W's block group.
+template <class W>
+using BlockGroups = std::conditional_t<W::kNibbles, Q4Quads, Q8Pairs>;
+
+// dst[r][c] for the kRows rows and the kCols columns c0.. ; groups[r] are
+// row r's prepared activations. Each weight group is unpacked once for all
+// rows; each row's operations do not depend on kRows or kCols.
+template <class W, size_t kRows, size_t kCols>
+LNPU_QM_AVX512_TARGET void GroupGemvColumns(
+    const MatmulArgs& a, const GemvActivations<kRows>& x,
+    const typename BlockGroups<W>::Activations* const (&groups)[kRows],
+    size_t group_count, size_t c0) {
+  using G = BlockGroups<W>;
+  const uint8_t* w[kCols];
+  GemvWeightRows<W, kCols>(a, c0, w);
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t prefetch_offset = kCols * blocks * W::kBlockBytes;
+  // kBlockOrder: only acc256; else acc, folded into acc256 after the groups.
+  __m512 acc[kRows][kCols];
+  __m256 acc256[kRows][kCols];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 8
+    for (size_t i = 0; i < kCols; ++i) {
+      acc[r][i] = _mm512_setzero_ps();
+      acc256[r][i] = _mm256_setzero_ps();
+    }
   }
-  const size_t quad_count = a.k / kQuantBlock / 4;
-  thread_local std::vector<Q4Quad> quads;
-  quads.resize(quad_count);
-  PrepareQ4Quads(x, quad_count, quads.data());
-  size_t c = col_begin;
-  for (; c + kGemvCols <= col_end; c += kGemvCols) {
-    Q4GemvColumns<kGemvCols>(a, x, quads.data(), quad_count, c);
+  for (size_t g = 0; g < group_count; ++g) {
+#pragma GCC unroll 8
+    for (size_t i = 0; i < kCols; ++i) {
+      const uint8_t* p = w[i] + g * G::kBytes;
+      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_offset), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_offset + 64), _MM_HINT_T0);
+      const typename G::Weights weights = G::Load(p);
+      // kBlockOrder: the halves of the weight scales, shared by the rows.
+      const __m256 w_scales_low = _mm512_castps512_ps256(weights.scales);
+      const __m256 w_scales_high = UpperHalf(weights.scales);
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) {
+        const typename G::Activations& xg = groups[r][g];
+        const __m512 dot =
+            _mm512_cvtepi32_ps(G::Dot(_mm512_load_si512(xg.correction), weights, xg));
+        if constexpr (G::kBlockOrder) {
+          acc256[r][i] = _mm256_fmadd_ps(
+              _mm512_castps512_ps256(dot),
+              _mm256_mul_ps(w_scales_low, _mm256_load_ps(xg.scales)), acc256[r][i]);
+          acc256[r][i] = _mm256_fmadd_ps(
+              UpperHalf(dot), _mm256_mul_ps(w_scales_high, _mm256_load_ps(xg.scales + 8)),
+              acc256[r][i]);
+        } else {
+          acc[r][i] = _mm512_fmadd_ps(
+              dot, _mm512_mul_ps(weights.scales, _mm512_load_ps(xg.scales)), acc[r][i]);
+        }
+      }
+    }
   }
-  for (; c < col_end; ++c) Q4GemvColumns<1>(a, x, quads.data(), quad_count, c);
+  if constexpr (!G::kBlockOrder) {
+#pragma GCC unroll 4
+    for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 8
+      for (size_t i = 0; i < kCols; ++i) {
+        acc256[r][i] = _mm256_add_ps(_mm512_castps512_ps256(acc[r][i]), UpperHalf(acc[r][i]));
+      }
+    }
+  }
+  GemvBlocks<W, kRows, kCols>(w, x, G::kBlocks * group_count, blocks, prefetch_offset,
+                              acc256);
+  GemvStore<kRows, kCols>(a, c0, acc256);
+}
+
+template <class W>
+struct GroupGemv {
+  template <size_t kRows>
+  struct OfRows {
+    static LNPU_QM_AVX512_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
+                                          size_t col_begin, size_t col_end) {
+      using G = BlockGroups<W>;
+      constexpr size_t kCols = kGemvCols<kRows>;
+      const size_t group_count = a.k / kQuantBlock / G::kBlocks;
+      const GemvActivations<kRows> rows = GemvRowsOf<kRows>(a, x);
+      thread_local std::vector<typename G::Activations> buffer;
+      buffer.resize(kRows * group_count);
+      const typename G::Activations* groups[kRows];
+      for (size_t r = 0; r < kRows; ++r) {
+        G::Prepare({.q = rows.q[r], .scales = rows.scales[r]}, group_count,
+                   buffer.data() + r * group_count);
+        groups[r] = buffer.data() + r * group_count;
+      }
+      size_t c = col_begin;
+      for (; c + kCols <= col_end; c += kCols) {
+        GroupGemvColumns<W, kRows, kCols>(a, rows, groups, group_count, c);
+      }
+      for (; c < col_end; ++c) GroupGemvColumns<W, kRows, 1>(a, rows, groups, group_count, c);
+    }
+  };
+};
+
+LNPU_QM_AVX512_TARGET void GroupedGemv(const MatmulArgs& a, const QuantizedActivations& x,
+                                       size_t col_begin, size_t col_end) {
+  if (a.weight_type == WeightType::kQ8_0) {
+    WithGemvRows<GroupGemv<Q8_0>::OfRows>(a.rows, a, x, col_begin, col_end);
+  } else {
+    WithGemvRows<GroupGemv<Q4_0>::OfRows>(a.rows, a, x, col_begin, col_end);
+  }
 }
 
 }  // namespace avx512vnni
@@ -304,7 +455,7 @@ bool Avx512VnniSupported() { return GetX86CpuFeatures().avx512_vnni; }
 const QuantMatmulPath kAvx512VnniQuantMatmulPath = {
     .name = "avx512vnni",
     .supported = Avx512VnniSupported,
-    .gemv = avx512vnni::GemvQuads,
+    .gemv = avx512vnni::GroupedGemv,
     .gemm = avx512vnni::Gemm,
     .gemm_tile_rows = 128,
     .gemm_tile_cols = 64,
