@@ -65,7 +65,7 @@ struct SchedulerOptions {
   uint64_t prefix_cache_bytes = uint64_t{256} << 20;
   // If set, observes every graph run of session `session` (0-based), on
   // the scheduler's thread (--trace).
-  std::function<void(size_t session, const runtime::StepTimeline& step)> step_observer;
+  std::function<void(size_t session, const runtime::StepTimeline& step)> step_observer = nullptr;
 };
 
 class Scheduler {
