@@ -52,7 +52,8 @@ struct CompileOptions {
   // (half the memory of kF32); kQ8 quantizes each head of each row to int8
   // with an f32 scale (LNPU_DTYPE_I8, (head_dim + 4) / (4 head_dim) of kF32;
   // needs head_dim a multiple of 4). Attention reads the new rows converted
-  // the same way, so chunking a prompt does not change results.
+  // the same way, so chunking a prompt does not change which values
+  // attention reads (only the f32 rounding of its sums).
   enum class KvType { kF32, kF16, kQ8 } kv_dtype = KvType::kF16;
   // Estimated multiply-adds at most per compute job (>= 1). A graph's
   // compute commands are cut into consecutive jobs within this budget (a

@@ -129,7 +129,7 @@ class RuntimeTest : public ::testing::Test {
     options.min_response_len = kMinResponseLen;
     options.prefill_chunks = {4, 16};
     // An F32 cache. (With an F16 one ATTENTION reads a chunk's own rows
-    // rounded as stored, so chunking does not change the values either;
+    // rounded as stored, so chunking does not change the values it reads;
     // tests/end_to_end covers that cache.)
     options.kv_dtype = compiler::CompileOptions::KvType::kF32;
     const absl::Status compiled =
