@@ -765,7 +765,9 @@ TEST(CompilerTest, Gemma3WithoutWindowHasNoSlotPositions) {
   const fb::Graph* decode = FindGraph(artifact->model(), "decode");
   for (const Command& c : Commands(*decode->streams()->Get(0))) {
     EXPECT_NE(c.header.opcode, LNPU_OP_SWIGLU);
-    if (c.header.opcode == LNPU_OP_ATTENTION) EXPECT_EQ(c.header.flags, 0u);
+    if (c.header.opcode == LNPU_OP_ATTENTION) {
+      EXPECT_EQ(c.header.flags, 0u);
+    }
   }
 }
 

@@ -274,7 +274,9 @@ void ExpectValidToolCalls(const Reply& reply, const std::string& only = "") {
     ids.push_back(call["id"].get<std::string>());
     EXPECT_EQ(call["type"], "function");
     const std::string name = call["function"]["name"].get<std::string>();
-    if (!only.empty()) EXPECT_EQ(name, only);
+    if (!only.empty()) {
+      EXPECT_EQ(name, only);
+    }
     const std::string schema = ParametersOf(name);
     ASSERT_NE(schema, "") << "not one of the tools: " << name;
     ASSERT_TRUE(call["function"]["arguments"].is_string());
@@ -394,7 +396,9 @@ TEST_P(StructuredServeTest, RequiredToolCallsValidate) {
       if (!stream && reply.status == 200) {
         EXPECT_TRUE(reply.body["choices"][0]["message"]["content"].is_null());
       }
-      if (GetParam() == Vocab::kLlamaSpm) EXPECT_EQ(reply.tool_calls.size(), 1u);
+      if (GetParam() == Vocab::kLlamaSpm) {
+        EXPECT_EQ(reply.tool_calls.size(), 1u);
+      }
     }
   }
 }

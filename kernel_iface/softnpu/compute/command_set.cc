@@ -12,6 +12,9 @@
 #include "base/status_macros.h"
 #include "kernel_iface/softnpu/compute/compute_context_impl.h"
 #include "kernel_iface/softnpu/compute/kernels.h"
+#if defined(__x86_64__)
+#include "kernel_iface/softnpu/compute/x86_cpu_features.h"
+#endif
 
 namespace lnpu::softnpu {
 namespace {
@@ -767,8 +770,11 @@ void ExecuteI8Attention(const lnpu_cmd_attention& c,
 
 }  // namespace
 
-ComputeContext::ComputeContext(int threads)
-    : impl_(std::make_unique<Impl>(threads)) {}
+ComputeContext::ComputeContext(int threads) : impl_(std::make_unique<Impl>(threads)) {
+#if defined(__x86_64__)
+  compute::GetX86CpuFeatures();  // applies kX86FeaturesOffVariable before any kernel
+#endif
+}
 
 ComputeContext::~ComputeContext() = default;
 

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "hwy/targets.h"
+
 namespace lnpu::softnpu::compute {
 namespace {
 
@@ -60,7 +62,11 @@ X86CpuFeatures TurnOff(X86CpuFeatures f, std::string_view off) {
 const X86CpuFeatures& GetX86CpuFeatures() {
   static const X86CpuFeatures features = [] {
     const char* off = std::getenv(kX86FeaturesOffVariable);
-    return TurnOff(Detect(), off == nullptr ? "" : off);
+    const X86CpuFeatures f = TurnOff(Detect(), off == nullptr ? "" : off);
+    // Highway's dispatch (the F32/F16 and element-wise kernels) follows.
+    if (!f.avx512) hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL);
+    if (!f.avx2) hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL | HWY_AVX2);
+    return f;
   }();
   return features;
 }

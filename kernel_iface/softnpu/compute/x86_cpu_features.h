@@ -22,9 +22,11 @@ struct X86CpuFeatures {
 
 // Environment variable: a comma-separated list of features to treat as
 // absent ("amx", "avx512vnni", "avx512", "avxvnni", "avx2"; a feature's
-// absence also removes those that imply it), so that the quantized-matmul
-// paths of another CPU class run here, e.g. "amx" for an AMD Zen 4.
-// Unknown names are ignored. Read once, with the first call below.
+// absence also removes those that imply it), so that the kernels of
+// another CPU class run here, e.g. "amx" for an AMD Zen 4, "avx512" for an
+// AVX2-only CPU (Highway's AVX-512 targets are disabled with it). Unknown
+// names are ignored. Read once, with the first call below, which
+// ComputeContext makes before any kernel runs.
 inline constexpr char kX86FeaturesOffVariable[] = "LNPU_X86_FEATURES_OFF";
 
 // This CPU's features, less those turned off by kX86FeaturesOffVariable;
