@@ -81,8 +81,7 @@ class Lanes {
 };
 
 absl::Status CheckOptions(const BatchedDecodeOptions& options, uint32_t capacity) {
-  if (options.reps < 1 || options.warmups < 0 || options.steps < 1 ||
-      options.prompt_tokens < 1) {
+  if (options.reps < 1 || options.warmups < 0 || options.steps < 1 || options.prompt_tokens < 1) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "batched decode: reps %d, warm-ups %d, steps %d, prompt %d tokens: give reps >= 1, "
         "warm-ups >= 0, steps >= 1, a prompt of >= 1 token",
@@ -129,13 +128,12 @@ absl::StatusOr<std::vector<BatchedDecodeResult>> RunBatchedDecode(
   LNPU_RETURN_IF_ERROR(CheckBatchLanes(model.info(), options.lanes));
   LNPU_RETURN_IF_ERROR(CheckOptions(options, model.info().kv_capacity));
   std::mt19937_64 random(options.seed);
-  std::uniform_int_distribution<int32_t> token(
-      0, static_cast<int32_t>(model.info().vocab_size) - 1);
+  std::uniform_int_distribution<int32_t> token(0,
+                                               static_cast<int32_t>(model.info().vocab_size) - 1);
   std::vector<BatchedDecodeResult> results;
   for (uint32_t count : options.lanes) {
     LNPU_ASSIGN_OR_RETURN(Lanes lanes, Lanes::Create(model, count));
-    std::vector<std::vector<int32_t>> prompts(count,
-                                              std::vector<int32_t>(options.prompt_tokens));
+    std::vector<std::vector<int32_t>> prompts(count, std::vector<int32_t>(options.prompt_tokens));
     for (std::vector<int32_t>& prompt : prompts) {
       for (int32_t& t : prompt) t = token(random);
     }

@@ -41,7 +41,7 @@ struct BatchedDecodeResult {
   uint32_t lanes = 0;
   uint32_t steps = 0;  // per repetition
   // Medians over the timed repetitions, per step of all lanes.
-  double median_ms_per_step = 0;   // wall time
+  double median_ms_per_step = 0;      // wall time
   double median_cpu_ms_per_step = 0;  // process CPU time
 
   double tokens_per_second() const { return lanes * 1e3 / median_ms_per_step; }
