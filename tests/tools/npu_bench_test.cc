@@ -354,21 +354,46 @@ TEST(NpuBenchCommandLine, ParsesBatchLanes) {
   EXPECT_EQ((*line)->batch_lanes, (std::vector<uint32_t>{1, 2, 4, 8}));
 }
 
+// Whether `lanes` (4-token prompts, 1 + 5 repetitions of 16 steps) may
+// run on a model of `info`.
+absl::Status CheckLanes(const runtime::ModelInfo& info, std::vector<uint32_t> lanes) {
+  BatchedDecodeOptions options;
+  options.lanes = std::move(lanes);
+  return CheckBatchedDecode(info, options);
+}
+
 TEST(NpuBenchBatchedDecode, LaneCountsNeedACompiledGraph) {
   runtime::ModelInfo info;
-  EXPECT_TRUE(CheckBatchLanes(info, {}).ok());
-  EXPECT_TRUE(CheckBatchLanes(info, {1}).ok());  // a sequence's own decode graph
-  absl::Status none = CheckBatchLanes(info, {1, 2});
+  info.kv_capacity = 128;  // 4 + 6 x 16 slots fit
+  EXPECT_TRUE(CheckLanes(info, {}).ok());
+  EXPECT_TRUE(CheckLanes(info, {1}).ok());  // a sequence's own decode graph
+  absl::Status none = CheckLanes(info, {1, 2});
   EXPECT_EQ(none.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(none.message()), HasSubstr("no batched decode graphs"));
   EXPECT_THAT(std::string(none.message()), HasSubstr("npu-compile --decode-batch"));
   info.decode_batches = {2, 4};
-  EXPECT_TRUE(CheckBatchLanes(info, {4, 1, 2}).ok());
-  absl::Status missing = CheckBatchLanes(info, {1, 2, 3});
+  EXPECT_TRUE(CheckLanes(info, {4, 1, 2}).ok());
+  absl::Status missing = CheckLanes(info, {1, 2, 3});
   EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(missing.message()),
               HasSubstr("--batch-lanes 3: the model has batched decode graphs of 2, 4 lanes"));
   EXPECT_THAT(std::string(missing.message()), HasSubstr("npu-compile --decode-batch 1,2,3,4"));
+}
+
+TEST(NpuBenchBatchedDecode, RefusesStepsThatDoNotFitTheCache) {
+  runtime::ModelInfo info;
+  info.kv_capacity = kCapacity;
+  info.decode_batches = {2};
+  BatchedDecodeOptions options;
+  options.steps = 20;
+  options.reps = 3;  // 4 + (1 + 3) x 20 slots > 64
+  EXPECT_TRUE(CheckBatchedDecode(info, options).ok());  // no lanes: nothing runs
+  options.lanes = {2};
+  const absl::Status status = CheckBatchedDecode(info, options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("needs 84 KV slots"));
+  options.steps = 15;  // 4 + 4 x 15 = 64 fits
+  EXPECT_TRUE(CheckBatchedDecode(info, options).ok());
 }
 
 TEST(NpuBenchBatchedDecode, EfficiencyIsTokensPerCpuSecondOverOneLane) {
@@ -382,21 +407,6 @@ TEST(NpuBenchBatchedDecode, EfficiencyIsTokensPerCpuSecondOverOneLane) {
   EXPECT_DOUBLE_EQ(CpuEfficiencyVsOneLane({one, four}, four), 2.0);
   EXPECT_DOUBLE_EQ(CpuEfficiencyVsOneLane({one, four}, one), 1.0);
   EXPECT_EQ(CpuEfficiencyVsOneLane({four}, four), 0);  // no 1-lane figure
-}
-
-TEST(NpuBenchBatchedDecode, RefusesLanesThatDoNotFitTheCache) {
-  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
-  ASSERT_TRUE(device.ok()) << device.status();
-  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
-      runtime::Model::Load(*std::move(device), CompileTinyBatchedModel());
-  ASSERT_TRUE(model.ok()) << model.status();
-  BatchedDecodeOptions options;
-  options.lanes = {2};
-  options.steps = 20;
-  options.reps = 3;  // 4 + (1 + 3) x 20 slots > 64
-  absl::StatusOr<std::vector<BatchedDecodeResult>> results = RunBatchedDecode(**model, options);
-  EXPECT_EQ(results.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(results.status().message()), HasSubstr("needs 84 KV slots"));
 }
 
 TEST(NpuBenchProgram, BatchLanesWithoutBatchedGraphsAreRefused) {
@@ -416,6 +426,17 @@ TEST(NpuBenchProgram, UncompiledLaneCountIsRefusedNamingTheCompiledOnes) {
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, HasSubstr("--batch-lanes 8: the model has batched decode graphs of 2, 4"));
   EXPECT_THAT(run.err, HasSubstr("npu-compile --decode-batch 1,2,4,8"));
+}
+
+TEST(NpuBenchProgram, BatchedStepsThatDoNotFitAreRefusedBeforeMeasuring) {
+  std::vector<std::string> args = QuickArgs(CompileTinyBatchedModel());
+  args.insert(args.end(), {"--batch-lanes", "2", "--decode-steps", "20", "--reps", "4"});
+  const ToolRun run = RunBench(args);
+  EXPECT_EQ(run.exit_code, 1);
+  // 4 + 4 x 20 slots; the decode fills would not fit either, but this check
+  // comes first.
+  EXPECT_THAT(run.err, HasSubstr("--batch-lanes: each lane needs 84 KV slots"));
+  EXPECT_TRUE(run.out.empty());
 }
 
 // Finite and positive, as every figure of a measurement must be.

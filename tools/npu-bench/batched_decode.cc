@@ -80,7 +80,7 @@ class Lanes {
   std::vector<int32_t> next_;
 };
 
-absl::Status CheckOptions(const BatchedDecodeOptions& options, uint32_t capacity) {
+absl::Status CheckFit(const BatchedDecodeOptions& options, uint32_t capacity) {
   if (options.reps < 1 || options.warmups < 0 || options.steps < 1 || options.prompt_tokens < 1) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "batched decode: reps %d, warm-ups %d, steps %d, prompt %d tokens: give reps >= 1, "
@@ -101,9 +101,11 @@ absl::Status CheckOptions(const BatchedDecodeOptions& options, uint32_t capacity
 
 }  // namespace
 
-absl::Status CheckBatchLanes(const runtime::ModelInfo& info, const std::vector<uint32_t>& lanes) {
+absl::Status CheckBatchedDecode(const runtime::ModelInfo& info,
+                                const BatchedDecodeOptions& options) {
+  if (options.lanes.empty()) return absl::OkStatus();
   const std::vector<uint32_t>& compiled = info.decode_batches;
-  for (uint32_t count : lanes) {
+  for (uint32_t count : options.lanes) {
     if (count == 1 || std::find(compiled.begin(), compiled.end(), count) != compiled.end()) {
       continue;
     }
@@ -120,13 +122,12 @@ absl::Status CheckBatchLanes(const runtime::ModelInfo& info, const std::vector<u
         "runs alone); give those, or recompile with npu-compile --decode-batch 1,%s",
         count, absl::StrJoin(compiled, ", "), absl::StrJoin(with_count, ",")));
   }
-  return absl::OkStatus();
+  return CheckFit(options, info.kv_capacity);
 }
 
 absl::StatusOr<std::vector<BatchedDecodeResult>> RunBatchedDecode(
     runtime::Model& model, const BatchedDecodeOptions& options) {
-  LNPU_RETURN_IF_ERROR(CheckBatchLanes(model.info(), options.lanes));
-  LNPU_RETURN_IF_ERROR(CheckOptions(options, model.info().kv_capacity));
+  LNPU_RETURN_IF_ERROR(CheckBatchedDecode(model.info(), options));
   std::mt19937_64 random(options.seed);
   std::uniform_int_distribution<int32_t> token(0,
                                                static_cast<int32_t>(model.info().vocab_size) - 1);

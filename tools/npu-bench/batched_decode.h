@@ -49,16 +49,18 @@ struct BatchedDecodeResult {
   double tokens_per_cpu_second() const { return 1e3 / cpu_ms_per_token(); }
 };
 
-// OK when the model can run a batched step of every count in `lanes`:
-// 1, or one of info.decode_batches. FailedPrecondition when a count above
-// 1 is asked of a model without batched graphs, InvalidArgument naming the
-// count and the compiled ones otherwise; both say how to compile more
-// (npu-compile --decode-batch).
-absl::Status CheckBatchLanes(const runtime::ModelInfo& info, const std::vector<uint32_t>& lanes);
+// OK when `options` can run on a model of `info`: every lane count is 1 or
+// one of info.decode_batches, and a lane's prompt and steps fit the KV
+// cache (checked only with lane counts). FailedPrecondition when a count
+// above 1 is asked of a model without batched graphs, InvalidArgument
+// naming the count and the compiled ones otherwise (both say how to compile
+// more: npu-compile --decode-batch); InvalidArgument naming what to lower
+// when the steps do not fit.
+absl::Status CheckBatchedDecode(const runtime::ModelInfo& info,
+                                const BatchedDecodeOptions& options);
 
 // One result per entry of options.lanes, in that order. The errors of
-// CheckBatchLanes; InvalidArgument when a lane's prompt and steps do not
-// fit the KV cache (naming what to lower); runtime errors otherwise.
+// CheckBatchedDecode; runtime errors otherwise.
 absl::StatusOr<std::vector<BatchedDecodeResult>> RunBatchedDecode(
     runtime::Model& model, const BatchedDecodeOptions& options);
 

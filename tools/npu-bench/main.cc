@@ -5,8 +5,8 @@
 // decode at each cache fill, peak RSS (before anything else allocates),
 // batched decode of each --batch-lanes count (its lanes are not in the
 // peak RSS), then the read bandwidth with as many threads as the device
-// has compute units. With --profile: load, one profiled prefill and decode step
-// (step_profile.h), then the bandwidth. With --trace the timed graph runs
+// has compute units. With --profile: load, one profiled prefill and decode
+// step (step_profile.h), then the bandwidth. With --trace the timed graph runs
 // are observed and written as a trace at the end. On the software NPU the
 // job timeout is raised (OpenToolDevice).
 // Exit status 0 on success, 1 with a message on stderr otherwise.
@@ -78,8 +78,14 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   report.load_ms = absl::ToDoubleMilliseconds(absl::Now() - load_start);
   report.placement_requested = line.placement;
   report.weights_imported = model->weights_imported();
+  BatchedDecodeOptions batched;
+  batched.lanes = line.batch_lanes;
+  batched.steps = line.benchmark.decode_steps;
+  batched.reps = line.benchmark.reps;
+  batched.warmups = line.benchmark.warmups;
+  batched.seed = line.benchmark.seed;
   // Refused before any measurement runs.
-  LNPU_RETURN_IF_ERROR(CheckBatchLanes(model->info(), line.batch_lanes));
+  LNPU_RETURN_IF_ERROR(CheckBatchedDecode(model->info(), batched));
 
   std::unique_ptr<lnpu::tools::TraceWriter> trace;
   lnpu::runtime::Sequence::StepObserver observer;
@@ -118,13 +124,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   report.peak_rss_mib = PeakRssMiB();
   report.contention_processes = line.benchmark.contention_processes;
   report.online_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  if (!line.batch_lanes.empty()) {
-    BatchedDecodeOptions batched;
-    batched.lanes = line.batch_lanes;
-    batched.steps = line.benchmark.decode_steps;
-    batched.reps = line.benchmark.reps;
-    batched.warmups = line.benchmark.warmups;
-    batched.seed = line.benchmark.seed;
+  if (!batched.lanes.empty()) {
     LNPU_ASSIGN_OR_RETURN(report.batched_decode, RunBatchedDecode(*model, batched));
   }
 
