@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tools/tool_test_support.h"
+#include "tools/npu-bench/batched_decode.h"
 #include "tools/npu-bench/command_line.h"
 #include "tools/npu-bench/decode_traffic.h"
 #include "tools/npu-bench/cpu_contention.h"
@@ -64,6 +65,25 @@ std::string CompileTinyModel() {
   return *path;
 }
 
+// The tiny model with batched decode graphs of 2 and 4 lanes.
+std::string CompileTinyBatchedModel() {
+  static const std::string* const path = [] {
+    const std::string gguf_path = TestDirectory::Path("tiny_batched.gguf");
+    const std::string artifact_path = TestDirectory::Path("tiny_batched.lnpu");
+    EXPECT_TRUE(synthetic::WriteRandomLlamaGguf(synthetic::RandomLlamaSpec(), gguf_path).ok());
+    compiler::CompileOptions options;
+    options.max_prompt_len = 48;
+    options.min_response_len = kCapacity - 48;
+    options.prefill_chunks = {4, 16};
+    options.decode_batches = {2, 4};
+    options.kv_dtype = compiler::CompileOptions::KvType::kF32;
+    const absl::Status status = compiler::CompileGguf(gguf_path, artifact_path, options);
+    EXPECT_TRUE(status.ok()) << status;
+    return new std::string(artifact_path);
+  }();
+  return *path;
+}
+
 using tools::testing::ToolRun;
 
 // Runs `command` through the shell, stdout and stderr captured.
@@ -84,9 +104,9 @@ ToolRun RunBench(const std::vector<std::string>& args) {
   return tools::testing::RunTool("LNPU_NPU_BENCH", args);
 }
 
-// Short settings that fit the tiny model's cache.
-std::vector<std::string> QuickArgs() {
-  return {"-m", CompileTinyModel(), "--device", "soft", "--reps", "1", "--warmups", "0",
+// Short settings that fit the tiny models' cache.
+std::vector<std::string> QuickArgs(const std::string& model = CompileTinyModel()) {
+  return {"-m", model, "--device", "soft", "--reps", "1", "--warmups", "0",
           "--prompt-lengths", "4,20", "--fills", "0,50", "--decode-steps", "2",
           "--ttft-prompt", "8", "--bandwidth-mib", "8", "--bandwidth-runs", "1"};
 }
@@ -148,6 +168,11 @@ TEST(NpuBenchCommandLine, RejectsBadArguments) {
       {{"-m", "a.lnpu", "--contention", "65"}, "--contention expects an integer in [0, 64]"},
       {{"-m", "a.lnpu", "--profile", "--json"}, "drop --json"},
       {{"-m", "a.lnpu", "--profile", "--contention", "1"}, "which --profile does not run"},
+      {{"-m", "a.lnpu", "--batch-lanes", "1,,4"}, "--batch-lanes expects an integer in [1, 64]"},
+      {{"-m", "a.lnpu", "--batch-lanes", "0"}, "--batch-lanes expects an integer in [1, 64]"},
+      {{"-m", "a.lnpu", "--batch-lanes", "65"}, "--batch-lanes expects an integer in [1, 64]"},
+      {{"-m", "a.lnpu", "--batch-lanes", "two"}, "got 'two'"},
+      {{"-m", "a.lnpu", "--profile", "--batch-lanes", "2"}, "which --profile does not run"},
   };
   for (const auto& [args, message] : cases) {
     absl::StatusOr<std::optional<CommandLine>> line = Parse(args);
@@ -311,12 +336,157 @@ TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
       "  assert x[\"tokens_per_second\"] > 0 and x[\"limit_tokens_per_second\"] > 0\n"
       "  assert x[\"fraction_of_limit\"] > 0 and x[\"bytes_per_token\"] > 0\n"
       "  assert set(x[\"per_token\"]) == {\"host_us\", \"submit_us\", \"wait_us\"}\n"
+      "assert \"batched_decode\" not in d\n"
       "assert d[\"decode_fill_ratio\"] > 0\n"
       "assert d[\"peak_rss_mib\"] > 0\n"
       "assert d[\"read_bandwidth\"][\"bytes_per_second\"] > 0\n"
       "assert d[\"read_bandwidth\"][\"buffer_bytes\"] == 8 << 20\n"
       "' <'" + json_path + "'");
   EXPECT_EQ(check.exit_code, 0) << check.err << "\n" << run.out;
+}
+
+TEST(NpuBenchCommandLine, ParsesBatchLanes) {
+  absl::StatusOr<std::optional<CommandLine>> line = Parse({"-m", "a.lnpu"});
+  ASSERT_TRUE(line.ok() && line->has_value()) << line.status();
+  EXPECT_TRUE((*line)->batch_lanes.empty());
+  line = Parse({"-m", "a.lnpu", "--batch-lanes", "1,2,4,8"});
+  ASSERT_TRUE(line.ok() && line->has_value()) << line.status();
+  EXPECT_EQ((*line)->batch_lanes, (std::vector<uint32_t>{1, 2, 4, 8}));
+}
+
+// Whether `lanes` (4-token prompts, 1 + 5 repetitions of 16 steps) may
+// run on a model of `info`.
+absl::Status CheckLanes(const runtime::ModelInfo& info, std::vector<uint32_t> lanes) {
+  BatchedDecodeOptions options;
+  options.lanes = std::move(lanes);
+  return CheckBatchedDecode(info, options);
+}
+
+TEST(NpuBenchBatchedDecode, LaneCountsNeedACompiledGraph) {
+  runtime::ModelInfo info;
+  info.kv_capacity = 128;  // 4 + 6 x 16 slots fit
+  EXPECT_TRUE(CheckLanes(info, {}).ok());
+  EXPECT_TRUE(CheckLanes(info, {1}).ok());  // a sequence's own decode graph
+  absl::Status none = CheckLanes(info, {1, 2});
+  EXPECT_EQ(none.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(none.message()), HasSubstr("no batched decode graphs"));
+  EXPECT_THAT(std::string(none.message()), HasSubstr("npu-compile --decode-batch"));
+  info.decode_batches = {2, 4};
+  EXPECT_TRUE(CheckLanes(info, {4, 1, 2}).ok());
+  absl::Status missing = CheckLanes(info, {1, 2, 3});
+  EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(missing.message()),
+              HasSubstr("--batch-lanes 3: the model has batched decode graphs of 2, 4 lanes"));
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("npu-compile --decode-batch 1,2,3,4"));
+}
+
+TEST(NpuBenchBatchedDecode, RefusesStepsThatDoNotFitTheCache) {
+  runtime::ModelInfo info;
+  info.kv_capacity = kCapacity;
+  info.decode_batches = {2};
+  BatchedDecodeOptions options;
+  options.steps = 20;
+  options.reps = 3;  // 4 + (1 + 3) x 20 slots > 64
+  EXPECT_TRUE(CheckBatchedDecode(info, options).ok());  // no lanes: nothing runs
+  options.lanes = {2};
+  const absl::Status status = CheckBatchedDecode(info, options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("needs 84 KV slots"));
+  options.steps = 15;  // 4 + 4 x 15 = 64 fits
+  EXPECT_TRUE(CheckBatchedDecode(info, options).ok());
+}
+
+TEST(NpuBenchBatchedDecode, EfficiencyIsTokensPerCpuSecondOverOneLane) {
+  BatchedDecodeResult one{.lanes = 1, .steps = 4, .median_ms_per_step = 2,
+                          .median_cpu_ms_per_step = 3};
+  BatchedDecodeResult four{.lanes = 4, .steps = 4, .median_ms_per_step = 4,
+                           .median_cpu_ms_per_step = 6};
+  EXPECT_DOUBLE_EQ(four.tokens_per_second(), 1000);
+  EXPECT_DOUBLE_EQ(four.cpu_ms_per_token(), 1.5);
+  EXPECT_DOUBLE_EQ(four.tokens_per_cpu_second(), 1000 / 1.5);
+  EXPECT_DOUBLE_EQ(CpuEfficiencyVsOneLane({one, four}, four), 2.0);
+  EXPECT_DOUBLE_EQ(CpuEfficiencyVsOneLane({one, four}, one), 1.0);
+  EXPECT_EQ(CpuEfficiencyVsOneLane({four}, four), 0);  // no 1-lane figure
+}
+
+TEST(NpuBenchProgram, BatchLanesWithoutBatchedGraphsAreRefused) {
+  std::vector<std::string> args = QuickArgs();
+  args.insert(args.end(), {"--batch-lanes", "1,2"});
+  const ToolRun run = RunBench(args);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("--batch-lanes 2: the model has no batched decode graphs"));
+  EXPECT_THAT(run.err, HasSubstr("npu-compile --decode-batch"));
+  EXPECT_TRUE(run.out.empty());
+}
+
+TEST(NpuBenchProgram, UncompiledLaneCountIsRefusedNamingTheCompiledOnes) {
+  std::vector<std::string> args = QuickArgs(CompileTinyBatchedModel());
+  args.insert(args.end(), {"--batch-lanes", "1,8"});
+  const ToolRun run = RunBench(args);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("--batch-lanes 8: the model has batched decode graphs of 2, 4"));
+  EXPECT_THAT(run.err, HasSubstr("npu-compile --decode-batch 1,2,4,8"));
+}
+
+TEST(NpuBenchProgram, BatchedStepsThatDoNotFitAreRefusedBeforeMeasuring) {
+  std::vector<std::string> args = QuickArgs(CompileTinyBatchedModel());
+  args.insert(args.end(), {"--batch-lanes", "2", "--decode-steps", "20", "--reps", "4"});
+  const ToolRun run = RunBench(args);
+  EXPECT_EQ(run.exit_code, 1);
+  // 4 + 4 x 20 slots; the decode fills would not fit either, but this check
+  // comes first.
+  EXPECT_THAT(run.err, HasSubstr("--batch-lanes: each lane needs 84 KV slots"));
+  EXPECT_TRUE(run.out.empty());
+}
+
+// Finite and positive, as every figure of a measurement must be.
+bool Sane(double value) { return std::isfinite(value) && value > 0; }
+
+TEST(NpuBenchProgram, BatchedDecodeSectionInTextAndJson) {
+  std::vector<std::string> args = QuickArgs(CompileTinyBatchedModel());
+  args.insert(args.end(), {"--batch-lanes", "1,2,4", "--reps", "2", "--decode-steps", "4"});
+  const ToolRun text = RunBench(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("\nbatched decode ("));
+  EXPECT_THAT(text.out, HasSubstr("CPU ms/token"));
+  // lanes, ms/step, tokens/s, CPU ms/step, CPU ms/token, ratio to 1 lane.
+  const std::string figures = " +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +";
+  EXPECT_THAT(text.out, ::testing::ContainsRegex("\n +1" + figures + "1.00x\n"));
+  EXPECT_THAT(text.out, ::testing::ContainsRegex("\n +4" + figures + "[0-9.]+x\n"));
+  // Without --batch-lanes the section is absent.
+  const ToolRun plain = RunBench(QuickArgs());
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_THAT(plain.out, ::testing::Not(HasSubstr("batched decode")));
+
+  args.push_back("--json");
+  const ToolRun json = RunBench(args);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json report = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << json.out;
+  ASSERT_TRUE(report.contains("batched_decode")) << json.out;
+  const nlohmann::json& batched = report["batched_decode"];
+  ASSERT_EQ(batched.size(), 3u);
+  std::vector<int> lanes;
+  for (const nlohmann::json& b : batched) {
+    SCOPED_TRACE(b.dump());
+    lanes.push_back(b["lanes"].get<int>());
+    EXPECT_EQ(b["steps"], 4);
+    for (const char* field : {"median_ms_per_step", "tokens_per_second", "cpu_ms_per_step",
+                              "cpu_ms_per_token", "tokens_per_cpu_second",
+                              "cpu_efficiency_vs_1_lane"}) {
+      ASSERT_TRUE(b.contains(field) && b[field].is_number()) << field;
+      EXPECT_TRUE(Sane(b[field].get<double>())) << field;
+    }
+    const double lane_count = b["lanes"].get<double>();
+    EXPECT_NEAR(b["tokens_per_second"].get<double>(),
+                lane_count * 1e3 / b["median_ms_per_step"].get<double>(),
+                1e-4 * b["tokens_per_second"].get<double>());
+    EXPECT_NEAR(b["cpu_ms_per_token"].get<double>(),
+                b["cpu_ms_per_step"].get<double>() / lane_count,
+                1e-4 * b["cpu_ms_per_token"].get<double>());
+  }
+  EXPECT_EQ(lanes, (std::vector<int>{1, 2, 4}));
+  EXPECT_DOUBLE_EQ(batched[0]["cpu_efficiency_vs_1_lane"].get<double>(), 1.0);
 }
 
 TEST(NpuBenchCommandLine, ParsesProfileTraceAndContention) {

@@ -152,6 +152,20 @@ std::string FormatText(const BenchReport& r) {
                                           100 * FillRatio(r.results)));
   }
 
+  if (!r.batched_decode.empty()) {
+    absl::StrAppend(
+        &out, "\nbatched decode (all lanes active; CPU = the process's CPU time, all threads)\n",
+        absl::StrFormat("%5s %10s %10s %12s %13s %14s\n", "lanes", "ms/step", "tokens/s",
+                        "CPU ms/step", "CPU ms/token", "tok/CPU-s vs 1"));
+    for (const BatchedDecodeResult& b : r.batched_decode) {
+      const double ratio = CpuEfficiencyVsOneLane(r.batched_decode, b);
+      absl::StrAppend(&out, absl::StrFormat("%5d %10.3f %10.1f %12.3f %13.3f %14s\n", b.lanes,
+                                            b.median_ms_per_step, b.tokens_per_second(),
+                                            b.median_cpu_ms_per_step, b.cpu_ms_per_token(),
+                                            ratio > 0 ? absl::StrFormat("%.2fx", ratio) : "-"));
+    }
+  }
+
   absl::StrAppend(
       &out, "\nmemory\n",
       absl::StrFormat("peak RSS: %.1f MiB\n"
@@ -215,6 +229,24 @@ std::string FormatJson(const BenchReport& r) {
                         JsonNumber(r.CpuShare(d))));
   }
   absl::StrAppend(&out, "\n  ],\n");
+  if (!r.batched_decode.empty()) {
+    absl::StrAppend(&out, "  \"batched_decode\": [");
+    for (size_t i = 0; i < r.batched_decode.size(); ++i) {
+      const BatchedDecodeResult& b = r.batched_decode[i];
+      const double ratio = CpuEfficiencyVsOneLane(r.batched_decode, b);
+      absl::StrAppend(
+          &out, i ? ",\n    " : "\n    ",
+          absl::StrFormat(R"({"lanes": %d, "steps": %d, "median_ms_per_step": %s, )"
+                          R"("tokens_per_second": %s, "cpu_ms_per_step": %s, )"
+                          R"("cpu_ms_per_token": %s, "tokens_per_cpu_second": %s, )"
+                          R"("cpu_efficiency_vs_1_lane": %s})",
+                          b.lanes, b.steps, JsonNumber(b.median_ms_per_step),
+                          JsonNumber(b.tokens_per_second()), JsonNumber(b.median_cpu_ms_per_step),
+                          JsonNumber(b.cpu_ms_per_token()), JsonNumber(b.tokens_per_cpu_second()),
+                          ratio > 0 ? JsonNumber(ratio) : "null"));
+    }
+    absl::StrAppend(&out, "\n  ],\n");
+  }
   absl::StrAppend(
       &out,
       absl::StrFormat("  \"decode_fill_ratio\": %s,\n"

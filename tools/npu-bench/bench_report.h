@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/model_info.h"
+#include "tools/npu-bench/batched_decode.h"
 #include "tools/npu-bench/decode_traffic.h"
 #include "tools/npu-bench/model_benchmark.h"
 #include "tools/npu-bench/read_bandwidth.h"
@@ -43,6 +45,7 @@ struct BenchReport {
   int warmups = 0;
   DecodeTraffic traffic;
   ModelBenchmarkResult results;
+  std::vector<BatchedDecodeResult> batched_decode;  // empty without --batch-lanes
   double peak_rss_mib = 0;  // getrusage ru_maxrss before the bandwidth buffer exists
   int contention_processes = 0;  // --contention
   int online_cores = 0;          // of the host, for the CPU share

@@ -121,6 +121,8 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
       line.bandwidth_bytes = mib << 20;
     } else if (arg == "--contention") {
       integer(0, 64, &line.benchmark.contention_processes);
+    } else if (arg == "--batch-lanes") {
+      list(1, 64, &line.batch_lanes);
     } else if (arg == "--trace") {
       line.trace_path = value;
     } else if (arg == "--bandwidth-runs") {
@@ -142,6 +144,10 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
   if (line.profile && line.benchmark.contention_processes > 0) {
     return absl::InvalidArgumentError(
         "--contention applies to the decode measurements, which --profile does not run");
+  }
+  if (line.profile && !line.batch_lanes.empty()) {
+    return absl::InvalidArgumentError(
+        "--batch-lanes is a speed measurement, which --profile does not run");
   }
   if (!line.model_path.empty() && line.weights_given) {
     return absl::InvalidArgumentError(

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tools/npu-bench/model_benchmark.h"
@@ -49,6 +50,13 @@ measurement:
   --contention N           run N competing busy-loop processes (normal
                            priority) during the decode measurements and
                            report the CPU share they left (default 0)
+  --batch-lanes A,B,..     also measure batched decode (several sequences'
+                           steps as one graph) of each lane count: wall and
+                           process CPU time per step, tokens/s, and tokens
+                           per CPU-second against 1 lane (include 1 for
+                           that ratio); each count other than 1 needs a
+                           graph compiled with npu-compile --decode-batch
+                           (default: none)
 
 profiling (instead of the speed measurements):
   --profile                time every command of one prefill (of the first
@@ -80,6 +88,8 @@ struct CommandLine {
   uint64_t bandwidth_bytes = 0;  // 0 = DefaultBufferBytes()
   int bandwidth_runs = 5;
   ModelBenchmarkOptions benchmark;
+  // --batch-lanes, each >= 1; empty = no batched decode section.
+  std::vector<uint32_t> batch_lanes;
 };
 
 // The parsed command line, or nullopt after printing the usage for --help.

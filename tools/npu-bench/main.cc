@@ -3,9 +3,10 @@
 //
 // Order of a run: load, prefill at each length, time to first token,
 // decode at each cache fill, peak RSS (before anything else allocates),
-// then the read bandwidth with as many threads as the device has compute
-// units. With --profile: load, one profiled prefill and decode step
-// (step_profile.h), then the bandwidth. With --trace the timed graph runs
+// batched decode of each --batch-lanes count (its lanes are not in the
+// peak RSS), then the read bandwidth with as many threads as the device
+// has compute units. With --profile: load, one profiled prefill and decode
+// step (step_profile.h), then the bandwidth. With --trace the timed graph runs
 // are observed and written as a trace at the end. On the software NPU the
 // job timeout is raised (OpenToolDevice).
 // Exit status 0 on success, 1 with a message on stderr otherwise.
@@ -29,6 +30,7 @@
 #include "tools/common/tool_device.h"
 #include "tools/common/tool_main.h"
 #include "tools/common/trace_writer.h"
+#include "tools/npu-bench/batched_decode.h"
 #include "tools/npu-bench/bench_report.h"
 #include "tools/npu-bench/command_line.h"
 #include "tools/npu-bench/decode_traffic.h"
@@ -57,7 +59,8 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
       const char* env = std::getenv("LNPU_MODELS_DIR");
       models_dir = env != nullptr ? env : "models";
     }
-    LNPU_ASSIGN_OR_RETURN(synthetic, CompileSyntheticModel(line.preset, line.weights, models_dir));
+    LNPU_ASSIGN_OR_RETURN(synthetic, CompileSyntheticModel(line.preset, line.weights, models_dir,
+                                                                line.batch_lanes));
     artifact_path = synthetic->path();
     report.model = absl::StrCat("synthetic ", line.preset, " (", line.weights, " weights)");
   }
@@ -75,6 +78,14 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   report.load_ms = absl::ToDoubleMilliseconds(absl::Now() - load_start);
   report.placement_requested = line.placement;
   report.weights_imported = model->weights_imported();
+  BatchedDecodeOptions batched;
+  batched.lanes = line.batch_lanes;
+  batched.steps = line.benchmark.decode_steps;
+  batched.reps = line.benchmark.reps;
+  batched.warmups = line.benchmark.warmups;
+  batched.seed = line.benchmark.seed;
+  // Refused before any measurement runs.
+  LNPU_RETURN_IF_ERROR(CheckBatchedDecode(model->info(), batched));
 
   std::unique_ptr<lnpu::tools::TraceWriter> trace;
   lnpu::runtime::Sequence::StepObserver observer;
@@ -113,6 +124,9 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   report.peak_rss_mib = PeakRssMiB();
   report.contention_processes = line.benchmark.contention_processes;
   report.online_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (!batched.lanes.empty()) {
+    LNPU_ASSIGN_OR_RETURN(report.batched_decode, RunBatchedDecode(*model, batched));
+  }
 
   LNPU_ASSIGN_OR_RETURN(const ReadBandwidth measured, MeasureReadBandwidth(bandwidth));
 

@@ -21,12 +21,6 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 // The per-token breakdown of the stats accumulated between two snapshots.
 StepBreakdown PerToken(const runtime::SequenceStats& before, const runtime::SequenceStats& after,
                        uint64_t tokens) {
@@ -98,6 +92,12 @@ absl::Status CheckOptions(const ModelBenchmarkOptions& options, uint32_t capacit
 }
 
 }  // namespace
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
 
 absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
                                                        const ModelBenchmarkOptions& options) {

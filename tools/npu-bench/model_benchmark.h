@@ -80,6 +80,10 @@ struct ModelBenchmarkResult {
   std::vector<DecodeResult> decode;
 };
 
+// The median of `values` (the mean of the middle two for an even count);
+// `values` must not be empty.
+double Median(std::vector<double> values);
+
 // InvalidArgument naming the option when a length or fill does not fit the
 // model's cache (and what to change); runtime errors otherwise.
 absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,

@@ -27,9 +27,11 @@ TemporaryArtifact::~TemporaryArtifact() {
 }
 
 absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
-    const std::string& preset, const std::string& weights, const std::string& models_dir) {
+    const std::string& preset, const std::string& weights, const std::string& models_dir,
+    const std::vector<uint32_t>& decode_batches) {
   using WeightType = compiler::CompileOptions::WeightType;
   compiler::CompileOptions options;
+  options.decode_batches = decode_batches;
   // The GGUF is generated in the artifact's weight type, so compiling copies
   // the weights instead of converting them again.
   gguf::GgmlType source_type;

@@ -5,8 +5,10 @@
 #ifndef TOOLS_NPU_BENCH_SYNTHETIC_MODEL_H_
 #define TOOLS_NPU_BENCH_SYNTHETIC_MODEL_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -24,7 +26,8 @@ class TemporaryArtifact {
 
  private:
   friend absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
-      const std::string& preset, const std::string& weights, const std::string& models_dir);
+      const std::string& preset, const std::string& weights, const std::string& models_dir,
+      const std::vector<uint32_t>& decode_batches);
   explicit TemporaryArtifact(std::string directory);
 
   const std::string directory_;
@@ -34,12 +37,14 @@ class TemporaryArtifact {
 
 // Writes the synthetic model `preset` of synthetic::SyntheticPresets() (seed 1,
 // its vocabulary read from `models_dir`/vocab) and compiles it with weights
-// `weights` ("q8", "q4" or "f16") and the compiler's defaults for everything
-// else (cache, chunks, KV type). InvalidArgument for an unknown preset or
-// weight type (the message lists the valid ones); I/O and compiler errors
-// otherwise.
+// `weights` ("q8", "q4" or "f16"), batched decode graphs of `decode_batches`
+// lanes (CompileOptions::decode_batches; 1 and repeats are ignored) and the
+// compiler's defaults for everything else (cache, chunks, KV type).
+// InvalidArgument for an unknown preset or weight type (the message lists
+// the valid ones); I/O and compiler errors otherwise.
 absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
-    const std::string& preset, const std::string& weights, const std::string& models_dir);
+    const std::string& preset, const std::string& weights, const std::string& models_dir,
+    const std::vector<uint32_t>& decode_batches);
 
 }  // namespace lnpu::bench
 
