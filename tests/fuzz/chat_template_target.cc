@@ -85,12 +85,12 @@ void CheckSegments(absl::Span<const TextSegment> segments,
     if (s.parse_special) continue;
     // A template may write content as a JSON string (Llama 3.1's tool
     // results, with tojson): then its value is the content.
-    std::string text = s.text;
-    if (text.size() >= 2 && text.front() == '"' && text.back() == '"') {
-      const nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-      if (value.is_string()) text = value.get<std::string>();
+    bool is_content = contents.find(s.text) != std::string::npos;
+    if (!is_content && s.text.size() >= 2 && s.text.front() == '"' && s.text.back() == '"') {
+      const nlohmann::json value = nlohmann::json::parse(s.text, nullptr, false);
+      is_content = value.is_string() && contents.find(value.get<std::string>()) != std::string::npos;
     }
-    if (contents.find(text) == std::string::npos) {
+    if (!is_content) {
       run.Fail(absl::StrCat("the plain segment \"", s.text,
                             "\" is not message content"));
     }
@@ -150,6 +150,11 @@ ParserRun RunChatTemplateTarget(absl::Span<const uint8_t> input) {
   CheckSegments(*segments, messages, run);
 
   // The template's own text does not depend on what the messages say.
+  // (Except that a blank content lets a template's strip reach the
+  // template text next to it: Llama 2 strips "<<SYS>>...\n\n" + content.)
+  for (const ChatMessage& m : messages) {
+    if (!HasVisibleAscii(m.content)) return run;
+  }
   std::vector<ChatMessage> neutral = messages;
   for (ChatMessage& m : neutral) m.content.assign(1, 'x');  // not = "x": GCC 12 -Wrestrict false positive
   const auto neutral_segments = chat->RenderSegments(neutral, generation_prompt);
