@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 
 
 def main(paths):
-    passed = failed = skipped = 0
+    passed = skipped = 0
     failures = []
     for path in paths:
         run = os.path.splitext(os.path.basename(path))[0]
@@ -25,22 +25,18 @@ def main(paths):
         except (OSError, ET.ParseError) as error:
             print(f"count_tests: {path}: {error}", file=sys.stderr)
             failures.append(f"{run}: unreadable results ({error})")
-            failed += 1
             continue
-        for suite in root.iter("testsuite"):
-            for case in suite.iter("testcase"):
-                if case.find("failure") is None and case.find("error") is None:
-                    continue
-                name = case.get("name", "?")
-                classname = case.get("classname") or suite.get("name", "?")
-                failures.append(f"{run}: {classname}.{name}")
+        suite_of = {case: suite for suite in root.iter("testsuite") for case in suite}
         for case in root.iter("testcase"):
             if case.find("failure") is not None or case.find("error") is not None:
-                failed += 1
+                suite = suite_of.get(case)
+                classname = case.get("classname") or (suite.get("name") if suite is not None else "?")
+                failures.append(f"{run}: {classname}.{case.get('name', '?')}")
             elif case.find("skipped") is not None:
                 skipped += 1
             else:
                 passed += 1
+    failed = len(failures)
     # The last line is exactly "N passed, N failed" (CI reads it); skipped
     # cases, which are neither, are reported on the line before.
     for failure in failures:
