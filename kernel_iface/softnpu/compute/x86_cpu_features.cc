@@ -3,6 +3,7 @@
 #include <cpuid.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -48,11 +49,22 @@ X86CpuFeatures TurnOff(X86CpuFeatures f, std::string_view off) {
     const size_t comma = off.find(',');
     const std::string_view name = off.substr(0, comma);
     off = comma == std::string_view::npos ? std::string_view() : off.substr(comma + 1);
-    if (name == "amx") f.amx_int8 = false;
-    if (name == "avx512vnni") f.avx512_vnni = false;
-    if (name == "avx512") f.avx512 = f.avx512_vnni = false;
-    if (name == "avxvnni") f.avx_vnni = false;
-    if (name == "avx2") f = X86CpuFeatures{};
+    if (name == "amx") {
+      f.amx_int8 = false;
+    } else if (name == "avx512vnni") {
+      f.avx512_vnni = false;
+    } else if (name == "avx512") {
+      f.avx512 = f.avx512_vnni = false;
+    } else if (name == "avxvnni") {
+      f.avx_vnni = false;
+    } else if (name == "avx2") {
+      f = X86CpuFeatures{};
+    } else if (!name.empty()) {
+      std::fprintf(stderr,
+                   "lnpu: %s: unknown feature \"%.*s\" ignored (known: amx, avx512vnni, "
+                   "avx512, avxvnni, avx2)\n",
+                   kX86FeaturesOffVariable, static_cast<int>(name.size()), name.data());
+    }
   }
   return f;
 }

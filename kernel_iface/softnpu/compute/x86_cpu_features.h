@@ -24,9 +24,9 @@ struct X86CpuFeatures {
 // absent ("amx", "avx512vnni", "avx512", "avxvnni", "avx2"; a feature's
 // absence also removes those that imply it), so that the kernels of
 // another CPU class run here, e.g. "amx" for an AMD Zen 4, "avx512" for an
-// AVX2-only CPU (Highway's AVX-512 targets are disabled with it). Unknown
-// names are ignored. Read once, with the first call below, which
-// ComputeContext makes before any kernel runs.
+// AVX2-only CPU (Highway's AVX-512 targets are disabled with it). An
+// unknown name is ignored with a line on stderr. Read once, with the first
+// call below, which ComputeContext makes before any kernel runs.
 inline constexpr char kX86FeaturesOffVariable[] = "LNPU_X86_FEATURES_OFF";
 
 // This CPU's features, less those turned off by kX86FeaturesOffVariable;
