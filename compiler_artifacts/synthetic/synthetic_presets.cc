@@ -1,7 +1,11 @@
 #include "compiler_artifacts/synthetic/synthetic_presets.h"
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/file_io.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
 namespace lnpu::synthetic {
@@ -142,16 +146,28 @@ const std::vector<SyntheticPreset>& SyntheticPresets() {
   return *presets;
 }
 
+std::string SyntheticPresetNames() {
+  return absl::StrJoin(SyntheticPresets(), ", ",
+                       [](std::string* out, const SyntheticPreset& preset) {
+                         absl::StrAppend(out, ToAbsl(preset.name));
+                       });
+}
+
 absl::StatusOr<RandomLlamaSpec> SyntheticPresetSpec(std::string_view name,
                                                     const std::string& models_dir,
                                                     gguf::GgmlType weight_type, uint64_t seed) {
-  std::vector<std::string> names;
   for (const SyntheticPreset& preset : SyntheticPresets()) {
-    names.emplace_back(preset.name);
     if (preset.name != name) continue;
     RandomLlamaSpec spec = preset.spec;
     if (!preset.vocabulary_file.empty()) {
       spec.vocabulary_gguf = absl::StrCat(models_dir, "/vocab/", ToAbsl(preset.vocabulary_file));
+      // Checked here, where the models directory is known, so that the
+      // error can say how to point at it.
+      const absl::StatusOr<int> fd = OpenRegularFile(spec.vocabulary_gguf, "vocabulary");
+      LNPU_RETURN_IF_ERROR_WITH_PREFIX(
+          fd.status(), "preset '", ToAbsl(name), "' needs its vocabulary from ", models_dir,
+          "/vocab (set --models-dir or LNPU_MODELS_DIR to the repository's models/ folder): ");
+      ::close(*fd);
     }
     spec.weight_type = weight_type;
     spec.seed = seed;
@@ -159,7 +175,7 @@ absl::StatusOr<RandomLlamaSpec> SyntheticPresetSpec(std::string_view name,
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown synthetic preset '", ToAbsl(name),
                                                  "'; known presets: ",
-                                                 absl::StrJoin(names, ", ")));
+                                                 SyntheticPresetNames()));
 }
 
 }  // namespace lnpu::synthetic

@@ -29,6 +29,10 @@ struct SyntheticPreset {
 // thread-safe.
 const std::vector<SyntheticPreset>& SyntheticPresets();
 
+// The presets' names in the order of SyntheticPresets(), comma-separated
+// ("qwen2.5-0.5b, qwen3-0.6b, ..."), for usage texts and errors.
+std::string SyntheticPresetNames();
+
 // The RandomLlamaSpec of preset `name` with `weight_type` and `seed`, its
 // vocabulary located under `models_dir` (the repository's models/).
 // InvalidArgument naming the known presets for an unknown name.

@@ -696,6 +696,16 @@ TEST(NpuBenchProgram, UnknownPresetListsTheKnownOnes) {
   EXPECT_THAT(run.err, HasSubstr("qwen2.5-0.5b"));
 }
 
+TEST(NpuBenchProgram, MissingVocabularyDirectorySaysHowToPointAtIt) {
+  const ToolRun run =
+      RunBench({"--synthetic", "qwen2.5-0.5b", "--models-dir", "/nonexistent/models"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("preset 'qwen2.5-0.5b' needs its vocabulary from "
+                                 "/nonexistent/models/vocab"));
+  EXPECT_THAT(run.err, HasSubstr("--models-dir or LNPU_MODELS_DIR"));
+  EXPECT_THAT(run.err, HasSubstr("/nonexistent/models/vocab/ggml-vocab-qwen2.gguf"));
+}
+
 TEST(NpuBenchProgram, HelpExitsZero) {
   const ToolRun run = RunBench({"--help"});
   EXPECT_EQ(run.exit_code, 0);

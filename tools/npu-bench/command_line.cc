@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "compiler_artifacts/synthetic/synthetic_presets.h"
 
 namespace lnpu::bench {
 namespace {
@@ -42,7 +43,7 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
-      std::cout << kUsage;
+      std::cout << kUsage << "\nsynthetic presets: " << synthetic::SyntheticPresetNames() << "\n";
       return std::nullopt;
     }
     if (arg == "--json") {

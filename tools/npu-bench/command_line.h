@@ -23,8 +23,8 @@ bandwidth allows. Each figure is the median of --reps timed repetitions after
 model (exactly one):
   -m, --model PATH         a compiled artifact (from npu-compile)
   --synthetic PRESET       compile a random-weight model of a real model's
-                           shapes into a temporary artifact (removed at exit):
-                           qwen2.5-0.5b, tinyllama-1.1b or llama-3.2-1b
+                           shapes into a temporary artifact (removed at exit);
+                           the presets are listed at the end
   --weights q8|q4|f16      weight type of the synthetic model (default q8)
   --models-dir DIR         where models/vocab/ is for --synthetic (default
                            $LNPU_MODELS_DIR, else ./models)

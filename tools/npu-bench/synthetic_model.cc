@@ -60,10 +60,7 @@ absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
                                                "; set TMPDIR to a writable directory"));
   }
   auto artifact = std::unique_ptr<TemporaryArtifact>(new TemporaryArtifact(pattern));
-  if (absl::Status s = synthetic::WriteRandomLlamaGguf(spec, artifact->gguf_path_); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat(s.message(), " (vocabularies are read from ",
-                                               models_dir, "/vocab; see --models-dir)"));
-  }
+  LNPU_RETURN_IF_ERROR(synthetic::WriteRandomLlamaGguf(spec, artifact->gguf_path_));
   LNPU_RETURN_IF_ERROR(compiler::CompileGguf(artifact->gguf_path_, artifact->path(), options));
   unlink(artifact->gguf_path_.c_str());  // the source is no longer needed
   return artifact;

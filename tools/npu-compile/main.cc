@@ -32,6 +32,7 @@
 #include "base/interrupt.h"
 #include "base/status_macros.h"
 #include "compiler_artifacts/compiler/compiler.h"
+#include "compiler_artifacts/compiler/llama_source.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
 #include "compiler_artifacts/synthetic/synthetic_presets.h"
@@ -47,7 +48,7 @@ constexpr char kUsage[] =
        npu-compile --synthetic PRESET -o OUT.lnpu [options]
        npu-compile --verify FILE.lnpu
 
-Compiles a GGUF model (architectures llama and qwen2; tensors F32, F16,
+Compiles a GGUF model (architectures listed at the end; tensors F32, F16,
 BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
 IQ4_XS: every type llama-quantize writes for its presets Q4_0 .. Q8_0,
 Q2_K .. Q6_K, IQ4_NL, IQ4_XS) into static NPU graphs.
@@ -55,8 +56,8 @@ Q2_K .. Q6_K, IQ4_NL, IQ4_XS) into static NPU graphs.
 options:
   -o, --output PATH          the artifact to write (required)
   --synthetic PRESET         instead of MODEL.gguf: random weights in the shape
-                             of a real model (qwen2.5-0.5b, tinyllama-1.1b,
-                             llama-3.2-1b), written in the --weights type
+                             of a real model (the presets are listed at the
+                             end), written in the --weights type
   --seed N                   seed of the synthetic weights (default 1)
   --models-dir DIR           where models/vocab/ is for --synthetic (default
                              $LNPU_MODELS_DIR, else ./models)
@@ -145,7 +146,8 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc,
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
-      std::cout << kUsage;
+      std::cout << kUsage << "\narchitectures: " << lnpu::compiler::kSupportedArchitectures
+                << "\nsynthetic presets: " << lnpu::synthetic::SyntheticPresetNames() << "\n";
       return std::nullopt;
     }
     const bool takes_value = arg == "-o" || arg == "--output" || arg == "--max-prompt-len" ||
@@ -287,11 +289,7 @@ absl::StatusOr<std::string> WriteSyntheticGguf(const CommandLine& line) {
       lnpu::synthetic::SyntheticPresetSpec(line.synthetic, models_dir,
                                            SyntheticType(line.options.weights), line.seed));
   const std::string path = line.output + ".synthetic.gguf";
-  if (absl::Status s = lnpu::synthetic::WriteRandomLlamaGguf(spec, path); !s.ok()) {
-    return absl::Status(
-        s.code(), absl::StrCat(s.message(), " (vocabularies are looked up in ",
-                               models_dir, "/vocab; see --models-dir)"));
-  }
+  LNPU_RETURN_IF_ERROR(lnpu::synthetic::WriteRandomLlamaGguf(spec, path));
   return path;
 }
 

@@ -49,9 +49,9 @@ max |logit error| in units of the baseline logits' standard deviation at that
 position, and the KL divergence of the softmax distributions (nats).
 
 model (exactly one):
-  MODEL.gguf               a GGUF model (architecture llama or qwen2)
-  --synthetic PRESET       a random-weight f32 model of a real model's shapes:
-                           qwen2.5-0.5b, tinyllama-1.1b or llama-3.2-1b
+  MODEL.gguf               a GGUF model (any architecture npu-compile takes)
+  --synthetic PRESET       a random-weight f32 model of a real model's shapes
+                           (the presets are listed at the end)
   --models-dir DIR         where models/vocab/ is for --synthetic (default
                            $LNPU_MODELS_DIR, else ./models)
 
@@ -110,7 +110,8 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
     if (arg.empty() || arg[0] != '-') {
       positional.push_back(arg);
     } else if (arg == "-h" || arg == "--help") {
-      std::cout << kUsage;
+      std::cout << kUsage << "\nsynthetic presets: " << lnpu::synthetic::SyntheticPresetNames()
+                << "\n";
       return std::nullopt;
     } else if (arg == "--json") {
       line.json = true;
@@ -247,10 +248,7 @@ absl::Status Run(CommandLine line) {
     synthetic_dir = std::move(dir);
     gguf_path = synthetic_dir->path() + "/model.gguf";
     if (!line.json) std::cerr << "npu-eval: writing the synthetic " << line.preset << " model\n";
-    if (absl::Status s = lnpu::synthetic::WriteRandomLlamaGguf(spec, gguf_path); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(s.message(), " (vocabularies are read from ",
-                                                 models_dir, "/vocab; see --models-dir)"));
-    }
+    LNPU_RETURN_IF_ERROR(lnpu::synthetic::WriteRandomLlamaGguf(spec, gguf_path));
     model_name = absl::StrCat("synthetic ", line.preset, " (f32, seed 1)");
   }
   LNPU_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, Tokens(line, gguf_path));
