@@ -215,20 +215,31 @@ struct Q4Quads {
   };
   static constexpr Q4QuadsIndices kIndices = MakeQ4QuadsIndices();
 
-  static void Prepare(const QuantizedActivations& x, size_t count, Activations* out) {
+  // Whole 512-bit steps: a quad's 128 activation bytes are two vectors,
+  // whose 8-byte words go to `low` and `high` by one vpermt2q each; the lane
+  // sums are vpdpbusd with unsigned ones (exact in int32).
+  static LNPU_QM_AVX512_TARGET void Prepare(const QuantizedActivations& x, size_t count,
+                                            Activations* out) {
+    const __m512i low_words = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
+    const __m512i high_words = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
+    const __m512i block_of_lane =
+        _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m512i offset = _mm512_set1_epi32(-kWeightOffset<Q4_0>);
     for (size_t q = 0; q < count; ++q) {
-      for (size_t block = 0; block < 4; ++block) {
-        const size_t b = 4 * q + block;
-        const int8_t* xs = x.q + b * kQuantBlock;
-        std::copy(xs, xs + 16, out[q].low + 16 * block);
-        std::copy(xs + 16, xs + 32, out[q].high + 16 * block);
-        for (size_t lane = 0; lane < 4; ++lane) {
-          int32_t sum = 0;
-          for (size_t e = 4 * lane; e < 4 * lane + 4; ++e) sum += xs[e] + xs[16 + e];
-          out[q].correction[4 * block + lane] = -kWeightOffset<Q4_0> * sum;
-          out[q].scales[4 * block + lane] = x.scales[b];
-        }
-      }
+      const int8_t* xs = x.q + 4 * q * kQuantBlock;
+      const __m512i z0 = _mm512_loadu_si512(xs);
+      const __m512i z1 = _mm512_loadu_si512(xs + 64);
+      const __m512i low = _mm512_permutex2var_epi64(z0, low_words, z1);
+      const __m512i high = _mm512_permutex2var_epi64(z0, high_words, z1);
+      _mm512_store_si512(out[q].low, low);
+      _mm512_store_si512(out[q].high, high);
+      const __m512i sums = _mm512_dpbusd_epi32(
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, low), ones, high);
+      _mm512_store_si512(out[q].correction, _mm512_mullo_epi32(sums, offset));
+      _mm512_store_ps(out[q].scales,
+                      _mm512_permutexvar_ps(block_of_lane, _mm512_castps128_ps512(
+                                                               _mm_loadu_ps(x.scales + 4 * q))));
     }
   }
 
@@ -283,16 +294,20 @@ struct Q8Pairs {
   };
   static constexpr Q8PairsIndices kIndices = MakeQ8PairsIndices();
 
-  static void Prepare(const QuantizedActivations& x, size_t count, Activations* out) {
+  // One 512-bit step per pair; the lane sums are vpdpbusd with unsigned
+  // ones (exact in int32).
+  static LNPU_QM_AVX512_TARGET void Prepare(const QuantizedActivations& x, size_t count,
+                                            Activations* out) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m512i offset = _mm512_set1_epi32(-kWeightOffset<Q8_0>);
     for (size_t p = 0; p < count; ++p) {
-      const int8_t* xs = x.q + 2 * p * kQuantBlock;
-      std::copy(xs, xs + 64, out[p].q);
-      for (size_t lane = 0; lane < 16; ++lane) {
-        int32_t sum = 0;
-        for (size_t e = 4 * lane; e < 4 * lane + 4; ++e) sum += xs[e];
-        out[p].correction[lane] = -kWeightOffset<Q8_0> * sum;
-        out[p].scales[lane] = x.scales[2 * p + lane / 8];
-      }
+      const __m512i q = _mm512_loadu_si512(x.q + 2 * p * kQuantBlock);
+      _mm512_store_si512(out[p].q, q);
+      _mm512_store_si512(out[p].correction,
+                         _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, q),
+                                            offset));
+      _mm512_store_ps(out[p].scales, _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(x.scales[2 * p]),
+                                                          _mm512_set1_ps(x.scales[2 * p + 1])));
     }
   }
 
@@ -401,8 +416,9 @@ struct GroupGemv {
       constexpr size_t kCols = kGemvCols<kRows>;
       const size_t group_count = a.k / kQuantBlock / G::kBlocks;
       const GemvActivations<kRows> rows = GemvRowsOf<kRows>(a, x);
+      // Grown only: resizing down and up again per call would value-initialize.
       thread_local std::vector<typename G::Activations> buffer;
-      buffer.resize(kRows * group_count);
+      if (buffer.size() < kRows * group_count) buffer.resize(kRows * group_count);
       const typename G::Activations* groups[kRows];
       for (size_t r = 0; r < kRows; ++r) {
         G::Prepare({.q = rows.q[r], .scales = rows.scales[r]}, group_count,
