@@ -367,9 +367,10 @@ TEST_P(QuantMatmulPathTest, GemvRowsEqualOneRowCallsOverAnyColumnRange) {
 
 // The x86 GEMVs compute the same int32 lanes per block (vpdpbusd with the
 // offset correction, or vpmaddubsw + vpmaddwd) and add the blocks' scaled
-// lanes in the same order (avx512vnni's Q8_0 pairs one block after the
-// other), so their Q8_0 results agree bit for bit: which of them a machine
-// has does not change a Q8_0 model's decode.
+// lanes in the same order (avx512vnni's Q8_0 column pairs one block after
+// the other in each half), so their Q8_0 results agree bit for bit: which of
+// them a machine has does not change a Q8_0 model's decode. 15 columns: the
+// avx512vnni GEMV's steps of 4 and 2 columns (column pairs) and of one.
 TEST(QuantMatmulPathsTest, X86GemvsAgreeBitForBitOnQ8_0) {
 #if defined(__x86_64__)
   std::vector<const QuantMatmulPath*> paths;
@@ -380,7 +381,7 @@ TEST(QuantMatmulPathsTest, X86GemvsAgreeBitForBitOnQ8_0) {
   if (paths.size() < 2) GTEST_SKIP() << "fewer than two x86 GEMV paths on this CPU";
   std::mt19937 rng(99);
   std::uniform_real_distribution<float> dist(-2, 2);
-  constexpr size_t kN = 13;
+  constexpr size_t kN = 15;
   for (size_t blocks : {1, 2, 3, 8, 9, 17}) {
     for (size_t rows = 1; rows <= kQuantGemvMaxRows; ++rows) {
       const size_t k = blocks * kQuantBlock;

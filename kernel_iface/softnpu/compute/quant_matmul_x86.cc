@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 #include <vector>
 
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
@@ -162,12 +161,13 @@ using Isa = Avx512VnniPolicy;
 #include "kernel_iface/softnpu/compute/quant_matmul_x86-inl.h"
 #undef LNPU_QM_TARGET
 
-// The GEMV works on groups of consecutive blocks of a weight row, one
+// The Q4_0 GEMV works on groups of consecutive blocks of a weight row, one
 // group per 512-bit step: two unaligned 512-bit loads cover the group and
 // word permutations (vpermt2w, vpermw) gather its quantized bytes and its
 // f16 scales (converted with one vcvtph2ps) into the lanes of the matching
-// activation bytes, which are rearranged once per call. Blocks past the
-// last whole group take GemvBlocks. A group format G supplies:
+// activation bytes, which are rearranged once per call; one 512-bit
+// accumulator per column, halves added at the end. Blocks past the last
+// whole group take GemvBlocks. The group format Q4Quads supplies:
 //   kBlocks, kBytes      blocks and weight bytes of a group;
 //   Activations          one group of one activation row, 64-byte aligned,
 //                        with correction[16] (the int32 offset correction
@@ -175,15 +175,8 @@ using Isa = Avx512VnniPolicy;
 //   Prepare(x, n, out)   fills out[0..n) from the first n groups of x;
 //   Weights, Load(p)     the group at p: unsigned weight operands and the
 //                        f32 d_w of each lane's block (`scales`);
-//   Dot(acc, w, x)       acc + the per-lane int32 dot products;
-//   kBlockOrder          true: lanes 0..7 hold the group's first block and
-//                        8..15 its second, and they are added to a 256-bit
-//                        accumulator one block after the other, so that a
-//                        column's f32 operations are exactly those of the
-//                        256-bit loop (GemvBlocks) and its sum equals the
-//                        avxvnni / avx2 GEMV's bit for bit; false: one
-//                        512-bit accumulator per column, halves added at the
-//                        end.
+//   Dot(acc, w, x)       acc + the per-lane int32 dot products.
+// The Q8_0 GEMV takes column pairs instead (Q8ColumnPairsGemv below).
 
 // Q4_0 in quads: 4 blocks (72 bytes); the nibbles of lane group j of the
 // 4 blocks' low halves are in `low`, of their high halves in `high`.
@@ -205,7 +198,6 @@ constexpr Q4QuadsIndices MakeQ4QuadsIndices() {
 
 struct Q4Quads {
   static constexpr size_t kBlocks = 4;
-  static constexpr bool kBlockOrder = false;
   static constexpr size_t kBytes = kBlocks * kQ4_0BlockBytes;
   struct alignas(64) Activations {
     int8_t low[64];          // elements 0..15 of the 4 blocks
@@ -215,20 +207,31 @@ struct Q4Quads {
   };
   static constexpr Q4QuadsIndices kIndices = MakeQ4QuadsIndices();
 
-  static void Prepare(const QuantizedActivations& x, size_t count, Activations* out) {
+  // Whole 512-bit steps: a quad's 128 activation bytes are two vectors,
+  // whose 8-byte words go to `low` and `high` by one vpermt2q each; the lane
+  // sums are vpdpbusd with unsigned ones (exact in int32).
+  static LNPU_QM_AVX512_TARGET void Prepare(const QuantizedActivations& x, size_t count,
+                                            Activations* out) {
+    const __m512i low_words = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
+    const __m512i high_words = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
+    const __m512i block_of_lane =
+        _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m512i offset = _mm512_set1_epi32(-kWeightOffset<Q4_0>);
     for (size_t q = 0; q < count; ++q) {
-      for (size_t block = 0; block < 4; ++block) {
-        const size_t b = 4 * q + block;
-        const int8_t* xs = x.q + b * kQuantBlock;
-        std::copy(xs, xs + 16, out[q].low + 16 * block);
-        std::copy(xs + 16, xs + 32, out[q].high + 16 * block);
-        for (size_t lane = 0; lane < 4; ++lane) {
-          int32_t sum = 0;
-          for (size_t e = 4 * lane; e < 4 * lane + 4; ++e) sum += xs[e] + xs[16 + e];
-          out[q].correction[4 * block + lane] = -kWeightOffset<Q4_0> * sum;
-          out[q].scales[4 * block + lane] = x.scales[b];
-        }
-      }
+      const int8_t* xs = x.q + 4 * q * kQuantBlock;
+      const __m512i z0 = _mm512_loadu_si512(xs);
+      const __m512i z1 = _mm512_loadu_si512(xs + 64);
+      const __m512i low = _mm512_permutex2var_epi64(z0, low_words, z1);
+      const __m512i high = _mm512_permutex2var_epi64(z0, high_words, z1);
+      _mm512_store_si512(out[q].low, low);
+      _mm512_store_si512(out[q].high, high);
+      const __m512i sums = _mm512_dpbusd_epi32(
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, low), ones, high);
+      _mm512_store_si512(out[q].correction, _mm512_mullo_epi32(sums, offset));
+      _mm512_store_ps(out[q].scales,
+                      _mm512_permutexvar_ps(block_of_lane, _mm512_castps128_ps512(
+                                                               _mm_loadu_ps(x.scales + 4 * q))));
     }
   }
 
@@ -254,99 +257,30 @@ struct Q4Quads {
   }
 };
 
-// Q8_0 in pairs: 2 blocks (68 bytes); lanes 0..7 are block 0's, 8..15
-// block 1's, so the activations keep their order.
-struct Q8PairsIndices {
-  alignas(64) uint16_t quants[32];  // vpermt2w of (bytes 0..63, bytes 4..67)
-  alignas(64) uint16_t scales[32];  // vpermw of bytes 0..63; 16 used
-};
-constexpr Q8PairsIndices MakeQ8PairsIndices() {
-  constexpr size_t kWords = kQ8_0BlockBytes / 2;
-  Q8PairsIndices indices{};
-  for (size_t o = 0; o < 32; ++o) {
-    // Block 0's quants are words 1..16 of bytes 0..63, block 1's words
-    // 16..31 of bytes 4..67 (bytes 36..67).
-    indices.quants[o] = static_cast<uint16_t>(o < 16 ? 1 + o : 32 + o);
-    indices.scales[o] = static_cast<uint16_t>(o < 16 ? (o / 8) * kWords : 0);
-  }
-  return indices;
-}
-
-struct Q8Pairs {
-  static constexpr size_t kBlocks = 2;
-  static constexpr bool kBlockOrder = true;
-  static constexpr size_t kBytes = kBlocks * kQ8_0BlockBytes;
-  struct alignas(64) Activations {
-    int8_t q[64];            // elements of the 2 blocks
-    int32_t correction[16];  // -128 * sum of the 4 activations of each lane
-    float scales[16];        // activation scale of each lane's block
-  };
-  static constexpr Q8PairsIndices kIndices = MakeQ8PairsIndices();
-
-  static void Prepare(const QuantizedActivations& x, size_t count, Activations* out) {
-    for (size_t p = 0; p < count; ++p) {
-      const int8_t* xs = x.q + 2 * p * kQuantBlock;
-      std::copy(xs, xs + 64, out[p].q);
-      for (size_t lane = 0; lane < 16; ++lane) {
-        int32_t sum = 0;
-        for (size_t e = 4 * lane; e < 4 * lane + 4; ++e) sum += xs[e];
-        out[p].correction[lane] = -kWeightOffset<Q8_0> * sum;
-        out[p].scales[lane] = x.scales[2 * p + lane / 8];
-      }
-    }
-  }
-
-  struct Weights {
-    __m512i q;
-    __m512 scales;
-  };
-  static LNPU_QM_AVX512_INLINE Weights Load(const uint8_t* p) {
-    const __m512i z0 = _mm512_loadu_si512(p);
-    const __m512i z1 = _mm512_loadu_si512(p + 4);
-    const __m512i quants = _mm512_permutex2var_epi16(
-        z0, _mm512_load_si512(kIndices.quants), z1);
-    return {_mm512_xor_si512(quants, _mm512_set1_epi8(static_cast<char>(0x80))),
-            _mm512_cvtph_ps(_mm512_castsi512_si256(
-                _mm512_permutexvar_epi16(_mm512_load_si512(kIndices.scales), z0)))};
-  }
-  static LNPU_QM_AVX512_INLINE __m512i Dot(__m512i acc, const Weights& w,
-                                           const Activations& x) {
-    return _mm512_dpbusd_epi32(acc, w.q, _mm512_load_si512(x.q));
-  }
-};
-
 // Lanes 8..15 of v (AVX-512F; vextractf32x8 would need AVX-512DQ).
 LNPU_QM_AVX512_INLINE __m256 UpperHalf(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 
-// Weight format W's block group.
-template <class W>
-using BlockGroups = std::conditional_t<W::kNibbles, Q4Quads, Q8Pairs>;
-
-// dst[r][c] for the kRows rows and the kCols columns c0.. ; groups[r] are
-// row r's prepared activations. Each weight group is unpacked once for all
-// rows; each row's operations do not depend on kRows or kCols.
-template <class W, size_t kRows, size_t kCols>
-LNPU_QM_AVX512_TARGET void GroupGemvColumns(
-    const MatmulArgs& a, const GemvActivations<kRows>& x,
-    const typename BlockGroups<W>::Activations* const (&groups)[kRows],
-    size_t group_count, size_t c0) {
-  using G = BlockGroups<W>;
+// dst[r][c] for the kRows rows and the kCols columns c0.. of Q4_0 weights;
+// groups[r] are row r's prepared activations. Each weight group is
+// unpacked once for all rows; each row's operations do not depend on kRows
+// or kCols.
+template <size_t kRows, size_t kCols>
+LNPU_QM_AVX512_TARGET void Q4GroupGemvColumns(const MatmulArgs& a,
+                                              const GemvActivations<kRows>& x,
+                                              const Q4Quads::Activations* const (&groups)[kRows],
+                                              size_t group_count, size_t c0) {
+  using G = Q4Quads;
   const uint8_t* w[kCols];
-  GemvWeightRows<W, kCols>(a, c0, w);
+  GemvWeightRows<Q4_0, kCols>(a, c0, w);
   const size_t blocks = a.k / kQuantBlock;
-  const size_t prefetch_offset = kCols * blocks * W::kBlockBytes;
-  // kBlockOrder: only acc256; else acc, folded into acc256 after the groups.
+  const size_t prefetch_offset = kCols * blocks * Q4_0::kBlockBytes;
   __m512 acc[kRows][kCols];
-  __m256 acc256[kRows][kCols];
 #pragma GCC unroll 4
   for (size_t r = 0; r < kRows; ++r) {
 #pragma GCC unroll 8
-    for (size_t i = 0; i < kCols; ++i) {
-      acc[r][i] = _mm512_setzero_ps();
-      acc256[r][i] = _mm256_setzero_ps();
-    }
+    for (size_t i = 0; i < kCols; ++i) acc[r][i] = _mm512_setzero_ps();
   }
   for (size_t g = 0; g < group_count; ++g) {
 #pragma GCC unroll 8
@@ -354,76 +288,225 @@ LNPU_QM_AVX512_TARGET void GroupGemvColumns(
       const uint8_t* p = w[i] + g * G::kBytes;
       _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_offset), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(p + prefetch_offset + 64), _MM_HINT_T0);
-      const typename G::Weights weights = G::Load(p);
-      // kBlockOrder: the halves of the weight scales, shared by the rows.
-      const __m256 w_scales_low = _mm512_castps512_ps256(weights.scales);
-      const __m256 w_scales_high = UpperHalf(weights.scales);
+      const G::Weights weights = G::Load(p);
 #pragma GCC unroll 4
       for (size_t r = 0; r < kRows; ++r) {
-        const typename G::Activations& xg = groups[r][g];
+        const G::Activations& xg = groups[r][g];
         const __m512 dot =
             _mm512_cvtepi32_ps(G::Dot(_mm512_load_si512(xg.correction), weights, xg));
-        if constexpr (G::kBlockOrder) {
-          acc256[r][i] = _mm256_fmadd_ps(
-              _mm512_castps512_ps256(dot),
-              _mm256_mul_ps(w_scales_low, _mm256_load_ps(xg.scales)), acc256[r][i]);
-          acc256[r][i] = _mm256_fmadd_ps(
-              UpperHalf(dot), _mm256_mul_ps(w_scales_high, _mm256_load_ps(xg.scales + 8)),
-              acc256[r][i]);
-        } else {
-          acc[r][i] = _mm512_fmadd_ps(
-              dot, _mm512_mul_ps(weights.scales, _mm512_load_ps(xg.scales)), acc[r][i]);
-        }
+        acc[r][i] = _mm512_fmadd_ps(
+            dot, _mm512_mul_ps(weights.scales, _mm512_load_ps(xg.scales)), acc[r][i]);
       }
     }
   }
-  if constexpr (!G::kBlockOrder) {
+  __m256 acc256[kRows][kCols];
 #pragma GCC unroll 4
-    for (size_t r = 0; r < kRows; ++r) {
+  for (size_t r = 0; r < kRows; ++r) {
 #pragma GCC unroll 8
-      for (size_t i = 0; i < kCols; ++i) {
-        acc256[r][i] = _mm256_add_ps(_mm512_castps512_ps256(acc[r][i]), UpperHalf(acc[r][i]));
-      }
+    for (size_t i = 0; i < kCols; ++i) {
+      acc256[r][i] = _mm256_add_ps(_mm512_castps512_ps256(acc[r][i]), UpperHalf(acc[r][i]));
     }
   }
-  GemvBlocks<W, kRows, kCols>(w, x, G::kBlocks * group_count, blocks, prefetch_offset,
-                              acc256);
+  GemvBlocks<Q4_0, kRows, kCols>(w, x, G::kBlocks * group_count, blocks, prefetch_offset,
+                                 acc256);
   GemvStore<kRows, kCols>(a, c0, acc256);
 }
 
-template <class W>
-struct GroupGemv {
-  template <size_t kRows>
-  struct OfRows {
-    static LNPU_QM_AVX512_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
-                                          size_t col_begin, size_t col_end) {
-      using G = BlockGroups<W>;
-      constexpr size_t kCols = kGemvCols<kRows>;
-      const size_t group_count = a.k / kQuantBlock / G::kBlocks;
-      const GemvActivations<kRows> rows = GemvRowsOf<kRows>(a, x);
-      thread_local std::vector<typename G::Activations> buffer;
-      buffer.resize(kRows * group_count);
-      const typename G::Activations* groups[kRows];
-      for (size_t r = 0; r < kRows; ++r) {
-        G::Prepare({.q = rows.q[r], .scales = rows.scales[r]}, group_count,
-                   buffer.data() + r * group_count);
-        groups[r] = buffer.data() + r * group_count;
-      }
-      size_t c = col_begin;
-      for (; c + kCols <= col_end; c += kCols) {
-        GroupGemvColumns<W, kRows, kCols>(a, rows, groups, group_count, c);
-      }
-      for (; c < col_end; ++c) GroupGemvColumns<W, kRows, 1>(a, rows, groups, group_count, c);
+template <size_t kRows>
+struct Q4GroupGemv {
+  static LNPU_QM_AVX512_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
+                                        size_t col_begin, size_t col_end) {
+    using G = Q4Quads;
+    constexpr size_t kCols = kGemvCols<kRows>;
+    const size_t group_count = a.k / kQuantBlock / G::kBlocks;
+    const GemvActivations<kRows> rows = GemvRowsOf<kRows>(a, x);
+    // Grown only: resizing down and up again per call would value-initialize.
+    thread_local std::vector<G::Activations> buffer;
+    if (buffer.size() < kRows * group_count) buffer.resize(kRows * group_count);
+    const G::Activations* groups[kRows];
+    for (size_t r = 0; r < kRows; ++r) {
+      G::Prepare({.q = rows.q[r], .scales = rows.scales[r]}, group_count,
+                 buffer.data() + r * group_count);
+      groups[r] = buffer.data() + r * group_count;
     }
-  };
+    size_t c = col_begin;
+    for (; c + kCols <= col_end; c += kCols) {
+      Q4GroupGemvColumns<kRows, kCols>(a, rows, groups, group_count, c);
+    }
+    for (; c < col_end; ++c) Q4GroupGemvColumns<kRows, 1>(a, rows, groups, group_count, c);
+  }
+};
+
+// Q8_0 in column pairs: one 512-bit step multiplies one block of two
+// weight rows (columns), lanes 0..7 the first column's and 8..15 the
+// second's, with the activation block broadcast to both halves. Each half
+// adds its column's blocks one after the other with the operations of the
+// 256-bit loop (GemvBlocks: fma(cvt(dot), d_w * d_x, acc)), so a column's
+// sum is bit for bit that of the avxvnni / avx2 GEMV for any rows and
+// column range, and a row costs 4 vector operations per block and column
+// pair (against 7 per two blocks and column in block pairs). Two blocks of
+// a column pair are unpacked per step from two unaligned 512-bit loads per
+// column, like the block groups.
+struct Q8ColumnPairIndices {
+  // vpermt2w of (column 0 bytes 0..63, column 1 bytes 0..63): block 0's
+  // quants, of (bytes 4..67, bytes 4..67): block 1's.
+  alignas(64) uint16_t first_block[32];
+  alignas(64) uint16_t second_block[32];
+  // vpermt2w of (column 0 bytes 0..63, column 1 bytes 0..63): words 0..15
+  // the f16 scales of block 0 (8 lanes per column), 16..31 of block 1.
+  alignas(64) uint16_t scales[32];
+};
+constexpr Q8ColumnPairIndices MakeQ8ColumnPairIndices() {
+  constexpr size_t kWords = kQ8_0BlockBytes / 2;
+  Q8ColumnPairIndices indices{};
+  for (size_t o = 0; o < 32; ++o) {
+    const size_t column = o / 16 * 32;  // word 32 is the second operand's first
+    indices.first_block[o] = static_cast<uint16_t>(column + 1 + o % 16);
+    indices.second_block[o] = static_cast<uint16_t>(column + 16 + o % 16);
+    indices.scales[o] = static_cast<uint16_t>((o / 8) % 2 * 32 + (o / 16) * kWords);
+  }
+  return indices;
+}
+constexpr Q8ColumnPairIndices kQ8ColumnPairIndices = MakeQ8ColumnPairIndices();
+
+// acc[r][p] += block b of column pair p (its unpacked weights quants[p]
+// and d_w scales[p]) times row r's block b.
+template <size_t kRows, size_t kPairs>
+LNPU_QM_AVX512_INLINE void AddColumnPairsBlock(const GemvActivations<kRows>& x,
+                                               const int32_t* const (&corrections)[kRows],
+                                               size_t b, const __m512i (&quants)[kPairs],
+                                               const __m512 (&scales)[kPairs],
+                                               __m512 (&acc)[kRows][kPairs]) {
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
+    const __m512i xq = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q[r] + b * kQuantBlock)));
+    const __m512i correction = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(corrections[r] + 8 * b)));
+    const __m512 x_scale = _mm512_set1_ps(x.scales[r][b]);
+#pragma GCC unroll 2
+    for (size_t p = 0; p < kPairs; ++p) {
+      const __m512 dot = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(correction, quants[p], xq));
+      acc[r][p] = _mm512_fmadd_ps(dot, _mm512_mul_ps(scales[p], x_scale), acc[r][p]);
+    }
+  }
+}
+
+// dst[r][c] for the kRows rows and the 2 * kPairs columns c0.. ;
+// corrections[r] holds OffsetCorrection of each of row r's blocks (8 int32
+// per block).
+template <size_t kRows, size_t kPairs>
+LNPU_QM_AVX512_TARGET void Q8ColumnPairsGemvColumns(const MatmulArgs& a,
+                                                    const GemvActivations<kRows>& x,
+                                                    const int32_t* const (&corrections)[kRows],
+                                                    size_t c0) {
+  constexpr size_t kCols = 2 * kPairs;
+  constexpr size_t kB = kQ8_0BlockBytes;
+  const uint8_t* w[kCols];
+  GemvWeightRows<Q8_0, kCols>(a, c0, w);
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t prefetch_offset = kCols * blocks * kB;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const Q8ColumnPairIndices& indices = kQ8ColumnPairIndices;
+  __m512 acc[kRows][kPairs];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 2
+    for (size_t p = 0; p < kPairs; ++p) acc[r][p] = _mm512_setzero_ps();
+  }
+  size_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    __m512i quants[2][kPairs];
+    __m512 scales[2][kPairs];
+#pragma GCC unroll 2
+    for (size_t p = 0; p < kPairs; ++p) {
+      const uint8_t* p0 = w[2 * p] + b * kB;
+      const uint8_t* p1 = w[2 * p + 1] + b * kB;
+      for (const uint8_t* column : {p0, p1}) {
+        _mm_prefetch(reinterpret_cast<const char*>(column + prefetch_offset), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(column + prefetch_offset + 64), _MM_HINT_T0);
+      }
+      const __m512i z0 = _mm512_loadu_si512(p0);
+      const __m512i z1 = _mm512_loadu_si512(p1);
+      quants[0][p] = _mm512_xor_si512(
+          _mm512_permutex2var_epi16(z0, _mm512_load_si512(indices.first_block), z1), flip);
+      quants[1][p] = _mm512_xor_si512(
+          _mm512_permutex2var_epi16(_mm512_loadu_si512(p0 + 4),
+                                    _mm512_load_si512(indices.second_block),
+                                    _mm512_loadu_si512(p1 + 4)),
+          flip);
+      const __m512i halves =
+          _mm512_permutex2var_epi16(z0, _mm512_load_si512(indices.scales), z1);
+      scales[0][p] = _mm512_cvtph_ps(_mm512_castsi512_si256(halves));
+      scales[1][p] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(halves, 1));
+    }
+    AddColumnPairsBlock<kRows, kPairs>(x, corrections, b, quants[0], scales[0], acc);
+    AddColumnPairsBlock<kRows, kPairs>(x, corrections, b + 1, quants[1], scales[1], acc);
+  }
+  if (b < blocks) {  // an odd last block
+    __m512i quants[kPairs];
+    __m512 scales[kPairs];
+#pragma GCC unroll 2
+    for (size_t p = 0; p < kPairs; ++p) {
+      const uint8_t* p0 = w[2 * p] + b * kB;
+      const uint8_t* p1 = w[2 * p + 1] + b * kB;
+      quants[p] = _mm512_xor_si512(
+          _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
+                                 reinterpret_cast<const __m256i*>(p0 + 2))),
+                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p1 + 2)), 1),
+          flip);
+      scales[p] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(LoadU16(p1))),
+                                                   _mm_set1_epi16(static_cast<short>(LoadU16(p0)))));
+    }
+    AddColumnPairsBlock<kRows, kPairs>(x, corrections, b, quants, scales, acc);
+  }
+  __m256 halves[kRows][kCols];
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 2
+    for (size_t p = 0; p < kPairs; ++p) {
+      halves[r][2 * p] = _mm512_castps512_ps256(acc[r][p]);
+      halves[r][2 * p + 1] = UpperHalf(acc[r][p]);
+    }
+  }
+  GemvStore<kRows, kCols>(a, c0, halves);
+}
+
+template <size_t kRows>
+struct Q8ColumnPairsGemv {
+  static LNPU_QM_AVX512_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
+                                        size_t col_begin, size_t col_end) {
+    const size_t blocks = a.k / kQuantBlock;
+    const GemvActivations<kRows> rows = GemvRowsOf<kRows>(a, x);
+    // Grown only: resizing down and up again per call would value-initialize.
+    thread_local std::vector<int32_t> buffer;
+    if (buffer.size() < kRows * blocks * 8) buffer.resize(kRows * blocks * 8);
+    const int32_t* corrections[kRows];
+    for (size_t r = 0; r < kRows; ++r) {
+      int32_t* row = buffer.data() + r * blocks * 8;
+      for (size_t b = 0; b < blocks; ++b) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 8 * b),
+                            OffsetCorrection<Q8_0>(_mm256_loadu_si256(
+                                reinterpret_cast<const __m256i*>(rows.q[r] + b * kQuantBlock))));
+      }
+      corrections[r] = row;
+    }
+    size_t c = col_begin;
+    for (; c + 4 <= col_end; c += 4) Q8ColumnPairsGemvColumns<kRows, 2>(a, rows, corrections, c);
+    if (c + 2 <= col_end) {
+      Q8ColumnPairsGemvColumns<kRows, 1>(a, rows, corrections, c);
+      c += 2;
+    }
+    if (c < col_end) GemvColumns<Q8_0, kRows, 1>(a, rows, c);
+  }
 };
 
 LNPU_QM_AVX512_TARGET void GroupedGemv(const MatmulArgs& a, const QuantizedActivations& x,
                                        size_t col_begin, size_t col_end) {
   if (a.weight_type == WeightType::kQ8_0) {
-    WithGemvRows<GroupGemv<Q8_0>::OfRows>(a.rows, a, x, col_begin, col_end);
+    WithGemvRows<Q8ColumnPairsGemv>(a.rows, a, x, col_begin, col_end);
   } else {
-    WithGemvRows<GroupGemv<Q4_0>::OfRows>(a.rows, a, x, col_begin, col_end);
+    WithGemvRows<Q4GroupGemv>(a.rows, a, x, col_begin, col_end);
   }
 }
 
