@@ -125,6 +125,22 @@ class QuantMatmulPathTest
     return weight;
   }
 
+  // dst = src (rows x k) times the n x k weights of `type`, no bias.
+  std::vector<float> RunMatmul(const std::vector<float>& src, const std::vector<uint8_t>& weight,
+                               WeightType type, size_t rows, size_t k, size_t n) {
+    std::vector<float> dst(rows * n, 0.0f);
+    MatmulArgs args;
+    args.src = src.data();
+    args.weight = weight.data();
+    args.weight_type = type;
+    args.dst = dst.data();
+    args.rows = rows;
+    args.k = k;
+    args.n = n;
+    Matmul(args, pool_, &scratch_);
+    return dst;
+  }
+
   void Check(const Shape& s, WeightType type, bool bias, bool accumulate) {
     SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(s.rows) +
                  " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
@@ -233,16 +249,7 @@ TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
                                                                : gguf::GgmlType::kQ4_0,
                                       weight, absl::MakeSpan(deq))
                       .ok());
-      std::vector<float> dst(rows * n, 0.0f);
-      MatmulArgs args;
-      args.src = src.data();
-      args.weight = weight.data();
-      args.weight_type = type;
-      args.dst = dst.data();
-      args.rows = rows;
-      args.k = k;
-      args.n = n;
-      Matmul(args, pool_, &scratch_);
+      const std::vector<float> dst = RunMatmul(src, weight, type, rows, k, n);
       for (size_t r = 0; r < rows; ++r) {
         for (size_t c = 0; c < n; ++c) {
           double want = 0, magnitude = 0;
@@ -273,16 +280,7 @@ TEST_P(QuantMatmulPathTest, NonFiniteActivationsMakeTheirRowNaN) {
       src[nan_row * k + 40] = std::numeric_limits<float>::quiet_NaN();
       if (rows > 1) src[inf_row * k + 95] = -std::numeric_limits<float>::infinity();
       const std::vector<uint8_t> weight = RandomWeights(type, n, k);
-      std::vector<float> dst(rows * n, 0.0f);
-      MatmulArgs args;
-      args.src = src.data();
-      args.weight = weight.data();
-      args.weight_type = type;
-      args.dst = dst.data();
-      args.rows = rows;
-      args.k = k;
-      args.n = n;
-      Matmul(args, pool_, &scratch_);
+      const std::vector<float> dst = RunMatmul(src, weight, type, rows, k, n);
       for (size_t r = 0; r < rows; ++r) {
         const bool poisoned = r == nan_row || (rows > 1 && r == inf_row);
         for (size_t c = 0; c < n; ++c) {
