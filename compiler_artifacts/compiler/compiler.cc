@@ -319,12 +319,19 @@ absl::Status CompileGguf(const std::string& gguf_path,
   const auto checksums_fb = fb::CreateDataChecksums(
       builder, kDataChecksumChunk,
       builder.CreateVector(std::vector<uint32_t>(checksum_chunks, 0)));
-  const auto model = fb::CreateModel(
-      builder, hparams_fb, tokenizer_fb, weights_fb,
-      builder.CreateVector(buffer_list), kv_cache_fb,
-      builder.CreateVector(graphs), builder.CreateString(kProducer),
-      builder.CreateString(BaseName(gguf_path)), checksums_fb,
-      decode_batches.empty() ? 0 : builder.CreateVector(decode_batches));
+  // The model's children are serialized one statement at a time: the order
+  // in which function arguments are evaluated is unspecified (GCC takes
+  // them in another order on aarch64 than on x86-64), and the artifact
+  // must be the same bytes on every host. This is the order x86-64 took.
+  const flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Graph>>>
+      decode_batches_fb = decode_batches.empty() ? 0 : builder.CreateVector(decode_batches);
+  const auto source_fb = builder.CreateString(BaseName(gguf_path));
+  const auto producer_fb = builder.CreateString(kProducer);
+  const auto graphs_fb = builder.CreateVector(graphs);
+  const auto buffers_fb = builder.CreateVector(buffer_list);
+  const auto model = fb::CreateModel(builder, hparams_fb, tokenizer_fb, weights_fb, buffers_fb,
+                                     kv_cache_fb, graphs_fb, producer_fb, source_fb,
+                                     checksums_fb, decode_batches_fb);
   fb::FinishModelBuffer(builder, model);
   const absl::Span<const uint8_t> metadata(builder.GetBufferPointer(),
                                            builder.GetSize());

@@ -760,6 +760,93 @@ TEST_P(ComputeKernelsTest, AttentionF16ChunkEqualsRowsStoredFirst) {
   }
 }
 
+// A NaN in an attended slot's key or value makes the output of the heads
+// that attend it NaN, whatever the cache type, head_dim (transposed or dot
+// product scores), soft cap or split over key ranges; the other kv head's
+// heads, and a NaN in a masked slot, change nothing (stay finite). Highway's
+// Exp returns 0 for NaN and Arm's max drops NaN: either alone would make a
+// NaN key's weight 0.
+TEST_P(ComputeKernelsTest, AttentionNaNInAnAttendedSlotMakesItsHeadsNaN) {
+  struct NanCase {
+    uint32_t rows, capacity, head_dim;
+    float softcap;
+  };
+  const NanCase cases[] = {{1, 40, 8, 0.0f}, {3, 40, 32, 0.0f}, {1, 40, 8, 30.0f},
+                           {1, 1500, 8, 0.0f}};  // 1500 keys: split over key ranges
+  constexpr uint32_t kHeads = 4, kKvHeads = 2;
+  constexpr uint32_t kAttendedSlot = 5, kMaskedSlot = 7, kPoisonedHead = 1;
+  for (const NanCase& c : cases) {
+    for (uint32_t kv_dtype : {LNPU_DTYPE_F32, LNPU_DTYPE_F16, LNPU_DTYPE_I8}) {
+      for (bool poison_key : {true, false}) {
+        const size_t hd = c.head_dim;
+        // Bytes of one kv head's row of one slot; an I8 row is an f32
+        // scale and hd int8 values. All bytes 0xFF is NaN in every type
+        // (the I8 row's scale).
+        const size_t head_bytes = kv_dtype == LNPU_DTYPE_F32   ? hd * 4
+                                  : kv_dtype == LNPU_DTYPE_F16 ? hd * 2
+                                                               : 4 + hd;
+        auto cache_bytes = [&] {
+          std::vector<float> values = RandomFloats(size_t{c.capacity} * kKvHeads * hd);
+          if (kv_dtype == LNPU_DTYPE_I8) return QuantizeI8(values, hd);
+          std::vector<uint8_t> bytes(values.size() * (kv_dtype == LNPU_DTYPE_F32 ? 4 : 2));
+          for (size_t i = 0; i < values.size(); ++i) {
+            if (kv_dtype == LNPU_DTYPE_F32) {
+              std::memcpy(&bytes[i * 4], &values[i], 4);
+            } else {
+              const uint16_t half = ToHalf(values[i]);
+              std::memcpy(&bytes[i * 2], &half, 2);
+            }
+          }
+          return bytes;
+        };
+        std::vector<uint8_t> k_cache = cache_bytes(), v_cache = cache_bytes();
+        auto poison = [&](std::vector<uint8_t>& cache, uint32_t slot, uint32_t kv_head) {
+          std::memset(&cache[(size_t{slot} * kKvHeads + kv_head) * head_bytes], 0xFF,
+                      head_bytes);
+        };
+        poison(poison_key ? k_cache : v_cache, kAttendedSlot, kPoisonedHead);
+        poison(k_cache, kMaskedSlot, 0);
+        poison(v_cache, kMaskedSlot, 0);
+        std::vector<uint8_t> mask(c.capacity, 1);
+        mask[kMaskedSlot] = 0;
+
+        auto cmd = MakeCommand<lnpu_cmd_attention>(LNPU_OP_ATTENTION);
+        cmd.rows = c.rows;
+        cmd.capacity = c.capacity;
+        cmd.heads = kHeads;
+        cmd.kv_heads = kKvHeads;
+        cmd.head_dim = c.head_dim;
+        cmd.kv_dtype = kv_dtype;
+        cmd.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        cmd.softcap = c.softcap;
+        cmd.q = memory_.Upload(RandomFloats(size_t{c.rows} * kHeads * hd));
+        cmd.k_new = memory_.Upload(RandomFloats(size_t{c.rows} * kKvHeads * hd));
+        cmd.v_new = memory_.Upload(RandomFloats(size_t{c.rows} * kKvHeads * hd));
+        cmd.k_cache = memory_.Upload(k_cache);
+        cmd.v_cache = memory_.Upload(v_cache);
+        cmd.mask = memory_.Upload(mask);
+        cmd.dst = memory_.Allocate(size_t{c.rows} * kHeads * hd * 4);
+        ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+        const auto out = memory_.Download<float>(cmd.dst, size_t{c.rows} * kHeads * hd);
+        for (size_t r = 0; r < c.rows; ++r) {
+          for (size_t h = 0; h < kHeads; ++h) {
+            const bool attends_nan = h / (kHeads / kKvHeads) == kPoisonedHead;
+            for (size_t i = 0; i < hd; ++i) {
+              const float v = out[(r * kHeads + h) * hd + i];
+              ASSERT_EQ(std::isnan(v), attends_nan)
+                  << "rows=" << c.rows << " capacity=" << c.capacity
+                  << " head_dim=" << hd << " softcap=" << c.softcap
+                  << " kv_dtype=" << kv_dtype << (poison_key ? " NaN key" : " NaN value")
+                  << ": row " << r << " head " << h << " element " << i << " = " << v;
+              if (!attends_nan) ASSERT_TRUE(std::isfinite(v));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- SWIGLU/ADD
 
 TEST_P(ComputeKernelsTest, SwigluMatchesReferenceIncludingExtremesInPlace) {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <set>
 #include <sstream>
@@ -124,6 +125,22 @@ class QuantMatmulPathTest
     return weight;
   }
 
+  // dst = src (rows x k) times the n x k weights of `type`, no bias.
+  std::vector<float> RunMatmul(const std::vector<float>& src, const std::vector<uint8_t>& weight,
+                               WeightType type, size_t rows, size_t k, size_t n) {
+    std::vector<float> dst(rows * n, 0.0f);
+    MatmulArgs args;
+    args.src = src.data();
+    args.weight = weight.data();
+    args.weight_type = type;
+    args.dst = dst.data();
+    args.rows = rows;
+    args.k = k;
+    args.n = n;
+    Matmul(args, pool_, &scratch_);
+    return dst;
+  }
+
   void Check(const Shape& s, WeightType type, bool bias, bool accumulate) {
     SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(s.rows) +
                  " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
@@ -232,16 +249,7 @@ TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
                                                                : gguf::GgmlType::kQ4_0,
                                       weight, absl::MakeSpan(deq))
                       .ok());
-      std::vector<float> dst(rows * n, 0.0f);
-      MatmulArgs args;
-      args.src = src.data();
-      args.weight = weight.data();
-      args.weight_type = type;
-      args.dst = dst.data();
-      args.rows = rows;
-      args.k = k;
-      args.n = n;
-      Matmul(args, pool_, &scratch_);
+      const std::vector<float> dst = RunMatmul(src, weight, type, rows, k, n);
       for (size_t r = 0; r < rows; ++r) {
         for (size_t c = 0; c < n; ++c) {
           double want = 0, magnitude = 0;
@@ -253,6 +261,32 @@ TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
           // only f32 rounding separates the result from the exact sum.
           ASSERT_NEAR(dst[r * n + c], want, 1e-5 * magnitude)
               << GetParam()->name << " rows=" << rows << " [" << r << "][" << c << "]";
+        }
+      }
+    }
+  }
+}
+
+// A NaN or an infinity among a row's activations makes every output of
+// that row NaN on every path, GEMV and GEMM alike, as f32 arithmetic
+// would; the other rows stay finite. (Quantizing a NaN to int8 must not
+// turn it into a number: Arm's max drops NaN and converts it to 0.)
+TEST_P(QuantMatmulPathTest, NonFiniteActivationsMakeTheirRowNaN) {
+  const size_t k = 96, n = 37;
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
+    for (size_t rows : {1, 3, 40}) {
+      auto src = RandomFloats(rows * k, -2, 2);
+      const size_t nan_row = rows / 2, inf_row = rows - 1;
+      src[nan_row * k + 40] = std::numeric_limits<float>::quiet_NaN();
+      if (rows > 1) src[inf_row * k + 95] = -std::numeric_limits<float>::infinity();
+      const std::vector<uint8_t> weight = RandomWeights(type, n, k);
+      const std::vector<float> dst = RunMatmul(src, weight, type, rows, k, n);
+      for (size_t r = 0; r < rows; ++r) {
+        const bool poisoned = r == nan_row || (rows > 1 && r == inf_row);
+        for (size_t c = 0; c < n; ++c) {
+          ASSERT_EQ(std::isnan(dst[r * n + c]), poisoned)
+              << GetParam()->name << (type == WeightType::kQ8_0 ? " q8_0" : " q4_0")
+              << " rows=" << rows << " dst[" << r << "][" << c << "] = " << dst[r * n + c];
         }
       }
     }

@@ -11,9 +11,9 @@
 #      the software NPU's ioctls and of each
 #      parser (tests/fuzz/), one test case
 #      per target; prints executions         $BUILD_DIR-fuzz (build-fuzz/)
-#   5. the compute, command-validation and
-#      software-NPU suites cross-built for
-#      aarch64, under qemu-aarch64            $BUILD_DIR-aarch64 (build-aarch64/)
+#   5. every suite that does not need x86,
+#      cross-built for aarch64, under
+#      qemu-aarch64                           $BUILD_DIR-aarch64 (build-aarch64/)
 #   6. the lnpu kernel module in a Linux 6.12
 #      VM (tools/scripts/vm_test.sh)           $BUILD_DIR/vm
 # FUZZ_SECONDS (default 120) bounds the fuzz runs together. Build directories are
@@ -139,37 +139,52 @@ for target in "${fuzz_targets[@]}"; do
 done
 echo "fuzz: $fuzz_total_runs executions over ${#fuzz_targets[@]} targets"
 
-# 5. aarch64: the device layer's suites (compute kernels, command
-# validation, the software NPU's UAPI suite), cross-built with Debian's
+# 5. aarch64: every suite that does not need x86, cross-built with Debian's
 # toolchain against the arm64 multiarch -dev packages
-# (tools/scripts/aarch64-linux-gnu.ini) and run under qemu-aarch64.
-# "cortex-a76" (Armv8.2 NEON with dot product, no SVE: fast to emulate;
-# quantized matmul path neon-dotprod) runs all four with small compute
-# shapes; the compute suites run again on the CPUs that take the other
-# kernel paths: "max" (SVE2, dot product, i8mm: every Highway target and
-# Arm quantized-matmul path; emulated SVE is ~30x slower than NEON, so the
+# (tools/scripts/aarch64-linux-gnu.ini) at -O1 without debug info (the
+# build costs less than half of -O2 with debug info; docs/performance.md)
+# and run under qemu-aarch64; only the test programs and what they run are
+# built (meson-test-prereq). "cortex-a76" (Armv8.2 NEON with dot product,
+# no SVE: fast to emulate; quantized matmul path neon-dotprod) runs every
+# suite but those in aarch64_left_out, with small compute shapes; the
+# compute suites run again on the CPUs that take the other kernel paths:
+# "max" (SVE2, dot product, i8mm: every Highway target and Arm
+# quantized-matmul path; emulated SVE is ~30x slower than NEON, so the
 # matmul and attention cases above 2^18 multiply-adds are skipped:
 # LNPU_COMPUTE_TEST_SMALL_SHAPES) and "cortex-a57" (NEON only: every case,
 # falling back to the Highway quantized matmul). LNPU_EXPECTED_QUANT_PATHS
-# makes quant_matmul_test check each CPU's path list. The rest of the
-# stack is portable C++ above these layers; running every suite under
-# emulation is left until its time fits the CI budget (DEVELOPERS.md).
+# makes quant_matmul_test check each CPU's path list.
 aarch64_dir=${build_dir}-aarch64
-aarch64_suites=(quant_matmul_test compute_kernels_test command_validation_test softnpu_test)
+# Left out under qemu-aarch64 (DEVELOPERS.md gives the same reasons):
+#   npu_serve_chat_page  drives a headless Chromium (an x86 program, not
+#                        part of the stack) against npu-serve; the server
+#                        itself runs under qemu in npu_serve and
+#                        npu_serve_structured.
+aarch64_left_out=(npu_serve_chat_page)
+# Cases left out on cortex-a76, 10-40x slower under emulation than native
+# and covered there by the same code on a smaller vocabulary or a shorter
+# run: the qwen2 vocabulary (151k tokens) cases of the structured-output
+# random walks and of the server's structured replies (the llama-spm ones
+# run), and the server soak, whose RSS is qemu's; and `npu-info --validate`,
+# whose speed thresholds (matmul >= 0.2 GFLOP/s) are a device's, not an
+# emulator's (its known-answer check runs in the normal build).
+aarch64_gtest_filter='-Vocabularies/RandomWalkTest.*/qwen2:Vocabularies/StructuredServeTest.*/qwen2:NpuServeTest.SoakOfMixedClientsReturnsToBaseline:NpuInfoTest.Validate*'
 if install_missing_packages g++-aarch64-linux-gnu qemu-user libabsl-dev:arm64 \
        libdrm-dev:arm64 libflatbuffers-dev:arm64 libgtest-dev:arm64 \
        libgmock-dev:arm64 libhwy-dev:arm64 libcpp-httplib-dev:arm64 \
     && { [ -f "$aarch64_dir/build.ninja" ] \
            || meson setup "$aarch64_dir" "$repo" \
                 --cross-file "$repo/tools/scripts/aarch64-linux-gnu.ini"; } \
-    && ninja -C "$aarch64_dir" tests/compute/quant_matmul_test \
-         tests/compute/compute_kernels_test tests/compute/command_validation_test \
-         tests/softnpu/softnpu_test; then
+    && meson configure "$aarch64_dir" -Doptimization=1 -Ddebug=false \
+    && ninja -C "$aarch64_dir" meson-test-prereq \
+    && mapfile -t aarch64_suites < <(meson test -C "$aarch64_dir" --no-rebuild --list \
+                                       | grep -vxF -f <(printf '%s\n' "${aarch64_left_out[@]}")); then
   # A "threadsafe" death test re-execs the test binary, which the kernel
   # cannot run without binfmt_misc for aarch64; "fast" only forks.
   export GTEST_DEATH_TEST_STYLE=fast
   QEMU_CPU=cortex-a76 LNPU_COMPUTE_TEST_SMALL_SHAPES=1 \
     LNPU_EXPECTED_QUANT_PATHS=neon-dotprod,highway \
+    GTEST_FILTER=$aarch64_gtest_filter \
     run_meson_tests "$aarch64_dir" aarch64-cortex-a76 --timeout-multiplier=4 \
       "${aarch64_suites[@]}"
   QEMU_CPU=max LNPU_COMPUTE_TEST_SMALL_SHAPES=1 \

@@ -202,7 +202,9 @@ HWY_INLINE void SoftcapScores(float* scores, size_t n, float softcap) {
 
 // Turns the n scores into softmax weights exp(score - new max), folds them
 // into max / sum and returns the factor by which the output accumulated so
-// far must be rescaled.
+// far must be rescaled. A NaN score (a NaN in q or in an attended key) gets
+// the weight NaN, which makes the row's output NaN: Highway's Exp returns 0
+// for NaN, and Max drops NaN on Arm, which would hide the key.
 HWY_INLINE float SoftmaxBlock(float* scores, size_t n, float& max,
                               float& sum) {
   const DF df;
@@ -224,7 +226,8 @@ HWY_INLINE float SoftmaxBlock(float* scores, size_t n, float& max,
   }
   float block_sum = 0.0f;
   ForEachVector(n, [&](auto d, size_t j) {
-    const auto p = hn::Exp(d, hn::Sub(hn::LoadU(d, scores + j), hn::Set(d, max)));
+    const auto x = hn::Sub(hn::LoadU(d, scores + j), hn::Set(d, max));
+    const auto p = hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(d, x));
     hn::StoreU(p, d, scores + j);
     block_sum += ReduceSum(d, p);
   });

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "base/half.h"
 #include "hwy/highway.h"
@@ -252,6 +253,9 @@ HWY_INLINE hn::Vec<D32> BlockDot(const uint8_t* block, const int8_t* x) {
 
 // Quantizes rows [row_begin, row_end) of src (k a multiple of 32) into
 // int8 values q[r][k] and per-block scales[r][k / 32] (QuantizedActivations).
+// A block holding a NaN or an infinity gets the scale NaN and int8 values 0,
+// so that every dot product over it is NaN, as in f32 (Max drops NaN on
+// Arm, and NaN has no int8 value).
 void QuantizeActivationRows(const float* src, size_t k, size_t row_begin,
                             size_t row_end, int8_t* q, float* scales) {
   const hn::CappedTag<float, kQuantBlock> df;
@@ -263,8 +267,16 @@ void QuantizeActivationRows(const float* src, size_t k, size_t row_begin,
       const size_t offset = r * k + b * kQuantBlock;
       const float* x = src + offset;
       auto vmax = hn::Zero(df);
+      auto non_finite = hn::FirstN(df, 0);
       for (size_t j = 0; j < kQuantBlock; j += lanes) {
-        vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, x + j)));
+        const auto v = hn::LoadU(df, x + j);
+        vmax = hn::Max(vmax, hn::Abs(v));
+        non_finite = hn::Or(non_finite, hn::Not(hn::IsFinite(v)));
+      }
+      if (!hn::AllFalse(df, non_finite)) {
+        std::fill(q + offset, q + offset + kQuantBlock, int8_t{0});
+        scales[r * blocks + b] = std::numeric_limits<float>::quiet_NaN();
+        continue;
       }
       const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
       const float d = amax / 127.0f;

@@ -22,7 +22,8 @@ namespace lnpu::softnpu::compute {
 // 32 (d = max|x| / 127, like llama.cpp's q8_0 activations) and each block's
 // dot product is exact in integers; the result differs from the f32
 // activations' one, sum over blocks b of d_b * sum_i x_bi * w_bi, by at most
-// sum_b (d_b / 2) * sum_i |w_bi| plus f32 rounding (kernels.md).
+// sum_b (d_b / 2) * sum_i |w_bi| plus f32 rounding (kernels.md). A NaN or
+// infinite activation makes its row's outputs NaN, as in f32.
 struct MatmulArgs {
   const float* src = nullptr;
   const void* weight = nullptr;

@@ -12,6 +12,7 @@
 #endif
 
 #include <cstddef>
+#include <cstdint>
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -46,10 +47,12 @@ HWY_INLINE void ForEachVector(size_t count, const Body& body) {
 
 // tanh(x) with x clamped to [-10, 10] first: tanh rounds to +-1 in f32
 // beyond about 9.01, and the clamp keeps Tanh within its valid range for
-// infinite x.
+// infinite x. NaN stays NaN (the clamp alone would turn it into a number:
+// Min / Max drop NaN on Arm and return the second operand on x86).
 template <class D>
 HWY_INLINE hn::Vec<D> BoundedTanh(D d, hn::Vec<D> x) {
-  return hn::Tanh(d, hn::Min(hn::Max(x, hn::Set(d, -10.0f)), hn::Set(d, 10.0f)));
+  const auto tanh = hn::Tanh(d, hn::Min(hn::Max(x, hn::Set(d, -10.0f)), hn::Set(d, 10.0f)));
+  return hn::IfThenElse(hn::IsNaN(x), x, tanh);
 }
 
 // softcap * tanh(y / softcap), with inverse = 1 / softcap: Gemma's soft cap
@@ -64,10 +67,28 @@ template <class D>
 HWY_INLINE hn::Vec<D> LoadWeights(D d, const float* p) {
   return hn::LoadU(d, p);
 }
+// F16 infinities and NaNs widen to the same f32 values on every target:
+// Highway 1.0's software conversion (SSE4, EMU128, SCALAR: no F16C or FP16
+// instructions) reads exponent 31 as a finite number, so there the lanes
+// with exponent 31 are set to +-inf (mantissa 0) or NaN.
 template <class D>
 HWY_INLINE hn::Vec<D> LoadWeights(D d, const hwy::float16_t* p) {
   const hn::Rebind<hwy::float16_t, D> dh;
-  return hn::PromoteTo(d, hn::LoadU(dh, p));
+  const auto half = hn::LoadU(dh, p);
+  const auto widened = hn::PromoteTo(d, half);
+#if HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3 || HWY_TARGET == HWY_EMU128 || \
+    HWY_TARGET == HWY_SCALAR
+  const hn::RebindToUnsigned<D> du;
+  const auto bits = hn::PromoteTo(du, hn::BitCast(hn::Rebind<uint16_t, D>(), half));
+  const auto exponent = hn::And(bits, hn::Set(du, 0x7C00));
+  const auto special = hn::BitCast(
+      d, hn::Or(hn::ShiftLeft<16>(hn::And(bits, hn::Set(du, 0x8000))),
+                hn::Or(hn::Set(du, 0x7F800000), hn::ShiftLeft<13>(hn::And(bits, hn::Set(du, 0x3FF))))));
+  return hn::IfThenElse(hn::RebindMask(d, hn::Eq(exponent, hn::Set(du, 0x7C00))), special,
+                        widened);
+#else
+  return widened;
+#endif
 }
 
 }  // namespace HWY_NAMESPACE
