@@ -838,7 +838,9 @@ TEST_P(ComputeKernelsTest, AttentionNaNInAnAttendedSlotMakesItsHeadsNaN) {
                   << " head_dim=" << hd << " softcap=" << c.softcap
                   << " kv_dtype=" << kv_dtype << (poison_key ? " NaN key" : " NaN value")
                   << ": row " << r << " head " << h << " element " << i << " = " << v;
-              if (!attends_nan) ASSERT_TRUE(std::isfinite(v));
+              if (!attends_nan) {
+                ASSERT_TRUE(std::isfinite(v));
+              }
             }
           }
         }
