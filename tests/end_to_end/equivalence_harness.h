@@ -37,12 +37,13 @@ inline constexpr char kStoriesContinuation[] =
 // models/stories260K.gguf, located through LNPU_MODELS_DIR.
 std::string StoriesGgufPath();
 
-// Writes the random llama model `spec` to <TempDir>/<name>.gguf and returns
-// that path.
+// Writes the random llama model `spec` to <dir>/<name>.gguf and returns
+// that path; <dir> is this process's own directory under
+// ::testing::TempDir(), removed at exit.
 absl::StatusOr<std::string> WriteRandomLlamaToTempDir(
     const synthetic::RandomLlamaSpec& spec, const std::string& name);
 
-// Compiles `gguf_path` with `options` to <TempDir>/<name>.lnpu and returns
+// Compiles `gguf_path` with `options` to <dir>/<name>.lnpu and returns
 // that path.
 absl::StatusOr<std::string> CompileToTempDir(
     const std::string& gguf_path, const std::string& name,
