@@ -17,8 +17,11 @@
 #include <asm/prctl.h>
 // GCC 12 reports the deliberately undefined vectors inside its AVX-512
 // intrinsics as (maybe-)uninitialized once inlined (GCC bug 105593).
+// (Clang has no -Wmaybe-uninitialized and would warn about the pragma.)
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>

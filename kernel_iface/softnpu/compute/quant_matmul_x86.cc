@@ -152,9 +152,12 @@ struct Avx512VnniPolicy {
 
 // GCC 12 reports the deliberate self-initialization of _mm512_undefined_*()
 // inside intrinsics such as _mm512_cvtepi32_ps as (maybe-)uninitialized.
+// (Clang has no -Wmaybe-uninitialized and would warn about the pragma.)
 #pragma GCC diagnostic push
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 namespace avx512vnni {
 using Isa = Avx512VnniPolicy;
 #define LNPU_QM_TARGET LNPU_QM_AVX512_TARGET
