@@ -14,7 +14,6 @@
 #include "base/status_macros.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
-// Returns the status of `expr` if it is an error.
 namespace lnpu::artifact {
 namespace {
 
@@ -167,6 +166,14 @@ absl::Status VerifyWeights(const fb::Model& model, uint64_t data_size) {
     }
     if (w->shape() == nullptr || w->shape()->size() == 0) {
       return Invalid("weight '%s' has no shape", name);
+    }
+    // FlatBuffers 2.0's Verifier checks only the alignment of a vector's
+    // length, not of its 8-byte elements; reading a misaligned one would be
+    // undefined behaviour. (The metadata itself starts 8-aligned.)
+    if (reinterpret_cast<uintptr_t>(w->shape()->Data()) % alignof(uint64_t) != 0) {
+      return Invalid("weight '%s' has a misaligned shape vector (its 8-byte "
+                     "dimensions must start at a multiple of 8 bytes)",
+                     name);
     }
     uint64_t elements = 1;
     for (uint64_t d : *w->shape()) {

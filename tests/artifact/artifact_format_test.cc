@@ -299,6 +299,33 @@ TEST_F(ArtifactOpenTest, RejectsWeightSizeNotMatchingItsShape) {
               HasSubstr("size 34816 != 34884 bytes of its shape and dtype"));
 }
 
+// FlatBuffers 2.0's Verifier accepts a [uint64] vector whose elements are
+// only 4-aligned; the artifact verifier must reject it before reading it.
+TEST_F(ArtifactOpenTest, RejectsMisalignedShapeVector) {
+  std::vector<uint8_t> bytes = *bytes_;
+  ArtifactHeader h = Header();
+  uint8_t* const metadata = bytes.data() + h.metadata_offset;
+  const fb::Model* model = fb::GetModel(metadata);
+  const fb::Weight* weight = model->weights()->Get(0);
+  // Point the weight's shape 4 bytes earlier: the vector's length moves
+  // to the 4 bytes before the old one and its data to the old length.
+  uint8_t* const field = const_cast<uint8_t*>(
+      reinterpret_cast<const flatbuffers::Table*>(weight)->GetAddressOf(
+          fb::Weight::VT_SHAPE));
+  flatbuffers::uoffset_t to_vector;
+  std::memcpy(&to_vector, field, sizeof(to_vector));
+  ASSERT_EQ((field + to_vector + 4 - metadata) % 8, 0u);
+  to_vector -= 4;
+  std::memcpy(field, &to_vector, sizeof(to_vector));
+  const flatbuffers::uoffset_t one_dimension = 1;
+  std::memcpy(field + to_vector, &one_dimension, sizeof(one_dimension));
+  h.metadata_crc32 = Crc32(absl::MakeConstSpan(bytes).subspan(
+      h.metadata_offset, h.metadata_size));
+  const auto header = EncodeArtifactHeader(h);
+  std::copy(header.begin(), header.end(), bytes.begin());
+  EXPECT_THAT(OpenError(bytes), HasSubstr("has a misaligned shape vector"));
+}
+
 TEST_F(ArtifactOpenTest, RejectsWeightsBufferNotMatchingTheDataSection) {
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.buffers[0]->size -= 1; }),
               HasSubstr("buffers[0] (Weights) has size"));
