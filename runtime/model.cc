@@ -103,11 +103,13 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
   // device copy.
   bool import = options.weights == WeightPlacement::kImport;
   if (options.weights == WeightPlacement::kAuto) {
-    uint64_t sequence_bytes = 0;
-    for (const BufferSpec& spec : program->buffers().subspan(1)) sequence_bytes += spec.size;
     absl::StatusOr<uint64_t> free = device.GetParam(DRM_LNPU_PARAM_MEMORY_FREE);
     LNPU_RETURN_IF_ERROR_WITH_PREFIX(free.status(), "loading model '", artifact_path, "': ");
-    import = *free < artifact->data().size() + 2 * sequence_bytes;
+    // Copied weights must leave room for two sessions.
+    const uint64_t sessions = program->session_bytes() > UINT64_MAX / 2
+                                  ? UINT64_MAX
+                                  : 2 * program->session_bytes();
+    import = sessions > *free || *free - sessions < artifact->data().size();
   }
   absl::StatusOr<std::shared_ptr<const Buffer>> weights =
       ImportWeights(device, import ? capabilities : 0, artifact);

@@ -78,6 +78,14 @@ uint32_t WeightsFingerprint(absl::Span<const uint8_t> data) {
 
 }  // namespace
 
+uint64_t Program::session_bytes() const {
+  uint64_t bytes = command_bytes();
+  for (const BufferSpec& spec : absl::MakeConstSpan(buffers_).subspan(1)) {
+    bytes = spec.size > UINT64_MAX - bytes ? UINT64_MAX : bytes + spec.size;
+  }
+  return bytes;
+}
+
 absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact,
                                               const DeviceLimits& limits) {
   const fb::Model& model = artifact.model();

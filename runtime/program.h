@@ -119,6 +119,9 @@ class Program {
   // buffers()[0] is the kWeights buffer; no other buffer is kWeights.
   absl::Span<const BufferSpec> buffers() const { return buffers_; }
   absl::Span<const GraphSpec> graphs() const { return graphs_; }
+  // Device memory one session of this program allocates: every buffer but
+  // the weights, and the command image (saturating at UINT64_MAX).
+  uint64_t session_bytes() const;
 
   // The single-token graph used for Forward() of one token.
   size_t decode_graph() const { return decode_graph_; }

@@ -1,6 +1,7 @@
 #include "runtime/sequence.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -19,6 +20,19 @@ absl::StatusOr<std::unique_ptr<Sequence>> Sequence::Create(
     std::shared_ptr<const Buffer> weights, bool chain_with_fences) {
   Device& device = *shared_device;
   const absl::Span<const BufferSpec> specs = program->buffers();
+
+  // A session that can never fit is ResourceExhausted, like one that does
+  // not fit now, with the compile options that shrink it. (The device
+  // refuses a single buffer larger than its memory with EINVAL.)
+  LNPU_ASSIGN_OR_RETURN(const uint64_t memory_size,
+                        device.GetParam(DRM_LNPU_PARAM_MEMORY_SIZE));
+  if (program->session_bytes() > memory_size) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "a session of this model needs %u bytes of device memory (KV cache, "
+        "activations and commands), more than the device's %u bytes: "
+        "compile it with a smaller --max-prompt-len or --min-response-len",
+        program->session_bytes(), memory_size));
+  }
 
   // Buffers: [0] is the shared weights, the rest are this session's own.
   std::vector<Buffer> buffers(specs.size());

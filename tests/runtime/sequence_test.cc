@@ -569,10 +569,28 @@ TEST_F(RuntimeTest, DevicesWithoutInFencesRunStreamsOneAfterTheOther) {
 }
 
 TEST_F(RuntimeTest, OutOfDeviceMemoryFailsCleanly) {
-  // Room for each of a session's buffers but not for all of them (the
-  // weights are imported and take no device memory).
+  // Room for a session on an empty device, but another buffer takes some
+  // of it: the session fails part way through its buffers (the weights
+  // are imported and take no device memory).
+  const uint64_t session_bytes = NewSession()->device_memory_bytes();
   softnpu::SoftNpuOptions options;
-  options.memory_bytes = (NewSession()->device_memory_bytes() - 8192) / 4096 * 4096;
+  options.memory_bytes = (session_bytes + 4095) / 4096 * 4096;
+  std::shared_ptr<softnpu::SoftNpu> npu = softnpu::SoftNpu::Create(options);
+  auto device = std::make_shared<Device>(npu->Open());
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, stories_->path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<Buffer> other = device->CreateBuffer(16384);
+  ASSERT_TRUE(other.ok()) << other.status();
+  const uint64_t loaded = npu->memory_used();
+  absl::StatusOr<std::unique_ptr<Sequence>> session = (*model)->CreateSequence();
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(session.status().message(), HasSubstr("free buffers"));
+  EXPECT_EQ(npu->memory_used(), loaded);  // nothing of the failed session is left
+}
+
+TEST_F(RuntimeTest, ASessionLargerThanTheDeviceNamesTheCompileOptions) {
+  softnpu::SoftNpuOptions options;
+  options.memory_bytes = NewSession()->device_memory_bytes() / 2 / 4096 * 4096;
   std::shared_ptr<softnpu::SoftNpu> npu = softnpu::SoftNpu::Create(options);
   auto device = std::make_shared<Device>(npu->Open());
   absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, stories_->path);
@@ -580,7 +598,10 @@ TEST_F(RuntimeTest, OutOfDeviceMemoryFailsCleanly) {
   const uint64_t loaded = npu->memory_used();
   absl::StatusOr<std::unique_ptr<Sequence>> session = (*model)->CreateSequence();
   EXPECT_EQ(session.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(npu->memory_used(), loaded);  // nothing of the failed session is left
+  EXPECT_THAT(session.status().message(),
+              HasSubstr("more than the device's " + std::to_string(options.memory_bytes)));
+  EXPECT_THAT(session.status().message(), HasSubstr("--max-prompt-len"));
+  EXPECT_EQ(npu->memory_used(), loaded);
 }
 
 TEST_F(RuntimeTest, AFaultingComputeJobIsReportedAsTheCauseNotTheCancelledDmaJob) {
