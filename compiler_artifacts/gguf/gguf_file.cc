@@ -21,13 +21,11 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "compiler_artifacts/gguf/dequantize.h"
+#include "compiler_artifacts/gguf/gguf_encoding.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
 namespace lnpu::gguf {
 namespace {
-
-static_assert(std::endian::native == std::endian::little,
-              "GGUF is little-endian; big-endian hosts are not supported");
 
 // Smallest encodings, used to bound counts read from the file before any
 // allocation: a metadata entry is a key length, a type tag and at least one
@@ -40,7 +38,6 @@ constexpr uint64_t kMinStringBytes = 8;
 constexpr uint64_t kMinArrayBytes = 4 + 8;
 // Arrays of arrays deeper than this are rejected (bounds the recursion).
 constexpr int kMaxArrayNesting = 8;
-constexpr uint32_t kMaxTensorDims = 4;
 
 template <typename T>
 T Load(const uint8_t* bytes) {

@@ -6,24 +6,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "compiler_artifacts/gguf/gguf_encoding.h"
 
 namespace lnpu::gguf {
 namespace {
-
-template <typename T>
-void AppendScalar(std::vector<uint8_t>& out, T value) {
-  static_assert(std::is_arithmetic_v<T>);
-  static_assert(std::endian::native == std::endian::little,
-                "GGUF is little-endian; big-endian hosts are not supported");
-  uint8_t bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  out.insert(out.end(), bytes, bytes + sizeof(T));
-}
-
-void AppendString(std::vector<uint8_t>& out, std::string_view value) {
-  AppendScalar<uint64_t>(out, value.size());
-  out.insert(out.end(), value.begin(), value.end());
-}
 
 void AppendArrayHeader(std::vector<uint8_t>& out, GgufValueType element_type, uint64_t count) {
   AppendScalar<uint32_t>(out, static_cast<uint32_t>(element_type));

@@ -11,24 +11,11 @@
 #include "absl/strings/str_join.h"
 #include "base/atomic_file.h"
 #include "base/status_macros.h"
+#include "compiler_artifacts/gguf/gguf_encoding.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
 namespace lnpu::gguf {
 namespace {
-
-constexpr uint32_t kMaxTensorDims = 4;
-
-template <typename T>
-void Append(std::vector<uint8_t>& out, T value) {
-  uint8_t bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  out.insert(out.end(), bytes, bytes + sizeof(T));
-}
-
-void AppendString(std::vector<uint8_t>& out, std::string_view value) {
-  Append<uint64_t>(out, value.size());
-  out.insert(out.end(), value.begin(), value.end());
-}
 
 uint64_t Padding(uint64_t offset, uint64_t alignment) {
   return (alignment - offset % alignment) % alignment;
@@ -169,25 +156,25 @@ absl::Status GgufWriter::Emit(Sink sink) const {
   LNPU_ASSIGN_OR_RETURN(uint64_t alignment, Alignment());
 
   std::vector<uint8_t> header;
-  Append<uint32_t>(header, kGgufMagic);
-  Append<uint32_t>(header, kGgufVersion);
-  Append<uint64_t>(header, tensors_.size());
-  Append<uint64_t>(header, metadata_.size());
+  AppendScalar<uint32_t>(header, kGgufMagic);
+  AppendScalar<uint32_t>(header, kGgufVersion);
+  AppendScalar<uint64_t>(header, tensors_.size());
+  AppendScalar<uint64_t>(header, metadata_.size());
   for (const Entry& entry : metadata_) {
     if (entry.key.empty()) {
       return absl::InvalidArgumentError("a GGUF metadata key is empty: every key needs a name");
     }
     AppendString(header, entry.key);
-    Append<uint32_t>(header, static_cast<uint32_t>(entry.value.type()));
+    AppendScalar<uint32_t>(header, static_cast<uint32_t>(entry.value.type()));
     header.insert(header.end(), entry.value.encoded().begin(), entry.value.encoded().end());
   }
   uint64_t offset = 0;
   for (const Tensor& tensor : tensors_) {
     AppendString(header, tensor.name);
-    Append<uint32_t>(header, static_cast<uint32_t>(tensor.dims.size()));
-    for (uint64_t dim : tensor.dims) Append<uint64_t>(header, dim);
-    Append<uint32_t>(header, static_cast<uint32_t>(tensor.type));
-    Append<uint64_t>(header, offset);
+    AppendScalar<uint32_t>(header, static_cast<uint32_t>(tensor.dims.size()));
+    for (uint64_t dim : tensor.dims) AppendScalar<uint64_t>(header, dim);
+    AppendScalar<uint32_t>(header, static_cast<uint32_t>(tensor.type));
+    AppendScalar<uint64_t>(header, offset);
     offset += tensor.bytes + Padding(tensor.bytes, alignment);
   }
   header.resize(header.size() + Padding(header.size(), alignment), 0);
