@@ -9,14 +9,14 @@ namespace lnpu::framework {
 namespace {
 
 // A run of the escaped text; length 0 once merged into its left neighbour.
-struct Symbol {
+struct SpmSymbol {
   size_t offset;
   size_t length;
   int prev;  // -1: none
   int next;  // -1: none
 };
 
-struct Bigram {
+struct SpmBigram {
   float score;    // of the merged token
   int left;       // symbol indices
   int right;
@@ -24,8 +24,8 @@ struct Bigram {
 };
 
 // Orders the queue: highest score on top, then leftmost.
-struct BigramBelow {
-  bool operator()(const Bigram& a, const Bigram& b) const {
+struct SpmBigramBelow {
+  bool operator()(const SpmBigram& a, const SpmBigram& b) const {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   }
 };
@@ -51,7 +51,7 @@ void SentencePieceEncoder::Encode(std::string_view text, bool add_space_prefix,
     }
   }
 
-  std::vector<Symbol> symbols;
+  std::vector<SpmSymbol> symbols;
   for (size_t offset = 0; offset < escaped.size();) {
     const size_t length = utf8::CharLength(escaped[offset]);
     const int index = static_cast<int>(symbols.size());
@@ -61,7 +61,7 @@ void SentencePieceEncoder::Encode(std::string_view text, bool add_space_prefix,
          offset == escaped.size() ? -1 : index + 1});
   }
 
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramBelow> queue;
+  std::priority_queue<SpmBigram, std::vector<SpmBigram>, SpmBigramBelow> queue;
   auto try_add_bigram = [&](int left, int right) {
     if (left < 0 || right < 0) return;
     const std::string_view merged(escaped.data() + symbols[left].offset,
@@ -75,10 +75,10 @@ void SentencePieceEncoder::Encode(std::string_view text, bool add_space_prefix,
   }
 
   while (!queue.empty()) {
-    const Bigram bigram = queue.top();
+    const SpmBigram bigram = queue.top();
     queue.pop();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
+    SpmSymbol& left = symbols[bigram.left];
+    SpmSymbol& right = symbols[bigram.right];
     // Symbols only grow, so an unchanged total length means neither side
     // has merged since the bigram was queued.
     if (left.length == 0 || right.length == 0 ||

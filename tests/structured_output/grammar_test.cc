@@ -8,22 +8,18 @@
 #include "framework/structured_output/grammar_recognizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/structured_output/grammar_matches.h"
 
 namespace lnpu::framework::structured_output {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::Matches;
 
 std::shared_ptr<const Grammar> Build(GrammarBuilder builder, int root) {
   absl::StatusOr<Grammar> grammar = std::move(builder).Build(root);
   EXPECT_TRUE(grammar.ok()) << grammar.status();
   return std::make_shared<const Grammar>(*std::move(grammar));
-}
-
-// Whether the grammar matches all of `text` (complete).
-bool Matches(std::shared_ptr<const Grammar> grammar, const std::string& text) {
-  GrammarRecognizer recognizer(std::move(grammar));
-  return recognizer.Advance(text).ok() && recognizer.IsAccepting();
 }
 
 // Whether `text` is a prefix of some sentence.

@@ -19,19 +19,16 @@
 #include "framework/structured_output/json_schema.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/structured_output/grammar_matches.h"
 #include "tests/structured_output/json_schema_validator.h"
 
 namespace lnpu::framework::structured_output {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::Matches;
 
 constexpr int64_t kLargest = 9'999'999'999'999'999;  // 16 digits
-
-bool Matches(const std::shared_ptr<const Grammar>& grammar, const std::string& text) {
-  GrammarRecognizer recognizer(grammar);
-  return recognizer.Advance(text).ok() && recognizer.IsAccepting();
-}
 
 // Runs many texts through one grammar with one recognizer, so that its
 // cached transitions are reused from text to text.

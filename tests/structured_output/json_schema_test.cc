@@ -10,17 +10,14 @@
 #include "framework/structured_output/grammar_recognizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/structured_output/grammar_matches.h"
 #include "tests/structured_output/json_schema_validator.h"
 
 namespace lnpu::framework::structured_output {
 namespace {
 
 using ::testing::HasSubstr;
-
-bool Matches(const std::shared_ptr<const Grammar>& grammar, const std::string& text) {
-  GrammarRecognizer recognizer(grammar);
-  return recognizer.Advance(text).ok() && recognizer.IsAccepting();
-}
+using testing::Matches;
 
 struct SchemaCase {
   std::string name;

@@ -13,6 +13,7 @@
 #include "framework/structured_output/token_trie.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/structured_output/grammar_matches.h"
 #include "nlohmann/json.hpp"
 #include "tests/structured_output/json_schema_validator.h"
 #include "tests/structured_output/random_walk.h"
@@ -22,6 +23,7 @@ namespace lnpu::framework::structured_output {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::Matches;
 
 const std::vector<ToolDefinition>& Tools() {
   static const auto* const tools = new std::vector<ToolDefinition>{
@@ -42,11 +44,6 @@ const ToolDefinition* FindTool(const std::string& name) {
     if (tool.name == name) return &tool;
   }
   return nullptr;
-}
-
-bool Matches(const std::shared_ptr<const Grammar>& grammar, const std::string& text) {
-  GrammarRecognizer recognizer(grammar);
-  return recognizer.Advance(text).ok() && recognizer.IsAccepting();
 }
 
 TEST(ToolCallsTest, HermesGrammarAcceptsTheTemplateShape) {

@@ -19,15 +19,15 @@ namespace so = framework::structured_output;
 // Objects keep the order of their keys: a schema's properties are
 // generated in the order the client wrote them, and the chat template
 // renders tools as given.
-using json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 // A field's value, or the error naming it. Each reader returns an error
 // when the field has the wrong type or range.
 struct Reader {
-  const json& body;
+  const OrderedJson& body;
   std::optional<ApiError> error;
 
-  const json* Find(const char* name) {
+  const OrderedJson* Find(const char* name) {
     const auto it = body.find(name);
     return it == body.end() || it->is_null() ? nullptr : &*it;
   }
@@ -35,7 +35,7 @@ struct Reader {
     if (!error) error = InvalidRequest(absl::StrCat("'", name, "' ", what), name);
   }
   void Number(const char* name, float& out, double min, double max) {
-    const json* v = Find(name);
+    const OrderedJson* v = Find(name);
     if (v == nullptr) return;
     if (!v->is_number()) return Fail(name, "must be a number");
     const double d = v->get<double>();
@@ -46,7 +46,7 @@ struct Reader {
   }
   template <typename Int>
   bool Integer(const char* name, Int& out, int64_t min, int64_t max) {
-    const json* v = Find(name);
+    const OrderedJson* v = Find(name);
     if (v == nullptr) return false;
     if (!v->is_number_integer()) {
       Fail(name, "must be an integer");
@@ -67,7 +67,7 @@ struct Reader {
     return true;
   }
   void Bool(const char* name, bool& out) {
-    const json* v = Find(name);
+    const OrderedJson* v = Find(name);
     if (v == nullptr) return;
     if (!v->is_boolean()) return Fail(name, "must be true or false");
     out = v->get<bool>();
@@ -75,18 +75,18 @@ struct Reader {
 };
 
 // The string member `key` of `object`; "" when absent or not a string
-// (json::value would throw on another type).
-std::string StringMember(const json& object, const char* key) {
+// (OrderedJson::value would throw on another type).
+std::string StringMember(const OrderedJson& object, const char* key) {
   const auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 // A message's content: a string, or text parts.
-std::optional<std::string> ContentText(const json& content) {
+std::optional<std::string> ContentText(const OrderedJson& content) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) return std::nullopt;
   std::string text;
-  for (const json& part : content) {
+  for (const OrderedJson& part : content) {
     if (!part.is_object() || StringMember(part, "type") != "text" || !part.contains("text") ||
         !part["text"].is_string()) {
       return std::nullopt;
@@ -106,15 +106,15 @@ bool IsFunctionName(std::string_view name) {
 }
 
 // The tool_calls of an assistant message `m` (at `where`), or the error.
-std::optional<ApiError> ReadToolCalls(const json& m, const std::string& where,
+std::optional<ApiError> ReadToolCalls(const OrderedJson& m, const std::string& where,
                                       framework::ChatMessage& message) {
-  const json& calls = m["tool_calls"];
+  const OrderedJson& calls = m["tool_calls"];
   const std::string field = where + ".tool_calls";
   if (!calls.is_array()) return InvalidRequest(absl::StrCat(field, " must be an array"), field);
   for (size_t j = 0; j < calls.size(); ++j) {
     const std::string call_field = absl::StrCat(field, "[", j, "]");
-    const json& call = calls[j];
-    const json* function =
+    const OrderedJson& call = calls[j];
+    const OrderedJson* function =
         call.is_object() && call.contains("function") ? &call["function"] : nullptr;
     if (function == nullptr || !function->is_object() || !function->contains("name") ||
         !(*function)["name"].is_string()) {
@@ -126,9 +126,9 @@ std::optional<ApiError> ReadToolCalls(const json& m, const std::string& where,
     }
     std::string arguments = "{}";
     if (function->contains("arguments")) {
-      const json& given = (*function)["arguments"];
-      const json parsed =
-          given.is_string() ? json::parse(given.get<std::string>(), nullptr, false) : given;
+      const OrderedJson& given = (*function)["arguments"];
+      const OrderedJson parsed =
+          given.is_string() ? OrderedJson::parse(given.get<std::string>(), nullptr, false) : given;
       if (!parsed.is_object()) {
         return InvalidRequest(
             absl::StrCat(call_field, ".function.arguments must be a JSON object's text"),
@@ -142,13 +142,13 @@ std::optional<ApiError> ReadToolCalls(const json& m, const std::string& where,
 }
 
 void ReadMessages(Reader& r, CompletionRequest& request) {
-  const json* messages = r.Find("messages");
+  const OrderedJson* messages = r.Find("messages");
   if (messages == nullptr) return r.Fail("messages", "is required");
   if (!messages->is_array() || messages->empty()) {
     return r.Fail("messages", "must be a non-empty array of {\"role\", \"content\"} objects");
   }
   for (size_t i = 0; i < messages->size(); ++i) {
-    const json& m = (*messages)[i];
+    const OrderedJson& m = (*messages)[i];
     const std::string where = absl::StrCat("messages[", i, "]");
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
       r.error = InvalidRequest(absl::StrCat(where, " must be an object with a string 'role'"),
@@ -193,12 +193,12 @@ void ReadMessages(Reader& r, CompletionRequest& request) {
 }
 
 void ReadStop(Reader& r, framework::GenerationConfig& config) {
-  const json* stop = r.Find("stop");
+  const OrderedJson* stop = r.Find("stop");
   if (stop == nullptr) return;
   if (stop->is_string()) {
     config.stop_strings = {stop->get<std::string>()};
   } else if (stop->is_array() && stop->size() <= 4) {
-    for (const json& s : *stop) {
+    for (const OrderedJson& s : *stop) {
       if (!s.is_string()) return r.Fail("stop", "must be a string or an array of strings");
       config.stop_strings.push_back(s.get<std::string>());
     }
@@ -238,7 +238,7 @@ void ReadLogitBias(Reader& r, const nlohmann::json& bias_member, framework::Gene
 // response_format: compiles the grammar of a json_object / json_schema
 // reply.
 void ReadResponseFormat(Reader& r, CompletionRequest& request) {
-  const json* format = r.Find("response_format");
+  const OrderedJson* format = r.Find("response_format");
   if (format == nullptr) return;
   const std::string type =
       format->is_object() && format->contains("type") && (*format)["type"].is_string()
@@ -255,7 +255,7 @@ void ReadResponseFormat(Reader& r, CompletionRequest& request) {
                   "{\"type\": \"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": "
                   "{...}}}");
   }
-  const json* spec = format->contains("json_schema") ? &(*format)["json_schema"] : nullptr;
+  const OrderedJson* spec = format->contains("json_schema") ? &(*format)["json_schema"] : nullptr;
   if (spec == nullptr || !spec->is_object()) {
     return r.Fail("response_format", "of type json_schema needs a 'json_schema' object");
   }
@@ -282,7 +282,7 @@ void ReadResponseFormat(Reader& r, CompletionRequest& request) {
 
 // tools and tool_choice.
 void ReadTools(Reader& r, CompletionRequest& request) {
-  const json* tools = r.Find("tools");
+  const OrderedJson* tools = r.Find("tools");
   if (tools != nullptr) {
     if (request.endpoint != Endpoint::kChatCompletions) {
       return r.Fail("tools", "are only for /v1/chat/completions");
@@ -292,8 +292,8 @@ void ReadTools(Reader& r, CompletionRequest& request) {
                     "must be an array of {\"type\": \"function\", \"function\": {...}} objects");
     }
     for (size_t i = 0; i < tools->size(); ++i) {
-      const json& tool = (*tools)[i];
-      const json* function = tool.is_object() && StringMember(tool, "type") == "function" &&
+      const OrderedJson& tool = (*tools)[i];
+      const OrderedJson* function = tool.is_object() && StringMember(tool, "type") == "function" &&
                                      tool.contains("function") && tool["function"].is_object()
                                  ? &tool["function"]
                                  : nullptr;
@@ -328,7 +328,7 @@ void ReadTools(Reader& r, CompletionRequest& request) {
     }
     if (!request.tools.empty()) request.tool_choice = ToolChoice::kAuto;
   }
-  const json* choice = r.Find("tool_choice");
+  const OrderedJson* choice = r.Find("tool_choice");
   if (choice == nullptr) return;
   if (choice->is_string() && choice->get<std::string>() == "none") {
     request.tool_choice = ToolChoice::kNone;
@@ -340,7 +340,7 @@ void ReadTools(Reader& r, CompletionRequest& request) {
     request.tool_choice = ToolChoice::kRequired;
     return;
   }
-  const json* function = choice->is_object() && StringMember(*choice, "type") == "function" &&
+  const OrderedJson* function = choice->is_object() && StringMember(*choice, "type") == "function" &&
                                  choice->contains("function") && (*choice)["function"].is_object()
                              ? &(*choice)["function"]
                              : nullptr;
@@ -364,7 +364,7 @@ void ReadTools(Reader& r, CompletionRequest& request) {
 constexpr size_t kMaxObjectMembers = 4096;
 
 struct ParsedBody {
-  json object;  // without its logit_bias member
+  OrderedJson object;  // without its logit_bias member
   // logit_bias (null if absent), parsed into a sorted map: it may hold a
   // member per token of the vocabulary, and its order does not matter.
   nlohmann::json logit_bias;
@@ -382,12 +382,12 @@ std::variant<ParsedBody, ApiError> ParseBody(std::string_view text) {
   // logit_bias (the last top-level key) nothing is counted or kept.
   std::vector<size_t> members;
   bool in_logit_bias = false;
-  auto keep = [&](int depth, json::parse_event_t event, json& value) {
+  auto keep = [&](int depth, OrderedJson::parse_event_t event, OrderedJson& value) {
     const auto d = static_cast<size_t>(depth);
-    if (event == json::parse_event_t::object_start) {
+    if (event == OrderedJson::parse_event_t::object_start) {
       if (members.size() < d + 2) members.resize(d + 2);
       members[d + 1] = 0;
-    } else if (event == json::parse_event_t::key) {
+    } else if (event == OrderedJson::parse_event_t::key) {
       if (depth == 1) {
         in_logit_bias = value == "logit_bias";
         has_logit_bias = has_logit_bias || in_logit_bias;
@@ -398,7 +398,7 @@ std::variant<ParsedBody, ApiError> ParseBody(std::string_view text) {
     return true;
   };
   try {
-    body.object = json::parse(text, keep);
+    body.object = OrderedJson::parse(text, keep);
     if (has_logit_bias) {
       body.logit_bias = nlohmann::json::parse(
           text, [](int depth, nlohmann::json::parse_event_t event, nlohmann::json& value) {
@@ -409,7 +409,7 @@ std::variant<ParsedBody, ApiError> ParseBody(std::string_view text) {
                             ? nlohmann::json(std::move(body.logit_bias["logit_bias"]))
                             : nlohmann::json();
     }
-  } catch (const json::parse_error& e) {
+  } catch (const OrderedJson::parse_error& e) {
     return InvalidRequest(absl::StrCat("the body is not valid JSON (or not UTF-8): ", e.what()),
                           "", "invalid_json");
   } catch (const TooManyMembers& e) {
@@ -428,7 +428,7 @@ std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_vie
   std::variant<ParsedBody, ApiError> parsed_body = ParseBody(text);
   if (auto* error = std::get_if<ApiError>(&parsed_body)) return *std::move(error);
   const ParsedBody& body = std::get<ParsedBody>(parsed_body);
-  const json& parsed = body.object;
+  const OrderedJson& parsed = body.object;
   if (!parsed.is_object()) return InvalidRequest("the body must be a JSON object");
 
   CompletionRequest request;
@@ -438,13 +438,13 @@ std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_vie
   config.max_new_tokens = limits.default_max_tokens;
   Reader r{parsed, std::nullopt};
 
-  if (const json* model = r.Find("model")) {
+  if (const OrderedJson* model = r.Find("model")) {
     if (!model->is_string()) r.Fail("model", "must be a string");
     else request.model = model->get<std::string>();
   }
   if (endpoint == Endpoint::kChatCompletions) {
     ReadMessages(r, request);
-  } else if (const json* prompt = r.Find("prompt"); prompt == nullptr) {
+  } else if (const OrderedJson* prompt = r.Find("prompt"); prompt == nullptr) {
     r.Fail("prompt", "is required");
   } else if (!prompt->is_string() || prompt->get<std::string>().empty()) {
     r.Fail("prompt", "must be a non-empty string");
@@ -468,7 +468,7 @@ std::variant<CompletionRequest, ApiError> ParseCompletionRequest(std::string_vie
   ReadStop(r, config);
   ReadLogitBias(r, body.logit_bias, config, limits.vocab_size);
   r.Bool("stream", request.stream);
-  if (const json* options = r.Find("stream_options")) {
+  if (const OrderedJson* options = r.Find("stream_options")) {
     if (!options->is_object()) {
       r.Fail("stream_options", "must be an object");
     } else if (options->contains("include_usage")) {
