@@ -142,8 +142,8 @@ boot() {
   local qemu=$!
   while [ ! -f "$work/share/guest-started" ] && kill -0 "$qemu" 2>/dev/null; do
     # KVM boots in a second or not at all: nested KVM here stops in the
-    # firmware (no kernel message) and is given up after 30 s.
-    if ((waited >= ${VM_BOOT_TIMEOUT:-600})) || { [ "$accel" = kvm ] && ((waited >= 30)) \
+    # firmware (no kernel message) and is given up after 10 s.
+    if ((waited >= ${VM_BOOT_TIMEOUT:-600})) || { [ "$accel" = kvm ] && ((waited >= 10)) \
          && ! grep -qa "Linux version" "$work/console-$accel.log"; }; then
       echo "vm_test: the $accel guest did not start within ${waited} s"
       kill "$qemu"
