@@ -195,9 +195,9 @@ class Program {
   Program(FuzzInput& in, ProgramReport& report)
       : in_(in), report_(report) {}
 
-  void Run() {
+  void Run(const softnpu::SoftNpuOptions& device_options) {
     if (!user_memory_.ok()) return;  // no host memory: nothing to test
-    device_ = softnpu::SoftNpu::Create(FuzzDeviceOptions());
+    device_ = softnpu::SoftNpu::Create(device_options);
     for (FileState& f : files_) f.file = device_->Open();
     max_job_bos_ = QueryLimit(DRM_LNPU_PARAM_MAX_JOB_BOS);
     max_fences_ = QueryLimit(DRM_LNPU_PARAM_MAX_IN_FENCES);
@@ -900,9 +900,14 @@ softnpu::SoftNpuOptions FuzzDeviceOptions() {
 }
 
 ProgramReport RunIoctlProgram(absl::Span<const uint8_t> input) {
+  return RunIoctlProgram(input, FuzzDeviceOptions());
+}
+
+ProgramReport RunIoctlProgram(absl::Span<const uint8_t> input,
+                              const softnpu::SoftNpuOptions& device_options) {
   ProgramReport report;
   FuzzInput in(input);
-  Program(in, report).Run();
+  Program(in, report).Run(device_options);
   return report;
 }
 

@@ -116,9 +116,12 @@ struct ProgramReport {
   std::string violation;
 };
 
-// Decodes and runs `input` (see above). Never crashes on any input; returns
-// what happened.
+// Decodes and runs `input` (see above) on a device made with
+// `device_options` (FuzzDeviceOptions() unless given). Never crashes on any
+// input; returns what happened.
 ProgramReport RunIoctlProgram(absl::Span<const uint8_t> input);
+ProgramReport RunIoctlProgram(absl::Span<const uint8_t> input,
+                              const softnpu::SoftNpuOptions& device_options);
 
 }  // namespace lnpu::fuzz
 
