@@ -17,13 +17,28 @@
 namespace lnpu::reference {
 namespace {
 
-// The compiler's binary16 type, independent of the product's conversion:
-// g++ 12 has _Float16 in C++ on x86-64 but not on aarch64 (__fp16 there).
+// `x` rounded to the nearest binary16 value (ties to even), independent of
+// the product's conversion: through the compiler's binary16 type (g++ 12
+// has _Float16 in C++ on x86-64, aarch64 has __fp16), or where there is
+// none (clang 14 on x86-64, the sanitizer build) by arithmetic: a multiple
+// of the binary16 spacing at x's magnitude, rounded by nearbyint.
+float RoundToHalf(float x) {
 #if defined(__aarch64__)
-using CompilerHalf = __fp16;
+  return static_cast<float>(static_cast<__fp16>(x));
+#elif defined(__FLT16_MAX__)
+  return static_cast<float>(static_cast<_Float16>(x));
 #else
-using CompilerHalf = _Float16;
+  if (!std::isfinite(x) || x == 0) return x;
+  int exponent = 0;
+  std::frexp(x, &exponent);  // |x| = m * 2^exponent, m in [0.5, 1)
+  // Normal binary16 values carry 11 significant bits; subnormals are
+  // multiples of 2^-24.
+  const double spacing = std::ldexp(1.0, std::max(exponent - 11, -24));
+  const double rounded = std::nearbyint(x / spacing) * spacing;
+  if (std::fabs(rounded) > 65504.0) return std::copysign(INFINITY, x);
+  return static_cast<float>(rounded);
 #endif
+}
 
 // Upper bound on every model dimension, so that products of two dimensions
 // and position * dimension offsets stay far from overflow.
@@ -584,8 +599,8 @@ std::vector<float> ReferenceLlama::Forward(int32_t token) {
     // The cache keeps each row as stored (f16-rounded with that option),
     // and the current token reads its own row from there too.
     if (round_kv_to_f16_) {
-      for (float& e : k) e = static_cast<float>(static_cast<CompilerHalf>(e));
-      for (float& e : v) e = static_cast<float>(static_cast<CompilerHalf>(e));
+      for (float& e : k) e = RoundToHalf(e);
+      for (float& e : v) e = RoundToHalf(e);
     }
     if (quantize_kv_to_i8_) {
       QuantizeDequantizeInt8PerHead(k, c.head_dim);
