@@ -227,7 +227,10 @@ HWY_INLINE float SoftmaxBlock(float* scores, size_t n, float& max,
   float block_sum = 0.0f;
   ForEachVector(n, [&](auto d, size_t j) {
     const auto x = hn::Sub(hn::LoadU(d, scores + j), hn::Set(d, max));
-    const auto p = hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(d, x));
+    // NaN stays NaN; Exp never sees it (Highway 1.0's EMU128 Exp converts
+    // it to int, which is undefined behaviour).
+    const auto nan = hn::IsNaN(x);
+    const auto p = hn::IfThenElse(nan, x, hn::Exp(d, hn::IfThenZeroElse(nan, x)));
     hn::StoreU(p, d, scores + j);
     block_sum += ReduceSum(d, p);
   });
