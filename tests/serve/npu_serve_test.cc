@@ -43,8 +43,16 @@ extern char** environ;
 // How far the server's RSS may stay above its baseline after load: the
 // prefix cache's small states, or AddressSanitizer's quarantine of freed
 // memory (256 MiB by default) and its shadow in a sanitizer build; the
-// normal build keeps the tight bound.
+// normal build keeps the tight bound. (GCC says ASan with
+// __SANITIZE_ADDRESS__, clang with __has_feature.)
 #if defined(__SANITIZE_ADDRESS__)
+#define LNPU_SERVE_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LNPU_SERVE_TEST_ASAN 1
+#endif
+#endif
+#if defined(LNPU_SERVE_TEST_ASAN)
 constexpr long kRssAllowanceKib = 640 * 1024;
 #else
 constexpr long kRssAllowanceKib = 16 * 1024;
