@@ -3,7 +3,8 @@
 # "N passed, N failed" counted over the individual test cases of all runs:
 #   1. every suite in the normal build        $BUILD_DIR      (build/)
 #   2. every suite under AddressSanitizer
-#      and UndefinedBehaviorSanitizer         $BUILD_DIR-asan (build-asan/)
+#      and UndefinedBehaviorSanitizer
+#      (clang)                                $BUILD_DIR-asan (build-asan/)
 #   3. the threaded suites (softnpu, driver,
 #      runtime, end_to_end) under
 #      ThreadSanitizer                        $BUILD_DIR-tsan (build-tsan/)
@@ -21,8 +22,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$repo/tools/scripts/setup.sh"
-# GCC's sanitizer runtimes (libasan8, libubsan1, libtsan2) come with g++;
-# libFuzzer comes with clang.
+# clang's sanitizer runtimes and libFuzzer come with libclang-rt-14-dev;
+# GCC's TSan runtime (libtsan2) comes with g++.
 install_missing_packages clang libclang-rt-14-dev
 
 # step_done NAME: notes the wall time since the previous step (the first
@@ -64,21 +65,23 @@ run_meson_tests() {
   cp "$dir/meson-logs/testlog.junit.xml" "$results_dir/$name.xml"
 }
 
-# sanitizer_setup DIR SANITIZERS: configures a sanitizer build; no debug
-# info and -O1 keep its build time down.
+# sanitizer_setup DIR SANITIZERS [MESON_OPTION...]: configures a sanitizer
+# build; no debug info and -O1 keep its build time down.
 sanitizer_setup() {
   [ -f "$1/build.ninja" ] && return 0
-  meson setup "$1" "$repo" -Db_sanitize="$2" -Doptimization=1 -Ddebug=false
+  meson setup "$1" "$repo" -Db_sanitize="$2" -Doptimization=1 -Ddebug=false "${@:3}"
 }
 
 # 1. Normal build (setup.sh built it).
 run_meson_tests "$build_dir" normal
 step_done "normal tests"
 
-# 2. AddressSanitizer + UBSan, every suite.
+# 2. AddressSanitizer + UBSan, every suite, built with clang: GCC 12 took
+# twice the CPU time for the same sanitized sources (docs/performance.md).
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-if sanitizer_setup "$asan_dir" address,undefined && ninja -C "$asan_dir"; then
+if CC=clang CXX=clang++ sanitizer_setup "$asan_dir" address,undefined \
+    && ninja -C "$asan_dir"; then
   run_meson_tests "$asan_dir" asan
 else
   record_case asan-build 0
