@@ -129,6 +129,34 @@ TEST(NpuInfoTest, ValidateJsonReportsEachCheckWithItsThreshold) {
             "'matmul', 'known-answer'], True)\n");
 }
 
+// Not named Validate*: these run under qemu-aarch64 too (test.sh), where
+// only the speed checks are left out.
+TEST(NpuInfoTest, ChecksRunsOnlyTheNamedChecksInTheSelfTestOrder) {
+  const ProcessResult run =
+      NpuInfoSoft("--validate --json --checks known-answer,dma-bandwidth");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(PythonJson(run.output,
+                       "d['pass'], [c['name'] for c in d['checks']]"),
+            "(True, ['dma-bandwidth', 'known-answer'])\n");
+}
+
+TEST(NpuInfoTest, ChecksRejectsAnUnknownOrEmptyName) {
+  ProcessResult run = NpuInfoSoft("--validate --checks known-answer,speed");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("unknown check 'speed'"));
+  EXPECT_THAT(run.output, HasSubstr("nop-latency, dma-bandwidth, matmul and "
+                                    "known-answer"));
+  run = NpuInfoSoft("--validate --checks=matmul,");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("empty check name in 'matmul,'"));
+  run = NpuInfoSoft("--checks known-answer");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("add --validate"));
+  run = NpuInfoSoft("--validate --checks");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.output, HasSubstr("--checks needs a value"));
+}
+
 TEST(NpuInfoTest, BadArgumentsExitTwoWithAMessage) {
   ProcessResult run = Shell(NpuInfo() + " --no-such-flag");
   EXPECT_EQ(run.exit_code, 2);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/status_macros.h"
@@ -325,15 +327,57 @@ bool SelfTestReport::pass() const {
   return !checks.empty();
 }
 
-SelfTestReport RunSelfTest(Device& device) {
+absl::StatusOr<std::vector<SelfTestCheck>> ParseSelfTestChecks(
+    absl::string_view list) {
+  static constexpr std::pair<absl::string_view, SelfTestCheck> kNames[] = {
+      {"nop-latency", SelfTestCheck::kNopLatency},
+      {"dma-bandwidth", SelfTestCheck::kDmaBandwidth},
+      {"matmul", SelfTestCheck::kMatmul},
+      {"known-answer", SelfTestCheck::kKnownAnswer}};
+  constexpr char kValid[] =
+      "the checks are nop-latency, dma-bandwidth, matmul and known-answer";
+  bool wanted[std::size(kNames)] = {};
+  for (absl::string_view name : absl::StrSplit(list, ',')) {
+    const auto* found =
+        std::find_if(std::begin(kNames), std::end(kNames),
+                     [&](const auto& entry) { return entry.first == name; });
+    if (found == std::end(kNames)) {
+      return absl::InvalidArgumentError(
+          name.empty() ? absl::StrCat("empty check name in '", list, "': ",
+                                      kValid)
+                       : absl::StrCat("unknown check '", name, "': ", kValid));
+    }
+    wanted[found - std::begin(kNames)] = true;
+  }
+  std::vector<SelfTestCheck> checks;
+  for (size_t i = 0; i < std::size(kNames); ++i) {
+    if (wanted[i]) checks.push_back(kNames[i].second);
+  }
+  return checks;
+}
+
+SelfTestReport RunSelfTest(Device& device,
+                           absl::Span<const SelfTestCheck> checks) {
   SelfTestReport report;
   report.device = device.Describe();
-  for (CheckResult& check : NopLatency(device)) {
-    report.checks.push_back(std::move(check));
+  for (const SelfTestCheck check : checks) {
+    switch (check) {
+      case SelfTestCheck::kNopLatency:
+        for (CheckResult& result : NopLatency(device)) {
+          report.checks.push_back(std::move(result));
+        }
+        break;
+      case SelfTestCheck::kDmaBandwidth:
+        report.checks.push_back(DmaBandwidth(device));
+        break;
+      case SelfTestCheck::kMatmul:
+        report.checks.push_back(MatmulThroughput(device));
+        break;
+      case SelfTestCheck::kKnownAnswer:
+        report.checks.push_back(KnownAnswer(device));
+        break;
+    }
   }
-  report.checks.push_back(DmaBandwidth(device));
-  report.checks.push_back(MatmulThroughput(device));
-  report.checks.push_back(KnownAnswer(device));
   return report;
 }
 

@@ -13,7 +13,8 @@
 //                 computation: the MATMUL exactly, the rest within
 //                 kKnownAnswerTolerance relative (+ absolute) error.
 //
-// Thresholds are floors that any working lnpu device clears by a wide
+// `--checks` runs a subset (an emulated device's speed figures mean
+// nothing, its known answer does). Thresholds are floors that any working lnpu device clears by a wide
 // margin (the software NPU under sanitizers included); missing them means
 // the device is broken, not merely slow.
 #ifndef TOOLS_NPU_INFO_SELF_TEST_H_
@@ -22,6 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "kernel_iface/driver/device.h"
 
 namespace lnpu::info {
@@ -49,9 +53,24 @@ struct SelfTestReport {
   bool pass() const;
 };
 
-// Runs every check on `device`; a check that cannot run fails with the
-// reason in its detail.
-SelfTestReport RunSelfTest(Device& device);
+// The checks by the names `npu-info --validate --checks` takes (the
+// nop-latency check yields two results: average and p99).
+enum class SelfTestCheck { kNopLatency, kDmaBandwidth, kMatmul, kKnownAnswer };
+inline constexpr SelfTestCheck kAllSelfTestChecks[] = {
+    SelfTestCheck::kNopLatency, SelfTestCheck::kDmaBandwidth,
+    SelfTestCheck::kMatmul, SelfTestCheck::kKnownAnswer};
+
+// Parses a comma-separated list of check names ("known-answer,matmul") into
+// the checks in the self-test's own order, each once; InvalidArgument names
+// an unknown or missing one and lists the valid names.
+absl::StatusOr<std::vector<SelfTestCheck>> ParseSelfTestChecks(
+    absl::string_view list);
+
+// Runs `checks` on `device` in the order given; a check that cannot run
+// fails with the reason in its detail.
+SelfTestReport RunSelfTest(
+    Device& device,
+    absl::Span<const SelfTestCheck> checks = kAllSelfTestChecks);
 
 std::string FormatText(const SelfTestReport& report);
 std::string FormatJson(const SelfTestReport& report);
