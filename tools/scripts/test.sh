@@ -7,7 +7,7 @@
 #      (clang)                                $BUILD_DIR-asan (build-asan/)
 #   3. the threaded suites (softnpu, driver,
 #      runtime, end_to_end) under
-#      ThreadSanitizer                        $BUILD_DIR-tsan (build-tsan/)
+#      ThreadSanitizer (clang)                $BUILD_DIR-tsan (build-tsan/)
 #   4. bounded libFuzzer runs (clang) of
 #      the software NPU's ioctls and of each
 #      parser (tests/fuzz/), one test case
@@ -25,7 +25,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$repo/tools/scripts/setup.sh"
 # Every package of the later steps, in one apt-get run before the VM step
 # starts in the background: clang's sanitizer runtimes and libFuzzer
-# (libclang-rt-14-dev; GCC's TSan runtime, libtsan2, comes with g++), the
+# (libclang-rt-14-dev), the
 # aarch64 cross toolchain, qemu-user and the arm64 -dev packages, and the
 # VM's kernel, QEMU and busybox (vm_test.sh).
 aarch64_packages=(g++-aarch64-linux-gnu qemu-user libabsl-dev:arm64
@@ -95,10 +95,10 @@ step_done "normal tests"
 # (docs/kernel-driver.md): writes vm-*.xml; a VM that fails to boot is a
 # failed case, bounded in time. It only reads the normal build, and its
 # guest (TCG: an emulated CPU) mostly runs one thread at a time, so it runs
-# beside steps 2-5 at a lower priority (vm_test.sh runs QEMU at nice 10),
-# on the CPU time their builds and test runs leave over, and its output is
-# printed when it ends. Starved of CPU it boots and runs slower, hence the
-# longer bounds.
+# beside steps 2-5 and takes the CPU time their test runs leave idle; its
+# output is printed when it ends. It shares the CPU at the same priority:
+# at nice 10 a build starved the guest until a 200 ms job timed out. With
+# less CPU it boots and runs slower, hence the longer bounds.
 vm_log=$build_dir/vm-test.log
 (
   vm_start=$SECONDS
@@ -131,7 +131,8 @@ fi
 step_done "ASan+UBSan build and tests"
 
 # 3. ThreadSanitizer, the suites whose executables live in the threaded
-# test folders. No suppressions: the software NPU synchronises with
+# test folders, built with clang (as step 2: half GCC's compile time, and
+# its TSan runtime ran these suites in a third of GCC's). No suppressions: the software NPU synchronises with
 # std::mutex and atomics, which TSan sees (Debian's Abseil is not
 # TSan-instrumented, so a race report inside absl::Mutex would need a
 # suppressions file naming why).
@@ -146,7 +147,7 @@ for t in json.load(sys.stdin):
                               ("softnpu", "driver", "runtime", "end_to_end")):
         print(exe, t["name"])' "$1"
 }
-if sanitizer_setup "$tsan_dir" thread \
+if CC=clang CXX=clang++ sanitizer_setup "$tsan_dir" thread \
     && mapfile -t tsan_tests < <(threaded_tests "$tsan_dir") \
     && ((${#tsan_tests[@]})) \
     && ninja -C "$tsan_dir" $(printf '%s\n' "${tsan_tests[@]}" | cut -d' ' -f1 | sort -u); then
@@ -208,7 +209,9 @@ step_done "fuzz build and runs"
 # toolchain against the arm64 multiarch -dev packages
 # (tools/scripts/aarch64-linux-gnu.ini) at -O1 without debug info (the
 # build costs less than half of -O2 with debug info; docs/performance.md)
-# and run under qemu-aarch64; only the test programs and what they run are
+# and run under qemu-aarch64, the test programs' own sources at -O1 too
+# (the default -O0 would make their reference computations slow under
+# emulation); only the test programs and what they run are
 # built (meson-test-prereq). "cortex-a76" (Armv8.2 NEON with dot product,
 # no SVE: fast to emulate; quantized matmul path neon-dotprod) runs every
 # suite but those in aarch64_left_out, with small compute shapes; the
@@ -243,7 +246,7 @@ aarch64_gtest_filter='-Vocabularies/RandomWalkTest.*/qwen2:Vocabularies/Structur
 if { [ -f "$aarch64_dir/build.ninja" ] \
            || meson setup "$aarch64_dir" "$repo" \
                 --cross-file "$repo/tools/scripts/aarch64-linux-gnu.ini"; } \
-    && meson configure "$aarch64_dir" -Doptimization=1 -Ddebug=false \
+    && meson configure "$aarch64_dir" -Doptimization=1 -Ddebug=false -Dtest_optimization=same \
          -Dhwy_disabled_targets='HWY_SSSE3|HWY_SVE_256|HWY_SVE2_128' \
     && ninja -C "$aarch64_dir" meson-test-prereq \
     && mapfile -t aarch64_suites < <(meson test -C "$aarch64_dir" --no-rebuild --list \

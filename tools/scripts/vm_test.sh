@@ -131,7 +131,7 @@ boot() {
   rm -f "$work/share"/*
   # no_timer_check: a starved TCG guest otherwise panics in the IO-APIC
   # timer check ("IO-APIC + timer doesn't work!").
-  timeout --kill-after=10 "${VM_TIMEOUT:-1800}" nice -n 10 \
+  timeout --kill-after=10 "${VM_TIMEOUT:-1800}" \
     qemu-system-x86_64 -accel "$accel" "${cpu[@]}" -m 4096 -smp 2 \
       -nographic -no-reboot -kernel "$kernel" \
       -initrd "$work/initramfs.cpio.gz" \
