@@ -14,9 +14,9 @@
 //                 kKnownAnswerTolerance relative (+ absolute) error.
 //
 // `--checks` runs a subset (an emulated device's speed figures mean
-// nothing, its known answer does). Thresholds are floors that any working lnpu device clears by a wide
-// margin (the software NPU under sanitizers included); missing them means
-// the device is broken, not merely slow.
+// nothing, its known answer does). Thresholds are floors that any working
+// lnpu device clears by a wide margin (the software NPU under sanitizers
+// included); missing them means the device is broken, not merely slow.
 #ifndef TOOLS_NPU_INFO_SELF_TEST_H_
 #define TOOLS_NPU_INFO_SELF_TEST_H_
 
