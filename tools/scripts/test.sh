@@ -133,9 +133,9 @@ step_done "ASan+UBSan build and tests"
 # 3. ThreadSanitizer, the suites whose executables live in the threaded
 # test folders, built with clang (as step 2: half GCC's compile time; these
 # suites ran in 52 s against 161-171 s with GCC's TSan). No suppressions:
-# the software NPU synchronises with std::mutex and atomics, which TSan sees (Debian's Abseil is not
-# TSan-instrumented, so a race report inside absl::Mutex would need a
-# suppressions file naming why).
+# the software NPU synchronises with std::mutex and atomics, which TSan
+# sees (Debian's Abseil is not TSan-instrumented, so a race report inside
+# absl::Mutex would need a suppressions file naming why).
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 threaded_tests() {  # prints "TARGET TEST" per threaded test of build $1
   meson introspect --tests "$1" | python3 -c '
