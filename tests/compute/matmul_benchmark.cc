@@ -3,7 +3,9 @@
 // 2048, ffn 5632, vocabulary 32000):
 //   GEMV (rows = 1, decode; rows = 2 and 4, batched decode): weight bytes
 //   streamed per second (GB/s);
-//   GEMM (rows = 256, prefill): GOP/s (2 * rows * k * n per command).
+//   rows = 8 and 16 (batched decode of 8, short prefill chunks; GEMV
+//   passes or GEMM, quant_matmul.h) and GEMM (rows = 256, prefill): GOP/s
+//   (2 * rows * k * n per command).
 // Benchmarks are named Matmul/<dtype>/<path>: F32 and F16 run the Highway
 // kernels, Q8_0 and Q4_0 every quantized-matmul path this CPU supports
 // (quant_matmul.h); Read/threads:T is the read bandwidth to compare the
@@ -76,7 +78,7 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   // exponent bits.
   const size_t bytes = WeightBytes(dtype, n, k);
   const size_t copies =
-      rows <= compute::kQuantGemvMaxRows && dram ? std::max<size_t>(1, (size_t{1} << 30) / bytes) : 1;
+      dram ? std::max<size_t>(1, (size_t{1} << 30) / bytes) : 1;
   std::vector<uint8_t> weights(bytes * copies);
   for (size_t i = 0; i < weights.size(); ++i) {
     weights[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
@@ -187,10 +189,13 @@ void RegisterBenchmarks() {
     for (const auto& shape : gemv_shapes) {
       for (int64_t threads : {1, 2}) {
         b->Args({shape[0], shape[1], 1, threads, 1});
-        // Batched decode of 2 and 4 sequences (each weight read once).
+        // Batched decode of 2 and 4 sequences (each weight read once), of 8
+        // and short prefill chunks.
         if (shape[0] < 10000) {
           b->Args({shape[0], shape[1], 2, threads, 1});
           b->Args({shape[0], shape[1], 4, threads, 1});
+          b->Args({shape[0], shape[1], 8, threads, 1});
+          b->Args({shape[0], shape[1], 16, threads, 1});
         }
         // In cache: the small matrices only (L2 is 1-2 MiB per core).
         if (shape[0] * shape[1] <= 896 * 896) b->Args({shape[0], shape[1], 1, threads, 0});

@@ -293,14 +293,18 @@ TEST_P(QuantMatmulPathTest, NonFiniteActivationsMakeTheirRowNaN) {
   }
 }
 
-// The GEMV of 2..4 rows (a batched decode step) gives each row exactly what
-// a call with that row alone gives, bit for bit, on odd column counts and
-// block counts that are not multiples of the kernels' block groups.
+// The GEMV of 2..4 rows (a batched decode step), and the GEMV passes of up
+// to the path's gemv_passes_max_rows rows, give each row exactly what a
+// call with that row alone gives, bit for bit, on odd column counts and
+// block counts that are not multiples of the kernels' block groups. The
+// 8-row shape's k makes each worker's columns span several L2 pieces.
 TEST_P(QuantMatmulPathTest, SeveralRowGemvEqualsOneRowCallsBitForBit) {
-  const Shape shapes[] = {{2, 32, 1},    {3, 96, 5},   {4, 288, 67},
-                          {2, 1120, 33}, {3, 416, 130}, {4, 2080, 19}};
+  const Shape shapes[] = {{2, 32, 1},    {3, 96, 5},    {4, 288, 67},    {2, 1120, 33},
+                          {3, 416, 130}, {4, 2080, 19}, {5, 288, 67},    {8, 8192, 403},
+                          {13, 96, 41},  {16, 416, 130}};
   int variant = 0;
   for (const Shape& s : shapes) {
+    if (s.rows > GetParam()->gemv_passes_max_rows) continue;  // the GEMM's rows
     for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0}) {
       SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(s.rows) +
                    " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +

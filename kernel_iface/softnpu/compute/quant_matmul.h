@@ -27,10 +27,12 @@ inline constexpr size_t kQuantBlock = 32;
 inline constexpr size_t kQ8_0BlockBytes = 2 + kQuantBlock;
 inline constexpr size_t kQ4_0BlockBytes = 2 + kQuantBlock / 2;
 
-// Matmul calls a path's GEMV loop for up to this many rows (decode and
-// batched decode of up to 4 sequences), its GEMM loop for more: the GEMM
-// loops repack each weight panel per call (amx, avx512vnni), which costs
-// more than a GEMV pass when there are only a few rows to share it.
+// A path's GEMV loop takes up to this many rows (decode and batched decode
+// of up to 4 sequences) in one pass over the weights. Matmul runs up to
+// QuantMatmulPath::gemv_passes_max_rows rows as several such passes and
+// more through the GEMM loop: the GEMM loops repack each weight panel per
+// call (amx, avx512vnni), which costs more than a GEMV pass when there are
+// only a few rows to share it.
 inline constexpr size_t kQuantGemvMaxRows = 4;
 
 // Matmul src rows quantized per block of 32 like llama.cpp's q8_0
@@ -92,6 +94,14 @@ struct QuantMatmulPath {
   // Preferred GEMM task tile (rows x columns of dst per task).
   size_t gemm_tile_rows;
   size_t gemm_tile_cols;
+  // Up to this many rows (>= kQuantGemvMaxRows), Matmul runs GEMV passes of
+  // up to kQuantGemvMaxRows rows over column pieces that stay in L2 between
+  // passes (each row bit-identical to a one-row call, so batched decode of
+  // up to this many sequences gives what each alone gives); the GEMM takes
+  // more rows. Set from matmul_benchmark's rows = 8 and 16 figures where
+  // the passes beat the path's GEMM (docs/performance.md); the default
+  // keeps every row count above kQuantGemvMaxRows on the GEMM.
+  size_t gemv_passes_max_rows = kQuantGemvMaxRows;
 };
 
 // Paths this process can run, best first; the last one is always the
