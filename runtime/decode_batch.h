@@ -19,8 +19,9 @@
 //
 // The rows do not interact: a lane's logits do not depend on the other
 // lanes' tokens. On the software NPU they equal the lane's solo decode
-// step bit for bit for batches of up to 4 lanes (MATMUL runs each row's
-// GEMV, kernel_iface/softnpu/compute/matmul.h); larger batches take the
+// step bit for bit for batches of up to 4 lanes, and up to 16 where the
+// quantized path runs GEMV passes (avx512vnni: MATMUL runs each row's GEMV,
+// kernel_iface/softnpu/compute/quant_matmul.h); larger batches take the
 // multi-row GEMM path, whose rounding differs in the last bits.
 //
 // Lifetime: the lanes must outlive the batch. Thread-safety: not
