@@ -437,8 +437,8 @@ void HighwayQuantGemm(const MatmulArgs& a, const QuantizedActivations& x,
 
 // Columns per piece of the GEMV passes (Matmul, more than
 // kQuantGemvMaxRows rows): a multiple of 4 whose weights take about
-// 256 KiB, so that they stay in L2 (at least 512 KiB per core on the CPUs
-// we target) from the first pass to the last.
+// 256 KiB, so that they stay in L2 (1-2 MiB per core on the AVX-512 CPUs
+// whose path opts in) from the first pass to the last.
 size_t GemvPassColumns(const MatmulArgs& a) {
   constexpr size_t kPieceBytes = size_t{256} << 10;
   const size_t block_bytes =
@@ -479,13 +479,17 @@ void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
                       scratch->quantized_src_scales.data());
                    });
   }
-  if (quantized && args.rows > kQuantGemvMaxRows && args.rows <= path.gemv_passes_max_rows) {
-    // A few rows more than one GEMV takes: GEMV passes of up to
-    // kQuantGemvMaxRows rows over column pieces small enough to stay in L2
-    // for the later passes, so the weights are read from memory once.
+  if (quantized && args.rows <= std::max(kQuantGemvMaxRows, path.gemv_passes_max_rows)) {
+    // Bandwidth-bound: the weights are read from memory once per call. Up
+    // to kQuantGemvMaxRows rows the path's GEMV takes all rows at once;
+    // more rows run as GEMV passes of up to kQuantGemvMaxRows rows over
+    // column pieces small enough to stay in L2 for the later passes. Each
+    // row's sums are exactly those of a call with that row alone.
     const auto gemv = ActiveQuantGemv();
     const size_t blocks = args.k / kQuantBlock;
-    const size_t piece = GemvPassColumns(args);
+    const bool one_pass = args.rows <= kQuantGemvMaxRows;
+    const size_t piece = one_pass ? args.n : GemvPassColumns(args);
+    // Column chunks (multiples of the 4-column micro-kernels) of >= 16 columns.
     ParallelRanges(pool, args.n, work, 16, 4, [&](size_t begin, size_t end) {
       for (size_t c0 = begin; c0 < end; c0 += piece) {
         const size_t c1 = std::min(end, c0 + piece);
@@ -499,19 +503,11 @@ void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
     });
     return;
   }
-  if (args.rows <= kQuantGemvMaxRows) {
-    // Bandwidth-bound: the weights are read from memory once per call.
-    // Quantized weights: the path's GEMV takes all rows at once. F32 / F16:
-    // each row through the GEMV, over column pieces whose weights stay in
-    // cache for the other rows. Each row's sums are exactly those of a call
-    // with that row alone.
-    const auto gemv = ActiveQuantGemv();
-    // Column chunks (multiples of the 4-column micro-kernels) of >= 16 columns.
+  if (!quantized && args.rows <= kQuantGemvMaxRows) {
+    // F32 / F16, bandwidth-bound: each row through the GEMV, over column
+    // pieces whose weights stay in cache for the other rows. Each row's
+    // sums are exactly those of a call with that row alone.
     ParallelRanges(pool, args.n, work, 16, 4, [&](size_t begin, size_t end) {
-      if (quantized) {
-        gemv(args, x, begin, end);
-        return;
-      }
       const size_t piece = args.rows == 1 ? end - begin : kGemvRowsColumnPiece;
       for (size_t c0 = begin; c0 < end; c0 += piece) {
         const size_t c1 = std::min(end, c0 + piece);
