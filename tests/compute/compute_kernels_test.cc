@@ -9,8 +9,12 @@
 // exact. Matmuls with Q8_0 / Q4_0 weights quantize their activations to int8
 // per block of 32 and add that documented error bound (matmul.h):
 // sum over blocks of (max|x_b| / 127 / 2) * sum |w_b|.
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -21,8 +25,10 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
+#include "base/cpu_relax.h"
 #include "base/half.h"
 #include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/quantize.h"
@@ -1197,6 +1203,70 @@ TEST(WorkerPoolTest, RunsEveryTaskOnceOnDistinctWorkers) {
     for (size_t t = 0; t < tasks; ++t) ASSERT_EQ(runs[t].load(), 1) << t;
     EXPECT_FALSE(shared_worker.load());
   }
+}
+
+// A worker held in a signal handler stands for one the scheduler keeps off
+// the CPU (other processes' load).
+std::atomic<bool> worker_held{false};
+std::atomic<bool> release_worker{false};
+void HoldWorker(int) {
+  worker_held.store(true);
+  while (!release_worker.load()) {
+  }
+}
+
+TEST(WorkerPoolTest, ALoopDoesNotWaitForAWorkerThatIsNotRunning) {
+  static_assert(std::atomic<bool>::is_always_lock_free);
+  compute::WorkerPool pool(2);
+  // Finds the worker's thread: loops until it takes a task.
+  pthread_t worker_thread{};
+  std::atomic<bool> found{false};
+  for (int round = 0; round < 100000 && !found.load(); ++round) {
+    pool.ParallelFor(64, [&](size_t, int worker) {
+      if (worker == 1 && !found.exchange(true)) worker_thread = pthread_self();
+      for (int spin = 0; spin < 200; ++spin) CpuRelax();
+    });
+  }
+  ASSERT_TRUE(found.load()) << "the worker never took a task";
+  struct sigaction hold {}, previous{};
+  hold.sa_handler = HoldWorker;
+  sigemptyset(&hold.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &hold, &previous), 0);
+  // The signal may land while the worker holds the pool's mutex (a few
+  // instructions per loop), which would block any loop; so a few attempts.
+  bool finished_while_held = false;
+  for (int attempt = 0; attempt < 5 && !finished_while_held; ++attempt) {
+    worker_held = false;
+    release_worker = false;
+    ASSERT_EQ(pthread_kill(worker_thread, SIGUSR1), 0);
+    while (!worker_held.load()) std::this_thread::yield();
+    std::vector<int> runs(100, 0);
+    std::atomic<int> on_worker{0};
+    std::atomic<bool> done{false};
+    std::thread caller([&] {
+      pool.ParallelFor(runs.size(), [&](size_t task, int worker) {
+        ++runs[task];
+        if (worker != 0) on_worker.fetch_add(1);
+      });
+      done = true;
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!done.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    finished_while_held = done.load();
+    release_worker = true;
+    caller.join();
+    for (size_t task = 0; task < runs.size(); ++task) {
+      ASSERT_EQ(runs[task], 1) << task;
+    }
+    if (finished_while_held) {
+      EXPECT_EQ(on_worker.load(), 0);
+    }
+  }
+  ASSERT_EQ(sigaction(SIGUSR1, &previous, nullptr), 0);
+  EXPECT_TRUE(finished_while_held)
+      << "every loop waited for the held worker until it was released";
 }
 
 TEST(ComputeContextTest, ReportsThreadsAndClampsToOne) {

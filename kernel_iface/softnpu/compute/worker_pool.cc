@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+#include "base/cpu_relax.h"
 
 namespace lnpu::softnpu::compute {
 namespace {
@@ -17,11 +15,7 @@ bool SpinUntil(const Done& done) {
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (done()) return true;
-#if defined(__x86_64__) || defined(__i386__)
-      _mm_pause();
-#elif defined(__aarch64__)
-      asm volatile("yield");
-#endif
+      CpuRelax();
     }
     if (std::chrono::steady_clock::now() >= deadline) return done();
   }
@@ -57,11 +51,15 @@ void WorkerPool::ParallelFor(size_t tasks, TaskFn fn) {
     current_fn_ = &fn;
     current_tasks_ = tasks;
     next_task_.store(0, std::memory_order_relaxed);
-    busy_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    loop_closed_ = false;
     generation_.fetch_add(1, std::memory_order_release);
   }
   loop_started_.notify_all();
   RunTasks(0, fn);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    loop_closed_ = true;
+  }
   auto finished = [this] { return busy_workers_.load(std::memory_order_acquire) == 0; };
   SpinUntil(finished);
   std::unique_lock<std::mutex> lock(mutex_);
@@ -92,11 +90,13 @@ void WorkerPool::WorkerLoop(int worker) {
       });
       if (stopping_) return;
       seen_generation = generation_.load(std::memory_order_relaxed);
+      if (loop_closed_) continue;  // the caller ran the loop without us
+      busy_workers_.fetch_add(1, std::memory_order_relaxed);
       fn = current_fn_;
     }
     RunTasks(worker, *fn);
     std::lock_guard<std::mutex> lock(mutex_);
-    if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1 && loop_closed_) {
       loop_finished_.notify_one();
     }
   }

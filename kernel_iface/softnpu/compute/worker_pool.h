@@ -25,6 +25,13 @@ namespace lnpu::softnpu::compute {
 // loop (tens of microseconds in a VM) would cost more than many of the
 // loops themselves.
 //
+// Workers join a loop only while it is open: once the caller has run out
+// of tasks it closes the loop and waits for the workers that joined (and
+// so hold claimed tasks), not for the others. A worker that is asleep or
+// not scheduled (the CPU is shared with other processes, and a woken
+// thread may wait a scheduler tick for a core) therefore never delays a
+// loop: the caller runs the tasks itself.
+//
 // Thread-safety: ParallelFor must not be called concurrently or re-entered
 // from inside a task (one owner thread drives the pool).
 class WorkerPool {
@@ -64,8 +71,10 @@ class WorkerPool {
   // Incremented per loop; a worker joins a loop when it sees a new value.
   // Written under mutex_; atomic so that spinning threads may poll it.
   std::atomic<uint64_t> generation_{0};
-  // Workers that have not yet finished the current loop (written under
-  // mutex_, polled like generation_).
+  // The current loop takes no more workers (guarded by mutex_).
+  bool loop_closed_ = true;
+  // Workers that joined the current loop and have not finished it (written
+  // under mutex_, polled like generation_).
   std::atomic<int> busy_workers_{0};
   bool stopping_ = false;          // guarded by mutex_
   // The current loop's body; valid while busy_workers_ > 0.
