@@ -13,7 +13,9 @@ namespace {
 
 // How long an idle engine polls its queue before sleeping. A decode step
 // submits its next jobs a few tens of microseconds after the previous ones
-// finished; catching them while polling saves a thread wake-up per job.
+// finished; catching them while polling saves a thread wake-up per job. It
+// yields between polls: the submitting thread may need the core, and a
+// waiter runs the job itself if this thread is not scheduled.
 constexpr MonotonicClock::duration kIdleSpin = std::chrono::microseconds(50);
 
 // Recycled job objects kept per engine; more than the usual queue depth.
@@ -120,6 +122,11 @@ void Engine::Stop() {
   }
   run_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  {
+    // A waiter running a job (RunNextJob) finishes it: stopping_ aborts it
+    // at its next command, the notify above releases a hung one.
+    std::lock_guard<std::mutex> exec(exec_mu_);
+  }
   if (watchdog_.joinable()) watchdog_.join();
   std::deque<std::unique_ptr<Job>> cancelled;
   {
@@ -133,21 +140,24 @@ void Engine::Stop() {
 }
 
 void Engine::Run() {
-  while (std::unique_ptr<Job> job = NextJob()) {
-    job->ClearProfile(id_);
-    MonotonicClock::duration busy{};
-    const Outcome outcome =
-        job->context().banned.load(std::memory_order_relaxed) ||
-                job->InFenceError() != 0
-            ? Outcome::kCancelled
-            : RunJob(*job, &busy);
-    Finish(std::move(job), outcome, busy);
+  while (WaitForStartableJob()) {
+    std::lock_guard<std::mutex> exec(exec_mu_);
+    // Null if a waiter took the job meanwhile (RunNextJob).
+    if (std::unique_ptr<Job> job = TakeStartableJob()) RunAndFinish(std::move(job));
   }
 }
 
-std::unique_ptr<Job> Engine::NextJob() {
-  std::unique_ptr<Job> job;
-  queue_waiters_.WaitUntil(
+bool Engine::RunNextJob() {
+  std::unique_lock<std::mutex> exec(exec_mu_, std::try_to_lock);
+  if (!exec.owns_lock()) return false;
+  std::unique_ptr<Job> job = TakeStartableJob();
+  if (job == nullptr) return false;
+  RunAndFinish(std::move(job));
+  return true;
+}
+
+bool Engine::WaitForStartableJob() {
+  return queue_waiters_.WaitUntil(
       [&] {
         std::lock_guard<std::mutex> lock(mu_);
         if (stopping_.load(std::memory_order_relaxed)) return true;
@@ -161,12 +171,31 @@ std::unique_ptr<Job> Engine::NextJob() {
         std::atomic_thread_fence(std::memory_order_seq_cst);
         if (!queue_.front()->InFencesSignalled()) return false;
         waiting_for_fences_.store(false, std::memory_order_relaxed);
-        job = std::move(queue_.front());
-        queue_.pop_front();
         return true;
       },
-      kIdleSpin, MonotonicClock::time_point::max());
+      WaitQueue::Spin::kYield, kIdleSpin, MonotonicClock::time_point::max()) &&
+         !stopping_.load(std::memory_order_relaxed);
+}
+
+std::unique_ptr<Job> Engine::TakeStartableJob() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_.load(std::memory_order_relaxed) || paused_ || queue_.empty() ||
+      !queue_.front()->InFencesSignalled()) {
+    return nullptr;
+  }
+  std::unique_ptr<Job> job = std::move(queue_.front());
+  queue_.pop_front();
   return job;
+}
+
+void Engine::RunAndFinish(std::unique_ptr<Job> job) {
+  job->ClearProfile(id_);
+  MonotonicClock::duration busy{};
+  const Outcome outcome = job->context().banned.load(std::memory_order_relaxed) ||
+                                  job->InFenceError() != 0
+                              ? Outcome::kCancelled
+                              : RunJob(*job, &busy);
+  Finish(std::move(job), outcome, busy);
 }
 
 bool Engine::TakeInjection(FaultInjection::Kind* kind) {

@@ -18,8 +18,15 @@
 // deadline or every quarter timeout, whichever comes first; after two idle
 // periods it sleeps until the next job starts.
 //
+// Who runs a job: the engine's worker thread, or a thread waiting for a
+// fence (RunNextJob: the kernel-side analogue of a waiter completing work
+// inline). Either holds exec_mu_ while it takes the head job and runs it, so
+// jobs still run one at a time in FIFO order. A waiter that runs the job
+// itself needs no wake-up of the worker nor of itself, which on a CPU
+// shared with other processes can each cost a scheduler tick.
+//
 // Thread-safety: all public methods may be called concurrently, except that
-// Stop() and the destructor must not race with Push().
+// Stop() and the destructor must not race with Push() or RunNextJob().
 #ifndef KERNEL_IFACE_SOFTNPU_ENGINE_H_
 #define KERNEL_IFACE_SOFTNPU_ENGINE_H_
 
@@ -80,6 +87,13 @@ class Engine {
   // FaultInjection::Kind), after the injections queued before.
   void InjectFaults(FaultInjection::Kind kind, uint32_t count);
 
+  // Runs the head job on the calling thread if it may start now and no
+  // other thread is running a job of this engine; returns whether it ran
+  // one. The job may belong to any file. It runs under the job timeout
+  // like any other, so the call can take up to that long (longer for a
+  // single long command).
+  bool RunNextJob();
+
   // A fence of some file signalled: re-check the head job's in-fences.
   // Cheap unless the head job waits for fences.
   void WakeForFences();
@@ -92,14 +106,21 @@ class Engine {
  private:
   enum class Outcome { kCompleted, kFaulted, kTimedOut, kCancelled };
 
+  // The worker thread.
   void Run();
-  // The next job that may start; null once stopping.
-  std::unique_ptr<Job> NextJob();
+  // Blocks until the head job may start; false once stopping.
+  bool WaitForStartableJob();
+  // Pops the head job if it may start (not stopping or paused, in-fences
+  // signalled), else returns null.
+  std::unique_ptr<Job> TakeStartableJob() ABSL_EXCLUSIVE_LOCKS_REQUIRED(exec_mu_);
+  // Runs (or cancels) a taken job and finishes it.
+  void RunAndFinish(std::unique_ptr<Job> job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(exec_mu_);
   // The injection for the job about to start, if any.
   bool TakeInjection(FaultInjection::Kind* kind);
   // Runs a job that may start, under the watchdog.
-  Outcome RunJob(Job& job, MonotonicClock::duration* busy);
-  Outcome Execute(Job& job);
+  Outcome RunJob(Job& job, MonotonicClock::duration* busy)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(exec_mu_);
+  Outcome Execute(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(exec_mu_);
   // Blocks like hung hardware until the watchdog resets the engine or the
   // engine stops.
   void Hang();
@@ -119,7 +140,9 @@ class Engine {
   DiagnosticLog& log_;
   JobCounters& counters_;
   const std::function<void()> on_fence_signalled_;
-  ComputeContext compute_;  // used by the worker thread only
+  // Held while taking and running a job (see the class comment).
+  std::mutex exec_mu_;
+  ComputeContext compute_ ABSL_GUARDED_BY(exec_mu_);
   std::atomic<bool> stopping_{false};
 
   std::mutex mu_;

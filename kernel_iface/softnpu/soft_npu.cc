@@ -161,6 +161,12 @@ void SoftNpu::ResumeEngine(uint32_t engine) {
   ControlledEngine(engine, "ResumeEngine").Resume();
 }
 
+bool SoftNpu::RunNextJob() {
+  bool ran = false;
+  for (const std::unique_ptr<Engine>& engine : engines_) ran |= engine->RunNextJob();
+  return ran;
+}
+
 Engine& SoftNpu::ControlledEngine(uint32_t engine, const char* control) {
   if (engine >= DRM_LNPU_ENGINE_COUNT) {
     Die(control, absl::InvalidArgumentError(absl::StrFormat(

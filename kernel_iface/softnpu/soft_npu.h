@@ -130,6 +130,9 @@ class SoftNpu : public std::enable_shared_from_this<SoftNpu> {
   explicit SoftNpu(const SoftNpuOptions& options);
   // The engine a debug control names; terminates on an invalid id.
   Engine& ControlledEngine(uint32_t engine, const char* control);
+  // Runs, on the calling thread, one queued job of some engine that may
+  // start now (Engine::RunNextJob); returns whether it ran one.
+  bool RunNextJob();
 
   const SoftNpuOptions options_;
   const std::unique_ptr<DiagnosticLog> log_;

@@ -6,7 +6,8 @@
 // predicate over that state. Waiters first spin for a short, caller-chosen
 // time, so a condition that becomes true within the window costs neither
 // side a context switch (the submit -> run -> signal -> wait round trip of a
-// decode step), and only then block on a condition variable.
+// decode step), and only then block on a condition variable. How a waiter
+// spins is its choice (Spin).
 //
 // Thread-safety: all methods may be called concurrently.
 #ifndef KERNEL_IFACE_SOFTNPU_WAIT_QUEUE_H_
@@ -20,6 +21,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/cpu_relax.h"
+
 namespace lnpu::softnpu {
 
 // The clock of every deadline in the software NPU. libstdc++'s steady_clock
@@ -28,6 +31,18 @@ using MonotonicClock = std::chrono::steady_clock;
 
 class WaitQueue {
  public:
+  // How a waiter polls before it blocks.
+  enum class Spin {
+    // std::this_thread::yield() between polls: the core goes to another
+    // runnable thread, possibly the one about to make the condition true.
+    // On a CPU shared with busy processes a yield can cost a whole
+    // scheduler time slice (milliseconds), so only for waits off the
+    // critical path.
+    kYield,
+    // CpuRelax() between polls: the waiter keeps its core.
+    kRelax,
+  };
+
   WaitQueue() = default;
   WaitQueue(const WaitQueue&) = delete;
   WaitQueue& operator=(const WaitQueue&) = delete;
@@ -39,16 +54,18 @@ class WaitQueue {
   // locks. It may claim what it found (pop a job): once it returned true it
   // is not called again.
   template <typename Ready>
-  bool WaitUntil(Ready&& ready, MonotonicClock::duration spin,
+  bool WaitUntil(Ready&& ready, Spin how, MonotonicClock::duration spin,
                  MonotonicClock::time_point deadline) {
     const MonotonicClock::time_point spin_end =
         std::min(MonotonicClock::now() + spin, deadline);
     for (;;) {
       if (ready()) return true;
       if (MonotonicClock::now() >= spin_end) break;
-      // Yield rather than busy-pause: the device shares the CPU with the
-      // thread that is about to make the condition true.
-      std::this_thread::yield();
+      if (how == Spin::kYield) {
+        std::this_thread::yield();
+      } else {
+        for (int i = 0; i < 32; ++i) CpuRelax();
+      }
     }
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     // Pairs with the fence in WakeAll(): either the waker sees this sleeper
