@@ -1,11 +1,14 @@
 #include "kernel_iface/softnpu/engine.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace lnpu::softnpu {
@@ -140,6 +143,8 @@ void Engine::Stop() {
 }
 
 void Engine::Run() {
+  // "lnpu-compute" or "lnpu-dma" in top -H, perf and debuggers.
+  pthread_setname_np(pthread_self(), absl::StrCat("lnpu-", name_).c_str());
   while (WaitForStartableJob()) {
     std::lock_guard<std::mutex> exec(exec_mu_);
     // Null if a waiter took the job meanwhile (RunNextJob).
@@ -289,6 +294,7 @@ void Engine::Hang() {
 }
 
 void Engine::Watch() {
+  pthread_setname_np(pthread_self(), absl::StrCat("lnpu-", name_, "-wd").c_str());
   std::unique_lock<std::mutex> lock(run_mu_);
   int idle_periods = 0;
   while (!stopping_.load(std::memory_order_relaxed)) {

@@ -1,6 +1,6 @@
 // Engine: one execution engine of the software NPU (DRM_LNPU_ENGINE_*),
-// with its job queue, worker thread and job-timeout watchdog (the
-// scheduler layer).
+// with its job queue, worker thread ("lnpu-compute", "lnpu-dma") and
+// job-timeout watchdog ("lnpu-compute-wd", ...) (the scheduler layer).
 //
 // Jobs run one at a time in FIFO order across all files. The head job
 // starts once its in-fences signalled; a job whose in-fence failed, or whose

@@ -1,6 +1,18 @@
-// WAIT: deadlines, WAIT_ANY, several fences, errors, old fences.
+// WAIT: deadlines, WAIT_ANY, several fences, errors, old fences, waiters
+// that run the jobs they wait for.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -63,6 +75,104 @@ TEST_F(WaitTest, TimesOutWhileTheEngineIsPaused) {
   EXPECT_EQ(Wait(*file_, {fence}, 0), ETIMEDOUT);
   npu_->ResumeEngine(DRM_LNPU_ENGINE_COMPUTE);
   EXPECT_EQ(WaitJob(*file_, fence), 0);
+}
+
+// Threads held in a signal handler (blocked in read() of a pipe, which is
+// async-signal-safe) stand for threads the scheduler keeps off the CPU.
+int hold_pipe[2] = {-1, -1};
+std::atomic<int> held_threads{0};
+std::atomic<int> released_threads{0};
+void HoldThread(int) {
+  const int saved_errno = errno;
+  held_threads.fetch_add(1);
+  char byte;
+  while (read(hold_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  released_threads.fetch_add(1);
+  errno = saved_errno;
+}
+
+// Holds the software NPU's threads (named "lnpu-...": engine workers,
+// watchdogs, compute workers) until the destructor.
+class OtherThreadsHeld {
+ public:
+  OtherThreadsHeld() {
+    EXPECT_EQ(pipe(hold_pipe), 0);
+    struct sigaction hold {};
+    hold.sa_handler = HoldThread;
+    sigemptyset(&hold.sa_mask);
+    EXPECT_EQ(sigaction(SIGUSR2, &hold, &previous_), 0);
+    held_threads = 0;
+    released_threads = 0;
+    DIR* tasks = opendir("/proc/self/task");
+    EXPECT_NE(tasks, nullptr);
+    while (const dirent* entry = tasks != nullptr ? readdir(tasks) : nullptr) {
+      const pid_t tid = static_cast<pid_t>(std::atoi(entry->d_name));
+      if (tid <= 0) continue;
+      std::ifstream comm(std::string("/proc/self/task/") + entry->d_name + "/comm");
+      std::string name;
+      if (!std::getline(comm, name) || name.rfind("lnpu-", 0) != 0) continue;
+      if (syscall(SYS_tgkill, getpid(), tid, SIGUSR2) == 0) ++count_;
+    }
+    if (tasks != nullptr) closedir(tasks);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (held_threads.load() < count_ && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    EXPECT_EQ(held_threads.load(), count_) << "signalled threads that did not stop";
+  }
+  ~OtherThreadsHeld() {
+    const std::string bytes(count_, 'x');
+    EXPECT_EQ(write(hold_pipe[1], bytes.data(), bytes.size()),
+              static_cast<ssize_t>(bytes.size()));
+    while (released_threads.load() < held_threads.load()) std::this_thread::yield();
+    sigaction(SIGUSR2, &previous_, nullptr);
+    close(hold_pipe[0]);
+    close(hold_pipe[1]);
+  }
+  int count() const { return count_; }
+
+ private:
+  struct sigaction previous_ {};
+  int count_ = 0;
+};
+
+// With every device thread held, a waiter whose deadline lies beyond the
+// job timeout runs the jobs itself (both engines, one chained on the
+// other); without that the wait would last until the threads are released.
+TEST_F(WaitTest, TheWaiterRunsTheJobsWhenTheEngineThreadsCannotRun) {
+  // Idle device threads sleep outside their locks, where the signals land.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::atomic<bool> done{false};
+  int job_error = -1;
+  bool done_while_held = false;
+  std::thread waiter;
+  {
+    OtherThreadsHeld held;
+    // Two engine threads, two watchdogs, one compute worker (of this test's
+    // device; others' may be held too).
+    ASSERT_GE(held.count(), 5);
+    waiter = std::thread([&] {
+      const uint64_t compute = SubmitNop(DRM_LNPU_ENGINE_COMPUTE);
+      Submission job;
+      job.engine = DRM_LNPU_ENGINE_DMA;
+      job.cmd_handle = cmd_.handle;
+      job.cmd_size = 8;
+      job.in_fences = {compute};
+      uint64_t dma = 0;
+      EXPECT_EQ(Submit(*file_, job, &dma), 0);
+      job_error = WaitJob(*file_, dma);
+      done = true;
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    done_while_held = done.load();
+  }  // releases the held threads: a stuck wait ends now
+  waiter.join();
+  EXPECT_TRUE(done_while_held) << "the wait needed the held engine threads";
+  EXPECT_EQ(job_error, 0);
 }
 
 TEST_F(WaitTest, SignalledFenceReturnsEvenWithADeadlineInThePast) {

@@ -1,6 +1,9 @@
 #include "kernel_iface/softnpu/compute/worker_pool.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <string>
 
 #include "base/cpu_relax.h"
 
@@ -76,6 +79,7 @@ void WorkerPool::RunTasks(int worker, TaskFn fn) {
 }
 
 void WorkerPool::WorkerLoop(int worker) {
+  pthread_setname_np(pthread_self(), ("lnpu-worker-" + std::to_string(worker)).c_str());
   uint64_t seen_generation = 0;
   for (;;) {
     const TaskFn* fn = nullptr;
