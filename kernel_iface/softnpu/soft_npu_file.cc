@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "base/cpu_relax.h"
 
 #include "kernel_iface/softnpu/diagnostic_log.h"
 #include "kernel_iface/softnpu/engine.h"
@@ -626,17 +627,28 @@ int SoftNpuFile::Wait(drm_lnpu_wait& args) {
   };
   const MonotonicClock::time_point deadline{
       std::chrono::nanoseconds(args.timeout_ns)};
-  // The waiter runs the jobs it waits for when they may start and their
-  // engine is idle, rather than waking the engine's worker and then being
-  // woken by it (Engine). Only when the deadline is further away than the
-  // job timeout, which bounds a job: a short wait must not overrun its
-  // deadline by running a job.
+  // While it polls, the waiter runs each job that may start on an idle
+  // engine (its own, or one they depend on), rather than waking the
+  // engine's worker and then being woken by it (Engine): the head job at
+  // once, and a job chained on one another thread runs (the DMA job of a
+  // decode step after its compute job) as soon as its in-fence signals.
+  // Only when the deadline is further away than the job timeout, which
+  // bounds a job: a short wait must not overrun its deadline by running one.
+  MonotonicClock::duration spin = kWaitSpin;
   const auto job_timeout = std::chrono::milliseconds(device_->options().job_timeout_ms);
   if (deadline - MonotonicClock::now() > job_timeout) {
-    while (!done() && device_->RunNextJob()) {
+    MonotonicClock::time_point spin_end = MonotonicClock::now() + kWaitSpin;
+    while (!done()) {
+      if (device_->RunNextJob()) {
+        spin_end = MonotonicClock::now() + kWaitSpin;
+        continue;
+      }
+      if (MonotonicClock::now() >= spin_end) break;
+      for (int i = 0; i < 32; ++i) CpuRelax();
     }
+    spin = MonotonicClock::duration::zero();
   }
-  if (!context_->fence_waiters.WaitUntil(done, WaitQueue::Spin::kRelax, kWaitSpin, deadline)) {
+  if (!context_->fence_waiters.WaitUntil(done, WaitQueue::Spin::kRelax, spin, deadline)) {
     return ETIMEDOUT;
   }
   int job_error = 0;
