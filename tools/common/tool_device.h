@@ -12,8 +12,11 @@
 
 namespace lnpu::tools {
 
-// The longest time the runtime waits for one step (60 s).
-inline constexpr uint32_t kToolSoftJobTimeoutMs = 60'000;
+// Half the longest time the runtime waits for one step (60 s): a waiting
+// thread runs the step's jobs itself only when its deadline lies beyond
+// the job timeout (the software NPU's WAIT), and a step of several jobs
+// then still fits its deadline.
+inline constexpr uint32_t kToolSoftJobTimeoutMs = 30'000;
 
 // Device::Open(where); when that is the software NPU, a private software
 // NPU like the default one (same memory size and compute threads) whose

@@ -45,7 +45,7 @@ struct EvalOptions {
   // weights {"f32"} the figures are the cache's alone.
   std::string kv_dtype = "f16";
   // "auto", "soft" or a device node path (tools::OpenToolDevice: the
-  // software NPU with a 60 s job timeout, for the first steps of large
+  // software NPU with a 30 s job timeout, for the first steps of large
   // models under load).
   std::string device = "auto";
   // Parent of the temporary directory holding one artifact at a time;
