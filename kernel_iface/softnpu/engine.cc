@@ -152,10 +152,10 @@ void Engine::Run() {
   }
 }
 
-bool Engine::RunNextJob() {
+bool Engine::RunNextJob(const FileContext& context) {
   std::unique_lock<std::mutex> exec(exec_mu_, std::try_to_lock);
   if (!exec.owns_lock()) return false;
-  std::unique_ptr<Job> job = TakeStartableJob();
+  std::unique_ptr<Job> job = TakeStartableJob(&context);
   if (job == nullptr) return false;
   RunAndFinish(std::move(job));
   return true;
@@ -182,9 +182,10 @@ bool Engine::WaitForStartableJob() {
          !stopping_.load(std::memory_order_relaxed);
 }
 
-std::unique_ptr<Job> Engine::TakeStartableJob() {
+std::unique_ptr<Job> Engine::TakeStartableJob(const FileContext* context) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_.load(std::memory_order_relaxed) || paused_ || queue_.empty() ||
+      (context != nullptr && &queue_.front()->context() != context) ||
       !queue_.front()->InFencesSignalled()) {
     return nullptr;
   }

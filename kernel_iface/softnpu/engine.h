@@ -87,12 +87,13 @@ class Engine {
   // FaultInjection::Kind), after the injections queued before.
   void InjectFaults(FaultInjection::Kind kind, uint32_t count);
 
-  // Runs the head job on the calling thread if it may start now and no
-  // other thread is running a job of this engine; returns whether it ran
-  // one. The job may belong to any file. It runs under the job timeout
-  // like any other, so the call can take up to that long (longer for a
-  // single long command).
-  bool RunNextJob();
+  // Runs the head job on the calling thread if it is a job of `context`,
+  // may start now and no other thread is running a job of this engine;
+  // returns whether it ran one. Other files' jobs are left to the engine's
+  // worker, so a waiter never spends its time on them. The job runs under
+  // the job timeout like any other, so the call can take up to that long
+  // (longer for a single long command).
+  bool RunNextJob(const FileContext& context);
 
   // A fence of some file signalled: re-check the head job's in-fences.
   // Cheap unless the head job waits for fences.
@@ -111,8 +112,9 @@ class Engine {
   // Blocks until the head job may start; false once stopping.
   bool WaitForStartableJob();
   // Pops the head job if it may start (not stopping or paused, in-fences
-  // signalled), else returns null.
-  std::unique_ptr<Job> TakeStartableJob() ABSL_EXCLUSIVE_LOCKS_REQUIRED(exec_mu_);
+  // signalled) and, given a `context`, belongs to it; else returns null.
+  std::unique_ptr<Job> TakeStartableJob(const FileContext* context = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(exec_mu_);
   // Runs (or cancels) a taken job and finishes it.
   void RunAndFinish(std::unique_ptr<Job> job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(exec_mu_);
   // The injection for the job about to start, if any.

@@ -161,9 +161,9 @@ void SoftNpu::ResumeEngine(uint32_t engine) {
   ControlledEngine(engine, "ResumeEngine").Resume();
 }
 
-bool SoftNpu::RunNextJob() {
+bool SoftNpu::RunNextJob(const FileContext& context) {
   bool ran = false;
-  for (const std::unique_ptr<Engine>& engine : engines_) ran |= engine->RunNextJob();
+  for (const std::unique_ptr<Engine>& engine : engines_) ran |= engine->RunNextJob(context);
   return ran;
 }
 

@@ -40,6 +40,7 @@
 #include "absl/status/status.h"
 #include "kernel_iface/driver/kernel_file.h"
 #include "kernel_iface/softnpu/fault_injection.h"
+#include "kernel_iface/softnpu/file_context.h"
 #include "kernel_iface/softnpu/job_counters.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
@@ -130,9 +131,10 @@ class SoftNpu : public std::enable_shared_from_this<SoftNpu> {
   explicit SoftNpu(const SoftNpuOptions& options);
   // The engine a debug control names; terminates on an invalid id.
   Engine& ControlledEngine(uint32_t engine, const char* control);
-  // Runs, on the calling thread, one queued job of some engine that may
-  // start now (Engine::RunNextJob); returns whether it ran one.
-  bool RunNextJob();
+  // Runs, on the calling thread, one queued job of `context` that may
+  // start now on some engine (Engine::RunNextJob); returns whether it ran
+  // one.
+  bool RunNextJob(const FileContext& context);
 
   const SoftNpuOptions options_;
   const std::unique_ptr<DiagnosticLog> log_;

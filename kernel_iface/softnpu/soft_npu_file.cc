@@ -627,11 +627,12 @@ int SoftNpuFile::Wait(drm_lnpu_wait& args) {
   };
   const MonotonicClock::time_point deadline{
       std::chrono::nanoseconds(args.timeout_ns)};
-  // While it polls, the waiter runs each job that may start on an idle
-  // engine (its own, or one they depend on), rather than waking the
-  // engine's worker and then being woken by it (Engine): the head job at
-  // once, and a job chained on one another thread runs (the DMA job of a
-  // decode step after its compute job) as soon as its in-fence signals.
+  // While it polls, the waiter runs each job of its file that may start on
+  // an idle engine, rather than waking the engine's worker and then being
+  // woken by it (Engine): the head job at once, and a job chained on one
+  // another thread runs (the DMA job of a decode step after its compute
+  // job) as soon as its in-fence signals. Other files' jobs are left to the
+  // engines' workers.
   // Only when the deadline is further away than the job timeout, which
   // bounds a job: a short wait must not overrun its deadline by running one.
   MonotonicClock::duration spin = kWaitSpin;
@@ -639,7 +640,7 @@ int SoftNpuFile::Wait(drm_lnpu_wait& args) {
   if (deadline - MonotonicClock::now() > job_timeout) {
     MonotonicClock::time_point spin_end = MonotonicClock::now() + kWaitSpin;
     while (!done()) {
-      if (device_->RunNextJob()) {
+      if (device_->RunNextJob(*context_)) {
         spin_end = MonotonicClock::now() + kWaitSpin;
         continue;
       }

@@ -175,6 +175,39 @@ TEST_F(WaitTest, TheWaiterRunsTheJobsWhenTheEngineThreadsCannotRun) {
   EXPECT_EQ(job_error, 0);
 }
 
+// A waiter runs only its own file's jobs: another file's job at the head
+// of the queue waits for the engine's worker, and so does the waiter.
+TEST(WaitOwnJobsTest, TheWaiterLeavesOtherFilesJobsToTheEngine) {
+  SoftNpuOptions options = SmallDeviceOptions();
+  options.job_timeout_ms = 100;  // waits with deadlines beyond it run jobs
+  auto npu = TestNpu::Create(options);
+  auto other = npu->Open();
+  auto own = npu->Open();
+  TestBuffer other_cmd = CreateBuffer(*other, 4096, DRM_LNPU_BO_CMDBUF);
+  TestBuffer own_cmd = CreateBuffer(*own, 4096, DRM_LNPU_BO_CMDBUF);
+  Submission job;
+  job.engine = DRM_LNPU_ENGINE_COMPUTE;
+  job.cmd_size = 8;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  uint64_t other_fence = 0, own_fence = 0;
+  {
+    OtherThreadsHeld held;
+    ASSERT_GE(held.count(), 5);
+    job.cmd_handle = other_cmd.handle;
+    CommandStream().Nop().WriteTo(other_cmd);
+    ASSERT_EQ(Submit(*other, job, &other_fence), 0);
+    job.cmd_handle = own_cmd.handle;
+    CommandStream().Nop().WriteTo(own_cmd);
+    ASSERT_EQ(Submit(*own, job, &own_fence), 0);
+    const int64_t start = MonotonicNowNs();
+    EXPECT_EQ(Wait(*own, {own_fence}, DeadlineInMs(300)), ETIMEDOUT)
+        << "the waiter ran the other file's job (and then its own)";
+    EXPECT_GE(MonotonicNowNs() - start, 300'000'000 - 1'000'000);
+  }
+  EXPECT_EQ(WaitJob(*own, own_fence), 0);
+  EXPECT_EQ(WaitJob(*other, other_fence), 0);
+}
+
 TEST_F(WaitTest, SignalledFenceReturnsEvenWithADeadlineInThePast) {
   const uint64_t fence = SubmitNop(DRM_LNPU_ENGINE_COMPUTE);
   ASSERT_EQ(WaitJob(*file_, fence), 0);
