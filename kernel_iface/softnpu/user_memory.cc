@@ -10,7 +10,10 @@
 
 namespace lnpu::softnpu {
 
-absl::Status CheckUserMemory(uintptr_t start, uint64_t size, bool need_write) {
+namespace {
+
+// One scan of /proc/self/maps for [start, start + size).
+absl::Status ScanUserMemory(uintptr_t start, uint64_t size, bool need_write) {
   std::FILE* maps = std::fopen("/proc/self/maps", "re");
   if (maps == nullptr) {
     return absl::UnavailableError(absl::StrFormat(
@@ -57,6 +60,20 @@ absl::Status CheckUserMemory(uintptr_t start, uint64_t size, bool need_write) {
   if (result.ok() && covered < end) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "address 0x%x of the range is not mapped", covered));
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::Status CheckUserMemory(uintptr_t start, uint64_t size, bool need_write) {
+  // The file is read in several chunks; another thread that maps or unmaps
+  // memory meanwhile can make one scan miss a mapping (seen under
+  // qemu-user, whose maps are emulated). A range that is really not mapped
+  // fails every scan, so a failure is confirmed by two more.
+  absl::Status result = ScanUserMemory(start, size, need_write);
+  for (int retry = 0; retry < 2 && absl::IsFailedPrecondition(result); ++retry) {
+    result = ScanUserMemory(start, size, need_write);
   }
   return result;
 }

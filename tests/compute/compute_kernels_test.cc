@@ -28,7 +28,6 @@
 #include <thread>
 #include <vector>
 
-#include "base/cpu_relax.h"
 #include "base/half.h"
 #include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/quantize.h"
@@ -1218,13 +1217,21 @@ void HoldWorker(int) {
 TEST(WorkerPoolTest, ALoopDoesNotWaitForAWorkerThatIsNotRunning) {
   static_assert(std::atomic<bool>::is_always_lock_free);
   compute::WorkerPool pool(2);
-  // Finds the worker's thread: loops until it takes a task.
+  // Finds the worker's thread: the caller's task waits (up to 2 s a loop)
+  // for the worker to take the other one.
   pthread_t worker_thread{};
   std::atomic<bool> found{false};
-  for (int round = 0; round < 100000 && !found.load(); ++round) {
-    pool.ParallelFor(64, [&](size_t, int worker) {
-      if (worker == 1 && !found.exchange(true)) worker_thread = pthread_self();
-      for (int spin = 0; spin < 200; ++spin) CpuRelax();
+  for (int round = 0; round < 10 && !found.load(); ++round) {
+    pool.ParallelFor(2, [&](size_t, int worker) {
+      if (worker == 1) {
+        worker_thread = pthread_self();
+        found = true;
+        return;
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (!found.load() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
     });
   }
   ASSERT_TRUE(found.load()) << "the worker never took a task";
