@@ -18,12 +18,12 @@
 // deadline or every quarter timeout, whichever comes first; after two idle
 // periods it sleeps until the next job starts.
 //
-// Who runs a job: the engine's worker thread, or a thread waiting for a
-// fence (RunNextJob: the kernel-side analogue of a waiter completing work
-// inline). Either holds exec_mu_ while it takes the head job and runs it, so
-// jobs still run one at a time in FIFO order. A waiter that runs the job
-// itself needs no wake-up of the worker nor of itself, which on a CPU
-// shared with other processes can each cost a scheduler tick.
+// Who runs a job: the engine's worker thread, or a thread of the job's
+// file that waits for a fence (RunNextJob, called from WAIT). Either holds
+// exec_mu_ while it takes the head job and runs it, so jobs still run one
+// at a time in FIFO order. A waiter that runs the job itself needs no
+// wake-up of the worker nor of itself, which on a CPU shared with other
+// processes can each cost a scheduler tick.
 //
 // Thread-safety: all public methods may be called concurrently, except that
 // Stop() and the destructor must not race with Push() or RunNextJob().
