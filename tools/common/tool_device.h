@@ -8,15 +8,18 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "kernel_iface/driver/device.h"
+#include "runtime/recorded_graph.h"
 
 namespace lnpu::tools {
 
-// Half the longest time the runtime waits for one step (60 s): a waiting
-// thread runs the step's jobs itself only when its deadline lies beyond
-// the job timeout (the software NPU's WAIT), and a step of several jobs
-// then still fits its deadline.
-inline constexpr uint32_t kToolSoftJobTimeoutMs = 30'000;
+// Half the longest time the runtime waits for one step (30 s of
+// runtime::kStepTimeout's 60 s): a waiting thread runs the step's jobs
+// itself only when its deadline lies beyond the job timeout (the software
+// NPU's WAIT), and a step of several jobs then still fits its deadline.
+inline const uint32_t kToolSoftJobTimeoutMs =
+    static_cast<uint32_t>(absl::ToInt64Milliseconds(runtime::kStepTimeout) / 2);
 
 // Device::Open(where); when that is the software NPU, a private software
 // NPU like the default one (same memory size and compute threads) whose
