@@ -13,8 +13,6 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "base/cpu_relax.h"
-
 #include "kernel_iface/softnpu/diagnostic_log.h"
 #include "kernel_iface/softnpu/engine.h"
 #include "kernel_iface/softnpu/wait_queue.h"
@@ -26,9 +24,10 @@ constexpr char kDriverDate[] = "20251130";
 constexpr char kDriverDescription[] = "lnpu software NPU";
 
 // How long WAIT polls before sleeping. Small jobs (a decode step of a small
-// model) finish within it, which spares the waiter a wake-up. It polls with
-// CpuRelax, keeping its core: a yield on a CPU shared with busy processes
-// gave the core away for a whole time slice (4 ms steps of stories260K).
+// model) finish within it, which spares the waiter a wake-up. It polls
+// without yielding, keeping its core: a yield on a CPU shared with busy
+// processes gave the core away for a whole time slice (4 ms steps of
+// stories260K).
 constexpr MonotonicClock::duration kWaitSpin = std::chrono::microseconds(100);
 
 // drm_copy_field(): copies at most *length bytes of `value` (no terminator)
@@ -645,7 +644,7 @@ int SoftNpuFile::Wait(drm_lnpu_wait& args) {
         continue;
       }
       if (MonotonicClock::now() >= spin_end) break;
-      for (int i = 0; i < 32; ++i) CpuRelax();
+      WaitQueue::RelaxBetweenPolls();
     }
     spin = MonotonicClock::duration::zero();
   }

@@ -39,9 +39,15 @@ class WaitQueue {
     // scheduler time slice (milliseconds), so only for waits off the
     // critical path.
     kYield,
-    // CpuRelax() between polls: the waiter keeps its core.
+    // RelaxBetweenPolls(): the waiter keeps its core.
     kRelax,
   };
+
+  // The pause of Spin::kRelax between two polls (a few hundred cycles), also
+  // for callers that poll on their own.
+  static void RelaxBetweenPolls() {
+    for (int i = 0; i < 32; ++i) CpuRelax();
+  }
 
   WaitQueue() = default;
   WaitQueue(const WaitQueue&) = delete;
@@ -64,7 +70,7 @@ class WaitQueue {
       if (how == Spin::kYield) {
         std::this_thread::yield();
       } else {
-        for (int i = 0; i < 32; ++i) CpuRelax();
+        RelaxBetweenPolls();
       }
     }
     sleepers_.fetch_add(1, std::memory_order_seq_cst);

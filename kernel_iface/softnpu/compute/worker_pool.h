@@ -17,9 +17,9 @@
 namespace lnpu::softnpu::compute {
 
 // `threads - 1` threads ("lnpu-worker-N") are started by the constructor
-// and live until the destructor; the thread that calls ParallelFor is the remaining one, so a
-// loop never runs on more than `threads` threads and no thread is created
-// per loop. Between loops a worker, and the caller waiting for the workers,
+// and live until the destructor; the thread that calls ParallelFor is the
+// remaining one, so a loop never runs on more than `threads` threads and
+// no thread is created per loop. Between loops a worker, and the caller waiting for the workers,
 // spin for up to kSpin before sleeping on a condition variable: a decode
 // step runs hundreds of short loops back to back, and a futex wake-up per
 // loop (tens of microseconds in a VM) would cost more than many of the
