@@ -141,6 +141,7 @@ class OtherThreadsHeld {
 // job timeout runs the jobs itself (both engines, one chained on the
 // other); without that the wait would last until the threads are released.
 TEST_F(WaitTest, TheWaiterRunsTheJobsWhenTheEngineThreadsCannotRun) {
+  if (npu_->is_kernel()) GTEST_SKIP() << "the kernel module runs jobs on its own threads only";
   // Idle device threads sleep outside their locks, where the signals land.
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   std::atomic<bool> done{false};
@@ -181,6 +182,7 @@ TEST(WaitOwnJobsTest, TheWaiterLeavesOtherFilesJobsToTheEngine) {
   SoftNpuOptions options = SmallDeviceOptions();
   options.job_timeout_ms = 100;  // waits with deadlines beyond it run jobs
   auto npu = TestNpu::Create(options);
+  if (npu->is_kernel()) GTEST_SKIP() << "the kernel module runs jobs on its own threads only";
   auto other = npu->Open();
   auto own = npu->Open();
   TestBuffer other_cmd = CreateBuffer(*other, 4096, DRM_LNPU_BO_CMDBUF);
