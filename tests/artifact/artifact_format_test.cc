@@ -14,6 +14,7 @@
 #include "base/crc32.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_temp_dir.h"
 #include "tests/artifact/artifact_test_util.h"
 
 namespace lnpu::artifact {
@@ -108,8 +109,7 @@ TEST(ArtifactWriterTest, RejectsWritesOutsideOrBackwards) {
 class ArtifactOpenTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    path_ = new std::string(::testing::TempDir() + "artifact_open_test_" +
-                            std::to_string(::getpid()) + ".lnpu");
+    path_ = new std::string(lnpu::testing::TestTempPath("artifact_open_test.lnpu"));
     compiler::CompileOptions options;
     options.max_prompt_len = 64;
     options.min_response_len = 16;

@@ -11,6 +11,7 @@
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/format/artifact_writer.h"
 #include "gtest/gtest.h"
+#include "tests/test_temp_dir.h"
 
 namespace lnpu::artifact::testing {
 
@@ -19,17 +20,7 @@ std::string Stories260KPath() {
   return std::string(dir != nullptr ? dir : "models") + "/stories260K.gguf";
 }
 
-std::string TempPath(const std::string& name) {
-  const ::testing::TestInfo* info =
-      ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string dir = ::testing::TempDir() + "lnpu_artifact_test_" +
-                    std::to_string(::getpid());
-  if (info != nullptr) {
-    dir += std::string("_") + info->test_suite_name() + "_" + info->name();
-  }
-  std::filesystem::create_directories(dir);
-  return dir + "/" + name;
-}
+std::string TempPath(const std::string& name) { return lnpu::testing::TestTempPath(name); }
 
 bool FileExists(const std::string& path) {
   struct stat st;

@@ -1,10 +1,7 @@
 #include "tests/end_to_end/equivalence_harness.h"
 
-#include <stdlib.h>
-
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <random>
 
 #include "absl/status/status.h"
@@ -14,31 +11,13 @@
 #include "compiler_artifacts/gguf/dequantize.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "tests/test_device.h"
+#include "tests/test_temp_dir.h"
 
 namespace lnpu::end_to_end {
 namespace {
 
-// A directory of this process's own under ::testing::TempDir(), removed at
-// exit, so that test programs running at the same time (two build
-// directories, meson's parallel suites) never share a model file.
-const std::string& ProcessTempDir() {
-  static const std::string* const dir = [] {
-    std::string pattern = absl::StrCat(::testing::TempDir(), "/lnpu_e2e.XXXXXX");
-    if (mkdtemp(pattern.data()) == nullptr) {
-      ADD_FAILURE() << "cannot create a temporary directory " << pattern;
-      return new std::string(::testing::TempDir());
-    }
-    std::atexit([] {
-      std::error_code ignored;
-      std::filesystem::remove_all(*dir, ignored);
-    });
-    return new std::string(pattern);
-  }();
-  return *dir;
-}
-
 std::string TempPath(const std::string& name, const std::string& extension) {
-  return absl::StrCat(ProcessTempDir(), "/", name, extension);
+  return absl::StrCat(lnpu::testing::ProcessTempDir(), name, extension);
 }
 
 // Returns "top token, margin" of `logits`: the lowest-index argmax and how

@@ -25,6 +25,7 @@
 #include "compiler_artifacts/synthetic/synthetic_presets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_temp_dir.h"
 #include "kernel_iface/driver/device.h"
 #include "runtime/cache_snapshot.h"
 #include "runtime/decode_batch.h"
@@ -240,7 +241,7 @@ TEST_P(WindowRingTest, SavedStateContinuesAcrossTheWrap) {
   const std::vector<int32_t> generated = RunGreedy(*original, Prompt(), kPromptLen + 10);
   absl::StatusOr<runtime::CacheSnapshot> state = original->SaveState();
   ASSERT_TRUE(state.ok()) << state.status();
-  const std::string path = ::testing::TempDir() + GetParam().name + ".session";
+  const std::string path = lnpu::testing::TestTempPath("state.session");
   ASSERT_TRUE(runtime::WriteCacheSnapshotFile(*state, path).ok());
   absl::StatusOr<runtime::CacheSnapshot> read = runtime::ReadCacheSnapshotFile(path);
   std::remove(path.c_str());

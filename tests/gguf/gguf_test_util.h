@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/test_temp_dir.h"
 
 namespace lnpu::gguf::testing {
 
@@ -29,11 +30,7 @@ inline std::string TestDataPath(const std::string& name) {
 }
 
 // A path in the test's temporary directory, unique to the running test.
-inline std::string TempPath(const std::string& name) {
-  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "lnpu_gguf_" + info->test_suite_name() + "_" + info->name() +
-         "_" + name;
-}
+inline std::string TempPath(const std::string& name) { return lnpu::testing::TestTempPath(name); }
 
 inline void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

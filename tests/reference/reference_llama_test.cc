@@ -14,6 +14,7 @@
 #include "compiler_artifacts/synthetic/random_llama.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_temp_dir.h"
 
 namespace lnpu::reference {
 namespace {
@@ -208,8 +209,7 @@ class RandomReferenceTest : public ::testing::TestWithParam<RandomShape> {
     spec.tied_embeddings = shape.tied_embeddings;
     spec.weight_type = shape.weight_type;
     spec.seed = seed;
-    const std::string path = absl::StrCat(::testing::TempDir(), "/reference_",
-                                          shape.name, "_", seed, ".gguf");
+    const std::string path = lnpu::testing::TestTempPath(absl::StrCat(seed, ".gguf"));
     const absl::Status status = synthetic::WriteRandomLlamaGguf(spec, path);
     EXPECT_TRUE(status.ok()) << status;
     return path;

@@ -13,6 +13,7 @@
 
 #include "absl/types/span.h"
 #include "gtest/gtest.h"
+#include "tests/test_temp_dir.h"
 
 namespace lnpu::runtime::testing {
 
@@ -22,9 +23,9 @@ inline std::string ModelsDir() {
   return dir ? dir : "models";
 }
 
-// A new directory under the test's temporary directory.
+// A new directory in the process's temporary directory (removed at exit).
 inline std::string NewTempDir() {
-  std::string pattern = ::testing::TempDir() + "lnpu_test_XXXXXX";
+  std::string pattern = lnpu::testing::ProcessTempDir() + "dir_XXXXXX";
   const char* made = mkdtemp(pattern.data());
   EXPECT_NE(made, nullptr);
   return pattern;

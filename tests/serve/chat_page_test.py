@@ -64,6 +64,7 @@ class DevTools:
     """The DevTools protocol over Chromium's fds 3 (commands) and 4 (replies)."""
 
     def __init__(self, chromium, url, profile):
+        os.makedirs(profile, exist_ok=True)
         to_chrome_r, self.to_chrome = os.pipe()
         self.from_chrome, from_chrome_w = os.pipe()
         # Above 4, so that moving them to 3 and 4 in the child overwrites
@@ -80,6 +81,8 @@ class DevTools:
              "--disable-sync", "--disable-dev-shm-usage", "--remote-debugging-pipe",
              "--user-data-dir=" + profile, url],
             preexec_fn=child_fds, pass_fds=(3, 4, to_chrome_r, from_chrome_w),
+            # Chromium's own temporary files go with the profile.
+            env=dict(os.environ, TMPDIR=profile),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_chrome_r)
         os.close(from_chrome_w)

@@ -14,6 +14,7 @@
 #include "framework/llm.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_temp_dir.h"
 
 namespace lnpu::serve {
 namespace {
@@ -36,7 +37,7 @@ RequestOutcome Await(RequestStream& stream) {
 class SchedulerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    std::string pattern = ::testing::TempDir() + "lnpu_serve_scheduler_XXXXXX";
+    std::string pattern = lnpu::testing::ProcessTempDir() + "serve_scheduler_XXXXXX";
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = new std::string(pattern);
     const char* models = std::getenv("LNPU_MODELS_DIR");

@@ -15,6 +15,7 @@
 #include "framework/structured_output/json_schema.h"
 #include "framework/structured_output/token_trie.h"
 #include "gtest/gtest.h"
+#include "tests/test_temp_dir.h"
 #include "tests/structured_output/json_schema_validator.h"
 
 namespace lnpu::framework::structured_output {
@@ -24,7 +25,7 @@ class StructuredGenerationTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     const char* models = std::getenv("LNPU_MODELS_DIR");
-    artifact_ = new std::string(::testing::TempDir() + "structured_stories.lnpu");
+    artifact_ = new std::string(lnpu::testing::TestTempPath("structured_stories.lnpu"));
     compiler::CompileOptions options;
     options.max_prompt_len = 16;
     options.min_response_len = 480;

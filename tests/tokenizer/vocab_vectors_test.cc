@@ -9,6 +9,7 @@
 #include "framework/tokenizer/byte_level_alphabet.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_temp_dir.h"
 #include "tests/tokenizer/gguf_vocabulary.h"
 #include "tools/common/model_tokenizer.h"
 
@@ -86,7 +87,7 @@ TEST(GgufTokenizerDefaultsTest, AddBosFollowsThePreTokenizerWhenUnset) {
     if (c.add_bos_key.has_value()) {
       writer.SetBool("tokenizer.ggml.add_bos_token", *c.add_bos_key);
     }
-    const std::string path = ::testing::TempDir() + "defaults.gguf";
+    const std::string path = lnpu::testing::TestTempPath("defaults.gguf");
     ASSERT_TRUE(writer.Write(path).ok());
     auto file = gguf::GgufFile::Open(path);
     ASSERT_TRUE(file.ok()) << file.status();

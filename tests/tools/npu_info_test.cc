@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_temp_dir.h"
 #include "tests/tools/tool_test_support.h"
 
 namespace {
@@ -57,7 +58,7 @@ ProcessResult NpuInfoSoft(const std::string& args) {
 // Loads `json` with python3 and prints the result of `expression` (over
 // the document `d`); "error" lines tell what went wrong.
 std::string PythonJson(const std::string& json, const std::string& expression) {
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = lnpu::testing::ProcessTempDir();
   std::ofstream(dir + "npu_info_test.json") << json;
   std::ofstream(dir + "npu_info_test.py")
       << "import json, sys\n"

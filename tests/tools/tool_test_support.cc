@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "tests/test_temp_dir.h"
 
 extern char** environ;
 
@@ -34,7 +35,7 @@ std::vector<std::string> ExeWrapper() {
 }
 
 void TestDirectory::SetUp() {
-  std::string pattern = ::testing::TempDir() + prefix_ + ".XXXXXX";
+  std::string pattern = lnpu::testing::ProcessTempDir() + prefix_ + ".XXXXXX";
   ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "cannot create " << pattern;
   DirectoryPath() = pattern;
 }
