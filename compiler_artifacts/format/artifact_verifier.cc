@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -303,11 +304,21 @@ absl::Status VerifyKvCache(const fb::Model& model) {
                                          "kv_cache.window_slot_positions"));
   }
   const uint64_t needed = KvCacheBytes(*kv, h->n_layers(), row_bytes);
-  if (buffers->Get(kv->buffer())->size() < needed) {
+  const uint64_t kv_bytes = buffers->Get(kv->buffer())->size();
+  if (kv_bytes < needed) {
     return Invalid(
         "kv_cache buffer %u has %u bytes, %u layers x K/V x their "
         "slots need %u",
-        kv->buffer(), buffers->Get(kv->buffer())->size(), h->n_layers(), needed);
+        kv->buffer(), kv_bytes, h->n_layers(), needed);
+  }
+  // The runtime lays the cache out as rows of equal size (saved sessions
+  // record that size in 32 bits).
+  const uint64_t rows = KvCacheBytes(*kv, h->n_layers(), 1);
+  if (kv_bytes % rows != 0 || kv_bytes / rows > std::numeric_limits<uint32_t>::max()) {
+    return Invalid(
+        "kv_cache buffer %u has %u bytes, not %u equal rows (%u layers x K/V x "
+        "their slots) of at most 2^32-1 bytes",
+        kv->buffer(), kv_bytes, rows, h->n_layers());
   }
   if (kv->slot_positions() != nullptr) {
     LNPU_RETURN_IF_ERROR(VerifyIoOperand(model, kv->slot_positions(), uint64_t{kv->capacity()} * 4,

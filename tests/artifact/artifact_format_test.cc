@@ -337,6 +337,16 @@ TEST_F(ArtifactOpenTest, RejectsInconsistentKvCapacity) {
                         "min_response_len 16"));
 }
 
+// The runtime lays the cache out as 2 x 5 layers x 80 slots = 800 rows of
+// one size, which saved sessions record in 32 bits.
+TEST_F(ArtifactOpenTest, RejectsKvCacheBufferNotOfEqualRows) {
+  EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) {
+                m.buffers[m.kv_cache->buffer]->size += 1;
+              }),
+              HasSubstr("not 800 equal rows (5 layers x K/V x their slots) of at most "
+                        "2^32-1 bytes"));
+}
+
 TEST_F(ArtifactOpenTest, RejectsPartialWindowRings) {
   EXPECT_THAT(MutatedOpenError([](fb::ModelT& m) { m.kv_cache->window = 8; }),
               HasSubstr("kv_cache has window ring fields but window_ring_slots 0"));
