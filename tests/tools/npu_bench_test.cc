@@ -25,6 +25,7 @@
 #include "tools/npu-bench/command_line.h"
 #include "tools/npu-bench/decode_traffic.h"
 #include "tools/npu-bench/cpu_contention.h"
+#include "tools/npu-bench/cpu_steal.h"
 #include "tools/npu-bench/read_bandwidth.h"
 #include "tools/npu-bench/step_profile.h"
 #include "kernel_iface/driver/device.h"
@@ -285,7 +286,7 @@ TEST(NpuBenchProgram, TextHasEverySection) {
   for (const char* section :
        {"npu-bench: ", "device: ", "model: ", "weights: ", "\nprefill\n", "time to first token",
         "placement: ", "loaded in ", "\ndecode\n", "of limit", "decode speed 50% vs 0% fill", "peak RSS: ",
-        "read bandwidth: "}) {
+        "read bandwidth: ", "cpu steal: "}) {
     EXPECT_THAT(run.out, HasSubstr(section));
   }
   // One row per prefill length and per fill.
@@ -341,6 +342,7 @@ TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
       "assert d[\"peak_rss_mib\"] > 0\n"
       "assert d[\"read_bandwidth\"][\"bytes_per_second\"] > 0\n"
       "assert d[\"read_bandwidth\"][\"buffer_bytes\"] == 8 << 20\n"
+      "assert 0 <= d[\"cpu_stolen_fraction\"] <= 1\n"
       "' <'" + json_path + "'");
   EXPECT_EQ(check.exit_code, 0) << check.err << "\n" << run.out;
 }
@@ -512,6 +514,28 @@ TEST(NpuBenchContention, BusyProcessesUseCpuUntilStopped) {
   EXPECT_GT(cores, 0.05);  // a loaded CI machine still gives them some time
   EXPECT_LE(cores, 2.05);
   EXPECT_EQ(two->Stop(), cores);  // idempotent
+}
+
+TEST(NpuBenchCpuSteal, ParsesTheCpuLineOfProcStat) {
+  const absl::StatusOr<CpuTimes> times = ParseProcStat(
+      "cpu  100 2 30 800 4 0 1 63 10 0\n"
+      "cpu0 50 1 15 400 2 0 1 31 5 0\n"
+      "intr 12345\n");
+  ASSERT_TRUE(times.ok()) << times.status();
+  EXPECT_EQ(times->total, 1000u);  // user..steal; guest is inside user
+  EXPECT_EQ(times->steal, 63u);
+  const CpuTimes later{.total = 1200, .steal = 113};
+  EXPECT_DOUBLE_EQ(StolenFraction(*times, later), 0.25);
+  EXPECT_EQ(StolenFraction(*times, *times), 0);
+  EXPECT_TRUE(ReadCpuTimes().ok());  // this test runs on Linux
+}
+
+TEST(NpuBenchCpuSteal, RejectsAProcStatWithoutTheStealField) {
+  EXPECT_THAT(ParseProcStat("cpu  1 2 3 4 5 6 7\n").status().message(),
+              HasSubstr("7 counters, fewer than the 8 up to steal"));
+  EXPECT_THAT(ParseProcStat("cpu  1 2 3 x 5 6 7 8\n").status().message(),
+              HasSubstr("'x' where a count belongs"));
+  EXPECT_THAT(ParseProcStat("intr 1\n").status().message(), HasSubstr("no 'cpu ' line"));
 }
 
 TEST(NpuBenchContention, CpuShareIsWhatTheCompetitorsLeave) {

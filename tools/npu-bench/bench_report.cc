@@ -16,6 +16,9 @@ using tools::JsonQuote;
 
 constexpr double kMB = 1e6;
 constexpr double kGB = 1e9;
+// Above this share of stolen CPU time the text report warns that its
+// wall-clock figures are not comparable.
+constexpr double kStealWarningFraction = 0.02;
 
 // `bytes` in kB, MB or GB (decimal), three significant digits or more.
 std::string HumanBytes(double bytes) {
@@ -172,6 +175,18 @@ std::string FormatText(const BenchReport& r) {
                       "read bandwidth: %.2f GB/s (%d threads, %.0f MiB buffer, best of %d)\n",
                       r.peak_rss_mib, r.bandwidth.bytes_per_second / kGB, r.bandwidth.threads,
                       r.bandwidth.buffer_bytes / double(1 << 20), r.bandwidth.runs));
+  if (r.cpu_stolen_fraction < 0) {
+    absl::StrAppend(&out, "cpu steal: unknown (/proc/stat unreadable)\n");
+  } else {
+    absl::StrAppend(
+        &out, absl::StrFormat("cpu steal: %.1f%% of this VM's CPU time was taken by the "
+                              "hypervisor for other guests during the measurements%s\n",
+                              100 * r.cpu_stolen_fraction,
+                              r.cpu_stolen_fraction > kStealWarningFraction
+                                  ? " (a busy VM host: the wall-clock figures above are low by "
+                                    "an unknown amount; compare runs without steal)"
+                                  : ""));
+  }
   return out;
 }
 
@@ -252,10 +267,12 @@ std::string FormatJson(const BenchReport& r) {
       absl::StrFormat("  \"decode_fill_ratio\": %s,\n"
                       "  \"peak_rss_mib\": %s,\n"
                       "  \"read_bandwidth\": {\"bytes_per_second\": %s, \"buffer_bytes\": %d, "
-                      "\"threads\": %d, \"runs\": %d}\n}\n",
+                      "\"threads\": %d, \"runs\": %d},\n"
+                      "  \"cpu_stolen_fraction\": %s\n}\n",
                       r.results.decode.size() >= 2 ? JsonNumber(FillRatio(r.results)) : "null",
                       JsonNumber(r.peak_rss_mib), JsonNumber(r.bandwidth.bytes_per_second),
-                      r.bandwidth.buffer_bytes, r.bandwidth.threads, r.bandwidth.runs));
+                      r.bandwidth.buffer_bytes, r.bandwidth.threads, r.bandwidth.runs,
+                      r.cpu_stolen_fraction < 0 ? "null" : JsonNumber(r.cpu_stolen_fraction)));
   return out;
 }
 

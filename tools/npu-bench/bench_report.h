@@ -50,6 +50,10 @@ struct BenchReport {
   int contention_processes = 0;  // --contention
   int online_cores = 0;          // of the host, for the CPU share
   ReadBandwidth bandwidth;
+  // The share of this (virtual) machine's CPU time the hypervisor gave to
+  // other guests, from the first measurement to the end of the bandwidth's
+  // (cpu_steal.h); < 0 when /proc/stat could not be read.
+  double cpu_stolen_fraction = -1;
 
   // Bytes one step of `decode` streams: the weights and its mean visible
   // KV slots.

@@ -32,6 +32,7 @@
 #include "tools/common/trace_writer.h"
 #include "tools/npu-bench/batched_decode.h"
 #include "tools/npu-bench/bench_report.h"
+#include "tools/npu-bench/cpu_steal.h"
 #include "tools/npu-bench/command_line.h"
 #include "tools/npu-bench/decode_traffic.h"
 #include "tools/npu-bench/model_benchmark.h"
@@ -120,6 +121,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
 
   ModelBenchmarkOptions options = line.benchmark;
   options.observer = observer;
+  const absl::StatusOr<CpuTimes> cpu_before = ReadCpuTimes();
   LNPU_ASSIGN_OR_RETURN(ModelBenchmarkResult results, RunModelBenchmark(*model, options));
   report.peak_rss_mib = PeakRssMiB();
   report.contention_processes = line.benchmark.contention_processes;
@@ -129,6 +131,9 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   }
 
   LNPU_ASSIGN_OR_RETURN(const ReadBandwidth measured, MeasureReadBandwidth(bandwidth));
+  if (const absl::StatusOr<CpuTimes> cpu_after = ReadCpuTimes(); cpu_before.ok() && cpu_after.ok()) {
+    report.cpu_stolen_fraction = StolenFraction(*cpu_before, *cpu_after);
+  }
 
   report.device = model->device().Describe();
   report.compute_units = units;
