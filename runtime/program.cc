@@ -120,13 +120,9 @@ absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact
   identity.kv_dtype = kv.dtype();
   identity.kv_blocks = 2 * program.info_.n_layers;
   const uint64_t kv_bytes = program.buffers_[program.kv_cache_buffer_].size;
+  // Artifact::Open's verifier (VerifyKvCache) guarantees a whole number of
+  // equal rows, each at most 2^32-1 bytes.
   const uint64_t kv_rows = artifact::KvCacheBytes(kv, program.info_.n_layers, 1);
-  if (kv_rows == 0 || kv_bytes % kv_rows != 0 ||
-      kv_bytes / kv_rows > std::numeric_limits<uint32_t>::max()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the KV cache buffer of ", kv_bytes, " bytes is not ", kv_rows,
-                     " equal rows of its layers' slots; recompile the model"));
-  }
   identity.kv_row_bytes = static_cast<uint32_t>(kv_bytes / kv_rows);
   uint64_t block_offset = 0;
   for (uint32_t l = 0; l < program.info_.n_layers; ++l) {
