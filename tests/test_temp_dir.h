@@ -22,18 +22,17 @@ namespace lnpu::testing {
 // exit by the process that created it only (a death test's child that
 // calls exit() leaves it to its parent). Thread-safe.
 inline const std::string& ProcessTempDir() {
+  static const pid_t creator = ::getpid();
   static const std::string* const dir = [] {
     std::string pattern = ::testing::TempDir() + "lnpu_test.XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
       ADD_FAILURE() << "cannot create a temporary directory " << pattern;
       return new std::string(::testing::TempDir());
     }
-    static const pid_t creator = ::getpid();
-    static std::string* const made = new std::string(pattern);
     std::atexit([] {
       if (::getpid() != creator) return;
       std::error_code ignored;
-      std::filesystem::remove_all(*made, ignored);
+      std::filesystem::remove_all(*dir, ignored);
     });
     return new std::string(pattern + "/");
   }();

@@ -14,8 +14,8 @@
 #include "base/crc32.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/test_temp_dir.h"
 #include "tests/artifact/artifact_test_util.h"
+#include "tests/test_temp_dir.h"
 
 namespace lnpu::artifact {
 namespace {

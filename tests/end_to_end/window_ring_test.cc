@@ -25,7 +25,6 @@
 #include "compiler_artifacts/synthetic/synthetic_presets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/test_temp_dir.h"
 #include "kernel_iface/driver/device.h"
 #include "runtime/cache_snapshot.h"
 #include "runtime/decode_batch.h"
@@ -34,6 +33,7 @@
 #include "tests/end_to_end/equivalence_harness.h"
 #include "tests/reference/reference_llama.h"
 #include "tests/test_device.h"
+#include "tests/test_temp_dir.h"
 
 namespace lnpu::end_to_end {
 namespace {

@@ -15,8 +15,8 @@
 #include "framework/structured_output/json_schema.h"
 #include "framework/structured_output/token_trie.h"
 #include "gtest/gtest.h"
-#include "tests/test_temp_dir.h"
 #include "tests/structured_output/json_schema_validator.h"
+#include "tests/test_temp_dir.h"
 
 namespace lnpu::framework::structured_output {
 namespace {
