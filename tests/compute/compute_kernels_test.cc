@@ -657,6 +657,9 @@ TEST_P(ComputeKernelsTest, AttentionMatchesReferenceWithRandomMasks) {
       {1, 700, 8, 2, 128, 1.0},  {37, 150, 4, 4, 128, 0.3},
       {1, 400, 14, 2, 64, 0.8},  {37, 70, 14, 2, 64, 0.0},
       {1, 3000, 2, 1, 128, 0.7},  // one task: split over key blocks
+      // A prefill chunk: tiles of 16 rows (the last one shorter) whose
+      // causal blocks of new rows end inside a tile.
+      {120, 60, 14, 2, 64, 0.5},
   };
   for (const AttentionCase& c : cases) {
     // Scores and weighted values over the cache slots and the new rows.
@@ -691,6 +694,47 @@ TEST_P(ComputeKernelsTest, AttentionSoftcapAndWindowMatchReference) {
       if (kv_dtype == LNPU_DTYPE_I8 && c.head_dim % 4 != 0) continue;
       CheckAttention(rng_, memory_, context_, c, kv_dtype);
     }
+  }
+}
+
+// Which rows share a task (tiles of several rows in prefill) follows the
+// thread count, but a row's arithmetic does not: the output is the same bit
+// for bit on 1, 3 and 8 threads, for a chunk (tiles) and for one row (split
+// over key ranges on more threads).
+TEST_P(ComputeKernelsTest, AttentionDoesNotDependOnTheThreadCount) {
+  constexpr uint32_t kHeads = 14, kKvHeads = 2, kHeadDim = 64, kCapacity = 600;
+  for (uint32_t rows : {45u, 1u}) {
+    const std::vector<float> q = RandomFloats(rows * kHeads * kHeadDim, -2, 2);
+    const std::vector<float> kv_new = RandomFloats(2 * rows * kKvHeads * kHeadDim, -1, 1);
+    std::vector<uint16_t> cache;  // K rows, then V rows
+    for (float x : RandomFloats(2 * kCapacity * kKvHeads * kHeadDim, -1, 1)) {
+      cache.push_back(ToHalf(x));
+    }
+    std::vector<uint8_t> mask(kCapacity);
+    for (size_t s = 0; s < kCapacity; ++s) mask[s] = s % 3 != 0;
+    auto cmd = MakeCommand<lnpu_cmd_attention>(LNPU_OP_ATTENTION);
+    cmd.rows = rows;
+    cmd.capacity = kCapacity;
+    cmd.heads = kHeads;
+    cmd.kv_heads = kKvHeads;
+    cmd.head_dim = kHeadDim;
+    cmd.kv_dtype = LNPU_DTYPE_F16;
+    cmd.scale = 1.0f / 8;
+    cmd.q = memory_.Upload(q);
+    cmd.k_new = memory_.Upload(kv_new);
+    cmd.v_new = cmd.k_new + size_t{rows} * kKvHeads * kHeadDim * 4;
+    cmd.k_cache = memory_.Upload(cache);
+    cmd.v_cache = cmd.k_cache + size_t{kCapacity} * kKvHeads * kHeadDim * 2;
+    cmd.mask = memory_.Upload(mask);
+    std::vector<std::vector<float>> outputs;
+    for (int threads : {1, kThreads, 8}) {
+      ComputeContext context(threads);
+      cmd.dst = memory_.Allocate(q.size() * 4);
+      ASSERT_TRUE(RunCommand(cmd, memory_, context).ok());
+      outputs.push_back(memory_.Download<float>(cmd.dst, q.size()));
+    }
+    EXPECT_EQ(outputs[1], outputs[0]) << rows << " rows";
+    EXPECT_EQ(outputs[2], outputs[0]) << rows << " rows";
   }
 }
 

@@ -52,31 +52,39 @@ HWY_INLINE void Scale(const float* src, float factor, float* dst, size_t len) {
   });
 }
 
-// A task attends the query heads of one GQA group (one row, one kv head) to
-// a range of that row's keys: the visible cache slots in slot order, then
-// new rows 0..row. Keys are taken in blocks of up to kAttentionBlock, whose
-// K and V rows are converted to f32 once for the whole group. Scores: for
-// head_dim <= kKeyLanesMaxDim the block's keys are transposed (gathered)
-// once so that a vector holds one dimension of many keys, and a score
-// vector is head_dim multiply-adds of a broadcast q element, without
-// horizontal sums; for longer heads, dot products over head_dim, four keys
-// at a time. Loops over head_dim run in vectors of a tag no wider than
-// head_dim (head_dim 8 uses 8 lanes even where vectors have 16). The online
-// softmax rescales the output once per block, folded into the block's value
+// A task attends the query heads of one GQA group (one kv head) of a tile
+// of consecutive rows to their keys: the visible cache slots in slot order,
+// then new rows 0..row. Keys are taken in blocks of up to kAttentionBlock,
+// whose K and V rows are converted to f32 once for the whole tile. Scores
+// come in one of two forms, chosen by the command's shape alone so that a
+// row's result does not depend on the thread count:
+// - transposed (several new rows without a window, or head_dim <=
+//   kKeyLanesMaxDim): the block's keys are transposed (gathered) once, a
+//   vector holds one dimension of many keys, and a score vector is head_dim
+//   multiply-adds of a broadcast q element, without horizontal sums; four
+//   query heads share each load of keys. A tile's rows all share the
+//   transposed block (prefill);
+// - dot products over head_dim, four keys at a time (one row: decode, or a
+//   window's own keys per row), where a transpose per block would cost more
+//   than the horizontal sums it saves.
+// Loops over head_dim run in vectors of a tag no wider than head_dim
+// (head_dim 8 uses 8 lanes even where vectors have 16). The online softmax
+// rescales the output once per block, folded into the block's value
 // accumulation.
 
 // Per-worker memory of a task (sized by Attention()).
 struct GroupScratch {
-  float* q;       // [group][head_dim]: the group's query rows times scale
+  float* q;       // [tile rows][group][head_dim]: the query heads times scale
   float* keys;    // [kAttentionBlock][head_dim]
   float* keys_t;  // [head_dim][kAttentionBlock]: keys transposed
   float* values;  // [kAttentionBlock][head_dim]
-  float* scores;  // [group][kAttentionBlock], then softmax weights
+  float* scores;  // [tile rows][group][kAttentionBlock], then softmax weights
 };
 
 // Online-softmax state of a task's query heads over the keys seen so far,
-// group * (head_dim + 2) floats: acc[group][head_dim] (unnormalised
-// output), then max[group] and sum[group] (-inf and 0 before any key).
+// queries * (head_dim + 2) floats for queries = tile rows * group:
+// acc[queries][head_dim] (unnormalised output), then max[queries] and
+// sum[queries] (-inf and 0 before any key).
 struct GroupState {
   float* acc;
   float* max;
@@ -163,31 +171,88 @@ HWY_INLINE void TransposeKeys(float* keys, size_t n, size_t dim,
   }
 }
 
-// scores[j] = q . keys[j] for j < n (and for the padding up to a whole
-// vector) from the transposed keys.
-HWY_INLINE void TransposedScores(const float* q, const float* keys_t,
-                                 size_t n, size_t dim, float* scores) {
+// scores[h * kAttentionBlock + j] = q[h] . keys[j] for the `queries` query
+// heads at q (`dim` apart) and j < n (and the padding up to a whole vector),
+// from the transposed keys. Every score is one multiply-add chain over
+// i = 0 .. dim - 1, whichever heads share a pass; four heads share each load
+// of keys.
+HWY_INLINE void TransposedScores(const float* q, size_t queries,
+                                 const float* keys_t, size_t n, size_t dim,
+                                 float* scores) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
-  size_t j = 0;
-  for (; j + lanes < n; j += 2 * lanes) {
-    auto s0 = hn::Zero(df), s1 = hn::Zero(df);
-    for (size_t i = 0; i < dim; ++i) {
-      const auto qi = hn::Set(df, q[i]);
-      const float* k = keys_t + i * kAttentionBlock + j;
-      s0 = hn::MulAdd(qi, hn::LoadU(df, k), s0);
-      s1 = hn::MulAdd(qi, hn::LoadU(df, k + lanes), s1);
+  constexpr size_t kB = kAttentionBlock;
+  size_t h = 0;
+  for (; h + 4 <= queries; h += 4) {
+    const float* q0 = q + h * dim;
+    float* out = scores + h * kB;
+    size_t j = 0;
+    for (; j + lanes < n; j += 2 * lanes) {
+      auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+      auto b0 = hn::Zero(df), b1 = hn::Zero(df), b2 = hn::Zero(df), b3 = hn::Zero(df);
+      for (size_t i = 0; i < dim; ++i) {
+        const float* k = keys_t + i * kB + j;
+        const auto k0 = hn::LoadU(df, k);
+        const auto k1 = hn::LoadU(df, k + lanes);
+        const auto x0 = hn::Set(df, q0[i]);
+        a0 = hn::MulAdd(x0, k0, a0);
+        b0 = hn::MulAdd(x0, k1, b0);
+        const auto x1 = hn::Set(df, q0[dim + i]);
+        a1 = hn::MulAdd(x1, k0, a1);
+        b1 = hn::MulAdd(x1, k1, b1);
+        const auto x2 = hn::Set(df, q0[2 * dim + i]);
+        a2 = hn::MulAdd(x2, k0, a2);
+        b2 = hn::MulAdd(x2, k1, b2);
+        const auto x3 = hn::Set(df, q0[3 * dim + i]);
+        a3 = hn::MulAdd(x3, k0, a3);
+        b3 = hn::MulAdd(x3, k1, b3);
+      }
+      hn::StoreU(a0, df, out + j);
+      hn::StoreU(b0, df, out + j + lanes);
+      hn::StoreU(a1, df, out + kB + j);
+      hn::StoreU(b1, df, out + kB + j + lanes);
+      hn::StoreU(a2, df, out + 2 * kB + j);
+      hn::StoreU(b2, df, out + 2 * kB + j + lanes);
+      hn::StoreU(a3, df, out + 3 * kB + j);
+      hn::StoreU(b3, df, out + 3 * kB + j + lanes);
     }
-    hn::StoreU(s0, df, scores + j);
-    hn::StoreU(s1, df, scores + j + lanes);
+    if (j < n) {
+      auto a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+      for (size_t i = 0; i < dim; ++i) {
+        const auto k0 = hn::LoadU(df, keys_t + i * kB + j);
+        a0 = hn::MulAdd(hn::Set(df, q0[i]), k0, a0);
+        a1 = hn::MulAdd(hn::Set(df, q0[dim + i]), k0, a1);
+        a2 = hn::MulAdd(hn::Set(df, q0[2 * dim + i]), k0, a2);
+        a3 = hn::MulAdd(hn::Set(df, q0[3 * dim + i]), k0, a3);
+      }
+      hn::StoreU(a0, df, out + j);
+      hn::StoreU(a1, df, out + kB + j);
+      hn::StoreU(a2, df, out + 2 * kB + j);
+      hn::StoreU(a3, df, out + 3 * kB + j);
+    }
   }
-  if (j < n) {
-    auto s0 = hn::Zero(df);
-    for (size_t i = 0; i < dim; ++i) {
-      s0 = hn::MulAdd(hn::Set(df, q[i]),
-                      hn::LoadU(df, keys_t + i * kAttentionBlock + j), s0);
+  for (; h < queries; ++h) {
+    const float* qh = q + h * dim;
+    float* out = scores + h * kB;
+    size_t j = 0;
+    for (; j + lanes < n; j += 2 * lanes) {
+      auto s0 = hn::Zero(df), s1 = hn::Zero(df);
+      for (size_t i = 0; i < dim; ++i) {
+        const auto qi = hn::Set(df, qh[i]);
+        const float* k = keys_t + i * kB + j;
+        s0 = hn::MulAdd(qi, hn::LoadU(df, k), s0);
+        s1 = hn::MulAdd(qi, hn::LoadU(df, k + lanes), s1);
+      }
+      hn::StoreU(s0, df, out + j);
+      hn::StoreU(s1, df, out + j + lanes);
     }
-    hn::StoreU(s0, df, scores + j);
+    if (j < n) {
+      auto s0 = hn::Zero(df);
+      for (size_t i = 0; i < dim; ++i) {
+        s0 = hn::MulAdd(hn::Set(df, qh[i]), hn::LoadU(df, keys_t + i * kB + j), s0);
+      }
+      hn::StoreU(s0, df, out + j);
+    }
   }
 }
 
@@ -238,30 +303,63 @@ HWY_INLINE float SoftmaxBlock(float* scores, size_t n, float& max,
   return alpha;
 }
 
-// acc = acc * alpha + sum_j p[j] * values[j] over the n value rows of `dim`.
+// acc = acc * alpha + sum_j p[j] * values[j] over the n value rows of `dim`:
+// keys in the outer loop, so that each p[j] is broadcast once per four
+// vectors of its row; even and odd keys add into separate accumulators.
 template <class D>
 HWY_INLINE void AccumulateValues(D d, const float* p, const float* values,
                                  size_t n, size_t dim, float alpha,
                                  float* acc) {
   const size_t lanes = hn::Lanes(d);
   const size_t vector_dim = dim - dim % lanes;
-  for (size_t i = 0; i < vector_dim; i += lanes) {
-    auto a0 = hn::Mul(hn::LoadU(d, acc + i), hn::Set(d, alpha));
-    auto a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  const auto scale = hn::Set(d, alpha);
+  size_t i = 0;
+  for (; i + 4 * lanes <= vector_dim; i += 4 * lanes) {
+    float* out = acc + i;
+    auto a0 = hn::Mul(hn::LoadU(d, out), scale);
+    auto a1 = hn::Mul(hn::LoadU(d, out + lanes), scale);
+    auto a2 = hn::Mul(hn::LoadU(d, out + 2 * lanes), scale);
+    auto a3 = hn::Mul(hn::LoadU(d, out + 3 * lanes), scale);
+    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
     const float* v = values + i;
     size_t j = 0;
-    for (; j + 4 <= n; j += 4, v += 4 * dim) {
-      a0 = hn::MulAdd(hn::Set(d, p[j]), hn::LoadU(d, v), a0);
-      a1 = hn::MulAdd(hn::Set(d, p[j + 1]), hn::LoadU(d, v + dim), a1);
-      a2 = hn::MulAdd(hn::Set(d, p[j + 2]), hn::LoadU(d, v + 2 * dim), a2);
-      a3 = hn::MulAdd(hn::Set(d, p[j + 3]), hn::LoadU(d, v + 3 * dim), a3);
+    for (; j + 2 <= n; j += 2, v += 2 * dim) {
+      const auto p0 = hn::Set(d, p[j]);
+      a0 = hn::MulAdd(p0, hn::LoadU(d, v), a0);
+      a1 = hn::MulAdd(p0, hn::LoadU(d, v + lanes), a1);
+      a2 = hn::MulAdd(p0, hn::LoadU(d, v + 2 * lanes), a2);
+      a3 = hn::MulAdd(p0, hn::LoadU(d, v + 3 * lanes), a3);
+      const auto p1 = hn::Set(d, p[j + 1]);
+      b0 = hn::MulAdd(p1, hn::LoadU(d, v + dim), b0);
+      b1 = hn::MulAdd(p1, hn::LoadU(d, v + dim + lanes), b1);
+      b2 = hn::MulAdd(p1, hn::LoadU(d, v + dim + 2 * lanes), b2);
+      b3 = hn::MulAdd(p1, hn::LoadU(d, v + dim + 3 * lanes), b3);
     }
-    for (; j < n; ++j, v += dim) {
-      a0 = hn::MulAdd(hn::Set(d, p[j]), hn::LoadU(d, v), a0);
+    if (j < n) {
+      const auto p0 = hn::Set(d, p[j]);
+      a0 = hn::MulAdd(p0, hn::LoadU(d, v), a0);
+      a1 = hn::MulAdd(p0, hn::LoadU(d, v + lanes), a1);
+      a2 = hn::MulAdd(p0, hn::LoadU(d, v + 2 * lanes), a2);
+      a3 = hn::MulAdd(p0, hn::LoadU(d, v + 3 * lanes), a3);
     }
-    hn::StoreU(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, acc + i);
+    hn::StoreU(hn::Add(a0, b0), d, out);
+    hn::StoreU(hn::Add(a1, b1), d, out + lanes);
+    hn::StoreU(hn::Add(a2, b2), d, out + 2 * lanes);
+    hn::StoreU(hn::Add(a3, b3), d, out + 3 * lanes);
   }
-  for (size_t i = vector_dim; i < dim; ++i) {
+  for (; i < vector_dim; i += lanes) {
+    auto a0 = hn::Mul(hn::LoadU(d, acc + i), scale);
+    auto b0 = hn::Zero(d);
+    const float* v = values + i;
+    size_t j = 0;
+    for (; j + 2 <= n; j += 2, v += 2 * dim) {
+      a0 = hn::MulAdd(hn::Set(d, p[j]), hn::LoadU(d, v), a0);
+      b0 = hn::MulAdd(hn::Set(d, p[j + 1]), hn::LoadU(d, v + dim), b0);
+    }
+    if (j < n) a0 = hn::MulAdd(hn::Set(d, p[j]), hn::LoadU(d, v), a0);
+    hn::StoreU(hn::Add(a0, b0), d, acc + i);
+  }
+  for (; i < dim; ++i) {
     float a = acc[i] * alpha;
     for (size_t j = 0; j < n; ++j) a += p[j] * values[j * dim + i];
     acc[i] = a;
@@ -269,12 +367,13 @@ HWY_INLINE void AccumulateValues(D d, const float* p, const float* values,
 }
 
 // Folds keys/values index(begin .. end) of k_base / v_base into the state
-// of the `group` query heads at s.q.
-template <class D, typename KV, class IndexFn>
-HWY_INLINE void AttendKeys(D d, size_t group, size_t dim, const KV* k_base,
-                           const KV* v_base, size_t stride, size_t begin,
-                           size_t end, const IndexFn& index, float softcap,
-                           const GroupScratch& s, const GroupState& st) {
+// of the tile's `rows` x `group` query heads at s.q, where row t sees the
+// first seen(t, b, n) keys of the block of n keys from b.
+template <class D, typename KV, class IndexFn, class SeenFn>
+HWY_INLINE void AttendKeys(D d, size_t rows, size_t group, size_t dim, const KV* k_base,
+                           const KV* v_base, size_t stride, size_t begin, size_t end,
+                           const IndexFn& index, const SeenFn& seen, bool transposed,
+                           float softcap, const GroupScratch& s, const GroupState& st) {
   // Long heads take fewer keys per block, so that the block's K and V rows
   // (2 * block * dim floats) stay within about 16 KB of L1.
   const size_t block =
@@ -283,67 +382,79 @@ HWY_INLINE void AttendKeys(D d, size_t group, size_t dim, const KV* k_base,
     const size_t n = std::min(block, end - b);
     ConvertKvRows(d, k_base, stride, b, n, index, dim, s.keys);
     ConvertKvRows(d, v_base, stride, b, n, index, dim, s.values);
-    const bool transposed = dim <= kKeyLanesMaxDim;
-    if (transposed) TransposeKeys(s.keys, n, dim, s.keys_t);
-    for (size_t h = 0; h < group; ++h) {
-      float* scores = s.scores + h * kAttentionBlock;
-      if (transposed) {
-        TransposedScores(s.q + h * dim, s.keys_t, n, dim, scores);
-      } else {
-        BlockScores(d, s.q + h * dim, s.keys, n, dim, scores);
+    if (transposed) {
+      TransposeKeys(s.keys, n, dim, s.keys_t);
+      TransposedScores(s.q, rows * group, s.keys_t, n, dim, s.scores);
+    }
+    for (size_t t = 0; t < rows; ++t) {
+      const size_t visible = seen(t, b, n);
+      if (visible == 0) continue;
+      for (size_t h = t * group; h < (t + 1) * group; ++h) {
+        float* scores = s.scores + h * kAttentionBlock;
+        if (!transposed) BlockScores(d, s.q + h * dim, s.keys, visible, dim, scores);
+        if (softcap > 0.0f) SoftcapScores(scores, visible, softcap);
+        const float alpha = SoftmaxBlock(scores, visible, st.max[h], st.sum[h]);
+        AccumulateValues(d, scores, s.values, visible, dim, alpha, st.acc + h * dim);
       }
-      if (softcap > 0.0f) SoftcapScores(scores, n, softcap);
-      const float alpha = SoftmaxBlock(scores, n, st.max[h], st.sum[h]);
-      AccumulateValues(d, scores, s.values, n, dim, alpha, st.acc + h * dim);
     }
   }
 }
 
 template <class D, typename KV>
-void AttendRangeT(D d, const AttentionArgs& a, const KV* k_new,
-                  const KV* v_new, const RowKeys& keys, size_t row, size_t kv_head,
-                  size_t key_begin, size_t key_end, const GroupScratch& s,
-                  const GroupState& st) {
+void AttendTileT(D d, const AttentionArgs& a, const KV* k_new, const KV* v_new,
+                 const RowKeys& keys, size_t row0, size_t rows, size_t kv_head,
+                 size_t key_begin, size_t key_end, bool transposed, const GroupScratch& s,
+                 const GroupState& st) {
   const size_t visible_count = keys.slot_count;
   const size_t dim = a.head_dim;
   const size_t group = a.heads / a.kv_heads;
   const size_t stride = a.kv_heads * dim;
-  Scale(a.q + (row * a.heads + kv_head * group) * dim, a.scale, s.q,
-        group * dim);
-  std::fill(st.acc, st.acc + group * dim, 0.0f);
-  std::fill(st.max, st.max + group, -std::numeric_limits<float>::infinity());
-  std::fill(st.sum, st.sum + group, 0.0f);
+  const size_t queries = rows * group;
+  for (size_t t = 0; t < rows; ++t) {
+    Scale(a.q + ((row0 + t) * a.heads + kv_head * group) * dim, a.scale,
+          s.q + t * group * dim, group * dim);
+  }
+  std::fill(st.acc, st.acc + queries * dim, 0.0f);
+  std::fill(st.max, st.max + queries, -std::numeric_limits<float>::infinity());
+  std::fill(st.sum, st.sum + queries, 0.0f);
+  const auto all = [](size_t, size_t, size_t n) { return n; };
   const size_t cache_end = std::min(key_end, visible_count);
   if (key_begin < cache_end) {
     const auto* k_cache = static_cast<const KV*>(a.k_cache) + kv_head * dim;
     const auto* v_cache = static_cast<const KV*>(a.v_cache) + kv_head * dim;
     AttendKeys(
-        d, group, dim, k_cache, v_cache, stride, key_begin, cache_end,
-        [&](size_t i) -> size_t { return keys.slots[i]; }, a.softcap, s,
-        st);
+        d, rows, group, dim, k_cache, v_cache, stride, key_begin, cache_end,
+        [&](size_t i) -> size_t { return keys.slots[i]; }, all, transposed, a.softcap, s, st);
   }
   const size_t new_begin = std::max(key_begin, visible_count);
   if (new_begin < key_end && keys.new_rows == nullptr) {
+    // Row row0 + t sees new rows 0 .. row0 + t.
+    const auto causal = [&](size_t t, size_t b, size_t n) -> size_t {
+      const size_t last = row0 + t + 1;
+      return last > b ? std::min(n, last - b) : 0;
+    };
     AttendKeys(
-        d, group, dim, k_new + kv_head * dim, v_new + kv_head * dim, stride,
-        new_begin - visible_count, key_end - visible_count,
-        [](size_t i) { return i; }, a.softcap, s, st);
+        d, rows, group, dim, k_new + kv_head * dim, v_new + kv_head * dim, stride,
+        new_begin - visible_count, key_end - visible_count, [](size_t i) { return i; }, causal,
+        transposed, a.softcap, s, st);
   } else if (new_begin < key_end) {
     AttendKeys(
-        d, group, dim, k_new + kv_head * dim, v_new + kv_head * dim, stride,
+        d, rows, group, dim, k_new + kv_head * dim, v_new + kv_head * dim, stride,
         new_begin - visible_count, key_end - visible_count,
-        [&](size_t i) -> size_t { return keys.new_rows[i]; }, a.softcap, s, st);
+        [&](size_t i) -> size_t { return keys.new_rows[i]; }, all, transposed, a.softcap, s,
+        st);
   }
 }
 
 template <typename KV>
-void AttendRangeKv(const AttentionArgs& a, const KV* k_new, const KV* v_new,
-                   const RowKeys& keys, size_t row, size_t kv_head, size_t key_begin,
-                   size_t key_end, const GroupScratch& s,
-                   const GroupState& st) {
+void AttendTileKv(const AttentionArgs& a, const KV* k_new, const KV* v_new,
+                  const RowKeys& keys, size_t row0, size_t rows, size_t kv_head,
+                  size_t key_begin, size_t key_end, bool transposed, const GroupScratch& s,
+                  const GroupState& st) {
   // The widest tag with no more lanes than head_dim.
   const auto run = [&](auto d) {
-    AttendRangeT(d, a, k_new, v_new, keys, row, kv_head, key_begin, key_end, s, st);
+    AttendTileT(d, a, k_new, v_new, keys, row0, rows, kv_head, key_begin, key_end,
+                transposed, s, st);
   };
   const DF df;
   const hn::CappedTag<float, 8> d8;
@@ -359,41 +470,48 @@ void AttendRangeKv(const AttentionArgs& a, const KV* k_new, const KV* v_new,
   }
 }
 
-// Attends the query heads of kv_head's group in row `row` to keys
-// [key_begin, key_end) of the row's keys (`keys`: its slots, then its new
-// rows; k_new / v_new as a.kv_type), leaving the softmax state in `state`
-// (laid out as GroupState; an empty range leaves sums of 0). With `dst`
-// (the row's [heads][head_dim] output) the state is also normalised into
-// dst. `scratch`: laid out as GroupScratch.
-void AttendRange(const AttentionArgs& a, const void* k_new, const void* v_new,
-                 const RowKeys& keys, size_t row, size_t kv_head, size_t key_begin,
-                 size_t key_end, float* scratch, float* state, float* dst) {
+// Attends the query heads of kv_head's group in rows row0 .. row0 + rows - 1
+// to keys [key_begin, key_end) of `keys` (the slots, then the new rows, that
+// the tile's last row sees; an earlier row sees the slots and the new rows
+// up to itself), leaving the softmax state in `state` (laid out as
+// GroupState; an empty range leaves sums of 0). k_new / v_new are as
+// a.kv_type. With `dst` (the command's output) the state is also normalised
+// into dst. `scratch`: laid out as GroupScratch. `rows` > 1 only without a
+// window.
+void AttendTile(const AttentionArgs& a, const void* k_new, const void* v_new,
+                const RowKeys& keys, size_t row0, size_t rows, size_t kv_head,
+                size_t key_begin, size_t key_end, bool transposed, float* scratch,
+                float* state, float* dst) {
   const size_t group = a.heads / a.kv_heads;
   const size_t dim = a.head_dim;
+  const size_t queries = rows * group;
   GroupScratch s;
   s.q = scratch;
-  s.keys = s.q + group * dim;
+  s.keys = s.q + queries * dim;
   s.keys_t = s.keys + kAttentionBlock * dim;
   s.values = s.keys_t + kAttentionBlock * dim;
   s.scores = s.values + kAttentionBlock * dim;
   GroupState st;
   st.acc = state;
-  st.max = st.acc + group * dim;
-  st.sum = st.max + group;
+  st.max = st.acc + queries * dim;
+  st.sum = st.max + queries;
   if (a.kv_type == WeightType::kF16) {
-    AttendRangeKv(a, static_cast<const hwy::float16_t*>(k_new),
-                  static_cast<const hwy::float16_t*>(v_new), keys, row, kv_head, key_begin,
-                  key_end, s, st);
+    AttendTileKv(a, static_cast<const hwy::float16_t*>(k_new),
+                 static_cast<const hwy::float16_t*>(v_new), keys, row0, rows, kv_head,
+                 key_begin, key_end, transposed, s, st);
   } else {
-    AttendRangeKv(a, static_cast<const float*>(k_new), static_cast<const float*>(v_new), keys,
-                  row, kv_head, key_begin, key_end, s, st);
+    AttendTileKv(a, static_cast<const float*>(k_new), static_cast<const float*>(v_new), keys,
+                 row0, rows, kv_head, key_begin, key_end, transposed, s, st);
   }
   if (dst == nullptr) return;
-  // The range holds new row `row` itself (within any window), so every
+  // The range holds each new row itself (within any window), so every
   // sum >= 1.
-  for (size_t h = 0; h < group; ++h) {
-    Scale(st.acc + h * dim, 1.0f / st.sum[h],
-          dst + (kv_head * group + h) * dim, dim);
+  for (size_t t = 0; t < rows; ++t) {
+    for (size_t h = 0; h < group; ++h) {
+      const size_t query = t * group + h;
+      Scale(st.acc + query * dim, 1.0f / st.sum[query],
+            dst + ((row0 + t) * a.heads + kv_head * group + h) * dim, dim);
+    }
   }
 }
 
@@ -404,12 +522,15 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace lnpu::softnpu::compute {
 
-HWY_EXPORT(AttendRange);
+HWY_EXPORT(AttendTile);
 
 namespace {
 
 // Attention: the fewest keys worth a split of one row's keys (flash-decoding).
 constexpr size_t kMinKeysPerSplit = 256;
+// The most rows of one task in transposed form (prefill): their query heads
+// share each transposed key block.
+constexpr size_t kMaxTileRows = 16;
 
 }  // namespace
 
@@ -474,24 +595,34 @@ void Attention(const AttentionArgs& args, WorkerPool& pool,
     return RowKeys{windowed.data() + o[0], o[1] - o[0], windowed.data() + o[1], o[2] - o[1]};
   };
 
-  // One task per (row, kv head, key split): the GQA group's query heads
-  // share every K/V row read. When there are fewer (row, kv head) pairs
-  // than two per thread (decode), each row's keys are split into ranges
-  // whose partial softmax states are merged at the end (flash-decoding).
+  // One task per (tile of rows, kv head, key split): the GQA group's query
+  // heads of the tile's rows share every K/V row read. Several new rows
+  // without a window take the transposed scores (AttendKeys), in tiles of
+  // up to kMaxTileRows rows, about four tasks per thread. Otherwise a tile
+  // is one row; when there are fewer (row, kv head) pairs than two per
+  // thread (decode), each row's keys are split into ranges whose partial
+  // softmax states are merged at the end (flash-decoding).
   const size_t group = args.heads / args.kv_heads;
   const size_t dim = args.head_dim;
-  const size_t pairs = args.rows * args.kv_heads;
   const size_t threads = static_cast<size_t>(pool.threads());
+  const bool tiled = args.window == 0 && args.rows > 1;
+  const bool transposed = tiled || dim <= kKeyLanesMaxDim;
+  const size_t tile_rows =
+      tiled ? std::clamp<size_t>(args.rows * args.kv_heads / (4 * threads), 1, kMaxTileRows)
+            : 1;
+  const size_t tiles = CeilDiv(args.rows, tile_rows);
+  const size_t pairs = tiles * args.kv_heads;
   const uint64_t keys = slots.size() + args.rows;
   const uint64_t work = uint64_t{args.rows} * args.heads * keys * dim;
   size_t splits = 1;
-  if (pairs < 2 * threads && work >= kMinParallelWork) {
+  if (!tiled && pairs < 2 * threads && work >= kMinParallelWork) {
     splits = std::min(CeilDiv(2 * threads, pairs),
                       std::max<size_t>(1, keys / kMinKeysPerSplit));
   }
-  const size_t state_floats = group * (dim + 2);
+  const size_t queries = tile_rows * group;
+  const size_t state_floats = queries * (dim + 2);
   const size_t worker_floats =
-      group * dim + 3 * kAttentionBlock * dim + group * kAttentionBlock;
+      queries * dim + 3 * kAttentionBlock * dim + queries * kAttentionBlock;
   size_t stride = 0;
   // Per worker its scratch (and, without splits, its state), then with
   // splits one state per task.
@@ -505,22 +636,22 @@ void Attention(const AttentionArgs& args, WorkerPool& pool,
   RunTasks(pool, pairs * splits, work, [&](size_t task, int worker) {
     const size_t pair = task / splits;
     const size_t split = task % splits;
-    const size_t row = pair / args.kv_heads;
+    const size_t row0 = pair / args.kv_heads * tile_rows;
+    const size_t rows = std::min(tile_rows, args.rows - row0);
     const size_t kv_head = pair % args.kv_heads;
     float* worker_scratch = f32 + worker * stride;
-    const RowKeys keys = keys_of(row);
+    const RowKeys keys = keys_of(row0 + rows - 1);
     const size_t row_keys = keys.slot_count + keys.new_count;
     const size_t per_split = CeilDiv(row_keys, splits);
     const size_t begin = std::min(row_keys, split * per_split);
     const size_t end = std::min(row_keys, begin + per_split);
-    float* const row_dst = args.dst + row * args.heads * dim;
     if (splits == 1) {
-      HWY_DYNAMIC_DISPATCH(AttendRange)
-      (args, k_new, v_new, keys, row, kv_head, begin, end, worker_scratch,
-       worker_scratch + worker_floats, row_dst);
+      HWY_DYNAMIC_DISPATCH(AttendTile)
+      (args, k_new, v_new, keys, row0, rows, kv_head, begin, end, transposed, worker_scratch,
+       worker_scratch + worker_floats, args.dst);
     } else {
-      HWY_DYNAMIC_DISPATCH(AttendRange)
-      (args, k_new, v_new, keys, row, kv_head, begin, end, worker_scratch,
+      HWY_DYNAMIC_DISPATCH(AttendTile)
+      (args, k_new, v_new, keys, row0, rows, kv_head, begin, end, transposed, worker_scratch,
        f32 + states_offset + task * state_floats, nullptr);
     }
   });

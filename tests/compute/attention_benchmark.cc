@@ -1,0 +1,93 @@
+// Throughput of the ATTENTION kernel (attention.h) at LLM shapes with an F16
+// cache: Qwen2.5-0.5B (14 heads, 2 KV heads, head_dim 64) and
+// TinyLlama-1.1B (32 heads, 4 KV heads, head_dim 64).
+//   Decode: 1 new row over `slots` visible cache slots (flash-decoding
+//   splits).
+//   Prefill: `rows` new rows (causal among themselves) over `slots`
+//   visible cache slots, as a prompt chunk after earlier chunks.
+// GOP/s counts 4 * heads * head_dim operations per (row, visible key):
+// the multiply-adds of q.k and of the weighted sum of values. Arguments:
+// {heads, kv_heads, rows, slots, threads}. Run by hand, not part of the
+// test suite.
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "kernel_iface/softnpu/compute/attention.h"
+#include "kernel_iface/softnpu/compute/dtype_conversion.h"
+#include "kernel_iface/softnpu/compute/worker_pool.h"
+
+namespace lnpu::softnpu::compute {
+namespace {
+
+constexpr size_t kHeadDim = 64;
+constexpr size_t kCapacity = 1152;
+
+void BM_Attention(benchmark::State& state) {
+  const size_t heads = static_cast<size_t>(state.range(0));
+  const size_t kv_heads = static_cast<size_t>(state.range(1));
+  const size_t rows = static_cast<size_t>(state.range(2));
+  const size_t slots = static_cast<size_t>(state.range(3));
+  const int threads = static_cast<int>(state.range(4));
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto random_floats = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  const std::vector<float> q = random_floats(rows * heads * kHeadDim);
+  const std::vector<float> k_new = random_floats(rows * kv_heads * kHeadDim);
+  const std::vector<float> v_new = random_floats(rows * kv_heads * kHeadDim);
+  const size_t cache_elements = kCapacity * kv_heads * kHeadDim;
+  std::vector<uint16_t> k_cache(cache_elements);
+  std::vector<uint16_t> v_cache(cache_elements);
+  ConvertF32ToF16(random_floats(cache_elements).data(), k_cache.data(), cache_elements);
+  ConvertF32ToF16(random_floats(cache_elements).data(), v_cache.data(), cache_elements);
+  std::vector<uint8_t> mask(kCapacity, 0);
+  for (size_t s = 0; s < slots; ++s) mask[s] = 1;
+  std::vector<float> dst(rows * heads * kHeadDim);
+  AttentionArgs args;
+  args.q = q.data();
+  args.k_new = k_new.data();
+  args.v_new = v_new.data();
+  args.k_cache = k_cache.data();
+  args.v_cache = v_cache.data();
+  args.kv_type = WeightType::kF16;
+  args.mask = mask.data();
+  args.dst = dst.data();
+  args.rows = rows;
+  args.capacity = kCapacity;
+  args.heads = heads;
+  args.kv_heads = kv_heads;
+  args.head_dim = kHeadDim;
+  args.scale = 0.125f;
+  WorkerPool pool(threads);
+  KernelScratch scratch;
+  for (auto _ : state) {
+    Attention(args, pool, &scratch);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  // Row r sees the slots and new rows 0..r.
+  const double keys = static_cast<double>(rows) * slots + rows * (rows + 1) / 2.0;
+  state.counters["GOP/s"] = benchmark::Counter(
+      4.0 * heads * kHeadDim * keys * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+BENCHMARK(BM_Attention)
+    ->ArgNames({"heads", "kv_heads", "rows", "slots", "threads"})
+    ->Args({14, 2, 1, 1024, 2})
+    ->Args({14, 2, 256, 256, 2})
+    ->Args({14, 2, 16, 512, 2})
+    ->Args({32, 4, 1, 1024, 2})
+    ->Args({32, 4, 256, 256, 2})
+    ->Args({14, 2, 256, 256, 1})
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace lnpu::softnpu::compute
+
+BENCHMARK_MAIN();
