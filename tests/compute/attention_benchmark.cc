@@ -7,8 +7,11 @@
 //   visible cache slots, as a prompt chunk after earlier chunks.
 // GOP/s counts 4 * heads * head_dim operations per (row, visible key):
 // the multiply-adds of q.k and of the weighted sum of values. Arguments:
-// {heads, kv_heads, rows, slots, threads}. Run by hand, not part of the
-// test suite.
+// {heads, kv_heads, rows, slots, threads, caches}: successive calls cycle
+// through `caches` copies of the KV cache, so that with 256 copies (over
+// 150 MB) each call reads its cache from DRAM as a decode step does after
+// streaming the weights, and with 1 from the CPU's caches. Run by hand,
+// not part of the test suite.
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -30,6 +33,7 @@ void BM_Attention(benchmark::State& state) {
   const size_t rows = static_cast<size_t>(state.range(2));
   const size_t slots = static_cast<size_t>(state.range(3));
   const int threads = static_cast<int>(state.range(4));
+  const size_t caches = static_cast<size_t>(state.range(5));
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const auto random_floats = [&](size_t n) {
@@ -40,11 +44,14 @@ void BM_Attention(benchmark::State& state) {
   const std::vector<float> q = random_floats(rows * heads * kHeadDim);
   const std::vector<float> k_new = random_floats(rows * kv_heads * kHeadDim);
   const std::vector<float> v_new = random_floats(rows * kv_heads * kHeadDim);
+  // Per copy: the K cache, then the V cache.
   const size_t cache_elements = kCapacity * kv_heads * kHeadDim;
-  std::vector<uint16_t> k_cache(cache_elements);
-  std::vector<uint16_t> v_cache(cache_elements);
-  ConvertF32ToF16(random_floats(cache_elements).data(), k_cache.data(), cache_elements);
-  ConvertF32ToF16(random_floats(cache_elements).data(), v_cache.data(), cache_elements);
+  std::vector<uint16_t> kv_caches(2 * cache_elements * caches);
+  const std::vector<float> values = random_floats(2 * cache_elements);
+  for (size_t c = 0; c < caches; ++c) {
+    ConvertF32ToF16(values.data(), kv_caches.data() + 2 * c * cache_elements,
+                    2 * cache_elements);
+  }
   std::vector<uint8_t> mask(kCapacity, 0);
   for (size_t s = 0; s < slots; ++s) mask[s] = 1;
   std::vector<float> dst(rows * heads * kHeadDim);
@@ -52,8 +59,6 @@ void BM_Attention(benchmark::State& state) {
   args.q = q.data();
   args.k_new = k_new.data();
   args.v_new = v_new.data();
-  args.k_cache = k_cache.data();
-  args.v_cache = v_cache.data();
   args.kv_type = WeightType::kF16;
   args.mask = mask.data();
   args.dst = dst.data();
@@ -65,7 +70,11 @@ void BM_Attention(benchmark::State& state) {
   args.scale = 0.125f;
   WorkerPool pool(threads);
   KernelScratch scratch;
+  size_t copy = 0;
   for (auto _ : state) {
+    args.k_cache = kv_caches.data() + 2 * copy * cache_elements;
+    args.v_cache = kv_caches.data() + (2 * copy + 1) * cache_elements;
+    copy = (copy + 1) % caches;
     Attention(args, pool, &scratch);
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
@@ -78,13 +87,15 @@ void BM_Attention(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Attention)
-    ->ArgNames({"heads", "kv_heads", "rows", "slots", "threads"})
-    ->Args({14, 2, 1, 1024, 2})
-    ->Args({14, 2, 256, 256, 2})
-    ->Args({14, 2, 16, 512, 2})
-    ->Args({32, 4, 1, 1024, 2})
-    ->Args({32, 4, 256, 256, 2})
-    ->Args({14, 2, 256, 256, 1})
+    ->ArgNames({"heads", "kv_heads", "rows", "slots", "threads", "caches"})
+    ->Args({14, 2, 1, 1024, 2, 1})
+    ->Args({14, 2, 1, 1024, 2, 256})
+    ->Args({14, 2, 256, 256, 2, 1})
+    ->Args({14, 2, 16, 512, 2, 1})
+    ->Args({32, 4, 1, 1024, 2, 1})
+    ->Args({32, 4, 1, 1024, 2, 128})
+    ->Args({32, 4, 256, 256, 2, 1})
+    ->Args({14, 2, 256, 256, 1, 1})
     ->UseRealTime();
 
 }  // namespace
