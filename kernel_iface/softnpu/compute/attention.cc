@@ -27,8 +27,9 @@ namespace lnpu::softnpu::compute {
 // Keys scored per online-softmax step of attention: the running output is
 // rescaled at most once per block.
 inline constexpr size_t kAttentionBlock = 64;
-// Attention scores with keys across vector lanes up to this head_dim, dot
-// products over head_dim beyond it.
+// Attention scores with keys across vector lanes (transposed) for several
+// new rows without a window and for any head_dim up to this one; dot
+// products over head_dim otherwise (AttendKeys).
 inline constexpr size_t kKeyLanesMaxDim = 16;
 // The keys one query row attends: cache slots, then new rows.
 struct RowKeys {
@@ -56,8 +57,9 @@ HWY_INLINE void Scale(const float* src, float factor, float* dst, size_t len) {
 // of consecutive rows to their keys: the visible cache slots in slot order,
 // then new rows 0..row. Keys are taken in blocks of up to kAttentionBlock,
 // whose K and V rows are converted to f32 once for the whole tile. Scores
-// come in one of two forms, chosen by the command's shape alone so that a
-// row's result does not depend on the thread count:
+// come in one of two forms, chosen by the command's shape alone, so that
+// how a chunk's rows are grouped into tiles (which follows the thread
+// count) does not change any row's result:
 // - transposed (several new rows without a window, or head_dim <=
 //   kKeyLanesMaxDim): the block's keys are transposed (gathered) once, a
 //   vector holds one dimension of many keys, and a score vector is head_dim
