@@ -74,6 +74,12 @@ HWY_INLINE void Scale(const float* src, float factor, float* dst, size_t len) {
 // rescales the output once per block, folded into the block's value
 // accumulation.
 
+// The helpers below that AttendKeys calls once per key block or head are
+// HWY_NOINLINE: force-inlined, every AttendKeys instance (KV type x tag x
+// key order, per target) carried its own copy, and clang's sanitizer builds
+// spent 2.5-6 minutes on this file (now 20 s; the kernels' speed did not
+// change, attention_benchmark).
+
 // Per-worker memory of a task (sized by Attention()).
 struct GroupScratch {
   float* q;       // [tile rows][group][head_dim]: the query heads times scale
@@ -114,7 +120,7 @@ HWY_INLINE void ConvertKvRows(D d, const KV* base, size_t stride,
 
 // scores[j] = q . keys[j] for the n key rows of `dim` at keys.
 template <class D>
-HWY_INLINE void BlockScores(D d, const float* q, const float* keys, size_t n,
+HWY_NOINLINE void BlockScores(D d, const float* q, const float* keys, size_t n,
                             size_t dim, float* scores) {
   const size_t lanes = hn::Lanes(d);
   const size_t vector_dim = dim - dim % lanes;
@@ -157,7 +163,7 @@ HWY_INLINE void BlockScores(D d, const float* q, const float* keys, size_t n,
 
 // keys_t[i][j] = keys[j][i] for j < n rounded up to whole vectors (rows
 // from n on are zeroed first; keys holds kAttentionBlock rows).
-HWY_INLINE void TransposeKeys(float* keys, size_t n, size_t dim,
+HWY_NOINLINE void TransposeKeys(float* keys, size_t n, size_t dim,
                               float* keys_t) {
   const DF df;
   const hn::RebindToSigned<DF> di;
@@ -178,7 +184,7 @@ HWY_INLINE void TransposeKeys(float* keys, size_t n, size_t dim,
 // from the transposed keys. Every score is one multiply-add chain over
 // i = 0 .. dim - 1, whichever heads share a pass; four heads share each load
 // of keys.
-HWY_INLINE void TransposedScores(const float* q, size_t queries,
+HWY_NOINLINE void TransposedScores(const float* q, size_t queries,
                                  const float* keys_t, size_t n, size_t dim,
                                  float* scores) {
   const DF df;
@@ -260,7 +266,7 @@ HWY_INLINE void TransposedScores(const float* q, size_t queries,
 
 // scores[j] = softcap * tanh(scores[j] / softcap) (Gemma 2's attention
 // logit soft cap).
-HWY_INLINE void SoftcapScores(float* scores, size_t n, float softcap) {
+HWY_NOINLINE void SoftcapScores(float* scores, size_t n, float softcap) {
   const float inverse = 1.0f / softcap;
   ForEachVector(n, [&](auto d, size_t j) {
     hn::StoreU(Softcap(d, hn::LoadU(d, scores + j), softcap, inverse), d, scores + j);
@@ -272,7 +278,7 @@ HWY_INLINE void SoftcapScores(float* scores, size_t n, float softcap) {
 // far must be rescaled. A NaN score (a NaN in q or in an attended key) gets
 // the weight NaN, which makes the row's output NaN: Highway's Exp returns 0
 // for NaN, and Max drops NaN on Arm, which would hide the key.
-HWY_INLINE float SoftmaxBlock(float* scores, size_t n, float& max,
+HWY_NOINLINE float SoftmaxBlock(float* scores, size_t n, float& max,
                               float& sum) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
@@ -309,7 +315,7 @@ HWY_INLINE float SoftmaxBlock(float* scores, size_t n, float& max,
 // keys in the outer loop, so that each p[j] is broadcast once per four
 // vectors of its row; even and odd keys add into separate accumulators.
 template <class D>
-HWY_INLINE void AccumulateValues(D d, const float* p, const float* values,
+HWY_NOINLINE void AccumulateValues(D d, const float* p, const float* values,
                                  size_t n, size_t dim, float alpha,
                                  float* acc) {
   const size_t lanes = hn::Lanes(d);
@@ -372,7 +378,7 @@ HWY_INLINE void AccumulateValues(D d, const float* p, const float* values,
 // of the tile's `rows` x `group` query heads at s.q, where row t sees the
 // first seen(t, b, n) keys of the block of n keys from b.
 template <class D, typename KV, class IndexFn, class SeenFn>
-HWY_INLINE void AttendKeys(D d, size_t rows, size_t group, size_t dim, const KV* k_base,
+HWY_NOINLINE void AttendKeys(D d, size_t rows, size_t group, size_t dim, const KV* k_base,
                            const KV* v_base, size_t stride, size_t begin, size_t end,
                            const IndexFn& index, const SeenFn& seen, bool transposed,
                            float softcap, const GroupScratch& s, const GroupState& st) {
