@@ -168,11 +168,15 @@ class QuantMatmulPathTest
     args.n = s.n;
     Matmul(args, pool_, &scratch_);
 
+    std::vector<QuantRow> weight_rows;
+    for (size_t c = 0; c < s.n; ++c) {
+      weight_rows.push_back(DecodeWeightRow(weight.data() + c * row_bytes, s.k, type));
+    }
     int reported = 0;
     for (size_t r = 0; r < s.rows; ++r) {
       const QuantRow x = QuantizeActivationRow(src.data() + r * s.k, s.k);
       for (size_t c = 0; c < s.n; ++c) {
-        const QuantRow w = DecodeWeightRow(weight.data() + c * row_bytes, s.k, type);
+        const QuantRow& w = weight_rows[c];
         double want = 0, magnitude = 0;
         for (size_t b = 0; b < s.k / kQuantBlock; ++b) {
           int64_t dot = 0, abs_dot = 0;
