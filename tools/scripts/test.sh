@@ -218,8 +218,9 @@ step_done "fuzz build and runs"
 # suite but those in aarch64_left_out, with small compute shapes; the
 # compute suites run again on the CPUs that take the other kernel paths:
 # "max" (SVE2, dot product, i8mm: the Highway targets and Arm
-# quantized-matmul paths that cortex-a76 does not take; qemu's SVE vectors are 512 bits, so the targets
-# for fixed 256- and 128-bit SVE would never run and are not built; emulated
+# quantized-matmul paths that cortex-a76 does not take; qemu's SVE vectors
+# are 512 bits, so the targets for fixed 256- and 128-bit SVE would never
+# run and are not built; emulated
 # SVE is ~30x slower than NEON, so the
 # matmul and attention cases above 2^18 multiply-adds are skipped:
 # LNPU_COMPUTE_TEST_SMALL_SHAPES) and "cortex-a57" (NEON only: every case,

@@ -74,11 +74,11 @@ HWY_INLINE void Scale(const float* src, float factor, float* dst, size_t len) {
 // rescales the output once per block, folded into the block's value
 // accumulation.
 
-// The helpers below that AttendKeys calls once per key block or head are
+// AttendKeys and the helpers it calls once per key block or head are
 // HWY_NOINLINE: force-inlined, every AttendKeys instance (KV type x tag x
-// key order, per target) carried its own copy, and clang's sanitizer builds
-// spent 2.5-6 minutes on this file (now 20 s; the kernels' speed did not
-// change, attention_benchmark).
+// key order, per target) carried its own copy of them all, and clang's
+// sanitizer build spent 160 s on this file alone (22 s now;
+// attention_benchmark did not change beyond noise).
 
 // Per-worker memory of a task (sized by Attention()).
 struct GroupScratch {
@@ -121,7 +121,7 @@ HWY_INLINE void ConvertKvRows(D d, const KV* base, size_t stride,
 // scores[j] = q . keys[j] for the n key rows of `dim` at keys.
 template <class D>
 HWY_NOINLINE void BlockScores(D d, const float* q, const float* keys, size_t n,
-                            size_t dim, float* scores) {
+                              size_t dim, float* scores) {
   const size_t lanes = hn::Lanes(d);
   const size_t vector_dim = dim - dim % lanes;
   size_t j = 0;
@@ -164,7 +164,7 @@ HWY_NOINLINE void BlockScores(D d, const float* q, const float* keys, size_t n,
 // keys_t[i][j] = keys[j][i] for j < n rounded up to whole vectors (rows
 // from n on are zeroed first; keys holds kAttentionBlock rows).
 HWY_NOINLINE void TransposeKeys(float* keys, size_t n, size_t dim,
-                              float* keys_t) {
+                                float* keys_t) {
   const DF df;
   const hn::RebindToSigned<DF> di;
   const size_t lanes = hn::Lanes(df);
@@ -185,8 +185,8 @@ HWY_NOINLINE void TransposeKeys(float* keys, size_t n, size_t dim,
 // i = 0 .. dim - 1, whichever heads share a pass; four heads share each load
 // of keys.
 HWY_NOINLINE void TransposedScores(const float* q, size_t queries,
-                                 const float* keys_t, size_t n, size_t dim,
-                                 float* scores) {
+                                   const float* keys_t, size_t n, size_t dim,
+                                   float* scores) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   constexpr size_t kB = kAttentionBlock;
@@ -279,7 +279,7 @@ HWY_NOINLINE void SoftcapScores(float* scores, size_t n, float softcap) {
 // the weight NaN, which makes the row's output NaN: Highway's Exp returns 0
 // for NaN, and Max drops NaN on Arm, which would hide the key.
 HWY_NOINLINE float SoftmaxBlock(float* scores, size_t n, float& max,
-                              float& sum) {
+                                float& sum) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   float block_max = -std::numeric_limits<float>::infinity();
@@ -316,8 +316,8 @@ HWY_NOINLINE float SoftmaxBlock(float* scores, size_t n, float& max,
 // vectors of its row; even and odd keys add into separate accumulators.
 template <class D>
 HWY_NOINLINE void AccumulateValues(D d, const float* p, const float* values,
-                                 size_t n, size_t dim, float alpha,
-                                 float* acc) {
+                                   size_t n, size_t dim, float alpha,
+                                   float* acc) {
   const size_t lanes = hn::Lanes(d);
   const size_t vector_dim = dim - dim % lanes;
   const auto scale = hn::Set(d, alpha);
@@ -379,9 +379,9 @@ HWY_NOINLINE void AccumulateValues(D d, const float* p, const float* values,
 // first seen(t, b, n) keys of the block of n keys from b.
 template <class D, typename KV, class IndexFn, class SeenFn>
 HWY_NOINLINE void AttendKeys(D d, size_t rows, size_t group, size_t dim, const KV* k_base,
-                           const KV* v_base, size_t stride, size_t begin, size_t end,
-                           const IndexFn& index, const SeenFn& seen, bool transposed,
-                           float softcap, const GroupScratch& s, const GroupState& st) {
+                             const KV* v_base, size_t stride, size_t begin, size_t end,
+                             const IndexFn& index, const SeenFn& seen, bool transposed,
+                             float softcap, const GroupScratch& s, const GroupState& st) {
   // Long heads take fewer keys per block, so that the block's K and V rows
   // (2 * block * dim floats) stay within about 16 KB of L1.
   const size_t block =
