@@ -265,20 +265,20 @@ LNPU_QM_AVX512_INLINE __m256 UpperHalf(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 
-// dst[r][c] for the kRows rows and the kCols columns c0.. of Q4_0 weights;
-// groups[r] are row r's prepared activations. Each weight group is
-// unpacked once for all rows; each row's operations do not depend on kRows
-// or kCols.
+// dst[r][cols[i]] for the kRows rows and the kCols columns cols of Q4_0
+// weights, prefetched prefetch_offset ahead (GemvSteps); groups[r] are row
+// r's prepared activations. Each weight group is unpacked once for all
+// rows; each row's operations do not depend on kRows or kCols.
 template <size_t kRows, size_t kCols>
 LNPU_QM_AVX512_TARGET void Q4GroupGemvColumns(const MatmulArgs& a,
                                               const GemvActivations<kRows>& x,
                                               const Q4Quads::Activations* const (&groups)[kRows],
-                                              size_t group_count, size_t c0) {
+                                              size_t group_count, const size_t (&cols)[kCols],
+                                              size_t prefetch_offset) {
   using G = Q4Quads;
   const uint8_t* w[kCols];
-  GemvWeightRows<Q4_0, kCols>(a, c0, w);
+  GemvWeightRows<Q4_0, kCols>(a, cols, w);
   const size_t blocks = a.k / kQuantBlock;
-  const size_t prefetch_offset = kCols * blocks * Q4_0::kBlockBytes;
   __m512 acc[kRows][kCols];
 #pragma GCC unroll 4
   for (size_t r = 0; r < kRows; ++r) {
@@ -312,7 +312,7 @@ LNPU_QM_AVX512_TARGET void Q4GroupGemvColumns(const MatmulArgs& a,
   }
   GemvBlocks<Q4_0, kRows, kCols>(w, x, G::kBlocks * group_count, blocks, prefetch_offset,
                                  acc256);
-  GemvStore<kRows, kCols>(a, c0, acc256);
+  GemvStore<kRows, kCols>(a, cols, acc256);
 }
 
 template <size_t kRows>
@@ -332,16 +332,19 @@ struct Q4GroupGemv {
                  buffer.data() + r * group_count);
       groups[r] = buffer.data() + r * group_count;
     }
-    size_t c = col_begin;
+    const size_t row_bytes = a.k / kQuantBlock * Q4_0::kBlockBytes;
+    const auto columns = [&]<size_t kStepCols>(const size_t (&cols)[kStepCols], size_t group) {
+      Q4GroupGemvColumns<kRows, kStepCols>(a, rows, groups, group_count, cols,
+                                           group * row_bytes);
+    };
     // 8 columns per step with 1-2 rows, as in Q8ColumnPairsGemv (Zen 5:
-    // one-row decode 15-17% faster than with 4).
+    // one-row decode 15-17% faster than with 4), in 4 streams of 2.
+    size_t c = col_begin;
     if constexpr (kRows <= 2) {
-      for (; c + 8 <= col_end; c += 8) Q4GroupGemvColumns<kRows, 8>(a, rows, groups, group_count, c);
+      c = GemvSteps<4, 2>(c, col_end, [&](const size_t (&cols)[8]) { columns(cols, 2); });
     }
-    for (; c + kCols <= col_end; c += kCols) {
-      Q4GroupGemvColumns<kRows, kCols>(a, rows, groups, group_count, c);
-    }
-    for (; c < col_end; ++c) Q4GroupGemvColumns<kRows, 1>(a, rows, groups, group_count, c);
+    c = GemvSteps<kCols / 2, 2>(c, col_end, [&](const size_t (&cols)[kCols]) { columns(cols, 2); });
+    for (; c < col_end; ++c) columns({c}, 1);
   }
 };
 
@@ -400,20 +403,21 @@ LNPU_QM_AVX512_INLINE void AddColumnPairsBlock(const GemvActivations<kRows>& x,
   }
 }
 
-// dst[r][c] for the kRows rows and the 2 * kPairs columns c0.. ;
-// corrections[r] holds OffsetCorrection of each of row r's blocks (8 int32
-// per block).
+// dst[r][cols[i]] for the kRows rows and the 2 * kPairs columns cols
+// (pair p: cols[2p], cols[2p + 1]), prefetched prefetch_offset ahead
+// (GemvSteps); corrections[r] holds OffsetCorrection of each of row r's
+// blocks (8 int32 per block).
 template <size_t kRows, size_t kPairs>
 LNPU_QM_AVX512_TARGET void Q8ColumnPairsGemvColumns(const MatmulArgs& a,
                                                     const GemvActivations<kRows>& x,
                                                     const int32_t* const (&corrections)[kRows],
-                                                    size_t c0) {
+                                                    const size_t (&cols)[2 * kPairs],
+                                                    size_t prefetch_offset) {
   constexpr size_t kCols = 2 * kPairs;
   constexpr size_t kB = kQ8_0BlockBytes;
   const uint8_t* w[kCols];
-  GemvWeightRows<Q8_0, kCols>(a, c0, w);
+  GemvWeightRows<Q8_0, kCols>(a, cols, w);
   const size_t blocks = a.k / kQuantBlock;
-  const size_t prefetch_offset = kCols * blocks * kB;
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const Q8ColumnPairIndices& indices = kQ8ColumnPairIndices;
   __m512 acc[kRows][kPairs];
@@ -477,7 +481,7 @@ LNPU_QM_AVX512_TARGET void Q8ColumnPairsGemvColumns(const MatmulArgs& a,
       halves[r][2 * p + 1] = UpperHalf(acc[r][p]);
     }
   }
-  GemvStore<kRows, kCols>(a, c0, halves);
+  GemvStore<kRows, kCols>(a, cols, halves);
 }
 
 template <size_t kRows>
@@ -499,20 +503,22 @@ struct Q8ColumnPairsGemv {
       }
       corrections[r] = row;
     }
-    size_t c = col_begin;
+    const size_t row_bytes = blocks * kQ8_0BlockBytes;
+    const auto pairs = [&]<size_t kCols>(const size_t (&cols)[kCols]) {
+      Q8ColumnPairsGemvColumns<kRows, kCols / 2>(a, rows, corrections, cols, 2 * row_bytes);
+    };
     // 8 columns per step with 1-2 rows: 8 weight rows stream at once, so
     // more cache misses are in flight while the arithmetic runs (Zen 5:
-    // one-row decode 15-20% faster than with 4); with 3-4 rows the
-    // accumulators would not fit the 32 registers.
+    // one-row decode 15-20% faster than with 4), each pair its own stream
+    // (GemvSteps); with 3-4 rows the accumulators would not fit the 32
+    // registers.
+    size_t c = col_begin;
     if constexpr (kRows <= 2) {
-      for (; c + 8 <= col_end; c += 8) Q8ColumnPairsGemvColumns<kRows, 4>(a, rows, corrections, c);
+      c = GemvSteps<4, 2>(c, col_end, [&](const size_t (&cols)[8]) { pairs(cols); });
     }
-    for (; c + 4 <= col_end; c += 4) Q8ColumnPairsGemvColumns<kRows, 2>(a, rows, corrections, c);
-    if (c + 2 <= col_end) {
-      Q8ColumnPairsGemvColumns<kRows, 1>(a, rows, corrections, c);
-      c += 2;
-    }
-    if (c < col_end) GemvColumns<Q8_0, kRows, 1>(a, rows, c);
+    c = GemvSteps<2, 2>(c, col_end, [&](const size_t (&cols)[4]) { pairs(cols); });
+    c = GemvSteps<1, 2>(c, col_end, [&](const size_t (&cols)[2]) { pairs(cols); });
+    if (c < col_end) GemvColumns<Q8_0, kRows, 1>(a, rows, {c}, row_bytes);
   }
 };
 
