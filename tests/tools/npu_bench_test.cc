@@ -262,6 +262,7 @@ TEST(NpuBenchReadBandwidth, MeasuresAPositiveRate) {
   EXPECT_GT(bandwidth->bytes_per_second, 1e6);
   EXPECT_EQ(bandwidth->buffer_bytes, options.buffer_bytes);
   EXPECT_EQ(bandwidth->threads, 2);
+  EXPECT_THAT(bandwidth->streams_per_thread, testing::AnyOf(1, 4, 8));
   EXPECT_GE(DefaultBufferBytes(), uint64_t{1} << 30);
 }
 
@@ -342,6 +343,7 @@ TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
       "assert d[\"peak_rss_mib\"] > 0\n"
       "assert d[\"read_bandwidth\"][\"bytes_per_second\"] > 0\n"
       "assert d[\"read_bandwidth\"][\"buffer_bytes\"] == 8 << 20\n"
+      "assert d[\"read_bandwidth\"][\"streams_per_thread\"] in (1, 4, 8)\n"
       "assert 0 <= d[\"cpu_stolen_fraction\"] <= 1\n"
       "' <'" + json_path + "'");
   EXPECT_EQ(check.exit_code, 0) << check.err << "\n" << run.out;

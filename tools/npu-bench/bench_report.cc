@@ -172,9 +172,11 @@ std::string FormatText(const BenchReport& r) {
   absl::StrAppend(
       &out, "\nmemory\n",
       absl::StrFormat("peak RSS: %.1f MiB\n"
-                      "read bandwidth: %.2f GB/s (%d threads, %.0f MiB buffer, best of %d)\n",
+                      "read bandwidth: %.2f GB/s (%d threads x %d streams, %.0f MiB buffer, "
+                      "best of %d per stream count)\n",
                       r.peak_rss_mib, r.bandwidth.bytes_per_second / kGB, r.bandwidth.threads,
-                      r.bandwidth.buffer_bytes / double(1 << 20), r.bandwidth.runs));
+                      r.bandwidth.streams_per_thread, r.bandwidth.buffer_bytes / double(1 << 20),
+                      r.bandwidth.runs));
   if (r.cpu_stolen_fraction < 0) {
     absl::StrAppend(&out, "cpu steal: unknown (/proc/stat unreadable)\n");
   } else {
@@ -267,11 +269,12 @@ std::string FormatJson(const BenchReport& r) {
       absl::StrFormat("  \"decode_fill_ratio\": %s,\n"
                       "  \"peak_rss_mib\": %s,\n"
                       "  \"read_bandwidth\": {\"bytes_per_second\": %s, \"buffer_bytes\": %d, "
-                      "\"threads\": %d, \"runs\": %d},\n"
+                      "\"threads\": %d, \"streams_per_thread\": %d, \"runs\": %d},\n"
                       "  \"cpu_stolen_fraction\": %s\n}\n",
                       r.results.decode.size() >= 2 ? JsonNumber(FillRatio(r.results)) : "null",
                       JsonNumber(r.peak_rss_mib), JsonNumber(r.bandwidth.bytes_per_second),
-                      r.bandwidth.buffer_bytes, r.bandwidth.threads, r.bandwidth.runs,
+                      r.bandwidth.buffer_bytes, r.bandwidth.threads,
+                      r.bandwidth.streams_per_thread, r.bandwidth.runs,
                       r.cpu_stolen_fraction < 0 ? "null" : JsonNumber(r.cpu_stolen_fraction)));
   return out;
 }

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 namespace lnpu::bench {
@@ -44,25 +45,63 @@ class Mapping {
   void* const data_;
 };
 
-// XOR of every 64-bit word of [begin, begin + bytes); bytes is a multiple
-// of kPage and begin page-aligned. Four independent accumulators keep
-// several loads in flight. HWY_ATTR: the baseline target's attributes,
-// without which Highway's aarch64 ops cannot be inlined here.
-HWY_ATTR uint64_t XorWords(const uint8_t* begin, uint64_t bytes) {
-  const hn::ScalableTag<uint64_t> d;
+// Streams per reader thread that MeasureReadBandwidth tries. One stream is
+// a plain sequential read; several far-apart streams keep more cache misses
+// in flight, as the GEMVs' column order does (GemvSteps in
+// kernel_iface/softnpu/compute/quant_matmul_x86-inl.h).
+constexpr int kStreamCounts[] = {1, 4, 8};
+
+// Bytes read per stream before the next stream's turn (at least 4
+// vectors), and how far ahead of its reads each stream prefetches.
+constexpr uint64_t kStreamChunk = 256;
+constexpr uint64_t kPrefetchDistance = 2048;
+
+// acc[j] ^= the vectors j, j + 4, ... of words [i, end) of p, whole
+// groups of 4 vectors; returns the first word not read. (Vector arguments,
+// not a lambda's captures: scalable vectors cannot be captured.)
+template <class D, class V>
+HWY_ATTR size_t XorVectorQuads(D d, const uint64_t* p, size_t i, size_t end, V& a0, V& a1,
+                               V& a2, V& a3) {
   const size_t lanes = hn::Lanes(d);
-  const auto* words = reinterpret_cast<const uint64_t*>(begin);
-  const size_t count = bytes / sizeof(uint64_t);
+  for (; i + 4 * lanes <= end; i += 4 * lanes) {
+    a0 = hn::Xor(a0, hn::Load(d, p + i));
+    a1 = hn::Xor(a1, hn::Load(d, p + i + lanes));
+    a2 = hn::Xor(a2, hn::Load(d, p + i + 2 * lanes));
+    a3 = hn::Xor(a3, hn::Load(d, p + i + 3 * lanes));
+  }
+  return i;
+}
+
+// XOR of every 64-bit word of [begin, begin + bytes), read as `streams`
+// page-aligned parts in turn, kStreamChunk bytes of each part per turn;
+// bytes is a multiple of kPage and begin page-aligned. Four independent
+// accumulators keep several loads in flight. HWY_ATTR: the baseline
+// target's attributes, without which Highway's aarch64 ops cannot be
+// inlined here.
+HWY_ATTR uint64_t XorStreams(const uint8_t* begin, uint64_t bytes, int streams) {
+  const hn::ScalableTag<uint64_t> d;
   auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-  size_t i = 0;
-  for (; i + 4 * lanes <= count; i += 4 * lanes) {
-    a0 = hn::Xor(a0, hn::Load(d, words + i));
-    a1 = hn::Xor(a1, hn::Load(d, words + i + lanes));
-    a2 = hn::Xor(a2, hn::Load(d, words + i + 2 * lanes));
-    a3 = hn::Xor(a3, hn::Load(d, words + i + 3 * lanes));
+  const uint64_t pages = bytes / kPage;
+  const uint64_t common = pages / streams * kPage;  // bytes every part has
+  // A power of two, so it divides kPage (4 vectors are at most 1 KiB).
+  const size_t chunk_words = std::max<size_t>(kStreamChunk / sizeof(uint64_t), 4 * hn::Lanes(d));
+  for (uint64_t offset = 0; offset < common; offset += chunk_words * sizeof(uint64_t)) {
+    for (int s = 0; s < streams; ++s) {
+      const uint8_t* chunk = begin + pages * s / streams * kPage + offset;
+      hwy::Prefetch(chunk + kPrefetchDistance);
+      XorVectorQuads(d, reinterpret_cast<const uint64_t*>(chunk), 0, chunk_words, a0, a1, a2,
+                     a3);
+    }
   }
   uint64_t result = 0;
-  for (; i < count; ++i) result ^= words[i];
+  for (int s = 0; s < streams; ++s) {  // the parts' last pages past `common`
+    const uint64_t first = pages * s / streams, last = pages * (s + 1) / streams;
+    const auto* words = reinterpret_cast<const uint64_t*>(begin + first * kPage);
+    const size_t count = (last - first) * kPage / sizeof(uint64_t);
+    size_t i = XorVectorQuads(d, words, common / sizeof(uint64_t), count, a0, a1, a2, a3);
+    for (; i < count; ++i) result ^= words[i];
+  }
+  const size_t lanes = hn::Lanes(d);
   HWY_ALIGN uint64_t lanes_out[hn::MaxLanes(d)];
   hn::Store(hn::Xor(hn::Xor(a0, a1), hn::Xor(a2, a3)), d, lanes_out);
   for (size_t l = 0; l < lanes; ++l) result ^= lanes_out[l];
@@ -137,12 +176,19 @@ absl::StatusOr<ReadBandwidth> MeasureReadBandwidth(const ReadBandwidthOptions& o
 
   std::vector<uint64_t> sinks(options.threads);
   double best_seconds = 0;
+  int best_streams = 0;
   for (int run = 0; run < options.runs; ++run) {
-    const double seconds = RunShares(buffer.data(), options.buffer_bytes, options.threads,
-                                     [&sinks](int t, uint8_t* begin, uint64_t bytes) {
-                                       sinks[t] = XorWords(begin, bytes);
-                                     });
-    if (run == 0 || seconds < best_seconds) best_seconds = seconds;
+    for (const int streams : kStreamCounts) {
+      const double seconds =
+          RunShares(buffer.data(), options.buffer_bytes, options.threads,
+                    [&sinks, streams](int t, uint8_t* begin, uint64_t bytes) {
+                      sinks[t] ^= XorStreams(begin, bytes, streams);
+                    });
+      if (best_streams == 0 || seconds < best_seconds) {
+        best_seconds = seconds;
+        best_streams = streams;
+      }
+    }
   }
   // The sums must be observable, or the reads could be optimized away.
   volatile uint64_t sink = 0;
@@ -152,6 +198,7 @@ absl::StatusOr<ReadBandwidth> MeasureReadBandwidth(const ReadBandwidthOptions& o
   result.bytes_per_second = static_cast<double>(options.buffer_bytes) / best_seconds;
   result.buffer_bytes = options.buffer_bytes;
   result.threads = options.threads;
+  result.streams_per_thread = best_streams;
   result.runs = options.runs;
   return result;
 }

@@ -1,6 +1,7 @@
 // The machine's memory read bandwidth, measured the way decode reads
-// weights: several threads each stream their own contiguous share of a
-// buffer much larger than the last-level cache.
+// weights: several threads each read their own contiguous share of a
+// buffer much larger than the last-level cache, as 1, 4 or 8 far-apart
+// streams in turn (the GEMVs' column order); the fastest run counts.
 //
 // Thread-safety: MeasureReadBandwidth may be called from any thread; it
 // starts and joins its own threads and shares nothing with other calls.
@@ -20,7 +21,8 @@ struct ReadBandwidthOptions {
   // Reader threads, 1..1024: the device's compute units, so the figure is
   // what the compute engine can pull.
   int threads = 1;
-  // Runs; the fastest counts (least disturbed by other processes). 1..100.
+  // Runs per stream count; the fastest of all counts (least disturbed by
+  // other processes). 1..100.
   int runs = 5;
 };
 
@@ -28,6 +30,7 @@ struct ReadBandwidth {
   double bytes_per_second = 0;  // best run
   uint64_t buffer_bytes = 0;
   int threads = 0;
+  int streams_per_thread = 0;  // of the best run
   int runs = 0;
 };
 
