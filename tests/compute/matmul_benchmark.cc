@@ -141,9 +141,11 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   }
 }
 
-// The machine's read bandwidth measured like the GEMV: each iteration
+// The machine's read bandwidth through the WorkerPool: each iteration
 // streams the next 16 MiB of a 1 GiB buffer, split into 8 tasks on a
-// WorkerPool of `threads` (XOR of every 64-bit word).
+// WorkerPool of `threads` (XOR of every 64-bit word), one stream per task.
+// The GEMVs read several far-apart streams per thread, which draws more
+// (npu-bench's read bandwidth tries 1, 4 and 8).
 void BM_Read(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   constexpr size_t kChunk = size_t{16} << 20;

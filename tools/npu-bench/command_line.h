@@ -37,7 +37,8 @@ measurement:
   --reps N                 timed repetitions, median reported (default 5)
   --warmups N              untimed repetitions first (default 1)
   --bandwidth-mib N        bandwidth buffer in MiB (default: max(1024, 4 x LLC))
-  --bandwidth-runs N       bandwidth runs, best reported (default 5)
+  --bandwidth-runs N       bandwidth runs per stream count (1, 4, 8 per thread),
+                           the fastest reported (default 5)
   --seed N                 seed of the random token ids (default 1)
   --device D               "auto" (default), "soft" or a device node path
   --placement P            where the weights go: "auto" (default: copied
