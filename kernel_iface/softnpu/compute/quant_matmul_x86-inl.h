@@ -236,12 +236,12 @@ LNPU_QM_TARGET void GemvColumns(const MatmulArgs& a, const GemvActivations<kRows
 // docs/performance.md, "Column streams"). A column's arithmetic is the
 // same in any step, so the order changes no result.
 //
-// GemvSteps calls step(cols) over a prefix of [begin, end) cut into
-// kStreams equal spans of whole groups of kGroup adjacent columns: call i
-// gets group i of every span, span by span (kStreams * kGroup columns).
-// Each stream's next rows are then kGroup rows on: a step prefetches at
-// kGroup * row_bytes. Returns the end of the prefix; fewer than
-// kStreams * kGroup columns follow it.
+// GemvSteps calls step(cols, kGroup) over a prefix of [begin, end) cut
+// into kStreams equal spans of whole groups of kGroup adjacent columns:
+// call i gets group i of every span, span by span (kStreams * kGroup
+// columns). Each stream's next rows are kGroup rows on, so a step
+// prefetches at kGroup * row_bytes. Returns the end of the prefix; fewer
+// than kStreams * kGroup columns follow it.
 template <size_t kStreams, size_t kGroup, class Step>
 LNPU_QM_INLINE size_t GemvSteps(size_t begin, size_t end, const Step& step) {
   constexpr size_t kCols = kStreams * kGroup;
@@ -253,7 +253,7 @@ LNPU_QM_INLINE size_t GemvSteps(size_t begin, size_t end, const Step& step) {
 #pragma GCC unroll 8
       for (size_t j = 0; j < kGroup; ++j) cols[s * kGroup + j] = begin + s * span + i + j;
     }
-    step(cols);
+    step(cols, kGroup);
   }
   return begin + kStreams * span;
 }
@@ -272,9 +272,10 @@ LNPU_QM_TARGET void GemvRange(const MatmulArgs& a, const QuantizedActivations& x
   constexpr size_t kCols = kGemvCols<kRows>;
   const size_t row_bytes = a.k / kQuantBlock * W::kBlockBytes;
   const GemvActivations<kRows> rows = GemvRowsOf<kRows>(a, x);
-  size_t c = GemvSteps<kCols, 1>(col_begin, col_end, [&](const size_t (&cols)[kCols]) {
-    GemvColumns<W, kRows, kCols>(a, rows, cols, row_bytes);
-  });
+  size_t c = GemvSteps<kCols, 1>(col_begin, col_end,
+                                 [&](const size_t (&cols)[kCols], size_t group) {
+                                   GemvColumns<W, kRows, kCols>(a, rows, cols, group * row_bytes);
+                                 });
   for (; c < col_end; ++c) GemvColumns<W, kRows, 1>(a, rows, {c}, row_bytes);
 }
 

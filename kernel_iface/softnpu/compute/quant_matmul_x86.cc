@@ -341,9 +341,9 @@ struct Q4GroupGemv {
     // one-row decode 15-17% faster than with 4), in 4 streams of 2.
     size_t c = col_begin;
     if constexpr (kRows <= 2) {
-      c = GemvSteps<4, 2>(c, col_end, [&](const size_t (&cols)[8]) { columns(cols, 2); });
+      c = GemvSteps<4, 2>(c, col_end, columns);
     }
-    c = GemvSteps<kCols / 2, 2>(c, col_end, [&](const size_t (&cols)[kCols]) { columns(cols, 2); });
+    c = GemvSteps<kCols / 2, 2>(c, col_end, columns);
     for (; c < col_end; ++c) columns({c}, 1);
   }
 };
@@ -504,8 +504,8 @@ struct Q8ColumnPairsGemv {
       corrections[r] = row;
     }
     const size_t row_bytes = blocks * kQ8_0BlockBytes;
-    const auto pairs = [&]<size_t kCols>(const size_t (&cols)[kCols]) {
-      Q8ColumnPairsGemvColumns<kRows, kCols / 2>(a, rows, corrections, cols, 2 * row_bytes);
+    const auto pairs = [&]<size_t kCols>(const size_t (&cols)[kCols], size_t group) {
+      Q8ColumnPairsGemvColumns<kRows, kCols / 2>(a, rows, corrections, cols, group * row_bytes);
     };
     // 8 columns per step with 1-2 rows: 8 weight rows stream at once, so
     // more cache misses are in flight while the arithmetic runs (Zen 5:
@@ -514,10 +514,10 @@ struct Q8ColumnPairsGemv {
     // registers.
     size_t c = col_begin;
     if constexpr (kRows <= 2) {
-      c = GemvSteps<4, 2>(c, col_end, [&](const size_t (&cols)[8]) { pairs(cols); });
+      c = GemvSteps<4, 2>(c, col_end, pairs);
     }
-    c = GemvSteps<2, 2>(c, col_end, [&](const size_t (&cols)[4]) { pairs(cols); });
-    c = GemvSteps<1, 2>(c, col_end, [&](const size_t (&cols)[2]) { pairs(cols); });
+    c = GemvSteps<2, 2>(c, col_end, pairs);
+    c = GemvSteps<1, 2>(c, col_end, pairs);
     if (c < col_end) GemvColumns<Q8_0, kRows, 1>(a, rows, {c}, row_bytes);
   }
 };
