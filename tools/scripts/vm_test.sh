@@ -89,7 +89,11 @@ if mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot /mnt/ro
   mount -t proc proc \$r/proc
   mount -t sysfs sys \$r/sys
   mount -t devtmpfs dev \$r/dev
+  # A checkout under /tmp (e.g. a fresh clone there) stays visible under
+  # the guest's own /tmp: bound back in from the host root.
+  case "$repo" in /tmp/*) mkdir -p /hosttmp; mount -o bind \$r/tmp /hosttmp ;; esac
   mount -t tmpfs tmp \$r/tmp
+  case "$repo" in /tmp/*) mkdir -p \$r$repo; mount -o bind /hosttmp${repo#/tmp} \$r$repo ;; esac
   mount -t tmpfs run \$r/run
   mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 results \$r$work/share
   echo "vm: chroot into the host root"
