@@ -1,5 +1,5 @@
-// Element-type conversions (dtype_conversion.h) and WeightBytes
-// (kernel_types.h).
+// Element-type conversions (dtype_conversion.h), WeightBytes and
+// MatrixBytes (kernel_types.h).
 //
 // Highway re-includes this file once per enabled SIMD target (see
 // foreach_target.h); the code between HWY_BEFORE_NAMESPACE and
@@ -10,9 +10,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/half.h"
+#include "base/quant_blocks.h"
 #include "hwy/highway.h"
 #include "kernel_iface/softnpu/compute/dtype_conversion.h"
 #include "kernel_iface/softnpu/compute/kernel_types.h"
@@ -63,8 +66,16 @@ size_t WeightBytes(WeightType type, size_t elements) {
     case WeightType::kF16: return elements * sizeof(uint16_t);
     case WeightType::kQ8_0: return elements / kQuantBlock * kQ8_0BlockBytes;
     case WeightType::kQ4_0: return elements / kQuantBlock * kQ4_0BlockBytes;
+    case WeightType::kQ8_0P16: return elements / kQuantBlock * kQ8_0BlockBytes;
   }
   return 0;
+}
+
+size_t MatrixBytes(WeightType type, size_t rows, size_t row_len) {
+  if (type == WeightType::kQ8_0P16) {
+    return Q8_0P16MatrixBytes(rows, row_len / kQuantBlock);
+  }
+  return rows * WeightBytes(type, row_len);
 }
 
 void ConvertToF32(WeightType type, const void* src, float* dst,
@@ -99,6 +110,13 @@ void ConvertToF32(WeightType type, const void* src, float* dst,
       }
       return;
     }
+    case WeightType::kQ8_0P16:
+      // A row's blocks are spread over its panel, not contiguous: callers
+      // gather them first (Q8_0P16RowToQ8_0) and convert those as kQ8_0.
+      std::fprintf(stderr,
+                   "softnpu: ConvertToF32 called with Q8_0P16 (rows are not "
+                   "contiguous; convert Q8_0P16RowToQ8_0's blocks)\n");
+      std::abort();
   }
 }
 

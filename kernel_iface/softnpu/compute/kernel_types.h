@@ -34,11 +34,18 @@ struct KernelScratch {
 // Element type of matmul weights, gather tables and (F32/F16 only) the
 // attention KV cache. Q8_0 / Q4_0 are the LNPU_DTYPE_Q8_0 / LNPU_DTYPE_Q4_0
 // block formats (rows of whole 32-element blocks: f16 scale + 32 int8, or
-// f16 scale + 16 bytes of nibbles).
-enum class WeightType { kF32, kF16, kQ8_0, kQ4_0 };
+// f16 scale + 16 bytes of nibbles); Q8_0P16 is LNPU_DTYPE_Q8_0_P16, the
+// Q8_0 blocks of each 16 rows rearranged into a panel (base/quant_blocks.h;
+// weights and tables only, never a KV cache).
+enum class WeightType { kF32, kF16, kQ8_0, kQ4_0, kQ8_0P16 };
 
-// Bytes of `elements` weights of `type` (a multiple of 32 for Q8_0 / Q4_0).
+// Bytes of `elements` weights of `type` (a multiple of 32 for the quantized
+// types). Q8_0P16: a row's share of its panel (whole panels only).
 size_t WeightBytes(WeightType type, size_t elements);
+
+// Bytes of a matrix of `rows` rows of `row_len` weights of `type`
+// (Q8_0P16: whole panels of 16 rows).
+size_t MatrixBytes(WeightType type, size_t rows, size_t row_len);
 
 }  // namespace lnpu::softnpu::compute
 

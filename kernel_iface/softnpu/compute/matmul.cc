@@ -9,10 +9,12 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "base/half.h"
+#include "base/quant_blocks.h"
 #include "hwy/highway.h"
 #include "kernel_iface/softnpu/compute/kernel_scheduling.h"
 #include "kernel_iface/softnpu/compute/matmul.h"
@@ -406,6 +408,93 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace lnpu::softnpu::compute {
 
+namespace {
+
+// The exact int32 dot products of one Q8_0P16 block's 16 weight rows with
+// the 32 int8 activations xq: dot[col] = sum_e q[col][e] * xq[e]. Written
+// for g++ -O2's vectorizer: group g's 64 bytes (4 k x 16 rows) times the
+// group's 4 activations repeated 16 times, into 64 int32 lanes (lane
+// 4 col + i holds column col's products of k = 4g + i); then each column
+// adds its 4 lanes. Exact: at most 8 products of |q| <= 128, |x| <= 127
+// per lane.
+inline void Q8_0P16BlockDots(const int8_t* wq, const int8_t* xq,
+                             int32_t (&dot)[lnpu::kQ8_0P16Rows]) {
+  constexpr size_t kGroupBytes = lnpu::kQ8_0P16GroupBytes;
+  int32_t lanes[kGroupBytes] = {};
+  for (size_t g = 0; g < kQuantBlock / 4; ++g) {
+    const int8_t* wg = wq + g * kGroupBytes;
+    uint32_t x4;
+    std::memcpy(&x4, xq + 4 * g, sizeof(x4));
+    uint32_t x4_repeated[kGroupBytes / 4];
+    for (uint32_t& v : x4_repeated) v = x4;
+    int8_t x_repeated[kGroupBytes];
+    std::memcpy(x_repeated, x4_repeated, kGroupBytes);
+    for (size_t m = 0; m < kGroupBytes; ++m) {
+      lanes[m] += int32_t{wg[m]} * int32_t{x_repeated[m]};
+    }
+  }
+  for (size_t col = 0; col < lnpu::kQ8_0P16Rows; ++col) {
+    dot[col] = lanes[4 * col] + lanes[4 * col + 1] + lanes[4 * col + 2] +
+               lanes[4 * col + 3];
+  }
+}
+
+}  // namespace
+
+// The contract's order (quant_matmul.h) in plain C++: per panel, up to
+// kRowStep dst rows share each block's 16 converted weight scales and its
+// 512 quant bytes (from L1); per row the block's 16 exact int32 dots
+// (Q8_0P16BlockDots) each take one fma into the column's f32 accumulator,
+// block after block. The whole panel is computed (the matrix is whole
+// panels, so its reads stay inside it) and only the columns in
+// [col_begin, col_end) are stored.
+void PortableQ8_0P16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
+                           size_t row_begin, size_t row_end, size_t col_begin,
+                           size_t col_end) {
+  constexpr size_t kP = lnpu::kQ8_0P16Rows;
+  constexpr size_t kRowStep = 4;
+  if (row_begin >= row_end || col_begin >= col_end) return;
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t panel_bytes = lnpu::Q8_0P16PanelBytes(blocks);
+  const auto* weight = static_cast<const uint8_t*>(a.weight);
+  for (size_t p = col_begin / kP; p * kP < col_end; ++p) {
+    const uint8_t* panel = weight + p * panel_bytes;
+    const auto* quants = reinterpret_cast<const int8_t*>(panel);
+    const uint8_t* scales = panel + blocks * lnpu::kQ8_0P16BlockQuantBytes;
+    const size_t c_lo = std::max(col_begin, p * kP) - p * kP;
+    const size_t c_hi = std::min(col_end, p * kP + kP) - p * kP;
+    for (size_t r0 = row_begin; r0 < row_end; r0 += kRowStep) {
+      const size_t rows = std::min(kRowStep, row_end - r0);
+      float acc[kRowStep][kP];
+      for (auto& row : acc) std::fill(row, row + kP, +0.0f);
+      for (size_t b = 0; b < blocks; ++b) {
+        const int8_t* wq = quants + b * lnpu::kQ8_0P16BlockQuantBytes;
+        float dw[kP];
+        for (size_t col = 0; col < kP; ++col) {
+          uint16_t half;
+          std::memcpy(&half, scales + (b * kP + col) * 2, sizeof(half));
+          dw[col] = Float16ToFloat(half);
+        }
+        for (size_t i = 0; i < rows; ++i) {
+          const int8_t* xq = x.q + (r0 + i) * a.k + b * kQuantBlock;
+          int32_t dot[kP];
+          Q8_0P16BlockDots(wq, xq, dot);
+          const float dx = x.scales[(r0 + i) * blocks + b];
+          for (size_t col = 0; col < kP; ++col) {
+            acc[i][col] = std::fma(static_cast<float>(dot[col]), dw[col] * dx, acc[i][col]);
+          }
+        }
+      }
+      for (size_t i = 0; i < rows; ++i) {
+        for (size_t col = c_lo; col < c_hi; ++col) {
+          const size_t c = p * kP + col;
+          a.dst[(r0 + i) * a.n + c] = MatmulOutputBase(a, r0 + i, c) + acc[i][col];
+        }
+      }
+    }
+  }
+}
+
 HWY_EXPORT(GemvColumns);
 HWY_EXPORT(GemmTile);
 HWY_EXPORT(QuantizeActivationRows);
@@ -425,26 +514,42 @@ constexpr size_t kGemvRowsColumnPiece = 32;
 
 void HighwayQuantGemv(const MatmulArgs& a, const QuantizedActivations& x,
                       size_t col_begin, size_t col_end) {
+  if (a.weight_type == WeightType::kQ8_0P16) {
+    PortableQ8_0P16Matmul(a, x, 0, a.rows, col_begin, col_end);
+    return;
+  }
   HWY_DYNAMIC_DISPATCH(QuantGemvColumns)(a, x, col_begin, col_end);
 }
 
 void HighwayQuantGemm(const MatmulArgs& a, const QuantizedActivations& x,
                       size_t row_begin, size_t row_end, size_t col_begin,
                       size_t col_end) {
+  if (a.weight_type == WeightType::kQ8_0P16) {
+    PortableQ8_0P16Matmul(a, x, row_begin, row_end, col_begin, col_end);
+    return;
+  }
   HWY_DYNAMIC_DISPATCH(QuantGemmTile)
   (a, x, row_begin, row_end, col_begin, col_end);
 }
 
+// Columns of the GEMV's column chunks and pieces are multiples of this:
+// the 4-column micro-kernels, or for Q8_0P16 whole panels, so that no
+// panel is split between chunks (each chunk's kernel would read it all).
+size_t GemvColumnGranule(WeightType type) {
+  return type == WeightType::kQ8_0P16 ? lnpu::kQ8_0P16Rows : 4;
+}
+
 // Columns per piece of the GEMV passes (Matmul, more than
-// kQuantGemvMaxRows rows): a multiple of 4 whose weights take about
-// 256 KiB, so that they stay in L2 (1-2 MiB per core on the AVX-512 CPUs
-// whose path opts in) from the first pass to the last.
+// kQuantGemvMaxRows rows): a multiple of GemvColumnGranule whose weights
+// take about 256 KiB, so that they stay in L2 (1-2 MiB per core on the
+// AVX-512 CPUs whose path opts in) from the first pass to the last.
 size_t GemvPassColumns(const MatmulArgs& a) {
   constexpr size_t kPieceBytes = size_t{256} << 10;
   const size_t block_bytes =
-      a.weight_type == WeightType::kQ8_0 ? kQ8_0BlockBytes : kQ4_0BlockBytes;
+      a.weight_type == WeightType::kQ4_0 ? kQ4_0BlockBytes : kQ8_0BlockBytes;  // Q8_0, Q8_0P16
   const size_t row_bytes = a.k / kQuantBlock * block_bytes;
-  return std::max<size_t>(4, kPieceBytes / row_bytes / 4 * 4);
+  const size_t granule = GemvColumnGranule(a.weight_type);
+  return std::max(granule, kPieceBytes / row_bytes / granule * granule);
 }
 
 bool Always() { return true; }
@@ -463,7 +568,8 @@ const QuantMatmulPath kHighwayQuantMatmulPath = {
 void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
   const uint64_t work = uint64_t{args.rows} * args.k * args.n;
   const bool quantized = args.weight_type == WeightType::kQ8_0 ||
-                         args.weight_type == WeightType::kQ4_0;
+                         args.weight_type == WeightType::kQ4_0 ||
+                         args.weight_type == WeightType::kQ8_0P16;
   const QuantMatmulPath& path = ActiveQuantMatmulPath();
   QuantizedActivations x;
   if (quantized) {
@@ -489,8 +595,10 @@ void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
     const size_t blocks = args.k / kQuantBlock;
     const bool one_pass = args.rows <= kQuantGemvMaxRows;
     const size_t piece = one_pass ? args.n : GemvPassColumns(args);
-    // Column chunks (multiples of the 4-column micro-kernels) of >= 16 columns.
-    ParallelRanges(pool, args.n, work, 16, 4, [&](size_t begin, size_t end) {
+    // Column chunks of >= 16 columns, multiples of the 4-column
+    // micro-kernels (Q8_0P16: of the 16-column panels).
+    const size_t granule = GemvColumnGranule(args.weight_type);
+    ParallelRanges(pool, args.n, work, 16, granule, [&](size_t begin, size_t end) {
       for (size_t c0 = begin; c0 < end; c0 += piece) {
         const size_t c1 = std::min(end, c0 + piece);
         for (size_t r0 = 0; r0 < args.rows; r0 += kQuantGemvMaxRows) {

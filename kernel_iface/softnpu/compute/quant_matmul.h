@@ -9,6 +9,15 @@
 // runs): the same result as the Highway path up to f32 summation order. The
 // int8 block dot products are exact in int32, so paths differ only in the
 // order of the f32 scale-and-add steps.
+//
+// Q8_0P16 weights (panels, kernel_types.h) have one order for every path,
+// GEMV and GEMM alike, so that their results agree bit for bit whichever
+// path, row count and column range computes them (prefill and decode give
+// the same numbers): for dst row r and column c, over the blocks b in order,
+//   acc = fma(f32(dot_b), f32(d_w[c][b]) * d_x[r][b], acc)   (acc = +0 first)
+// with dot_b the exact int32 dot product of the block's 32 int8 pairs, then
+//   dst[r][c] = MatmulOutputBase(a, r, c) + acc.
+// (PortableQ8_0P16Matmul below is that order in plain C++.)
 #ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_QUANT_MATMUL_H_
 #define KERNEL_IFACE_SOFTNPU_COMPUTE_QUANT_MATMUL_H_
 
@@ -17,15 +26,19 @@
 #include <span>
 #include <string_view>
 
+#include "base/quant_blocks.h"
 #include "kernel_iface/softnpu/compute/matmul.h"
 
 namespace lnpu::softnpu::compute {
 
-// Elements per block of the Q8_0 / Q4_0 weight formats and of the int8
-// activation blocks they are multiplied with.
-inline constexpr size_t kQuantBlock = 32;
-inline constexpr size_t kQ8_0BlockBytes = 2 + kQuantBlock;
-inline constexpr size_t kQ4_0BlockBytes = 2 + kQuantBlock / 2;
+// The weight formats' block layouts (base/quant_blocks.h); kQuantBlock is
+// also the block of the int8 activations they are multiplied with.
+using ::lnpu::kQ4_0BlockBytes;
+using ::lnpu::kQ8_0BlockBytes;
+using ::lnpu::kQ8_0P16BlockQuantBytes;
+using ::lnpu::kQ8_0P16GroupBytes;
+using ::lnpu::kQ8_0P16Rows;
+using ::lnpu::kQuantBlock;
 
 // A path's GEMV loop takes up to this many rows (decode and batched decode
 // of up to 4 sequences) in one pass over the weights. Matmul runs up to
@@ -68,9 +81,9 @@ inline void InitMatmulOutputTile(const MatmulArgs& a, size_t row_begin,
 // entry and Q8_0 / Q4_0 dispatch (alike across files): its kernels are
 // compiled for its own instruction set (target attributes, #pragma GCC
 // target or a Highway namespace), which a shared dispatcher would cross.
-// Both loops handle Q8_0 and Q4_0
-// weights (a.weight_type), any n, any k that is a multiple of 32, and write
-// dst = MatmulOutputBase + dot for exactly the given range. They may be
+// Both loops handle Q8_0, Q4_0 and
+// Q8_0P16 weights (a.weight_type), any n, any k that is a multiple of 32,
+// and write dst = MatmulOutputBase + dot for exactly the given range. They may be
 // called concurrently on disjoint ranges; per-thread state, if any, is
 // thread_local.
 struct QuantMatmulPath {
@@ -102,7 +115,20 @@ struct QuantMatmulPath {
   // the passes beat the path's GEMM (docs/performance.md); the default
   // keeps every row count above kQuantGemvMaxRows on the GEMM.
   size_t gemv_passes_max_rows = kQuantGemvMaxRows;
+  // Q8_0P16 has loops of its own here, faster than the path's Q8_0 ones
+  // (matmul_benchmark), rather than PortableQ8_0P16Matmul: the software NPU
+  // then reports DRM_LNPU_CAP_Q8_0_P16_PREFERRED.
+  bool q8_0_p16_kernels = false;
 };
+
+// dst rows [row_begin, row_end) x columns [col_begin, col_end) of a
+// Q8_0P16 matmul in the order of the contract above, in plain C++: the
+// loops of the paths that have no panel kernels of their own (highway, the
+// Arm paths), and the tests' reference for the others. Thread-safe on
+// disjoint ranges.
+void PortableQ8_0P16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
+                           size_t row_begin, size_t row_end, size_t col_begin,
+                           size_t col_end);
 
 // Paths this process can run, best first; the last one is always the
 // portable "highway" path. Computed once; thread-safe.

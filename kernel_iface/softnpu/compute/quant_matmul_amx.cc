@@ -7,9 +7,11 @@
 // Tiles: C (int32, 16 rows x 16 columns of dst) += A (16 activation rows x
 // 32 int8 of one block, read in place from QuantizedActivations) times B
 // (the block's 32 k x 16 weight columns in the VNNI layout: 8 rows of 16
-// columns x 4 consecutive k). The weights stay in their GGUF block format;
-// each task repacks its column panel (Q4_0: nibbles minus 8) into a
-// thread_local buffer once and reuses it for all of its row tiles.
+// columns x 4 consecutive k). Q8_0 / Q4_0 weights stay in their GGUF block
+// format; each task repacks its column panel (Q4_0: nibbles minus 8) into a
+// thread_local buffer once and reuses it for all of its row tiles. Q8_0P16
+// panels are B tiles in place (only their scales are converted), and the
+// order of the f32 steps is quant_matmul.h's for Q8_0P16.
 //
 // Only the functions marked LNPU_AMX_TARGET use AMX / AVX-512 instructions,
 // and they run only after Supported() has checked the CPU and obtained the
@@ -96,7 +98,9 @@ constexpr TileConfig kTileConfig = MakeTileConfig();
 bool CpuAndOsSupportAmx() {
   // The AVX-512 part scales the int32 tiles and converts the f16 scales.
   const X86CpuFeatures& cpu = GetX86CpuFeatures();
-  if (!cpu.amx_int8 || !cpu.avx512) return false;
+  // AVX-512 VNNI (every AMX CPU has it): the GEMV and the Q8_0P16 columns
+  // of cut panels run the avx512vnni path's loops.
+  if (!cpu.amx_int8 || !cpu.avx512 || !cpu.avx512_vnni) return false;
   // Fails on kernels older than 5.16 or without AMX support (the tile
   // registers are then unusable: any tile instruction raises SIGILL).
   return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, kXfeatureXtileData) == 0;
@@ -301,13 +305,45 @@ void PrefetchNextDstTile(const MatmulArgs& a, size_t row, size_t col,
   }
 }
 
-template <bool kQ4>
+// Q8_0P16 weights are B tiles already: a panel's block b is the B tile of
+// its 16 columns. Only the scales are converted (f16 to f32) into
+// s.packed_scales; returns the first byte of column col_begin's panel
+// (col_begin a multiple of 16).
+LNPU_AMX_TARGET const int8_t* PanelScales(const MatmulArgs& a, size_t col_begin,
+                                          size_t col_end, AmxScratch& s) {
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t panel_bytes = Q8_0P16PanelBytes(blocks);
+  const size_t groups = (col_end - col_begin + kTile - 1) / kTile;
+  s.packed_scales.resize(groups * blocks * kTile);
+  const auto* first = static_cast<const uint8_t*>(a.weight) + col_begin / kTile * panel_bytes;
+  for (size_t g = 0; g < groups; ++g) {
+    const uint8_t* scales = first + g * panel_bytes + blocks * kQ8_0P16BlockQuantBytes;
+    for (size_t b = 0; b < blocks; ++b) {
+      _mm512_storeu_ps(s.packed_scales.data() + (g * blocks + b) * kTile,
+                       _mm512_cvtph_ps(_mm256_loadu_si256(
+                           reinterpret_cast<const __m256i*>(scales + b * 2 * kTile))));
+    }
+  }
+  return reinterpret_cast<const int8_t*>(first);
+}
+
+template <WeightType kType>
 LNPU_AMX_TARGET void GemmT(const MatmulArgs& a, const QuantizedActivations& x,
                            size_t row_begin, size_t row_end, size_t col_begin,
                            size_t col_end) {
   AmxScratch& s = scratch;
   const size_t blocks = a.k / kQuantBlock;
-  PackWeights<kQ4>(a, col_begin, col_end, s);
+  // The weight panel of group g (16 columns from col_begin) and its f32
+  // scales: repacked into scratch, or in place for Q8_0P16.
+  const int8_t* panel = nullptr;
+  size_t group_bytes = blocks * kPackedBlockBytes;
+  if constexpr (kType == WeightType::kQ8_0P16) {
+    panel = PanelScales(a, col_begin, col_end, s);
+    group_bytes = Q8_0P16PanelBytes(blocks);
+  } else {
+    PackWeights<kType == WeightType::kQ4_0>(a, col_begin, col_end, s);
+    panel = s.packed.data();
+  }
   _tile_loadconfig(&kTileConfig);
   for (size_t r = row_begin; r < row_end; r += kTile) {
     const size_t valid_rows = std::min(kTile, row_end - r);
@@ -335,19 +371,43 @@ LNPU_AMX_TARGET void GemmT(const MatmulArgs& a, const QuantizedActivations& x,
       const size_t g = (c - col_begin) / kTile;
       PrefetchNextDstTile(a, r, c, row_end, col_begin, col_end);
       DstTile(a, r, valid_rows, c, std::min(kTile, col_end - c), x_q,
-              s.tile_scales.data(),
-              s.packed.data() + g * blocks * kPackedBlockBytes,
+              s.tile_scales.data(), panel + g * group_bytes,
               s.packed_scales.data() + g * blocks * kTile);
     }
   }
 }
 
+// Q8_0P16: the whole panels of the range on the tiles (a last partial one
+// only where the matrix ends: its padding columns are in memory); columns
+// of a panel cut by the range go to the avx512vnni GEMM, which gives the
+// same bits (quant_matmul.h).
+void PanelGemm(const MatmulArgs& a, const QuantizedActivations& x, size_t row_begin,
+               size_t row_end, size_t col_begin, size_t col_end) {
+  const size_t begin = std::min(col_end, (col_begin + kTile - 1) / kTile * kTile);
+  const size_t end = std::max(begin, col_end == a.n ? col_end : col_end / kTile * kTile);
+  if (col_begin < begin) {
+    kAvx512VnniQuantMatmulPath.gemm(a, x, row_begin, row_end, col_begin, begin);
+  }
+  if (begin < end) {
+    GemmT<WeightType::kQ8_0P16>(a, x, row_begin, row_end, begin, end);
+  }
+  if (end < col_end) {
+    kAvx512VnniQuantMatmulPath.gemm(a, x, row_begin, row_end, end, col_end);
+  }
+}
+
 void Gemm(const MatmulArgs& a, const QuantizedActivations& x,
           size_t row_begin, size_t row_end, size_t col_begin, size_t col_end) {
-  if (a.weight_type == WeightType::kQ8_0) {
-    GemmT<false>(a, x, row_begin, row_end, col_begin, col_end);
-  } else {
-    GemmT<true>(a, x, row_begin, row_end, col_begin, col_end);
+  switch (a.weight_type) {
+    case WeightType::kQ8_0:
+      GemmT<WeightType::kQ8_0>(a, x, row_begin, row_end, col_begin, col_end);
+      return;
+    case WeightType::kQ8_0P16:
+      PanelGemm(a, x, row_begin, row_end, col_begin, col_end);
+      return;
+    default:
+      GemmT<WeightType::kQ4_0>(a, x, row_begin, row_end, col_begin, col_end);
+      return;
   }
 }
 
@@ -360,6 +420,7 @@ const QuantMatmulPath kAmxQuantMatmulPath = {
     .gemm = Gemm,
     .gemm_tile_rows = kAmxTileRows,
     .gemm_tile_cols = kAmxTileCols,
+    .q8_0_p16_kernels = true,
 };
 
 }  // namespace lnpu::softnpu::compute

@@ -303,10 +303,231 @@ struct GemvOfRows {
   }
 };
 
-// (The avx512vnni path has a GEMV of its own, quant_matmul_x86.cc.)
-[[maybe_unused]] LNPU_QM_TARGET void Gemv(const MatmulArgs& a, const QuantizedActivations& x,
-                                          size_t col_begin, size_t col_end) {
-  WithGemvRows<GemvOfRows>(a.rows, a, x, col_begin, col_end);
+// ---------------------------------------------------------------- Q8_0P16
+//
+// Q8_0P16 weights (base/quant_blocks.h): each of a panel block's 8 groups
+// holds 4 k of 16 columns side by side, so one DotN of a group vector with
+// 4 broadcast activation bytes adds 4 products to each of its columns' int32
+// sums; no unpacking and no horizontal sums. The f32 steps follow the one
+// order of quant_matmul.h's contract, so every path, GEMV and GEMM, gives
+// the same bits. 512-bit vectors take a panel's 16 columns at once, 256-bit
+// ones in two passes of 8 (the panel's second pass reads from cache).
+
+// Panel columns per vector, and passes over a panel.
+constexpr size_t kP16Lanes = Isa::kLanes;
+constexpr size_t kP16Passes = kQ8_0P16Rows / kP16Lanes;
+
+// The activation rows of a Q8_0P16 call and, on VNNI, each block's offset
+// correction -c * sum_i x_i (kWeightOffset<Q8_0>).
+template <size_t kRows>
+struct P16Activations {
+  const int8_t* q[kRows];
+  const float* scales[kRows];
+  const int32_t* correction[kRows];
+};
+
+// The offset corrections of activation rows [row_begin, row_end) of x, per
+// row and block, into `buffer` (resized; nothing without VNNI).
+LNPU_QM_INLINE void P16Corrections(const MatmulArgs& a, const QuantizedActivations& x,
+                                   size_t row_begin, size_t row_end,
+                                   std::vector<int32_t>& buffer) {
+  if constexpr (kWeightOffset<Q8_0> != 0) {
+    const size_t blocks = a.k / kQuantBlock;
+    if (buffer.size() < (row_end - row_begin) * blocks) {
+      buffer.resize((row_end - row_begin) * blocks);
+    }
+    for (size_t r = row_begin; r < row_end; ++r) {
+      for (size_t b = 0; b < blocks; ++b) {
+        buffer[(r - row_begin) * blocks + b] = HorizontalSum(OffsetCorrection<Q8_0>(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + r * a.k + b * kQuantBlock))));
+      }
+    }
+  }
+}
+
+// Activation rows first .. first + kRows - 1 of x; `corrections` holds
+// P16Corrections from row `first` on.
+template <size_t kRows>
+LNPU_QM_INLINE P16Activations<kRows> P16RowsOf(const MatmulArgs& a, const QuantizedActivations& x,
+                                               size_t first, const int32_t* corrections) {
+  const size_t blocks = a.k / kQuantBlock;
+  P16Activations<kRows> rows;
+  for (size_t r = 0; r < kRows; ++r) {
+    rows.q[r] = x.q + (first + r) * a.k;
+    rows.scales[r] = x.scales + (first + r) * blocks;
+    rows.correction[r] = kWeightOffset<Q8_0> != 0 ? corrections + r * blocks : nullptr;
+  }
+  return rows;
+}
+
+// Vector `pass` of a panel group (64 bytes) as the dot product's weight
+// operand (Q8_0 shifted by kWeightOffset<Q8_0>).
+LNPU_QM_INLINE typename Isa::VI P16Group(const uint8_t* group, size_t pass) {
+  const auto w = Isa::LoadI(reinterpret_cast<const int32_t*>(group + pass * 4 * kP16Lanes));
+  if constexpr (kWeightOffset<Q8_0> == 0) {
+    return w;
+  } else {
+    return Isa::XorByte0x80(w);
+  }
+}
+
+// acc[s][r] = the sums of pass `pass`'s columns of panels[s] (first bytes of
+// the kPanels panels) for the kRows rows, over all blocks in order; each
+// group is prefetched prefetch_offset bytes ahead.
+template <size_t kRows, size_t kPanels>
+LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t blocks, size_t pass,
+                            const P16Activations<kRows>& x, size_t prefetch_offset,
+                            typename Isa::VF (&acc)[kPanels][kRows]) {
+  using VI = typename Isa::VI;
+  const size_t scales_offset = blocks * kQ8_0P16BlockQuantBytes;
+  for (size_t b = 0; b < blocks; ++b) {
+#pragma GCC unroll 4
+    for (size_t s = 0; s < kPanels; ++s) {
+      const uint8_t* quants = panels[s] + b * kQ8_0P16BlockQuantBytes;
+      VI dot[kRows];
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) {
+        dot[r] = kWeightOffset<Q8_0> == 0 ? Isa::ZeroI() : Isa::Set1I(x.correction[r][b]);
+      }
+#pragma GCC unroll 8
+      for (size_t j = 0; j < kQuantBlock / 4; ++j) {
+        const uint8_t* group = quants + j * kQ8_0P16GroupBytes;
+        if (pass == 0) {
+          _mm_prefetch(reinterpret_cast<const char*>(group + prefetch_offset), _MM_HINT_T0);
+        }
+        const VI w = P16Group(group, pass);
+#pragma GCC unroll 4
+        for (size_t r = 0; r < kRows; ++r) {
+          int32_t word;
+          __builtin_memcpy(&word, x.q[r] + b * kQuantBlock + 4 * j, sizeof(word));
+          dot[r] = Isa::template DotN<Q8_0>(dot[r], w, Isa::Set1I(word));
+        }
+      }
+      const uint8_t* scales = panels[s] + scales_offset + b * 2 * kQ8_0P16Rows;
+      if (pass == 0 && b % 2 == 0) {
+        _mm_prefetch(reinterpret_cast<const char*>(scales + prefetch_offset), _MM_HINT_T0);
+      }
+      const auto dw = Isa::LoadF16(scales + pass * 2 * kP16Lanes);
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) {
+        acc[s][r] = Isa::FmaF(Isa::CvtF(dot[r]), Isa::MulF(dw, Isa::Set1F(x.scales[r][b])),
+                              acc[s][r]);
+      }
+    }
+  }
+}
+
+// dst[r][c] = MatmulOutputBase(a, r, c) + acc[r] lane c - first for the
+// columns c of [first, first + kP16Lanes) inside [col_begin, col_end), with
+// MatmulOutputBase's operations (so that the bits equal the scalar order).
+template <size_t kRows>
+LNPU_QM_INLINE void P16Store(const MatmulArgs& a, size_t first, size_t col_begin,
+                             size_t col_end, const typename Isa::VF (&acc)[kRows]) {
+  const size_t begin = std::max(first, col_begin);
+  const size_t end = std::min(first + kP16Lanes, col_end);
+  if (begin >= end) return;
+  if (begin == first && end == first + kP16Lanes) {
+#pragma GCC unroll 4
+    for (size_t r = 0; r < kRows; ++r) {
+      float* out = a.dst + r * a.n + first;
+      auto base = a.accumulate ? Isa::LoadF(out) : Isa::ZeroF();
+      if (a.bias != nullptr) base = Isa::AddF(base, Isa::LoadF(a.bias + first));
+      Isa::StoreF(out, Isa::AddF(base, acc[r]));
+    }
+    return;
+  }
+  for (size_t r = 0; r < kRows; ++r) {
+    alignas(64) float lanes[kP16Lanes];
+    Isa::StoreF(lanes, acc[r]);
+    for (size_t c = begin; c < end; ++c) {
+      a.dst[r * a.n + c] = MatmulOutputBase(a, r, c) + lanes[c - first];
+    }
+  }
+}
+
+// Rows [0, kRows) x the columns of [col_begin, col_end) in the kPanels
+// panels panel_index[s].
+template <size_t kRows, size_t kPanels>
+LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& x,
+                              const size_t (&panel_index)[kPanels], size_t col_begin,
+                              size_t col_end, size_t prefetch_offset) {
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t panel_bytes = Q8_0P16PanelBytes(blocks);
+  const uint8_t* panels[kPanels];
+#pragma GCC unroll 4
+  for (size_t s = 0; s < kPanels; ++s) {
+    panels[s] = static_cast<const uint8_t*>(a.weight) + panel_index[s] * panel_bytes;
+  }
+#pragma GCC unroll 2
+  for (size_t pass = 0; pass < kP16Passes; ++pass) {
+    typename Isa::VF acc[kPanels][kRows];
+#pragma GCC unroll 4
+    for (size_t s = 0; s < kPanels; ++s) {
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) acc[s][r] = Isa::ZeroF();
+    }
+    P16Sums<kRows, kPanels>(panels, blocks, pass, x, prefetch_offset, acc);
+#pragma GCC unroll 4
+    for (size_t s = 0; s < kPanels; ++s) {
+      P16Store<kRows>(a, panel_index[s] * kQ8_0P16Rows + pass * kP16Lanes, col_begin, col_end,
+                      acc[s]);
+    }
+  }
+}
+
+// Panels per GEMV step, each its own memory stream (GemvSteps): 4 where the
+// accumulators of up to 4 rows fit the registers (512-bit: 32), else 2.
+template <size_t kRows>
+constexpr size_t kP16Streams = sizeof(typename Isa::VI) == 64 || kRows <= 2 ? 4 : 2;
+
+template <size_t kRows>
+struct P16GemvOfRows {
+  static LNPU_QM_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
+                                 size_t col_begin, size_t col_end) {
+    thread_local std::vector<int32_t> corrections;
+    P16Corrections(a, x, 0, kRows, corrections);
+    const P16Activations<kRows> rows = P16RowsOf<kRows>(a, x, 0, corrections.data());
+    const size_t panel_bytes = Q8_0P16PanelBytes(a.k / kQuantBlock);
+    const auto step = [&]<size_t kPanels>(const size_t (&panels)[kPanels], size_t group) {
+      P16Panels<kRows, kPanels>(a, rows, panels, col_begin, col_end, group * panel_bytes);
+    };
+    size_t p = col_begin / kQ8_0P16Rows;
+    const size_t p_end = (col_end + kQ8_0P16Rows - 1) / kQ8_0P16Rows;
+    p = GemvSteps<kP16Streams<kRows>, 1>(p, p_end, step);
+    GemvSteps<1, 1>(p, p_end, step);
+  }
+};
+
+// Rows row .. row + kRows - 1 of one panel (P16Gemm: each panel once for
+// all row tiles, so that it stays in L2 between them; the next panel is
+// prefetched meanwhile).
+template <size_t kRows>
+struct P16GemmRows {
+  static LNPU_QM_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
+                                 size_t row, size_t panel, size_t col_begin, size_t col_end,
+                                 const int32_t* corrections) {
+    const P16Activations<kRows> rows = P16RowsOf<kRows>(a, x, row, corrections);
+    MatmulArgs tile = a;
+    tile.dst = a.dst + row * a.n;
+    P16Panels<kRows, 1>(tile, rows, {panel}, col_begin, col_end,
+                        Q8_0P16PanelBytes(a.k / kQuantBlock));
+  }
+};
+
+LNPU_QM_TARGET void P16Gemm(const MatmulArgs& a, const QuantizedActivations& x,
+                            size_t row_begin, size_t row_end, size_t col_begin,
+                            size_t col_end) {
+  thread_local std::vector<int32_t> corrections;
+  P16Corrections(a, x, row_begin, row_end, corrections);
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t p_end = (col_end + kQ8_0P16Rows - 1) / kQ8_0P16Rows;
+  for (size_t p = col_begin / kQ8_0P16Rows; p < p_end; ++p) {
+    for (size_t r = row_begin; r < row_end; r += kQuantGemvMaxRows) {
+      WithGemvRows<P16GemmRows>(std::min(kQuantGemvMaxRows, row_end - r), a, x, r, p,
+                                col_begin, col_end,
+                                corrections.data() + (r - row_begin) * blocks);
+    }
+  }
 }
 
 // ---------------------------------------------------------------- GEMM
@@ -489,11 +710,37 @@ LNPU_QM_TARGET void GemmRange(const MatmulArgs& a, const QuantizedActivations& x
 LNPU_QM_TARGET void Gemm(const MatmulArgs& a, const QuantizedActivations& x,
                          size_t row_begin, size_t row_end, size_t col_begin,
                          size_t col_end) {
-  if (a.weight_type == WeightType::kQ8_0) {
-    GemmRange<Q8_0>(a, x, row_begin, row_end, col_begin, col_end);
-  } else {
-    GemmRange<Q4_0>(a, x, row_begin, row_end, col_begin, col_end);
+  switch (a.weight_type) {
+    case WeightType::kQ8_0:
+      GemmRange<Q8_0>(a, x, row_begin, row_end, col_begin, col_end);
+      return;
+    case WeightType::kQ8_0P16:
+      P16Gemm(a, x, row_begin, row_end, col_begin, col_end);
+      return;
+    default:
+      GemmRange<Q4_0>(a, x, row_begin, row_end, col_begin, col_end);
+      return;
   }
+}
+
+// The GEMV of the 256-bit paths (Q8_0 / Q4_0: GemvRange); the avx512vnni
+// path has its own for Q8_0 / Q4_0 (quant_matmul_x86.cc) and shares the
+// Q8_0P16 one.
+template <size_t kRows>
+struct GemvOfType {
+  static LNPU_QM_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
+                                 size_t col_begin, size_t col_end) {
+    if (a.weight_type == WeightType::kQ8_0P16) {
+      P16GemvOfRows<kRows>::Run(a, x, col_begin, col_end);
+    } else {
+      GemvOfRows<kRows>::Run(a, x, col_begin, col_end);
+    }
+  }
+};
+
+[[maybe_unused]] LNPU_QM_TARGET void Gemv(const MatmulArgs& a, const QuantizedActivations& x,
+                                          size_t col_begin, size_t col_end) {
+  WithGemvRows<GemvOfType>(a.rows, a, x, col_begin, col_end);
 }
 
 #undef LNPU_QM_INLINE

@@ -39,8 +39,10 @@ struct Q4_0 {
 //   kQ8Offset             the offset of Q8_0 weight operands (0: signed);
 //   VI / VF, kLanes       native int32 / f32 vectors and their lanes, with
 //                         ZeroI, Set1I, LoadI, ZeroF, Set1F, LoadF, CvtF,
-//                         MulF, FmaF and AddStoreF(p, v, count): p[i] += v[i]
-//                         for i < count;
+//                         MulF, FmaF, AddF, StoreF, AddStoreF(p, v,
+//                         count): p[i] += v[i] for i < count,
+//                         XorByte0x80 (every byte's sign bit flipped) and
+//                         LoadF16(p): kLanes f16 at p as f32;
 //   kPanelVectors,        the GEMM register tile: kTileRows activation rows
 //   kTileRows             x kPanelVectors vectors of columns.
 
@@ -63,6 +65,14 @@ struct Vectors256 {
   static LNPU_QM_AVX2_INLINE VF CvtF(VI v) { return _mm256_cvtepi32_ps(v); }
   static LNPU_QM_AVX2_INLINE VF MulF(VF a, VF b) { return _mm256_mul_ps(a, b); }
   static LNPU_QM_AVX2_INLINE VF FmaF(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
+  static LNPU_QM_AVX2_INLINE VF AddF(VF a, VF b) { return _mm256_add_ps(a, b); }
+  static LNPU_QM_AVX2_INLINE void StoreF(float* p, VF v) { _mm256_storeu_ps(p, v); }
+  static LNPU_QM_AVX2_INLINE VI XorByte0x80(VI v) {
+    return _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+  static LNPU_QM_AVX2_INLINE VF LoadF16(const uint8_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   static LNPU_QM_AVX2_INLINE void AddStoreF(float* p, VF v, size_t count) {
     if (count == kLanes) {
       _mm256_storeu_ps(p, _mm256_add_ps(_mm256_loadu_ps(p), v));
@@ -142,6 +152,14 @@ struct Avx512VnniPolicy {
   static LNPU_QM_AVX512_INLINE VF CvtF(VI v) { return _mm512_cvtepi32_ps(v); }
   static LNPU_QM_AVX512_INLINE VF MulF(VF a, VF b) { return _mm512_mul_ps(a, b); }
   static LNPU_QM_AVX512_INLINE VF FmaF(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
+  static LNPU_QM_AVX512_INLINE VF AddF(VF a, VF b) { return _mm512_add_ps(a, b); }
+  static LNPU_QM_AVX512_INLINE void StoreF(float* p, VF v) { _mm512_storeu_ps(p, v); }
+  static LNPU_QM_AVX512_INLINE VI XorByte0x80(VI v) {
+    return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  static LNPU_QM_AVX512_INLINE VF LoadF16(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static LNPU_QM_AVX512_INLINE void AddStoreF(float* p, VF v, size_t count) {
     const __mmask16 mask = static_cast<__mmask16>((uint32_t{1} << count) - 1);
     _mm512_mask_storeu_ps(p, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, p), v));
@@ -524,10 +542,16 @@ struct Q8ColumnPairsGemv {
 
 LNPU_QM_AVX512_TARGET void GroupedGemv(const MatmulArgs& a, const QuantizedActivations& x,
                                        size_t col_begin, size_t col_end) {
-  if (a.weight_type == WeightType::kQ8_0) {
-    WithGemvRows<Q8ColumnPairsGemv>(a.rows, a, x, col_begin, col_end);
-  } else {
-    WithGemvRows<Q4GroupGemv>(a.rows, a, x, col_begin, col_end);
+  switch (a.weight_type) {
+    case WeightType::kQ8_0:
+      WithGemvRows<Q8ColumnPairsGemv>(a.rows, a, x, col_begin, col_end);
+      return;
+    case WeightType::kQ8_0P16:
+      WithGemvRows<P16GemvOfRows>(a.rows, a, x, col_begin, col_end);
+      return;
+    default:
+      WithGemvRows<Q4GroupGemv>(a.rows, a, x, col_begin, col_end);
+      return;
   }
 }
 
@@ -566,6 +590,7 @@ const QuantMatmulPath kAvx512VnniQuantMatmulPath = {
     // Rows 8 and 16 (batched decode, short prefill chunks) on Zen 5: GEMV
     // passes 1.5-3x faster than the GEMM at 8 rows, 0.9-2x at 16.
     .gemv_passes_max_rows = 16,
+    .q8_0_p16_kernels = true,
 };
 
 const QuantMatmulPath kAvxVnniQuantMatmulPath = {
@@ -575,6 +600,7 @@ const QuantMatmulPath kAvxVnniQuantMatmulPath = {
     .gemm = avxvnni::Gemm,
     .gemm_tile_rows = 64,
     .gemm_tile_cols = 32,
+    .q8_0_p16_kernels = true,
 };
 
 const QuantMatmulPath kAvx2QuantMatmulPath = {
@@ -584,6 +610,7 @@ const QuantMatmulPath kAvx2QuantMatmulPath = {
     .gemm = avx2::Gemm,
     .gemm_tile_rows = 64,
     .gemm_tile_cols = 32,
+    .q8_0_p16_kernels = true,
 };
 
 }  // namespace lnpu::softnpu::compute
