@@ -182,11 +182,18 @@ static int check_overlaps(struct lnpu_checker *c, const char *in_place0,
 	return 0;
 }
 
-/* Layout of a weight/table dtype: bytes per `elements` elements. */
+/*
+ * Layout of a weight/table dtype: bytes per `elements` elements, rows stored
+ * in whole panels of `panel_rows` rows (1 but for LNPU_DTYPE_Q8_0_P16: 16,
+ * a last partial panel padded), addresses a multiple of `align`
+ * (`align_why` rejects the others).
+ */
 struct lnpu_weight_layout {
 	u64 elements;
 	u64 bytes;
 	u64 align;
+	u64 panel_rows;
+	const char *align_why;
 };
 
 static int weight_layout(struct lnpu_checker *c, const char *field, u32 dtype,
@@ -195,23 +202,57 @@ static int weight_layout(struct lnpu_checker *c, const char *field, u32 dtype,
 {
 	switch (dtype) {
 	case LNPU_DTYPE_F32:
-		*layout = (struct lnpu_weight_layout){ 1, 4, 4 };
+		*layout = (struct lnpu_weight_layout){ 1, 4, 4, 1, NULL };
 		return 0;
 	case LNPU_DTYPE_F16:
-		*layout = (struct lnpu_weight_layout){ 1, 2, 2 };
+		*layout = (struct lnpu_weight_layout){ 1, 2, 2, 1, NULL };
 		return 0;
 	case LNPU_DTYPE_Q8_0:
 	case LNPU_DTYPE_Q4_0:
+	case LNPU_DTYPE_Q8_0_P16:
 		if (row_len % LNPU_QUANT_BLOCK)
 			return lnpu_reject(c, len_field,
 					   "not a multiple of the quantization block");
+		if (dtype == LNPU_DTYPE_Q8_0_P16) {
+			*layout = (struct lnpu_weight_layout){
+				LNPU_QUANT_BLOCK, 34, 64, LNPU_Q8_0_P16_ROWS,
+				"address not aligned to 64 bytes (LNPU_DTYPE_Q8_0_P16 panels)"
+			};
+			return 0;
+		}
 		*layout = (struct lnpu_weight_layout){
-			LNPU_QUANT_BLOCK, dtype == LNPU_DTYPE_Q8_0 ? 34 : 18, 2
+			LNPU_QUANT_BLOCK, dtype == LNPU_DTYPE_Q8_0 ? 34 : 18, 2, 1,
+			NULL
 		};
 		return 0;
 	default:
 		return lnpu_reject(c, field, "dtype not supported");
 	}
+}
+
+/*
+ * *out = bytes of the weight/table operand `field`: `rows` rows (rounded up
+ * to whole panels) of `row_len` elements in layout l, overflow-checked.
+ */
+static int weight_bytes(struct lnpu_checker *c, const char *field,
+			const struct lnpu_weight_layout *l, u32 rows,
+			u32 row_len, u64 *out)
+{
+	/* rows < 2^32 and panel_rows a power of two: no overflow. */
+	u64 stored_rows = round_up((u64)rows, l->panel_rows);
+
+	return BYTES(c, field, out, stored_rows, row_len / l->elements,
+		     l->bytes);
+}
+
+/* add_operand for a weight/table in layout l, naming its alignment rule. */
+static int add_weight_operand(struct lnpu_checker *c, const char *field,
+			      u64 addr, u64 bytes,
+			      const struct lnpu_weight_layout *l)
+{
+	if (l->align_why && addr % l->align)
+		return lnpu_reject(c, field, l->align_why);
+	return add_operand(c, field, addr, bytes, l->align, false);
 }
 
 /* Bytes of one LNPU_DTYPE_I8 group of n values: f32 scale + n int8. */
@@ -232,11 +273,11 @@ static int check_gather_rows(const struct lnpu_cmd_gather_rows *cmd,
 	    (ret = check_positive(c, "count", cmd->count)) ||
 	    (ret = weight_layout(c, "table_dtype", cmd->table_dtype, "row_len",
 				 cmd->row_len, &l)) ||
-	    (ret = BYTES(c, "table", &table, cmd->table_rows,
-			 cmd->row_len / l.elements, l.bytes)) ||
+	    (ret = weight_bytes(c, "table", &l, cmd->table_rows, cmd->row_len,
+				&table)) ||
 	    (ret = BYTES(c, "indices", &indices, cmd->count, 4)) ||
 	    (ret = BYTES(c, "dst", &dst, cmd->count, cmd->row_len, 4)) ||
-	    (ret = add_operand(c, "table", cmd->table, table, l.align, false)) ||
+	    (ret = add_weight_operand(c, "table", cmd->table, table, &l)) ||
 	    (ret = add_operand(c, "indices", cmd->indices, indices, 4, false)) ||
 	    (ret = add_operand(c, "dst", cmd->dst, dst, 4, true)))
 		return ret;
@@ -280,12 +321,10 @@ static int check_matmul(const struct lnpu_cmd_matmul *cmd,
 		return lnpu_reject(c, "bias",
 				   "must be 0 unless LNPU_MATMUL_BIAS is set");
 	if ((ret = BYTES(c, "src", &src, cmd->rows, cmd->k, 4)) ||
-	    (ret = BYTES(c, "weight", &weight, cmd->n, cmd->k / l.elements,
-			 l.bytes)) ||
+	    (ret = weight_bytes(c, "weight", &l, cmd->n, cmd->k, &weight)) ||
 	    (ret = BYTES(c, "dst", &dst, cmd->rows, cmd->n, 4)) ||
 	    (ret = add_operand(c, "src", cmd->src, src, 4, false)) ||
-	    (ret = add_operand(c, "weight", cmd->weight, weight, l.align,
-			       false)))
+	    (ret = add_weight_operand(c, "weight", cmd->weight, weight, &l)))
 		return ret;
 	if (has_bias &&
 	    (ret = add_operand(c, "bias", cmd->bias, (u64)cmd->n * 4, 4, false)))

@@ -1,14 +1,18 @@
 // ValidateCommand: one case per rule of every opcode (each bad field gives
 // InvalidArgument naming "<opcode>.<field>"), plus the operand ranges that
-// valid commands report.
+// valid commands report (and a GATHER_ROWS of a Q8_0_P16 table run).
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <ostream>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "base/half.h"
+#include "base/quant_blocks.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
@@ -550,6 +554,206 @@ TEST(CommandValidationTest, GatherRowsQuantizedTableRules) {
     const uint64_t block = dtype == LNPU_DTYPE_Q8_0 ? 34 : 18;
     ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
                          OperandAccess{kA, 10 * 3 * block, false});
+  }
+}
+
+// Since 1.4: LNPU_DTYPE_Q8_0_P16 weights, stored in whole panels of 16 rows
+// (n = 17 takes 32 rows' worth of bytes), 64-byte aligned.
+lnpu_cmd_matmul ValidP16Matmul() {
+  auto v = MakeCommand<lnpu_cmd_matmul>(LNPU_OP_MATMUL);
+  v.src = kA;
+  v.weight = kB;
+  v.dst = kD;
+  v.rows = 2;
+  v.k = 64;
+  v.n = 17;
+  v.weight_dtype = LNPU_DTYPE_Q8_0_P16;
+  return v;
+}
+constexpr uint64_t kP16WeightBytes = 32 * 2 * 34;  // ValidP16Matmul's
+
+TEST(CommandValidationTest, MatmulQ8_0P16WeightIsWholePanels) {
+  auto v = ValidP16Matmul();
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{kB, kP16WeightBytes, false});
+  v.n = 16;  // exactly one panel
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{kB, 16 * 2 * 34, false});
+  v.n = 1;  // one row still takes a whole panel
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{kB, 16 * 2 * 34, false});
+  // Another operand may start right after the last (padded) panel.
+  v = ValidP16Matmul();
+  v.dst = kB + kP16WeightBytes;
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{kB, kP16WeightBytes, false});
+  // The highest weight that fits below the top of the address space.
+  v = ValidP16Matmul();
+  v.weight = 0 - kP16WeightBytes - 64;
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{v.weight, kP16WeightBytes, false});
+}
+
+TEST(CommandValidationTest, MatmulQ8_0P16WeightShortOfWholePanelsRejected) {
+  // Where 17 rows of Q8_0 (1156 bytes) would fit but 2 panels do not.
+  ExpectEachRejected<lnpu_cmd_matmul>(
+      ValidP16Matmul(), "LNPU_OP_MATMUL",
+      {{"weight", [](auto& c) { c.weight = 0 - kP16WeightBytes; }},
+       {"dst", [](auto& c) { c.dst = kB + kP16WeightBytes - 4; }},
+       {"dst", [](auto& c) { c.dst = kB + 17 * 2 * 34; }}});
+  std::vector<OperandAccess> accesses;
+  auto v = ValidP16Matmul();
+  v.weight = 0 - kP16WeightBytes;
+  EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses)
+                              .status()
+                              .message()),
+              HasSubstr("LNPU_OP_MATMUL.weight: range wraps around"));
+  v = ValidP16Matmul();
+  v.dst = kB + kP16WeightBytes - 4;
+  EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses)
+                              .status()
+                              .message()),
+              HasSubstr("overlaps weight"));
+  // Panels beyond 2^48 bytes: the size check says how rows are counted.
+  v = ValidP16Matmul();
+  v.n = 0xffffffffu;
+  v.k = 0xffffffe0u;
+  EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses)
+                              .status()
+                              .message()),
+              HasSubstr("whole panels of 16"));
+  EXPECT_TRUE(accesses.empty());
+}
+
+TEST(CommandValidationTest, MatmulQ8_0P16WeightMisalignedRejected) {
+  ExpectEachRejected<lnpu_cmd_matmul>(
+      ValidP16Matmul(), "LNPU_OP_MATMUL",
+      {{"weight", [](auto& c) { c.weight = kB + 2; }},  // enough for Q8_0
+       {"weight", [](auto& c) { c.weight = kB + 32; }},
+       {"weight", [](auto& c) { c.weight = kB + 1; }}});
+  auto v = ValidP16Matmul();
+  v.weight = kB + 32;
+  std::vector<OperandAccess> accesses;
+  EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses)
+                              .status()
+                              .message()),
+              HasSubstr("LNPU_DTYPE_Q8_0_P16 panel alignment of 64"));
+}
+
+TEST(CommandValidationTest, MatmulQ8_0P16KNotWholeBlocksRejected) {
+  ExpectEachRejected<lnpu_cmd_matmul>(
+      ValidP16Matmul(), "LNPU_OP_MATMUL",
+      {{"k", [](auto& c) { c.k = 48; }},
+       {"k", [](auto& c) { c.k = 16; }},
+       {"k", [](auto& c) { c.k = 65; }}});
+  auto v = ValidP16Matmul();
+  v.k = 48;
+  std::vector<OperandAccess> accesses;
+  EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses)
+                              .status()
+                              .message()),
+              HasSubstr("48 is not a multiple of 32"));
+}
+
+// A GATHER_ROWS table of 37 rows of 64: 3 panels.
+lnpu_cmd_gather_rows ValidP16Gather() {
+  auto v = MakeCommand<lnpu_cmd_gather_rows>(LNPU_OP_GATHER_ROWS);
+  v.table = kA;
+  v.indices = kB;
+  v.dst = kC;
+  v.table_dtype = LNPU_DTYPE_Q8_0_P16;
+  v.row_len = 64;
+  v.table_rows = 37;
+  v.count = 3;
+  return v;
+}
+constexpr uint64_t kP16TableBytes = 48 * 2 * 34;  // ValidP16Gather's
+
+TEST(CommandValidationTest, GatherRowsQ8_0P16TableIsWholePanels) {
+  auto v = ValidP16Gather();
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{kA, kP16TableBytes, false});
+  v.dst = kA + kP16TableBytes;
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{kA, kP16TableBytes, false});
+  v = ValidP16Gather();
+  v.table = 0 - kP16TableBytes - 64;
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{v.table, kP16TableBytes, false});
+}
+
+TEST(CommandValidationTest, GatherRowsQ8_0P16TableRules) {
+  ExpectEachRejected<lnpu_cmd_gather_rows>(
+      ValidP16Gather(), "LNPU_OP_GATHER_ROWS",
+      {{"row_len", [](auto& c) { c.row_len = 48; }},
+       {"row_len", [](auto& c) { c.row_len = 95; }},
+       {"table", [](auto& c) { c.table = kA + 2; }},
+       {"table", [](auto& c) { c.table = kA + 32; }},
+       {"table", [](auto& c) { c.table = 0 - kP16TableBytes; }},
+       {"table", [](auto& c) {
+          c.table_rows = 0xffffffffu;
+          c.row_len = 0xffffffe0u;
+        }},
+       {"dst", [](auto& c) { c.dst = kA + kP16TableBytes - 4; }},
+       {"dst", [](auto& c) { c.dst = kA + 37 * 2 * 34; }}});
+}
+
+// Weights and tables only: never a KV cache.
+TEST(CommandValidationTest, Q8_0P16IsNoKvCacheDtype) {
+  ExpectEachRejected<lnpu_cmd_attention>(
+      ValidAttention(LNPU_DTYPE_F32, kD, kE), "LNPU_OP_ATTENTION",
+      {{"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_Q8_0_P16; }}});
+}
+
+// Rows gathered out of a P16 table, among them rows of its last, partial
+// panel, are bit for bit those of the same table as LNPU_DTYPE_Q8_0.
+TEST(CommandValidationTest, GatherRowsQ8_0P16MatchesQ8_0) {
+  constexpr uint32_t kRows = 37, kRowLen = 96, kBlocks = kRowLen / 32;
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> scale(-2.0f, 2.0f);
+  std::uniform_int_distribution<int> quant(-128, 127);
+  std::vector<uint8_t> q8(size_t{kRows} * kBlocks * kQ8_0BlockBytes);
+  for (size_t b = 0; b < size_t{kRows} * kBlocks; ++b) {
+    uint8_t* block = q8.data() + b * kQ8_0BlockBytes;
+    const uint16_t d = FloatToFloat16(scale(rng));
+    std::memcpy(block, &d, 2);
+    for (size_t i = 0; i < 32; ++i) {
+      block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(quant(rng)));
+    }
+  }
+  std::vector<uint8_t> p16(Q8_0P16MatrixBytes(kRows, kBlocks));
+  RepackQ8_0ToP16(q8.data(), kRows, kBlocks, p16.data());
+  const std::vector<int32_t> indices = {36, 0, 15, 16, 31, 32, 35, 7, 36};
+
+  testing::HostDeviceMemory memory;
+  ComputeContext context(1);
+  std::vector<std::vector<float>> gathered;
+  for (uint32_t dtype : {LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q8_0_P16}) {
+    auto cmd = MakeCommand<lnpu_cmd_gather_rows>(LNPU_OP_GATHER_ROWS);
+    // Exactly the bytes each dtype needs (whole panels for P16).
+    cmd.table = memory.Upload(dtype == LNPU_DTYPE_Q8_0 ? q8 : p16);
+    cmd.indices = memory.Upload(indices);
+    cmd.dst = memory.Allocate(indices.size() * kRowLen * 4);
+    cmd.table_dtype = dtype;
+    cmd.row_len = kRowLen;
+    cmd.table_rows = kRows;
+    cmd.count = static_cast<uint32_t>(indices.size());
+    ASSERT_TRUE(testing::RunCommand(cmd, memory, context).ok()) << dtype;
+    gathered.push_back(
+        memory.Download<float>(cmd.dst, indices.size() * kRowLen));
+  }
+  ASSERT_EQ(gathered[0].size(), gathered[1].size());
+  EXPECT_EQ(0, std::memcmp(gathered[0].data(), gathered[1].data(),
+                           gathered[0].size() * sizeof(float)));
+  // And they are the rows asked for: d * q of the Q8_0 blocks.
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const uint8_t* block =
+        q8.data() + size_t(indices[i]) * kBlocks * kQ8_0BlockBytes;
+    uint16_t d;
+    std::memcpy(&d, block, 2);
+    EXPECT_EQ(gathered[1][i * kRowLen + 5],
+              Float16ToFloat(d) * static_cast<int8_t>(block[2 + 5]))
+        << "index " << indices[i];
   }
 }
 

@@ -58,6 +58,9 @@ struct WideDtype {
   uint32_t value;
   void WriteTo(FuzzInputWriter& w) const { w.U8(0xFF).U32(value); }
 };
+// Since 1.4: Q8_0 blocks in panels of 16 rows, 64-byte aligned, stored in
+// whole panels (a partial last one padded).
+constexpr WideDtype kDtypeQ8_0P16{LNPU_DTYPE_Q8_0_P16};
 
 class ProgramWriter {
  public:
@@ -245,6 +248,53 @@ std::vector<uint8_t> Faults() {
   return p.Take();
 }
 
+// Since 1.4: LNPU_DTYPE_Q8_0_P16 operands SUBMIT rejects (EINVAL), each in
+// a job of its own: a MATMUL weight and a GATHER_ROWS table 32 bytes past
+// the 64-byte alignment; a weight one panel short of the data buffer's end
+// (n = 32: 1088 bytes, 576 left); a weight and a table of 17 rows whose
+// Q8_0 rows (578 bytes) would fit in the 1024 bytes left but whose whole
+// panels (1088) do not; k not a multiple of 32. Then a weight ending
+// exactly at the buffer's end, which runs.
+std::vector<uint8_t> Q8_0P16Rejections() {
+  constexpr uint32_t kEnd = 32768;  // the data buffer's size
+  ProgramWriter p;
+  SetUpBuffers(p)
+      .WriteCommands(kCmdMap, 0, 1)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, 32}, Addr{-1},
+               Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{4}, kDtypeQ8_0P16)
+      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
+      .WriteCommands(kCmdMap, 0, 1)
+      .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, 32}, Addr{kData, 4096},
+               Addr{kData, 12288}, kDtypeQ8_0P16, Dim{32}, Dim{8}, Dim{8})
+      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
+      .WriteCommands(kCmdMap, 0, 1)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, kEnd - 576},
+               Addr{-1}, Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{32},
+               kDtypeQ8_0P16)
+      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
+      .WriteCommands(kCmdMap, 0, 1)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, kEnd - 1024},
+               Addr{-1}, Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{17},
+               kDtypeQ8_0P16)
+      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
+      .WriteCommands(kCmdMap, 0, 1)
+      .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, kEnd - 1024},
+               Addr{kData, 4096}, Addr{kData, 12288}, kDtypeQ8_0P16, Dim{32},
+               Dim{17}, Dim{8})
+      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
+      .WriteCommands(kCmdMap, 0, 1)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, 2048},
+               Addr{-1}, Addr{kData, 12288}, Dim{2}, Dim{48}, Dim{4},
+               kDtypeQ8_0P16)
+      .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
+      .WriteCommands(kCmdMap, 0, 1)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, kEnd - 1088},
+               Addr{-1}, Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{32},
+               kDtypeQ8_0P16)
+      .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
+  return p.Take();
+}
+
 // Parameters, VERSION, unknown and null-argument ioctls, unknown handles
 // and fences.
 std::vector<uint8_t> ParamsAndErrors() {
@@ -352,14 +402,20 @@ std::vector<uint8_t> OpNop() {
   return p.Take();
 }
 
+// F32 and F16 tables; Q8_0_P16 tables of one whole panel and of a partial
+// last panel (20 rows of 64: 2 panels, 2176 bytes).
 std::vector<uint8_t> OpGatherRows() {
   ProgramWriter p;
   SetUpOpcodeSeed(p)
-      .WriteCommands(kCmdMap, 0, 2)
+      .WriteCommands(kCmdMap, 0, 4)
       .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, 0}, Addr{kData, 4096},
                Addr{kData, Out(0)}, kDtypeF32, Dim{8}, Dim{8}, Dim{4})
       .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, 0}, Addr{kData, 4096},
                Addr{kData, Out(1)}, kDtypeF16, Dim{8}, Dim{8}, Dim{16})
+      .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, 0}, Addr{kData, 4096},
+               Addr{kData, Out(2)}, kDtypeQ8_0P16, Dim{32}, Dim{8}, Dim{8})
+      .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, 0}, Addr{kData, 4096},
+               Addr{kData, Out(3)}, kDtypeQ8_0P16, Dim{64}, Dim{20}, Dim{4})
       .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
@@ -379,11 +435,13 @@ std::vector<uint8_t> OpRmsNorm() {
   return p.Take();
 }
 
-// F32, F16, Q8_0 and Q4_0 weights; plain, accumulating, with a bias, both.
+// F32, F16, Q8_0, Q4_0 and Q8_0_P16 weights; plain, accumulating, with a
+// bias, both. The second Q8_0_P16 weight (n = 20 of k = 64) ends in a
+// partial panel.
 std::vector<uint8_t> OpMatmul() {
   ProgramWriter p;
   SetUpOpcodeSeed(p)
-      .WriteCommands(kCmdMap, 0, 7)
+      .WriteCommands(kCmdMap, 0, 9)
       .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, 1024},
                Addr{-1}, Addr{kData, Out(0)}, Dim{2}, Dim{8}, Dim{8},
                kDtypeF32)
@@ -405,6 +463,12 @@ std::vector<uint8_t> OpMatmul() {
       .Command(LNPU_OP_MATMUL, LNPU_MATMUL_ACCUMULATE | LNPU_MATMUL_BIAS,
                Addr{kData, 0}, Addr{kData, 1024}, Addr{kData, 3072},
                Addr{kData, Out(1)}, Dim{2}, Dim{8}, Dim{8}, kDtypeF16)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, 2048},
+               Addr{-1}, Addr{kData, Out(5)}, Dim{2}, Dim{32}, Dim{4},
+               kDtypeQ8_0P16)
+      .Command(LNPU_OP_MATMUL, LNPU_MATMUL_ACCUMULATE | LNPU_MATMUL_BIAS,
+               Addr{kData, 0}, Addr{kData, 0}, Addr{kData, 3072},
+               Addr{kData, Out(6)}, Dim{3}, Dim{64}, Dim{20}, kDtypeQ8_0P16)
       .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
@@ -559,6 +623,7 @@ std::vector<Seed> SeedCorpus() {
   seeds.push_back({"faults", Faults()});
   seeds.push_back({"mapping_lifetime", MappingLifetime()});
   seeds.push_back({"params_and_errors", ParamsAndErrors()});
+  seeds.push_back({"q8_0_p16_rejections", Q8_0P16Rejections()});
   seeds.push_back({"userptr_and_files", UserptrAndFiles()});
   for (const OpcodeSeed& op : OpcodeSeeds()) {
     seeds.push_back({op.name, op.program()});

@@ -1,9 +1,18 @@
 // Running jobs: COPY and SCATTER_ROWS results, faults, in-fence chains,
-// job timeouts with file banning, and buffer lifetime across queued jobs.
+// job timeouts with file banning, buffer lifetime across queued jobs, and
+// MATMUL / GATHER_ROWS on LNPU_DTYPE_Q8_0_P16 buffers (results and the
+// SUBMIT checks of the panel operand's size and alignment).
+#include <algorithm>
+#include <bit>
 #include <cerrno>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <random>
 #include <vector>
 
+#include "base/half.h"
+#include "base/quant_blocks.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/softnpu/soft_npu_test_util.h"
@@ -11,6 +20,7 @@
 namespace lnpu::softnpu::testing {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 class ExecutionTest : public SoftNpuTest {
@@ -290,6 +300,329 @@ TEST_F(JobTimeoutTest, LongJobIsAbortedAndItsFileBanned) {
   uint64_t other_fence = 0;
   ASSERT_EQ(Submit(*other, other_nop, &other_fence), 0);
   EXPECT_EQ(WaitJob(*other, other_fence), 0);
+}
+
+// LNPU_DTYPE_Q8_0_P16 (since 1.4) through real buffer objects: a weight
+// matrix of n = 40 rows (two whole panels and a partial one, padded to 48
+// rows) of k = 96 (3 blocks), the same weights as plain Q8_0 for
+// comparison.
+class Q8_0P16Test : public ExecutionTest {
+ protected:
+  static constexpr uint32_t kRows = 3, kK = 96, kN = 40;
+  static constexpr size_t kBlocks = kK / kQuantBlock;
+  static constexpr uint64_t kQ8_0Bytes = uint64_t{kN} * kBlocks * kQ8_0BlockBytes;
+  static constexpr uint64_t kP16Bytes = Q8_0P16MatrixBytes(kN, kBlocks);
+  static_assert(kP16Bytes == 48 * kBlocks * kQ8_0BlockBytes);
+
+  void SetUp() override {
+    ExecutionTest::SetUp();
+    if ((GetParam(*file_, DRM_LNPU_PARAM_CAPABILITIES) &
+         DRM_LNPU_CAP_DTYPE_Q8_0_P16) == 0) {
+      GTEST_SKIP() << "the device lacks DRM_LNPU_CAP_DTYPE_Q8_0_P16";
+    }
+    std::mt19937 rng(20240614);
+    std::uniform_int_distribution<int> quant(-127, 127);
+    std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+    q8_0_.resize(kQ8_0Bytes);
+    for (size_t block = 0; block < kN * kBlocks; ++block) {
+      uint8_t* b = q8_0_.data() + block * kQ8_0BlockBytes;
+      const uint16_t d = FloatToFloat16(scale(rng));
+      std::memcpy(b, &d, 2);
+      for (size_t i = 0; i < kQuantBlock; ++i) {
+        b[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(quant(rng)));
+      }
+    }
+    p16_.resize(kP16Bytes);
+    RepackQ8_0ToP16(q8_0_.data(), kN, kBlocks, p16_.data());
+    std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+    src_.resize(kRows * kK);
+    for (float& x : src_) x = value(rng);
+  }
+
+  static lnpu_cmd_matmul Matmul(uint64_t src, uint64_t weight, uint64_t dst,
+                                uint32_t n, uint32_t dtype) {
+    lnpu_cmd_matmul matmul{};
+    matmul.hdr = {LNPU_OP_MATMUL, 0, sizeof(matmul)};
+    matmul.src = src;
+    matmul.weight = weight;
+    matmul.dst = dst;
+    matmul.rows = kRows;
+    matmul.k = kK;
+    matmul.n = n;
+    matmul.weight_dtype = dtype;
+    return matmul;
+  }
+
+  static lnpu_cmd_gather_rows Gather(uint64_t table, uint64_t indices,
+                                     uint64_t dst, uint32_t count,
+                                     uint32_t dtype) {
+    lnpu_cmd_gather_rows gather{};
+    gather.hdr = {LNPU_OP_GATHER_ROWS, 0, sizeof(gather)};
+    gather.table = table;
+    gather.indices = indices;
+    gather.dst = dst;
+    gather.table_dtype = dtype;
+    gather.row_len = kK;
+    gather.table_rows = kN;
+    gather.count = count;
+    return gather;
+  }
+
+  // Runs `command` on the compute engine with `buffers`; returns the
+  // job's error (0: completed).
+  template <typename Command>
+  int RunOne(const Command& command, std::vector<uint32_t> buffers) {
+    const uint64_t fence = Run(DRM_LNPU_ENGINE_COMPUTE,
+                               CommandStream().Add(command), std::move(buffers));
+    return fence == 0 ? -1 : WaitJob(*file_, fence);
+  }
+
+  // dst of the MATMUL in the order of the Q8_0P16 contract
+  // (kernel_iface/softnpu/compute/quant_matmul.h), the src rows quantized
+  // per block as the device does (QuantizeActivationRows in matmul.cc:
+  // d = max|x| / 127, q = nearest-even(x * (1 / d))); *magnitude gets, per
+  // element, the sum of the blocks' |products| (for tolerances).
+  std::vector<float> Reference(std::vector<float>* magnitude) const {
+    std::vector<int8_t> qx(kRows * kK);
+    std::vector<float> dx(kRows * kBlocks);
+    for (size_t i = 0; i < kRows * kBlocks; ++i) {
+      const float* x = src_.data() + i * kQuantBlock;
+      float amax = 0.0f;
+      for (size_t j = 0; j < kQuantBlock; ++j) {
+        amax = std::max(amax, std::fabs(x[j]));
+      }
+      const float d = amax / 127.0f;
+      const float id = d != 0.0f ? 1.0f / d : 0.0f;
+      for (size_t j = 0; j < kQuantBlock; ++j) {
+        qx[i * kQuantBlock + j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+      }
+      dx[i] = d;
+    }
+    std::vector<float> dst(kRows * kN);
+    magnitude->assign(kRows * kN, 0.0f);
+    for (size_t r = 0; r < kRows; ++r) {
+      for (size_t c = 0; c < kN; ++c) {
+        float acc = 0.0f;
+        for (size_t b = 0; b < kBlocks; ++b) {
+          const uint8_t* w = q8_0_.data() + (c * kBlocks + b) * kQ8_0BlockBytes;
+          uint16_t dw;
+          std::memcpy(&dw, w, 2);
+          int32_t dot = 0;
+          for (size_t j = 0; j < kQuantBlock; ++j) {
+            dot += int32_t{static_cast<int8_t>(w[2 + j])} *
+                   qx[(r * kBlocks + b) * kQuantBlock + j];
+          }
+          const float factor = Float16ToFloat(dw) * dx[r * kBlocks + b];
+          acc = std::fma(static_cast<float>(dot), factor, acc);
+          (*magnitude)[r * kN + c] += std::fabs(static_cast<float>(dot) * factor);
+        }
+        dst[r * kN + c] = 0.0f + acc;
+      }
+    }
+    return dst;
+  }
+
+  std::vector<uint8_t> q8_0_;  // [kN][kBlocks] Q8_0 blocks
+  std::vector<uint8_t> p16_;   // the same repacked: kP16Bytes
+  std::vector<float> src_;     // [kRows][kK]
+};
+
+TEST_F(Q8_0P16Test, MatmulOfP16WeightsFollowsThePanelOrderAndMatchesQ8_0) {
+  TestBuffer src = CreateBuffer(*file_, src_.size() * 4);
+  TestBuffer q8_0 = CreateBuffer(*file_, kQ8_0Bytes);
+  TestBuffer p16 = CreateBuffer(*file_, kP16Bytes);
+  TestBuffer dst = CreateBuffer(*file_, 2 * 4096);
+  std::memcpy(src.data, src_.data(), src_.size() * 4);
+  std::memcpy(q8_0.data, q8_0_.data(), kQ8_0Bytes);
+  std::memcpy(p16.data, p16_.data(), kP16Bytes);
+  const uint64_t out_bytes = uint64_t{kRows} * kN * 4;
+  ASSERT_EQ(RunOne(Matmul(src.device_addr, p16.device_addr, dst.device_addr,
+                          kN, LNPU_DTYPE_Q8_0_P16),
+                   {src.handle, p16.handle, dst.handle}),
+            0)
+      << npu_->last_fault_message();
+  ASSERT_EQ(RunOne(Matmul(src.device_addr, q8_0.device_addr,
+                          dst.device_addr + 4096, kN, LNPU_DTYPE_Q8_0),
+                   {src.handle, q8_0.handle, dst.handle}),
+            0)
+      << npu_->last_fault_message();
+  std::vector<float> from_p16(kRows * kN), from_q8_0(kRows * kN);
+  std::memcpy(from_p16.data(), dst.data, out_bytes);
+  std::memcpy(from_q8_0.data(), dst.data + 4096, out_bytes);
+  // Nothing written past dst (the padding rows of the last panel are not
+  // columns).
+  for (uint64_t i = out_bytes; i < 4096; ++i) ASSERT_EQ(dst.data[i], 0) << i;
+
+  std::vector<float> magnitude;
+  const std::vector<float> expected = Reference(&magnitude);
+  for (size_t i = 0; i < kRows * kN; ++i) {
+    SCOPED_TRACE(::testing::Message() << "row " << i / kN << " column " << i % kN);
+    ASSERT_NE(magnitude[i], 0.0f);
+    // Bit for bit: the contract's f32 order on every CPU path.
+    EXPECT_EQ(std::bit_cast<uint32_t>(from_p16[i]),
+              std::bit_cast<uint32_t>(expected[i]))
+        << from_p16[i] << " vs " << expected[i];
+    // Q8_0 differs only in the order of the f32 scale-and-add steps.
+    EXPECT_NEAR(from_p16[i], from_q8_0[i], 4e-6f * magnitude[i]);
+  }
+}
+
+// The operand is whole panels: n = 40 needs 48 rows of storage. A BO sized
+// for 32 rows, the weights ending exactly at its end, takes n = 32 but not
+// n = 40, nor n = 40 with only the padding of the last panel missing.
+TEST_F(Q8_0P16Test, WeightOnePanelShortOfItsBufferIsEinvalAndNeverRuns) {
+  const uint64_t two_panels = Q8_0P16MatrixBytes(32, kBlocks);
+  TestBuffer src = CreateBuffer(*file_, src_.size() * 4);
+  TestBuffer weight = CreateBuffer(*file_, two_panels);
+  TestBuffer dst = CreateBuffer(*file_, 4096);
+  TestBuffer marker = CreateBuffer(*file_, 4096);
+  std::memcpy(src.data, src_.data(), src_.size() * 4);
+  const uint64_t at = weight.size - two_panels;  // ends at the BO's end
+  ASSERT_EQ((weight.device_addr + at) % 64, 0u);
+  std::memcpy(weight.data + at, p16_.data(), two_panels);
+  const std::vector<uint32_t> buffers = {src.handle, weight.handle,
+                                         dst.handle, marker.handle};
+
+  // A COPY first: if any part of the job ran, the marker would show it.
+  Submission job;
+  job.cmd_handle = cmd_.handle;
+  job.bo_handles = buffers;
+  job.cmd_size =
+      CommandStream()
+          .Copy(src.device_addr, marker.device_addr, 64)
+          .Add(Matmul(src.device_addr, weight.device_addr + at,
+                      dst.device_addr, kN, LNPU_DTYPE_Q8_0_P16))
+          .WriteTo(cmd_);
+  EXPECT_EQ(Submit(*file_, job), EINVAL);
+  // The MATMUL's weight counted in whole panels: 48 rows of 3 blocks.
+  EXPECT_REJECTION(npu_, AllOf(HasSubstr("command 1"),
+                               HasSubstr("reads 4896 bytes")));
+
+  // 4896 - 32 bytes: every row of n = 40 is there but the last panel's
+  // padding is not.
+  TestBuffer almost = CreateBuffer(*file_, kP16Bytes);
+  const uint64_t almost_at = almost.size - (kP16Bytes - 32);
+  ASSERT_EQ((almost.device_addr + almost_at) % 64, 0u);
+  job.bo_handles.push_back(almost.handle);
+  job.cmd_size =
+      CommandStream()
+          .Copy(src.device_addr, marker.device_addr, 64)
+          .Add(Matmul(src.device_addr, almost.device_addr + almost_at,
+                      dst.device_addr, kN, LNPU_DTYPE_Q8_0_P16))
+          .WriteTo(cmd_);
+  EXPECT_EQ(Submit(*file_, job), EINVAL);
+  EXPECT_REJECTION(npu_, AllOf(HasSubstr("command 1"),
+                               HasSubstr("reads 4896 bytes")));
+  for (int i = 0; i < 4096; ++i) {
+    ASSERT_EQ(marker.data[i], 0) << "a rejected job must not run";
+    ASSERT_EQ(dst.data[i], 0) << "a rejected job must not run";
+  }
+
+  // The two panels it has are enough for n = 32 (and n = 17..32).
+  ASSERT_EQ(RunOne(Matmul(src.device_addr, weight.device_addr + at,
+                          dst.device_addr, 32, LNPU_DTYPE_Q8_0_P16),
+                   buffers),
+            0);
+  std::vector<float> magnitude;
+  const std::vector<float> expected = Reference(&magnitude);
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t c = 0; c < 32; ++c) {
+      float got;
+      std::memcpy(&got, dst.data + (r * 32 + c) * 4, 4);
+      EXPECT_EQ(std::bit_cast<uint32_t>(got),
+                std::bit_cast<uint32_t>(expected[r * kN + c]))
+          << r << ", " << c;
+    }
+  }
+}
+
+TEST_F(Q8_0P16Test, MisalignedWeightIsEinval) {
+  TestBuffer src = CreateBuffer(*file_, src_.size() * 4);
+  TestBuffer weight = CreateBuffer(*file_, 2 * 4096);
+  TestBuffer dst = CreateBuffer(*file_, 4096);
+  std::memcpy(src.data, src_.data(), src_.size() * 4);
+  std::memcpy(weight.data + 64, p16_.data(), kP16Bytes);
+  Submission job;
+  job.cmd_handle = cmd_.handle;
+  job.bo_handles = {src.handle, weight.handle, dst.handle};
+  // 32 bytes in: aligned for Q8_0 (2) but not for the panels (64).
+  job.cmd_size = CommandStream()
+                     .Add(Matmul(src.device_addr, weight.device_addr + 32,
+                                 dst.device_addr, kN, LNPU_DTYPE_Q8_0_P16))
+                     .WriteTo(cmd_);
+  EXPECT_EQ(Submit(*file_, job), EINVAL);
+  EXPECT_REJECTION(npu_, AllOf(HasSubstr("weight"), HasSubstr("aligned")));
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(dst.data[i], 0) << i;
+  // 64 bytes in is aligned.
+  ASSERT_EQ(RunOne(Matmul(src.device_addr, weight.device_addr + 64,
+                          dst.device_addr, kN, LNPU_DTYPE_Q8_0_P16),
+                   job.bo_handles),
+            0);
+  // A misaligned GATHER_ROWS table likewise.
+  TestBuffer indices = CreateBuffer(*file_, 4096);
+  job.bo_handles.push_back(indices.handle);
+  job.cmd_size = CommandStream()
+                     .Add(Gather(weight.device_addr + 32, indices.device_addr,
+                                 dst.device_addr, 1, LNPU_DTYPE_Q8_0_P16))
+                     .WriteTo(cmd_);
+  EXPECT_EQ(Submit(*file_, job), EINVAL);
+  EXPECT_REJECTION(npu_, AllOf(HasSubstr("table"), HasSubstr("aligned")));
+}
+
+TEST_F(Q8_0P16Test, GatherRowsFromAP16TableEqualsTheQ8_0Table) {
+  TestBuffer q8_0 = CreateBuffer(*file_, kQ8_0Bytes);
+  TestBuffer p16 = CreateBuffer(*file_, kP16Bytes);
+  TestBuffer indices = CreateBuffer(*file_, 4096);
+  TestBuffer dst = CreateBuffer(*file_, 4 * 4096);
+  std::memcpy(q8_0.data, q8_0_.data(), kQ8_0Bytes);
+  std::memcpy(p16.data, p16_.data(), kP16Bytes);
+  // Rows of every panel, both ends of each, the partial last panel's last.
+  const int32_t rows[] = {39, 0, 17, 16, 15, 31, 32, 39, 5};
+  constexpr uint32_t kCount = sizeof(rows) / sizeof(rows[0]);
+  std::memcpy(indices.data, rows, sizeof(rows));
+  const uint64_t out_bytes = uint64_t{kCount} * kK * 4;
+  ASSERT_EQ(RunOne(Gather(p16.device_addr, indices.device_addr,
+                          dst.device_addr, kCount, LNPU_DTYPE_Q8_0_P16),
+                   {p16.handle, indices.handle, dst.handle}),
+            0)
+      << npu_->last_fault_message();
+  ASSERT_EQ(RunOne(Gather(q8_0.device_addr, indices.device_addr,
+                          dst.device_addr + 8192, kCount, LNPU_DTYPE_Q8_0),
+                   {q8_0.handle, indices.handle, dst.handle}),
+            0)
+      << npu_->last_fault_message();
+  EXPECT_EQ(std::memcmp(dst.data, dst.data + 8192, out_bytes), 0);
+  // And both are the weights: d * q.
+  for (uint32_t i = 0; i < kCount; ++i) {
+    for (size_t j = 0; j < kK; ++j) {
+      const uint8_t* block = q8_0_.data() +
+                             (size_t(rows[i]) * kBlocks + j / kQuantBlock) *
+                                 kQ8_0BlockBytes;
+      uint16_t d;
+      std::memcpy(&d, block, 2);
+      const float want =
+          Float16ToFloat(d) * static_cast<int8_t>(block[2 + j % kQuantBlock]);
+      float got;
+      std::memcpy(&got, dst.data + (i * kK + j) * 4, 4);
+      ASSERT_EQ(got, want) << "index " << i << " element " << j;
+    }
+  }
+}
+
+// The padding rows of the last panel are storage, not rows: an index of
+// them faults the job like any index past table_rows.
+TEST_F(Q8_0P16Test, GatherOfAPaddingRowFaults) {
+  TestBuffer p16 = CreateBuffer(*file_, kP16Bytes);
+  TestBuffer indices = CreateBuffer(*file_, 4096);
+  TestBuffer dst = CreateBuffer(*file_, 4096);
+  std::memcpy(p16.data, p16_.data(), kP16Bytes);
+  const int32_t row = kN;  // 40: in the panel, past table_rows
+  std::memcpy(indices.data, &row, sizeof(row));
+  EXPECT_EQ(RunOne(Gather(p16.device_addr, indices.device_addr,
+                          dst.device_addr, 1, LNPU_DTYPE_Q8_0_P16),
+                   {p16.handle, indices.handle, dst.handle}),
+            -EIO);
+  EXPECT_FAULT_MESSAGE(npu_, HasSubstr("ind"));
 }
 
 }  // namespace

@@ -53,6 +53,8 @@ constexpr struct {
     {DRM_LNPU_CAP_SOFTWARE, "software"},
     {DRM_LNPU_CAP_USERPTR, "userptr"},
     {DRM_LNPU_CAP_PROFILING, "profiling"},
+    {DRM_LNPU_CAP_DTYPE_Q8_0_P16, "dtype-q8_0-p16"},
+    {DRM_LNPU_CAP_Q8_0_P16_PREFERRED, "q8_0-p16-preferred"},
 };
 
 std::vector<std::string> CapabilityNames(uint64_t mask) {

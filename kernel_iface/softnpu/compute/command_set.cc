@@ -6,9 +6,11 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "base/quant_blocks.h"
 #include "base/status_macros.h"
 #include "kernel_iface/softnpu/compute/compute_context_impl.h"
 #include "kernel_iface/softnpu/compute/kernels.h"
@@ -144,27 +146,31 @@ class CommandChecker {
   }
 
   // Bytes of an operand of `factors` multiplied together; fails on 64-bit
-  // overflow or beyond kMaxOperandBytes.
+  // overflow or beyond kMaxOperandBytes (`note`, if any, ends the message:
+  // how the size was counted).
   absl::StatusOr<uint64_t> Bytes(absl::string_view field,
-                                 std::initializer_list<uint64_t> factors) const {
+                                 std::initializer_list<uint64_t> factors,
+                                 absl::string_view note = {}) const {
     uint64_t product = 1;
     for (uint64_t factor : factors) {
       if (__builtin_mul_overflow(product, factor, &product) ||
           product > kMaxOperandBytes) {
         return Error(field, absl::StrCat("operand size exceeds 2^48 bytes; "
-                                         "reduce the dimensions"));
+                                         "reduce the dimensions", note));
       }
     }
     return product;
   }
 
   // Records operand `field` of `bytes` bytes at `addr`, which must be a
-  // multiple of `alignment` and must not wrap around the address space.
+  // multiple of `alignment` (the alignment of `align_what`) and must not
+  // wrap around the address space.
   absl::Status Operand(absl::string_view field, uint64_t addr, uint64_t bytes,
-                       uint64_t alignment, bool write) {
+                       uint64_t alignment, bool write,
+                       absl::string_view align_what = "the element size") {
     if (addr % alignment != 0) {
       return Error(field, absl::StrCat("address 0x", absl::Hex(addr),
-                                       " is not aligned to the element size ",
+                                       " is not aligned to ", align_what, " ",
                                        alignment));
     }
     if (addr > std::numeric_limits<uint64_t>::max() - bytes) {
@@ -217,12 +223,16 @@ class CommandChecker {
 };
 
 // Storage of a weight/table dtype: `bytes` per `elements` elements (1 and 4
-// for F32, 32 and 34 for Q8_0); an address must be a multiple of `align`.
+// for F32, 32 and 34 for Q8_0); an address must be a multiple of `align`
+// (`align_what` says why). Rows are stored in whole panels of `panel_rows`
+// rows (1 but for LNPU_DTYPE_Q8_0_P16: 16, a last partial panel padded).
 struct WeightLayout {
   WeightType type;
   uint64_t elements;
   uint64_t bytes;
   uint64_t align;
+  uint64_t panel_rows = 1;
+  absl::string_view align_what = "the element size";
 };
 
 // Layout of a weight/table dtype whose rows hold `row_len` elements (the
@@ -237,12 +247,19 @@ absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
     case LNPU_DTYPE_F32: return WeightLayout{WeightType::kF32, 1, 4, 4};
     case LNPU_DTYPE_F16: return WeightLayout{WeightType::kF16, 1, 2, 2};
     case LNPU_DTYPE_Q8_0:
-    case LNPU_DTYPE_Q4_0: {
+    case LNPU_DTYPE_Q4_0:
+    case LNPU_DTYPE_Q8_0_P16: {
       if (row_len % LNPU_QUANT_BLOCK != 0) {
         return check.Error(len_field,
                            absl::StrCat(row_len, " is not a multiple of ",
                                         LNPU_QUANT_BLOCK, ", the block size of "
                                         "quantized ", field));
+      }
+      if (dtype == LNPU_DTYPE_Q8_0_P16) {
+        // Panels of 16 rows of Q8_0 blocks, read with aligned 64-byte loads.
+        return WeightLayout{WeightType::kQ8_0P16, LNPU_QUANT_BLOCK, 34, 64,
+                            LNPU_Q8_0_P16_ROWS,
+                            "the LNPU_DTYPE_Q8_0_P16 panel alignment of"};
       }
       // Blocks start with an f16 scale: 2-byte alignment.
       if (dtype == LNPU_DTYPE_Q8_0) {
@@ -253,9 +270,29 @@ absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
     default:
       return check.Error(field, absl::StrCat("dtype ", dtype,
                                              " not supported; use "
-                                             "LNPU_DTYPE_F32, _F16, _Q8_0 or "
-                                             "_Q4_0"));
+                                             "LNPU_DTYPE_F32, _F16, _Q8_0, "
+                                             "_Q4_0 or _Q8_0_P16"));
   }
+}
+
+// Bytes of the weight/table operand `field` of `rows` rows of `row_len`
+// elements in `layout` (validated by WeightDtype): whole panels for a
+// panelled dtype, overflow-checked.
+absl::StatusOr<uint64_t> WeightOperandBytes(const CommandChecker& check,
+                                            absl::string_view field,
+                                            const WeightLayout& layout,
+                                            uint32_t rows, uint32_t row_len) {
+  // rows < 2^32: rounding up cannot overflow.
+  const uint64_t stored_rows =
+      (uint64_t{rows} + layout.panel_rows - 1) / layout.panel_rows *
+      layout.panel_rows;
+  return check.Bytes(field, {stored_rows, row_len / layout.elements,
+                             layout.bytes},
+                     layout.panel_rows == 1
+                         ? absl::string_view()
+                         : absl::string_view(
+                               " (LNPU_DTYPE_Q8_0_P16 stores the rows in "
+                               "whole panels of 16)"));
 }
 
 absl::Status CheckGatherRows(const lnpu_cmd_gather_rows& c,
@@ -265,13 +302,13 @@ absl::Status CheckGatherRows(const lnpu_cmd_gather_rows& c,
   LNPU_RETURN_IF_ERROR(check.Positive("count", c.count));
   LNPU_ASSIGN_OR_RETURN(const WeightLayout layout,
       WeightDtype(check, "table_dtype", c.table_dtype, "row_len", c.row_len));
-  LNPU_ASSIGN_OR_RETURN(const uint64_t table_bytes, check.Bytes("table", {c.table_rows,
-                                         c.row_len / layout.elements,
-                                         layout.bytes}));
+  LNPU_ASSIGN_OR_RETURN(const uint64_t table_bytes,
+      WeightOperandBytes(check, "table", layout, c.table_rows, c.row_len));
   LNPU_ASSIGN_OR_RETURN(const uint64_t index_bytes, check.Bytes("indices", {c.count, 4}));
   LNPU_ASSIGN_OR_RETURN(const uint64_t dst_bytes, check.Bytes("dst", {c.count, c.row_len, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("table", c.table, table_bytes,
-                                     layout.align, /*write=*/false));
+                                     layout.align, /*write=*/false,
+                                     layout.align_what));
   LNPU_RETURN_IF_ERROR(
       check.Operand("indices", c.indices, index_bytes, 4, /*write=*/false));
   LNPU_RETURN_IF_ERROR(check.Operand("dst", c.dst, dst_bytes, 4, true));
@@ -302,11 +339,12 @@ absl::Status CheckMatmul(const lnpu_cmd_matmul& c, CommandChecker& check) {
   }
   LNPU_ASSIGN_OR_RETURN(const uint64_t src_bytes, check.Bytes("src", {c.rows, c.k, 4}));
   LNPU_ASSIGN_OR_RETURN(const uint64_t weight_bytes,
-      check.Bytes("weight", {c.n, c.k / layout.elements, layout.bytes}));
+      WeightOperandBytes(check, "weight", layout, c.n, c.k));
   LNPU_ASSIGN_OR_RETURN(const uint64_t dst_bytes, check.Bytes("dst", {c.rows, c.n, 4}));
   LNPU_RETURN_IF_ERROR(check.Operand("src", c.src, src_bytes, 4, false));
   LNPU_RETURN_IF_ERROR(
-      check.Operand("weight", c.weight, weight_bytes, layout.align, false));
+      check.Operand("weight", c.weight, weight_bytes, layout.align, false,
+                    layout.align_what));
   if (has_bias) {
     LNPU_RETURN_IF_ERROR(
         check.Operand("bias", c.bias, uint64_t{c.n} * 4, 4, false));
@@ -589,6 +627,7 @@ WeightType WeightTypeOf(uint32_t dtype) {
     case LNPU_DTYPE_F16: return WeightType::kF16;
     case LNPU_DTYPE_Q8_0: return WeightType::kQ8_0;
     case LNPU_DTYPE_Q4_0: return WeightType::kQ4_0;
+    case LNPU_DTYPE_Q8_0_P16: return WeightType::kQ8_0P16;
     default: return WeightType::kF32;
   }
 }
@@ -611,8 +650,20 @@ absl::Status ExecuteGatherRows(const lnpu_cmd_gather_rows& c,
   float* dst = Translate<float>(memory, c.dst);
   const size_t row_len = c.row_len;
   const WeightType type = WeightTypeOf(c.table_dtype);
-  const size_t row_bytes = compute::WeightBytes(type, row_len);
   const uint8_t* table = Translate<const uint8_t>(memory, c.table);
+  if (type == WeightType::kQ8_0P16) {
+    // A row's blocks are spread over its panel: gathered into Q8_0 blocks
+    // first, then dequantized as LNPU_DTYPE_Q8_0 (the same f32 values).
+    const size_t blocks = row_len / kQuantBlock;
+    std::vector<uint8_t> row(blocks * kQ8_0BlockBytes);
+    for (uint32_t i = 0; i < c.count; ++i) {
+      Q8_0P16RowToQ8_0(table, size_t(indices[i]), blocks, row.data());
+      compute::ConvertToF32(WeightType::kQ8_0, row.data(), dst + i * row_len,
+                            row_len);
+    }
+    return absl::OkStatus();
+  }
+  const size_t row_bytes = compute::WeightBytes(type, row_len);
   for (uint32_t i = 0; i < c.count; ++i) {
     compute::ConvertToF32(type, table + size_t(indices[i]) * row_bytes,
                           dst + i * row_len, row_len);

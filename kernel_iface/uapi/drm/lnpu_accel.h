@@ -41,11 +41,13 @@ extern "C" {
 /* UAPI version, reported by DRM_LNPU_PARAM_UAPI_VERSION as
  * (major << 16) | minor. Minor bumps are backwards compatible. */
 #define LNPU_UAPI_VERSION_MAJOR 1
-#define LNPU_UAPI_VERSION_MINOR 3 /* 1.1: userptr, read-only BOs, counters;
+#define LNPU_UAPI_VERSION_MINOR 4 /* 1.1: userptr, read-only BOs, counters;
                                      1.2: int8 KV cache (LNPU_DTYPE_I8);
                                      1.3: submit out-fence fd, command
                                      profiling, GEGLU, SCALE, attention
-                                     soft cap and sliding window */
+                                     soft cap and sliding window;
+                                     1.4: Q8_0 weights in panels
+                                     (LNPU_DTYPE_Q8_0_P16) */
 
 #define DRM_LNPU_GET_PARAM 0x00
 #define DRM_LNPU_BO_CREATE 0x01
@@ -123,6 +125,16 @@ extern "C" {
 /* Since 1.3 (command profiling). */
 #define DRM_LNPU_CAP_PROFILING (1ull << 4)  /* since 1.3: SUBMIT accepts
                                                DRM_LNPU_SUBMIT_PROFILE */
+/* Since 1.4. */
+#define DRM_LNPU_CAP_DTYPE_Q8_0_P16 (1ull << 5) /* since 1.4: MATMUL weights
+                                                   and GATHER_ROWS tables
+                                                   of LNPU_DTYPE_Q8_0_P16 */
+#define DRM_LNPU_CAP_Q8_0_P16_PREFERRED (1ull << 6) /* since 1.4: the device
+                                                       computes Q8_0_P16
+                                                       faster than Q8_0: a
+                                                       runtime should store
+                                                       the Q8_0 matrices it
+                                                       places that way */
 
 /**
  * struct drm_lnpu_get_param - read one device parameter
@@ -454,6 +466,23 @@ struct drm_lnpu_wait {
  *   d = max|x_i| / 127,  q_i = round_to_nearest_even(x_i / d)  (d = 0: q = 0)
  * in f32 arithmetic. */
 #define LNPU_DTYPE_I8 6
+/* Since 1.4 (DRM_LNPU_CAP_DTYPE_Q8_0_P16). MATMUL weights and GATHER_ROWS
+ * tables only: the blocks of LNPU_DTYPE_Q8_0 rearranged so that a device
+ * with vector or matrix units reads them with aligned loads only. The rows
+ * (a table's rows, a weight matrix's n rows of k) are taken in panels of
+ * LNPU_Q8_0_P16_ROWS; a last partial panel is padded with zero rows (scale
+ * 0, q 0) to a whole one. A panel of rows 16p .. 16p + 15 with
+ * blocks = k / 32 is blocks * 544 bytes:
+ *   quants: blocks * 512 bytes; block b's 512 bytes are 8 groups of 64,
+ *     group g holding, for each row r = 0 .. 15 in turn, the 4 int8
+ *     q[16p + r][32b + 4g .. 32b + 4g + 3]
+ *     (byte 512b + 64g + 4r + i = q[16p + r][32b + 4g + i]);
+ *   then scales: blocks * 16 f16, d[16p + r][b] at index 16b + r.
+ * w = d * q as in LNPU_DTYPE_Q8_0. The operand is
+ * ceil(rows / 16) * 16 * (k / 32) * 34 bytes, 64-byte aligned (each
+ * panel's quants are then 64-byte aligned when k is a multiple of 64). */
+#define LNPU_DTYPE_Q8_0_P16 7
+#define LNPU_Q8_0_P16_ROWS 16
 
 /* Opcodes. Engines: C = compute, D = DMA. */
 #define LNPU_OP_NOP 0          /* C D */
@@ -498,7 +527,8 @@ struct lnpu_cmd_nop {
  * @table: table_rows x row_len, table_dtype
  * @indices: I32[count]
  * @dst: F32[count][row_len]
- * @table_dtype: F32 or F16
+ * @table_dtype: F32, F16, Q8_0, Q4_0 or (since 1.4) Q8_0_P16 (the
+ *   quantized types: row_len a multiple of 32)
  * @row_len: elements per row
  * @table_rows: rows of the table
  * @count: rows to gather
@@ -554,7 +584,8 @@ struct lnpu_cmd_rms_norm {
  * @rows: rows of src and dst
  * @k: inner dimension
  * @n: output columns
- * @weight_dtype: F32 or F16
+ * @weight_dtype: F32, F16, Q8_0, Q4_0 or (since 1.4) Q8_0_P16 (the
+ *   quantized types: k a multiple of 32)
  *
  * dst[r][n] = sum_k src[r][k] * weight[n][k] (+ bias[n]) (+ dst[r][n] if
  * LNPU_MATMUL_ACCUMULATE). src and dst must not overlap.
