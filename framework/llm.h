@@ -59,6 +59,9 @@ class Llm {
   // True when the weights are the artifact's file mapping imported into the
   // device (DRM_LNPU_CAP_USERPTR), not a copy.
   bool weights_imported() const { return model_->weights_imported(); }
+  // Q8_0 matrices copied into the device's preferred panel layout
+  // (runtime::LoadOptions::panel_weights).
+  size_t weight_panel_matrices() const { return model_->panel_matrices(); }
 
   // The model's chat template: ChatTemplate::Detect on the artifact's
   // tokenizer.chat_template with this tokenizer's SpecialTokensOf, or

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "base/file_io.h"
+#include "base/quant_blocks.h"
 #include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -55,23 +57,45 @@ absl::StatusOr<std::shared_ptr<const Buffer>> ImportWeights(
 // pieces, dropping each copied piece's file pages from this process
 // (MADV_DONTNEED; the page cache keeps them and a later read faults them in
 // again), so that peak RSS holds the weights once rather than twice.
-void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst) {
+// The matrices in `panels` (sorted, disjoint, whole panels of Q8_0 rows) are
+// written as LNPU_DTYPE_Q8_0_P16 instead of copied.
+void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst,
+                         absl::Span<const WeightMatrix> panels) {
   constexpr size_t kPiece = size_t{32} << 20;
-  for (size_t offset = 0; offset < src.size(); offset += kPiece) {
-    const size_t bytes = std::min(kPiece, src.size() - offset);
-    std::memcpy(dst + offset, src.data() + offset, bytes);
-    ReleaseMappedPages(src.subspan(offset, bytes));
+  size_t done = 0;
+  const auto copy_to = [&](size_t end) {
+    for (; done < end; done += std::min(kPiece, end - done)) {
+      const size_t bytes = std::min(kPiece, end - done);
+      std::memcpy(dst + done, src.data() + done, bytes);
+      ReleaseMappedPages(src.subspan(done, bytes));
+    }
+  };
+  for (const WeightMatrix& m : panels) {
+    copy_to(m.offset);
+    const size_t blocks = m.row_len / kQuantBlock;
+    const size_t row_bytes = blocks * kQ8_0BlockBytes;
+    const size_t piece_rows = std::max(kQ8_0P16Rows, kPiece / row_bytes / kQ8_0P16Rows * kQ8_0P16Rows);
+    for (size_t row = 0; row < m.rows; row += piece_rows) {
+      const size_t rows = std::min<size_t>(piece_rows, m.rows - row);
+      const size_t offset = m.offset + row * row_bytes;
+      RepackQ8_0ToP16(src.data() + offset, rows, blocks, dst + offset);
+      ReleaseMappedPages(src.subspan(offset, rows * row_bytes));
+    }
+    done = m.offset + size_t{m.rows} * row_bytes;
   }
+  copy_to(src.size());
 }
 
 }  // namespace
 
 Model::Model(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
-             std::shared_ptr<const Buffer> weights, bool chain_with_fences)
+             std::shared_ptr<const Buffer> weights, bool chain_with_fences,
+             size_t panel_matrices)
     : device_(std::move(device)),
       program_(std::move(program)),
       weights_(std::move(weights)),
-      chain_with_fences_(chain_with_fences) {}
+      chain_with_fences_(chain_with_fences),
+      panel_matrices_(panel_matrices) {}
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> shared_device,
                                                    const std::string& artifact_path,
@@ -114,13 +138,22 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
   absl::StatusOr<std::shared_ptr<const Buffer>> weights =
       ImportWeights(device, import ? capabilities : 0, artifact);
   LNPU_RETURN_IF_ERROR_WITH_PREFIX(weights.status(), "loading model '", artifact_path, "': ");
+  size_t panel_matrices = 0;
   if (*weights == nullptr) {
     const absl::Span<const uint8_t> data = artifact->data();
     absl::StatusOr<Buffer> copy = device.CreateBuffer(data.size());
     LNPU_RETURN_IF_ERROR_WITH_PREFIX(copy.status(), "loading model '", artifact_path, "': ");
     absl::StatusOr<absl::Span<uint8_t>> mapped = copy->Map();
     LNPU_RETURN_IF_ERROR_WITH_PREFIX(mapped.status(), "loading model '", artifact_path, "': ");
-    CopyReleasingSource(data, mapped->data());
+    // A copy may take the device's preferred layout of Q8_0 matrices.
+    std::vector<WeightMatrix> panels;
+    if (options.panel_weights && (capabilities & DRM_LNPU_CAP_DTYPE_Q8_0_P16) != 0 &&
+        (capabilities & DRM_LNPU_CAP_Q8_0_P16_PREFERRED) != 0) {
+      panels = program->PanelMatrices();
+    }
+    CopyReleasingSource(data, mapped->data(), panels);
+    program->UsePanels(panels);
+    panel_matrices = panels.size();
     *weights = std::make_shared<const Buffer>(*std::move(copy));
   }
 
@@ -128,7 +161,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
       (capabilities & DRM_LNPU_CAP_IN_FENCES) != 0 && max_in_fences >= 1;
   return std::unique_ptr<Model>(
       new Model(std::move(shared_device), std::make_shared<const Program>(*std::move(program)),
-                *std::move(weights), chain_with_fences));
+                *std::move(weights), chain_with_fences, panel_matrices));
 }
 
 absl::StatusOr<std::unique_ptr<Sequence>> Model::CreateSequence() {

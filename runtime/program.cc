@@ -1,13 +1,18 @@
 #include "runtime/program.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/crc32.h"
+#include "base/quant_blocks.h"
 #include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
@@ -243,6 +248,109 @@ void Program::CommandImage::Record(absl::Span<const uint64_t> addrs, uint32_t by
     std::memcpy(&value, image.data() + site.offset, sizeof(value));
     value += addrs[site.buffer];
     std::memcpy(image.data() + site.offset, &value, sizeof(value));
+  }
+}
+
+std::vector<Program::MatrixRead> Program::MatrixReads() const {
+  std::vector<MatrixRead> reads;
+  const size_t buffers = buffers_.size();
+  for (const bool batch : {false, true}) {
+    const CommandImage& image = batch ? decode_batch_commands_ : commands_;
+    absl::flat_hash_map<uint32_t, uint32_t> buffer_of;  // relocated field -> buffer
+    for (const PatchSite& site : image.relocations) buffer_of[site.offset] = site.buffer;
+    // The weights buffer is buffers()[0]; batch graphs qualify it by lane.
+    const auto weights_offset = [&](uint32_t field) -> std::optional<uint64_t> {
+      const auto it = buffer_of.find(field);
+      if (it == buffer_of.end() || it->second % buffers != 0) return std::nullopt;
+      uint64_t offset;
+      std::memcpy(&offset, image.commands.data() + field, sizeof offset);
+      return offset;
+    };
+    for (const GraphSpec& graph : batch ? decode_batches_ : graphs_) {
+      for (const StreamSpec& stream : graph.streams) {
+        for (const CommandSpec& command : stream.commands) {
+          const uint8_t* at = image.commands.data() + command.offset;
+          if (command.opcode == LNPU_OP_MATMUL) {
+            lnpu_cmd_matmul c;
+            std::memcpy(&c, at, sizeof c);
+            const auto offset = weights_offset(command.offset + offsetof(lnpu_cmd_matmul, weight));
+            if (offset) reads.push_back({{*offset, c.n, c.k}, c.weight_dtype, batch, command.offset});
+          } else if (command.opcode == LNPU_OP_GATHER_ROWS) {
+            lnpu_cmd_gather_rows c;
+            std::memcpy(&c, at, sizeof c);
+            const auto offset =
+                weights_offset(command.offset + offsetof(lnpu_cmd_gather_rows, table));
+            if (offset) {
+              reads.push_back({{*offset, c.table_rows, c.row_len}, c.table_dtype, batch,
+                               command.offset});
+            }
+          }
+        }
+      }
+    }
+  }
+  return reads;
+}
+
+std::vector<WeightMatrix> Program::PanelMatrices() const {
+  std::vector<MatrixRead> reads = MatrixReads();
+  // Bytes [begin, end) of the buffer a read covers (the verifier bounded
+  // every operand by its buffer).
+  const auto end_of = [](const MatrixRead& r) {
+    return r.matrix.offset + r.matrix.rows * ((r.dtype == LNPU_DTYPE_Q8_0 ||
+                                                r.dtype == LNPU_DTYPE_Q8_0_P16)
+                                                   ? uint64_t{r.matrix.row_len} / kQuantBlock *
+                                                         kQ8_0BlockBytes
+                                               : r.dtype == LNPU_DTYPE_Q4_0
+                                                   ? uint64_t{r.matrix.row_len} / kQuantBlock *
+                                                         kQ4_0BlockBytes
+                                               : r.dtype == LNPU_DTYPE_F16
+                                                   ? uint64_t{r.matrix.row_len} * 2
+                                                   : uint64_t{r.matrix.row_len} * 4);
+  };
+  std::sort(reads.begin(), reads.end(), [](const MatrixRead& a, const MatrixRead& b) {
+    return a.matrix.offset < b.matrix.offset;
+  });
+  std::vector<WeightMatrix> matrices;
+  uint64_t covered_end = 0;  // end of the reads before the current group
+  for (size_t i = 0; i < reads.size();) {
+    // The reads at one offset; they must all be the same Q8_0 matrix and
+    // overlap no other read.
+    size_t j = i;
+    uint64_t end = 0;
+    bool same = true;
+    for (; j < reads.size() && reads[j].matrix.offset == reads[i].matrix.offset; ++j) {
+      end = std::max(end, end_of(reads[j]));
+      same = same && reads[j].dtype == LNPU_DTYPE_Q8_0 &&
+             reads[j].matrix.rows == reads[i].matrix.rows &&
+             reads[j].matrix.row_len == reads[i].matrix.row_len;
+    }
+    const WeightMatrix& m = reads[i].matrix;
+    const bool disjoint =
+        m.offset >= covered_end && (j == reads.size() || reads[j].matrix.offset >= end);
+    if (same && disjoint && m.rows % kQ8_0P16Rows == 0 && m.offset % 64 == 0) {
+      matrices.push_back(m);
+    }
+    covered_end = std::max(covered_end, end);
+    i = j;
+  }
+  return matrices;
+}
+
+void Program::UsePanels(absl::Span<const WeightMatrix> matrices) {
+  absl::flat_hash_set<uint64_t> offsets;
+  for (const WeightMatrix& m : matrices) offsets.insert(m.offset);
+  const uint32_t dtype = LNPU_DTYPE_Q8_0_P16;
+  for (const MatrixRead& read : MatrixReads()) {
+    if (!offsets.contains(read.matrix.offset)) continue;
+    CommandImage& image = read.batch_image ? decode_batch_commands_ : commands_;
+    uint8_t* at = image.commands.data() + read.command;
+    lnpu_cmd_header header;
+    std::memcpy(&header, at, sizeof header);
+    const size_t field = header.opcode == LNPU_OP_MATMUL
+                             ? offsetof(lnpu_cmd_matmul, weight_dtype)
+                             : offsetof(lnpu_cmd_gather_rows, table_dtype);
+    std::memcpy(at + field, &dtype, sizeof dtype);
   }
 }
 

@@ -102,6 +102,14 @@ struct GraphSpec {
   GraphIoSpec io;
 };
 
+// A matrix in the weights buffer that MATMUL (weight) or GATHER_ROWS
+// (table) commands read.
+struct WeightMatrix {
+  uint64_t offset = 0;   // in buffers()[0]
+  uint32_t rows = 0;     // n, or table_rows
+  uint32_t row_len = 0;  // k, or row_len
+};
+
 // Limits of the device the program will run on (DRM_LNPU_PARAM_*).
 struct DeviceLimits {
   uint64_t max_cmd_size = 0;  // MAX_CMD_SIZE
@@ -164,6 +172,19 @@ class Program {
   void RecordDecodeBatches(size_t graphs, absl::Span<const uint64_t> lane_buffer_addrs,
                            absl::Span<uint8_t> image) const;
 
+  // The LNPU_DTYPE_Q8_0 matrices of the weights buffer that can be stored as
+  // LNPU_DTYPE_Q8_0_P16 instead (the same bytes rearranged in panels of 16
+  // rows, base/quant_blocks.h): every MATMUL / GATHER_ROWS command that
+  // reads bytes of one reads all of it as the same Q8_0 matrix, its rows
+  // are whole panels (a multiple of 16) and it starts 64-byte aligned.
+  // Sorted by offset, disjoint.
+  std::vector<WeightMatrix> PanelMatrices() const;
+  // Makes every command that reads one of `matrices` (a subset of
+  // PanelMatrices()) read it as LNPU_DTYPE_Q8_0_P16; the weights buffer
+  // must then hold those matrices repacked (RepackQ8_0ToP16). Not
+  // thread-safe: call it before the program is shared.
+  void UsePanels(absl::Span<const WeightMatrix> matrices);
+
   // Size of the command image that holds every graph's streams.
   uint32_t command_bytes() const { return static_cast<uint32_t>(commands_.commands.size()); }
   // Writes the command image into `image` (at least command_bytes() long) with every
@@ -176,6 +197,16 @@ class Program {
     uint32_t offset;  // of an 8-byte address field in the image
     uint32_t buffer;
   };
+
+  // A MATMUL / GATHER_ROWS command's read of a weights-buffer matrix: the
+  // image holding the command and the command's offset in it.
+  struct MatrixRead {
+    WeightMatrix matrix;
+    uint32_t dtype = 0;  // LNPU_DTYPE_*
+    bool batch_image = false;  // decode_batch_commands_, else commands_
+    uint32_t command = 0;
+  };
+  std::vector<MatrixRead> MatrixReads() const;
 
   // Command streams with their relocated address fields.
   struct CommandImage {

@@ -517,13 +517,22 @@ class ParamOverridingFile : public KernelFile {
 
 TEST_F(RuntimeTest, AutoPlacementCopiesWhenMemoryAllowsElseImports) {
   // Plenty of device memory: the weights are copied (huge pages on the
-  // software NPU), and the logits equal the imported model's.
+  // software NPU). In the artifact's layout the logits equal the imported
+  // model's bit for bit; as Q8_0_P16 panels (by default where the device
+  // prefers them) up to the order of the f32 sums.
   absl::StatusOr<std::unique_ptr<Model>> copied = Model::Load(device_, stories_->path);
   ASSERT_TRUE(copied.ok()) << copied.status();
   EXPECT_FALSE((*copied)->weights_imported());
+  absl::StatusOr<std::unique_ptr<Model>> same_layout =
+      Model::Load(device_, stories_->path, {.panel_weights = false});
+  ASSERT_TRUE(same_layout.ok()) << same_layout.status();
+  EXPECT_FALSE((*same_layout)->weights_imported());
   std::unique_ptr<Sequence> a = *(*copied)->CreateSequence();
   std::unique_ptr<Sequence> b = NewSession();  // model_: imported
-  EXPECT_EQ(Copy(*a->Forward(kPrompt)), Copy(*b->Forward(kPrompt)));
+  std::unique_ptr<Sequence> c = *(*same_layout)->CreateSequence();
+  const std::vector<float> imported_logits = Copy(*b->Forward(kPrompt));
+  EXPECT_LE(RelativeDifference(Copy(*a->Forward(kPrompt)), imported_logits), 1e-4);
+  EXPECT_EQ(Copy(*c->Forward(kPrompt)), imported_logits);
 
   // Memory for one sequence but not for the weights besides two: imported.
   const uint64_t sequence_bytes = a->device_memory_bytes();
@@ -1016,6 +1025,97 @@ TEST_P(RandomModelTest, ChunkingDoesNotChangeTheLogits) {
   EXPECT_LE(RelativeDifference(logits.one_by_one[19], logits.split[1]), 1e-4);
 
   model->reset();
+  std::remove(artifact_path.c_str());
+  std::remove(gguf_path.c_str());
+  std::remove(dir.c_str());
+}
+
+// Copied Q8_0 weights on a device that prefers LNPU_DTYPE_Q8_0_P16 are
+// stored as panels: every matrix with whole panels of rows (here all of
+// them, the tied embedding gathered and multiplied alike), and the model
+// decodes what the artifact's layout decodes (the f32 sums differ only in
+// their order). Imported weights and panel_weights = false keep the layout.
+TEST(PanelWeightsTest, CopiedQ8_0MatricesRunAsPanelsWithTheSameResults) {
+  synthetic::RandomLlamaSpec spec;
+  spec.architecture = "qwen2";  // QKV biases: MATMUL with LNPU_MATMUL_BIAS
+  spec.weight_type = gguf::GgmlType::kQ8_0;
+  spec.tied_embeddings = true;
+  spec.vocab_size = 320;
+  spec.seed = 44;
+  const std::string dir = NewTempDir();
+  const std::string gguf_path = dir + "/model.gguf";
+  const std::string artifact_path = dir + "/model.lnpu";
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  compiler::CompileOptions options;
+  options.max_prompt_len = 40;
+  options.min_response_len = 8;
+  options.prefill_chunks = {8};
+  options.decode_batches = {2};
+  const absl::Status compiled = compiler::CompileGguf(gguf_path, artifact_path, options);
+  ASSERT_TRUE(compiled.ok()) << compiled;
+
+  absl::StatusOr<std::unique_ptr<Device>> opened = Device::Open(lnpu::testing::TestDevice());
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::shared_ptr<Device> device = *std::move(opened);
+  const uint64_t capabilities = *device->GetParam(DRM_LNPU_PARAM_CAPABILITIES);
+  const bool preferred = (capabilities & DRM_LNPU_CAP_Q8_0_P16_PREFERRED) != 0;
+  const auto load = [&](LoadOptions load_options) {
+    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, artifact_path, load_options);
+    EXPECT_TRUE(model.ok()) << model.status();
+    return model.ok() ? *std::move(model) : nullptr;
+  };
+  std::unique_ptr<Model> panels = load({.weights = WeightPlacement::kCopy});
+  std::unique_ptr<Model> layout =
+      load({.weights = WeightPlacement::kCopy, .panel_weights = false});
+  std::unique_ptr<Model> imported = load({.weights = WeightPlacement::kImport});
+  ASSERT_TRUE(panels && layout && imported);
+  // 7 matrices per layer and the tied embedding / output matrix.
+  EXPECT_EQ(panels->panel_matrices(), preferred ? 2u * 7 + 1 : 0u);
+  EXPECT_EQ(layout->panel_matrices(), 0u);
+  EXPECT_EQ(imported->panel_matrices(), 0u);
+
+  // A prompt (prefill chunks), then greedy decoding one token at a time.
+  const auto run = [](Model& model, std::vector<std::vector<float>>* logits) {
+    std::unique_ptr<Sequence> sequence = *model.CreateSequence();
+    std::vector<int32_t> tokens = {5, 77, 300, 12, 9, 140, 33, 2, 250, 61, 18};
+    absl::StatusOr<absl::Span<const float>> out = sequence->Forward(tokens);
+    while (out.ok() && tokens.size() < 30) {
+      logits->push_back(Copy(*out));
+      tokens.push_back(Argmax(*out));
+      out = sequence->Forward(absl::MakeConstSpan(&tokens.back(), 1));
+    }
+    EXPECT_TRUE(out.ok()) << out.status();
+    return tokens;
+  };
+  std::vector<std::vector<float>> panel_logits, layout_logits;
+  EXPECT_EQ(run(*panels, &panel_logits), run(*layout, &layout_logits));
+  ASSERT_EQ(panel_logits.size(), layout_logits.size());
+  for (size_t i = 0; i < panel_logits.size(); ++i) {
+    EXPECT_LE(RelativeDifference(panel_logits[i], layout_logits[i]), 1e-4) << "step " << i;
+  }
+
+  // The batched decode graphs read the panels too: two lanes give what
+  // each gives alone.
+  std::unique_ptr<Sequence> a = *panels->CreateSequence();
+  std::unique_ptr<Sequence> b = *panels->CreateSequence();
+  ASSERT_TRUE(a->Forward(std::vector<int32_t>{5, 77, 300}).ok());
+  ASSERT_TRUE(b->Forward(std::vector<int32_t>{9, 140}).ok());
+  std::unique_ptr<Sequence> a_alone = *panels->CreateSequence();
+  std::unique_ptr<Sequence> b_alone = *panels->CreateSequence();
+  ASSERT_TRUE(a_alone->Forward(std::vector<int32_t>{5, 77, 300}).ok());
+  ASSERT_TRUE(b_alone->Forward(std::vector<int32_t>{9, 140}).ok());
+  Sequence* const lanes[] = {a.get(), b.get()};
+  absl::StatusOr<std::unique_ptr<DecodeBatch>> batch = panels->CreateDecodeBatch(lanes);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  const int32_t next[] = {61, 18};
+  const absl::Status stepped = (*batch)->Step(next);
+  ASSERT_TRUE(stepped.ok()) << stepped;
+  EXPECT_EQ(Copy((*batch)->logits(0)), LogitsAfter(*a_alone, 61));
+  EXPECT_EQ(Copy((*batch)->logits(1)), LogitsAfter(*b_alone, 18));
+
+  panels.reset();
+  layout.reset();
+  imported.reset();
   std::remove(artifact_path.c_str());
   std::remove(gguf_path.c_str());
   std::remove(dir.c_str());

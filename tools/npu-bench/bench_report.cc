@@ -55,8 +55,10 @@ std::string JsonBreakdown(const StepBreakdown& b) {
 
 // Where the weights ended up, as the text report says it.
 std::string PlacementLabel(const BenchReport& r) {
-  return r.weights_imported ? "the artifact's file mapping imported (not copied)"
-                            : "copied into device memory";
+  if (r.weights_imported) return "the artifact's file mapping imported (not copied)";
+  if (r.panel_matrices == 0) return "copied into device memory";
+  return absl::StrFormat("copied into device memory, %d Q8_0 matrices as Q8_0_P16 panels",
+                         r.panel_matrices);
 }
 
 }  // namespace
@@ -201,14 +203,16 @@ std::string FormatJson(const BenchReport& r) {
       "\"kv_capacity\": %d, \"weight_bytes\": %d},\n"
       "  \"decode_traffic\": {\"weight_bytes\": %d, \"gathered_embedding_bytes\": %d, "
       "\"kv_bytes_per_slot\": %d, \"ring_kv_bytes_per_slot\": %d, \"ring_slots\": %d},\n"
-      "  \"placement\": {\"requested\": %s, \"weights_imported\": %s, \"load_ms\": %s},\n"
+      "  \"placement\": {\"requested\": %s, \"weights_imported\": %s, \"panel_matrices\": %d, "
+      "\"load_ms\": %s},\n"
       "  \"reps\": %d,\n  \"warmups\": %d,\n",
       JsonQuote(r.model), JsonQuote(r.device), r.compute_units, JsonQuote(m.architecture),
       JsonQuote(m.name), m.vocab_size, m.dim, m.n_layers, m.n_heads, m.n_kv_heads, m.ffn_dim,
       m.kv_capacity, m.weight_bytes, r.traffic.weight_bytes, r.traffic.gathered_embedding_bytes,
       r.traffic.kv_bytes_per_slot, r.traffic.ring_kv_bytes_per_slot, r.traffic.ring_slots,
       JsonQuote(r.placement_requested),
-      r.weights_imported ? "true" : "false", JsonNumber(r.load_ms), r.reps, r.warmups);
+      r.weights_imported ? "true" : "false", r.panel_matrices, JsonNumber(r.load_ms), r.reps,
+      r.warmups);
 
   absl::StrAppend(&out, "  \"prefill\": [");
   for (size_t i = 0; i < r.results.prefill.size(); ++i) {

@@ -98,6 +98,12 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
                                           value + "'");
       }
       line.placement = value;
+    } else if (arg == "--weight-panels") {
+      if (value != "on" && value != "off") {
+        return absl::InvalidArgumentError("--weight-panels expects on or off, got '" + value +
+                                          "'");
+      }
+      line.weight_panels = value == "on";
     } else if (arg == "--models-dir") {
       line.models_dir = value;
     } else if (arg == "--device") {

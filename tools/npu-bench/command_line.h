@@ -48,6 +48,9 @@ measurement:
                            or "import"; the report names the one used and
                            the load time
   --copy-weights           the same as --placement copy
+  --weight-panels on|off   with copied weights on a device that prefers it,
+                           store Q8_0 matrices as LNPU_DTYPE_Q8_0_P16
+                           panels (default on; off: the artifact's layout)
   --contention N           run N competing busy-loop processes (normal
                            priority) during the decode measurements and
                            report the CPU share they left (default 0)
@@ -84,6 +87,7 @@ struct CommandLine {
   std::string device = "auto";
   bool json = false;
   std::string placement = "auto";  // --placement: auto, copy or import
+  bool weight_panels = true;       // --weight-panels
   bool profile = false;    // --profile
   std::string trace_path;  // --trace; empty = no trace
   uint64_t bandwidth_bytes = 0;  // 0 = DefaultBufferBytes()

@@ -73,12 +73,14 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   lnpu::runtime::LoadOptions load;
   if (line.placement == "copy") load.weights = lnpu::runtime::WeightPlacement::kCopy;
   if (line.placement == "import") load.weights = lnpu::runtime::WeightPlacement::kImport;
+  load.panel_weights = line.weight_panels;
   const absl::Time load_start = absl::Now();
   LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::runtime::Model> model,
                         lnpu::runtime::Model::Load(std::move(device), artifact_path, load));
   report.load_ms = absl::ToDoubleMilliseconds(absl::Now() - load_start);
   report.placement_requested = line.placement;
   report.weights_imported = model->weights_imported();
+  report.panel_matrices = model->panel_matrices();
   BatchedDecodeOptions batched;
   batched.lanes = line.batch_lanes;
   batched.steps = line.benchmark.decode_steps;

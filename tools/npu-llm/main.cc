@@ -522,8 +522,11 @@ int Main(int argc, char** argv) {
       "[device: %s; weights %.1f MiB in device memory%s; session %.1f MiB]\n"
       "peak RSS: %.1f MiB\n",
       (*llm)->device().Describe(), (*llm)->weights_device_memory_bytes() / 1048576.0,
-      (*llm)->weights_imported() ? " (imported file mapping, not copied)"
-                                 : " (copied from the model file)",
+      (*llm)->weights_imported() ? std::string(" (imported file mapping, not copied)")
+      : (*llm)->weight_panel_matrices() == 0
+          ? std::string(" (copied from the model file)")
+          : absl::StrFormat(" (copied from the model file, %d Q8_0 matrices as Q8_0_P16 panels)",
+                            (*llm)->weight_panel_matrices()),
       (*session)->device_memory_bytes() / 1048576.0, PeakRssMiB());
   if (lnpu::InterruptRequested()) return lnpu::InterruptExitCode();
   return ok ? 0 : 1;
