@@ -8,8 +8,8 @@
 //   (2 * rows * k * n per command).
 // Benchmarks are named Matmul/<dtype>/<path>: F32 and F16 run the Highway
 // kernels, Q8_0 and Q4_0 every quantized-matmul path this CPU supports
-// (quant_matmul.h); Read/threads:T is the read bandwidth to compare the
-// GEMV with. Arguments: {n, k, rows, threads, dram}. With dram = 1
+// (quant_matmul.h), Q8_0_P16 (Q8_0 in panels) the paths with panel loops;
+// Read/threads:T is the read bandwidth to compare the GEMV with. Arguments: {n, k, rows, threads, dram}. With dram = 1
 // GEMV cycles through copies of the weights totalling >= 1 GiB, so that
 // they stream from DRAM as in decoding (not from the large L3); dram = 0
 // reuses one copy, which stays in cache: the kernel's compute rate (rows
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "base/quant_blocks.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
 #include "kernel_iface/softnpu/compute/worker_pool.h"
@@ -49,8 +50,29 @@ size_t WeightBytes(uint32_t dtype, size_t n, size_t k) {
     case LNPU_DTYPE_F32: return n * k * 4;
     case LNPU_DTYPE_F16: return n * k * 2;
     case LNPU_DTYPE_Q8_0: return n * k / 32 * 34;
+    case LNPU_DTYPE_Q8_0_P16: return Q8_0P16MatrixBytes(n, k / 32);
     default: return n * k / 32 * 18;
   }
+}
+
+// `bytes` of pseudo-random weights of `dtype` (not Q8_0_P16), each f16
+// scale (and f16 / f32 element) made a small finite value by setting its
+// exponent bits.
+std::vector<uint8_t> PseudoRandomWeights(uint32_t dtype, size_t bytes) {
+  std::vector<uint8_t> weights(bytes);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    weights[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  }
+  const size_t granule = dtype == LNPU_DTYPE_F32   ? 4
+                         : dtype == LNPU_DTYPE_F16 ? 2
+                         : dtype == LNPU_DTYPE_Q8_0 ? 34
+                                                    : 18;
+  for (size_t i = 0; i + granule <= weights.size(); i += granule) {
+    // Top byte of an f16 (first two bytes) or of an f32: 0x2c / 0x3c.
+    const size_t top = dtype == LNPU_DTYPE_F32 ? i + 3 : i + 1;
+    weights[top] = static_cast<uint8_t>((weights[top] & 0x83) | 0x28);
+  }
+  return weights;
 }
 
 const char* DtypeName(uint32_t dtype) {
@@ -58,6 +80,7 @@ const char* DtypeName(uint32_t dtype) {
     case LNPU_DTYPE_F32: return "F32";
     case LNPU_DTYPE_F16: return "F16";
     case LNPU_DTYPE_Q8_0: return "Q8_0";
+    case LNPU_DTYPE_Q8_0_P16: return "Q8_0_P16";
     default: return "Q4_0";
   }
 }
@@ -75,24 +98,19 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> src(size_t{rows} * k);
   for (float& x : src) x = dist(rng);
-  // Pseudo-random bytes are valid weights of every type once each f16
-  // scale (and f16 / f32 element) is made a small finite value: set its
-  // exponent bits.
   const size_t bytes = WeightBytes(dtype, n, k);
   const size_t copies =
       dram ? std::max<size_t>(1, (size_t{1} << 30) / bytes) : 1;
-  std::vector<uint8_t> weights(bytes * copies);
-  for (size_t i = 0; i < weights.size(); ++i) {
-    weights[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
-  }
-  const size_t granule = dtype == LNPU_DTYPE_F32   ? 4
-                         : dtype == LNPU_DTYPE_F16 ? 2
-                         : dtype == LNPU_DTYPE_Q8_0 ? 34
-                                                    : 18;
-  for (size_t i = 0; i + granule <= weights.size(); i += granule) {
-    // Top byte of an f16 (first two bytes) or of an f32: 0x2c / 0x3c.
-    const size_t top = dtype == LNPU_DTYPE_F32 ? i + 3 : i + 1;
-    weights[top] = static_cast<uint8_t>((weights[top] & 0x83) | 0x28);
+  std::vector<uint8_t> weights;
+  if (dtype == LNPU_DTYPE_Q8_0_P16) {
+    // Q8_0 weights repacked (n a multiple of 16 here: no padding rows).
+    const std::vector<uint8_t> q8 = PseudoRandomWeights(LNPU_DTYPE_Q8_0, WeightBytes(LNPU_DTYPE_Q8_0, n, k));
+    weights.resize(bytes * copies);
+    for (size_t c = 0; c < copies; ++c) {
+      RepackQ8_0ToP16(q8.data(), n, k / 32, weights.data() + c * bytes);
+    }
+  } else {
+    weights = PseudoRandomWeights(dtype, bytes * copies);
   }
   std::vector<float> dst(size_t{rows} * n);
 
@@ -222,6 +240,11 @@ void RegisterBenchmarks() {
     for (const compute::QuantMatmulPath* path : compute::SupportedQuantMatmulPaths()) {
       add(dtype, path);
     }
+  }
+  // Q8_0 panels on the paths with loops of their own (the others run the
+  // portable C++ loop, quant_matmul.h).
+  for (const compute::QuantMatmulPath* path : compute::SupportedQuantMatmulPaths()) {
+    if (path->q8_0_p16_kernels) add(LNPU_DTYPE_Q8_0_P16, path);
   }
 }
 
