@@ -523,9 +523,11 @@ LNPU_QM_TARGET void P16Gemm(const MatmulArgs& a, const QuantizedActivations& x,
   const size_t p_end = (col_end + kQ8_0P16Rows - 1) / kQ8_0P16Rows;
   for (size_t p = col_begin / kQ8_0P16Rows; p < p_end; ++p) {
     for (size_t r = row_begin; r < row_end; r += kQuantGemvMaxRows) {
+      // (No corrections without VNNI: P16RowsOf then ignores the pointer.)
+      const int32_t* rows_corrections =
+          kWeightOffset<Q8_0> != 0 ? corrections.data() + (r - row_begin) * blocks : nullptr;
       WithGemvRows<P16GemmRows>(std::min(kQuantGemvMaxRows, row_end - r), a, x, r, p,
-                                col_begin, col_end,
-                                corrections.data() + (r - row_begin) * blocks);
+                                col_begin, col_end, rows_corrections);
     }
   }
 }
