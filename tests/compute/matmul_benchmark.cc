@@ -101,16 +101,20 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   const size_t bytes = WeightBytes(dtype, n, k);
   const size_t copies =
       dram ? std::max<size_t>(1, (size_t{1} << 30) / bytes) : 1;
-  std::vector<uint8_t> weights;
+  // 64 bytes of slack: Q8_0_P16 weights must start 64-byte aligned (the
+  // copies follow at multiples of 64 bytes for these shapes).
+  std::vector<uint8_t> storage(bytes * copies + 64);
+  uint8_t* const weights = storage.data() + (64 - Address(storage.data()) % 64) % 64;
   if (dtype == LNPU_DTYPE_Q8_0_P16) {
     // Q8_0 weights repacked (n a multiple of 16 here: no padding rows).
-    const std::vector<uint8_t> q8 = PseudoRandomWeights(LNPU_DTYPE_Q8_0, WeightBytes(LNPU_DTYPE_Q8_0, n, k));
-    weights.resize(bytes * copies);
+    const std::vector<uint8_t> q8 =
+        PseudoRandomWeights(LNPU_DTYPE_Q8_0, WeightBytes(LNPU_DTYPE_Q8_0, n, k));
     for (size_t c = 0; c < copies; ++c) {
-      RepackQ8_0ToP16(q8.data(), n, k / 32, weights.data() + c * bytes);
+      RepackQ8_0ToP16(q8.data(), n, k / 32, weights + c * bytes);
     }
   } else {
-    weights = PseudoRandomWeights(dtype, bytes * copies);
+    const std::vector<uint8_t> random = PseudoRandomWeights(dtype, bytes * copies);
+    std::memcpy(weights, random.data(), random.size());
   }
   std::vector<float> dst(size_t{rows} * n);
 
@@ -119,7 +123,7 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   cmd.hdr.opcode = LNPU_OP_MATMUL;
   cmd.hdr.size = sizeof(cmd);
   cmd.src = Address(src.data());
-  cmd.weight = Address(weights.data());
+  cmd.weight = Address(weights);
   cmd.dst = Address(dst.data());
   cmd.rows = rows;
   cmd.k = k;
@@ -140,7 +144,7 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   compute::SetQuantMatmulPathForTest(path);
   size_t copy = 0;
   for (auto _ : state) {
-    cmd.weight = Address(weights.data() + copy * bytes);
+    cmd.weight = Address(weights + copy * bytes);
     copy = (copy + 1) % copies;
     const absl::Status status = ExecuteCommand(cmd.hdr, memory, context);
     if (!status.ok()) state.SkipWithError("execute failed");
