@@ -655,7 +655,9 @@ absl::Status ExecuteGatherRows(const lnpu_cmd_gather_rows& c,
     // A row's blocks are spread over its panel: gathered into Q8_0 blocks
     // first, then dequantized as LNPU_DTYPE_Q8_0 (the same f32 values).
     const size_t blocks = row_len / kQuantBlock;
-    std::vector<uint8_t> row(blocks * kQ8_0BlockBytes);
+    // Grown only: the embedding lookup runs every step.
+    thread_local std::vector<uint8_t> row;
+    if (row.size() < blocks * kQ8_0BlockBytes) row.resize(blocks * kQ8_0BlockBytes);
     for (uint32_t i = 0; i < c.count; ++i) {
       Q8_0P16RowToQ8_0(table, size_t(indices[i]), blocks, row.data());
       compute::ConvertToF32(WeightType::kQ8_0, row.data(), dst + i * row_len,

@@ -1,5 +1,5 @@
-// Element-type conversions (dtype_conversion.h), WeightBytes and
-// MatrixBytes (kernel_types.h).
+// Element-type conversions (dtype_conversion.h) and WeightBytes
+// (kernel_types.h).
 //
 // Highway re-includes this file once per enabled SIMD target (see
 // foreach_target.h); the code between HWY_BEFORE_NAMESPACE and
@@ -69,13 +69,6 @@ size_t WeightBytes(WeightType type, size_t elements) {
     case WeightType::kQ8_0P16: return elements / kQuantBlock * kQ8_0BlockBytes;
   }
   return 0;
-}
-
-size_t MatrixBytes(WeightType type, size_t rows, size_t row_len) {
-  if (type == WeightType::kQ8_0P16) {
-    return Q8_0P16MatrixBytes(rows, row_len / kQuantBlock);
-  }
-  return rows * WeightBytes(type, row_len);
 }
 
 void ConvertToF32(WeightType type, const void* src, float* dst,

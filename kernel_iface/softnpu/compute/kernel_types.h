@@ -43,10 +43,6 @@ enum class WeightType { kF32, kF16, kQ8_0, kQ4_0, kQ8_0P16 };
 // types). Q8_0P16: a row's share of its panel (whole panels only).
 size_t WeightBytes(WeightType type, size_t elements);
 
-// Bytes of a matrix of `rows` rows of `row_len` weights of `type`
-// (Q8_0P16: whole panels of 16 rows).
-size_t MatrixBytes(WeightType type, size_t rows, size_t row_len);
-
 }  // namespace lnpu::softnpu::compute
 
 #endif  // KERNEL_IFACE_SOFTNPU_COMPUTE_KERNEL_TYPES_H_
