@@ -294,19 +294,18 @@ std::vector<Program::MatrixRead> Program::MatrixReads() const {
 
 std::vector<WeightMatrix> Program::PanelMatrices() const {
   std::vector<MatrixRead> reads = MatrixReads();
-  // Bytes [begin, end) of the buffer a read covers (the verifier bounded
-  // every operand by its buffer).
+  // The end of the bytes a read covers (the verifier bounded every
+  // operand by its buffer; a Q8_0_P16 matrix is only ever one made here).
   const auto end_of = [](const MatrixRead& r) {
-    return r.matrix.offset + r.matrix.rows * ((r.dtype == LNPU_DTYPE_Q8_0 ||
-                                                r.dtype == LNPU_DTYPE_Q8_0_P16)
-                                                   ? uint64_t{r.matrix.row_len} / kQuantBlock *
-                                                         kQ8_0BlockBytes
-                                               : r.dtype == LNPU_DTYPE_Q4_0
-                                                   ? uint64_t{r.matrix.row_len} / kQuantBlock *
-                                                         kQ4_0BlockBytes
-                                               : r.dtype == LNPU_DTYPE_F16
-                                                   ? uint64_t{r.matrix.row_len} * 2
-                                                   : uint64_t{r.matrix.row_len} * 4);
+    const uint64_t row_len = r.matrix.row_len;
+    uint64_t row_bytes = row_len * 4;  // F32
+    switch (r.dtype) {
+      case LNPU_DTYPE_F16: row_bytes = row_len * 2; break;
+      case LNPU_DTYPE_Q4_0: row_bytes = row_len / kQuantBlock * kQ4_0BlockBytes; break;
+      case LNPU_DTYPE_Q8_0:
+      case LNPU_DTYPE_Q8_0_P16: row_bytes = row_len / kQuantBlock * kQ8_0BlockBytes; break;
+    }
+    return r.matrix.offset + r.matrix.rows * row_bytes;
   };
   std::sort(reads.begin(), reads.end(), [](const MatrixRead& a, const MatrixRead& b) {
     return a.matrix.offset < b.matrix.offset;
