@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -61,6 +62,12 @@ class SessionBatch {
   // Device memory of the sessions' own buffers and the batch's commands.
   uint64_t device_memory_bytes() const;
   const runtime::DecodeBatchStats& stats() const { return batch_->stats(); }
+  // Observes every batched device step (traces, profiles); the steps a
+  // lane runs alone are its session's (Session::SetStepObserver). See
+  // runtime::DecodeBatch::SetStepObserver.
+  absl::Status SetStepObserver(runtime::DecodeBatch::StepObserver observer) {
+    return batch_->SetStepObserver(std::move(observer));
+  }
 
  private:
   friend class Llm;

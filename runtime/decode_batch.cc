@@ -174,10 +174,16 @@ absl::Status DecodeBatch::RunBatched(absl::Span<const int32_t> tokens, size_t hi
         placement, 1, 1, graph.slots + i * sizeof(int32_t),
         graph.window_slots == nullptr ? nullptr : graph.window_slots + i * sizeof(int32_t));
   }
+  const bool observed = recorder_.observing();
+  if (observed) {
+    const size_t active = rows - std::count(tokens.begin(), tokens.begin() + rows, kIdle);
+    recorder_.Begin(*graph.spec, commands_.mapped(), static_cast<uint32_t>(active));
+  }
   DeviceTime time;
   const absl::Status ran =
       RunRecordedGraph(*device_, commands_, graph.streams, chain_with_fences_, graph.spec->name,
-                       absl::Now() + kStepTimeout, step_fences_, time);
+                       absl::Now() + kStepTimeout, step_fences_, time,
+                       observed ? &recorder_ : nullptr);
   stats_.submit_time += time.submit;
   stats_.wait_time += time.wait;
   if (!ran.ok()) {
@@ -206,7 +212,12 @@ absl::Status DecodeBatch::RunBatched(absl::Span<const int32_t> tokens, size_t hi
     ++stats_.batched_tokens;
   }
   ++stats_.batched_steps;
+  if (observed) recorder_.Finish();
   return absl::OkStatus();
+}
+
+absl::Status DecodeBatch::SetStepObserver(StepObserver observer) {
+  return recorder_.SetObserver(*device_, *program_, std::move(observer));
 }
 
 }  // namespace lnpu::runtime

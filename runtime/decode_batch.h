@@ -98,6 +98,16 @@ class DecodeBatch {
   // Forward(), Reset() or RestoreState(). Empty before its first step.
   absl::Span<const float> logits(size_t lane) const { return logits_[lane]; }
 
+  // Calls `observer` after every batched graph run that completed (steps
+  // with two or more active lanes), on the thread of Step(), with the
+  // run's timeline: `tokens` counts the active lanes, `graph` is the
+  // batched graph that ran. A step with one active lane runs that lane's
+  // own decode graph and is observed by the lane's observer
+  // (Sequence::SetStepObserver). Device timing as there; an empty
+  // function removes it. Errors: allocating the profile buffers.
+  using StepObserver = StepRecorder::Observer;
+  absl::Status SetStepObserver(StepObserver observer);
+
   const DecodeBatchStats& stats() const { return stats_; }
   // Device memory of the batch's own command buffer.
   uint64_t device_memory_bytes() const { return commands_.size(); }
@@ -131,6 +141,7 @@ class DecodeBatch {
   std::vector<absl::Span<const float>> logits_;   // per lane
   std::vector<SlotPlacement> placements_;          // per lane, of the step in RunBatched
   std::vector<uint64_t> step_fences_;
+  StepRecorder recorder_;  // of the batched steps
   DecodeBatchStats stats_;
 };
 

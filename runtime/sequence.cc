@@ -246,76 +246,16 @@ absl::StatusOr<absl::Span<const float>> Sequence::Forward(absl::Span<const int32
 }
 
 absl::Status Sequence::SetStepObserver(StepObserver observer) {
-  if (!observer) {
-    step_observer_ = nullptr;
-    profile_buffers_.clear();
-    return absl::OkStatus();
-  }
-  LNPU_ASSIGN_OR_RETURN(const uint64_t capabilities,
-                        device_->GetParam(DRM_LNPU_PARAM_CAPABILITIES));
-  std::vector<Buffer> buffers;
-  if ((capabilities & DRM_LNPU_CAP_PROFILING) != 0) {
-    size_t streams = 0;
-    uint64_t bytes = 0;
-    for (const GraphSpec& graph : program_->graphs()) {
-      streams = std::max(streams, graph.streams.size());
-      for (const StreamSpec& stream : graph.streams) {
-        bytes = std::max<uint64_t>(bytes, DRM_LNPU_PROFILE_BYTES(stream.commands.size()));
-      }
-    }
-    for (size_t i = 0; i < streams; ++i) {
-      LNPU_ASSIGN_OR_RETURN(Buffer buffer, device_->CreateBuffer(bytes));
-      LNPU_RETURN_IF_ERROR(buffer.Map().status());
-      buffers.push_back(std::move(buffer));
-    }
-  }
-  step_observer_ = std::move(observer);
-  profile_buffers_ = std::move(buffers);
-  return absl::OkStatus();
-}
-
-void Sequence::BeginTimeline(size_t graph_index, uint32_t tokens) {
-  const GraphSpec& spec = program_->graphs()[graph_index];
-  timeline_.graph = graph_index;
-  timeline_.graph_spec = &spec;
-  timeline_.command_image = commands_.mapped();
-  timeline_.tokens = tokens;
-  timeline_.step = {MonotonicNanos(), 0};
-  timeline_.waits.clear();
-  timeline_.jobs.resize(spec.streams.size());
-  timeline_.device_profiled = !profile_buffers_.empty();
-  for (size_t i = 0; i < spec.streams.size(); ++i) {
-    timeline_.jobs[i] = JobTimeline{};
-    timeline_.jobs[i].engine = spec.streams[i].engine;
-  }
-}
-
-void Sequence::FinishTimeline() {
-  timeline_.step.end_ns = MonotonicNanos();
-  if (timeline_.device_profiled) {
-    for (size_t i = 0; i < timeline_.jobs.size(); ++i) {
-      const uint8_t* data = profile_buffers_[i].mapped().data();
-      drm_lnpu_profile_header header;
-      std::memcpy(&header, data, sizeof header);
-      JobTimeline& job = timeline_.jobs[i];
-      job.device = {static_cast<int64_t>(header.job_start_ns),
-                    static_cast<int64_t>(header.job_end_ns)};
-      job.commands.resize(timeline_.graph_spec->streams[i].commands.size());
-      for (size_t c = 0; c < job.commands.size() && c < header.command_count; ++c) {
-        drm_lnpu_profile_command record;
-        std::memcpy(&record, data + sizeof header + c * sizeof record, sizeof record);
-        job.commands[c] = {static_cast<int64_t>(record.start_ns),
-                           static_cast<int64_t>(record.end_ns)};
-      }
-    }
-  }
-  step_observer_(timeline_);
+  return recorder_.SetObserver(*device_, *program_, std::move(observer));
 }
 
 absl::Status Sequence::RunGraph(size_t graph_index, absl::Span<const int32_t> tokens) {
   const RecordedGraph& graph = graphs_[graph_index];
-  const bool observed = static_cast<bool>(step_observer_);
-  if (observed) BeginTimeline(graph_index, static_cast<uint32_t>(tokens.size()));
+  const bool observed = recorder_.observing();
+  if (observed) {
+    recorder_.Begin(program_->graphs()[graph_index], commands_.mapped(),
+                    static_cast<uint32_t>(tokens.size()));
+  }
   const uint32_t rows = program_->graphs()[graph_index].rows;
   const uint32_t count = static_cast<uint32_t>(tokens.size());
   // Cannot fail: Forward() checked the room and the ring holds every chunk.
@@ -335,11 +275,10 @@ absl::Status Sequence::RunGraph(size_t graph_index, absl::Span<const int32_t> to
   StoreI32(graph.last_row, 0, static_cast<int32_t>(count - 1));
 
   DeviceTime time;
-  RunObservation observation{timeline_, profile_buffers_};
   const absl::Status ran =
       RunRecordedGraph(*device_, commands_, graph.streams, chain_with_fences_,
                        program_->graphs()[graph_index].name, absl::Now() + kStepTimeout,
-                       step_fences_, time, observed ? &observation : nullptr);
+                       step_fences_, time, observed ? &recorder_ : nullptr);
   stats_.submit_time += time.submit;
   stats_.wait_time += time.wait;
   FinishRun(placement, tokens, ran.ok());
@@ -347,7 +286,7 @@ absl::Status Sequence::RunGraph(size_t graph_index, absl::Span<const int32_t> to
   ++stats_.steps;
   ++stats_.graphs[graph_index].runs;
   stats_.padded_rows += rows - count;
-  if (observed) FinishTimeline();
+  if (observed) recorder_.Finish();
   return absl::OkStatus();
 }
 

@@ -148,7 +148,8 @@ class Sequence {
   // DRM_LNPU_CAP_PROFILING, every job is submitted with
   // DRM_LNPU_SUBMIT_PROFILE and the timeline carries the device's command
   // times; otherwise only the host's. Without an observer nothing is timed.
-  // The steps a DecodeBatch runs for this sequence are not observed.
+  // The batched steps a DecodeBatch runs for this sequence are observed by
+  // the batch's own observer (DecodeBatch::SetStepObserver), not this one.
   // Errors: allocating the profile buffers (nothing changes then).
   using StepObserver = std::function<void(const StepTimeline&)>;
   absl::Status SetStepObserver(StepObserver observer);
@@ -206,11 +207,6 @@ class Sequence {
   // positions: evicts the slots it overwrites, submits, waits and commits.
   absl::Status RunGraph(size_t graph, absl::Span<const int32_t> tokens);
 
-  // The observed run's timeline: started before its first submit, finished
-  // (device times read, observer called) after it completed.
-  void BeginTimeline(size_t graph_index, uint32_t tokens);
-  void FinishTimeline();
-
   // The mapped KV cache: [kv_blocks][capacity][kv_row_bytes].
   absl::Span<uint8_t> kv_memory() const;
   // Checks that `state` fits this session's model and compiled chunks.
@@ -241,11 +237,7 @@ class Sequence {
   std::optional<WindowRing> window_ring_;  // with a window ring: on mapped device memory
   SequenceStats stats_;
   std::vector<uint64_t> step_fences_;  // of the step in RunGraph
-  StepObserver step_observer_;
-  // With an observer on a profiling device: one profile buffer per stream
-  // of the largest graph, mapped.
-  std::vector<Buffer> profile_buffers_;
-  StepTimeline timeline_;  // the current run's, when observed
+  StepRecorder recorder_;  // of the steps RunGraph runs
 };
 
 }  // namespace lnpu::runtime

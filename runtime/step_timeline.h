@@ -40,8 +40,7 @@ struct JobTimeline {
 };
 
 struct StepTimeline {
-  size_t graph = 0;                     // index into Program::graphs()
-  const GraphSpec* graph_spec = nullptr;  // its streams and commands
+  const GraphSpec* graph_spec = nullptr;  // the graph that ran: its streams and commands
   // The sequence's recorded command image (device addresses resolved),
   // which StreamSpec and CommandSpec offsets index.
   absl::Span<const uint8_t> command_image;

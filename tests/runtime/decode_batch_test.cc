@@ -29,6 +29,9 @@ using ::lnpu::runtime::testing::Argmax;
 using ::lnpu::runtime::testing::ModelsDir;
 using ::lnpu::runtime::testing::NewTempDir;
 using ::lnpu::runtime::testing::SuiteArtifact;
+using ::lnpu::runtime::JobTimeline;
+using ::lnpu::runtime::StepTimeline;
+using ::lnpu::runtime::TimeSpan;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -192,6 +195,54 @@ TEST_F(DecodeBatchTest, LanesFinishingEarlyLeaveTheOthersUnchanged) {
   ExpectSameAsSolo(*model_, *batch_, Prompts(), {6, 14, 20, 3});
   EXPECT_GT(batch_->stats().padded_rows, 0u);
   EXPECT_LT(batch_->stats().batched_steps, batch_->stats().steps);
+}
+
+// The batch's observer sees each batched step (the graph covering the
+// highest active lane, its active lanes as tokens, every command timed on
+// the device); a step with one active lane is its lane's, seen by the
+// lane's observer; removing the observer stops the calls.
+TEST_F(DecodeBatchTest, StepObserverSeesEveryBatchedStepWithDeviceTimes) {
+  for (size_t i = 0; i < 4; ++i) ASSERT_TRUE(lanes_[i]->Forward(Prompts()[i]).ok());
+  std::vector<StepTimeline> batched, lane_steps;
+  ASSERT_TRUE(batch_->SetStepObserver([&](const StepTimeline& step) {
+    batched.push_back(step);
+  }).ok());
+  ASSERT_TRUE(lanes_[1]->SetStepObserver([&](const StepTimeline& step) {
+    lane_steps.push_back(step);
+  }).ok());
+  constexpr int32_t kIdle = DecodeBatch::kIdle;
+  ASSERT_TRUE(batch_->Step(std::vector<int32_t>{300, 301, 302, 303}).ok());
+  ASSERT_TRUE(batch_->Step(std::vector<int32_t>{300, kIdle, kIdle, kIdle}).ok());  // lane 0 alone
+  ASSERT_TRUE(batch_->Step(std::vector<int32_t>{kIdle, 301, kIdle, kIdle}).ok());  // lane 1 alone
+  ASSERT_TRUE(batch_->Step(std::vector<int32_t>{300, 301, kIdle, kIdle}).ok());
+  ASSERT_EQ(batched.size(), 2u);
+  EXPECT_EQ(batched[0].tokens, 4u);
+  EXPECT_EQ(batched[0].graph_spec->rows, 4u);
+  EXPECT_EQ(batched[1].tokens, 2u);
+  EXPECT_EQ(batched[1].graph_spec->rows, 2u);
+  for (const StepTimeline& step : batched) {
+    EXPECT_TRUE(step.graph_spec->decode);
+    ASSERT_TRUE(step.device_profiled);
+    ASSERT_EQ(step.jobs.size(), step.graph_spec->streams.size());
+    for (size_t j = 0; j < step.jobs.size(); ++j) {
+      const JobTimeline& job = step.jobs[j];
+      ASSERT_EQ(job.commands.size(), step.graph_spec->streams[j].commands.size());
+      EXPECT_LE(step.step.start_ns, job.submit.start_ns);
+      EXPECT_LE(job.submit.start_ns, job.device.start_ns);
+      EXPECT_LE(job.device.end_ns, step.step.end_ns);
+      for (const TimeSpan& command : job.commands) {
+        EXPECT_LE(job.device.start_ns, command.start_ns);
+        EXPECT_LE(command.start_ns, command.end_ns);
+        EXPECT_LE(command.end_ns, job.device.end_ns);
+      }
+    }
+  }
+  ASSERT_EQ(lane_steps.size(), 1u);
+  EXPECT_EQ(lane_steps[0].tokens, 1u);
+  EXPECT_EQ(lane_steps[0].graph_spec->rows, 1u);
+  ASSERT_TRUE(batch_->SetStepObserver(nullptr).ok());
+  ASSERT_TRUE(batch_->Step(std::vector<int32_t>{300, 301, 302, 303}).ok());
+  EXPECT_EQ(batched.size(), 2u);
 }
 
 TEST_F(DecodeBatchTest, ALaneDoesNotDependOnTheOtherLanesTokens) {

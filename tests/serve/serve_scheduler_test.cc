@@ -5,10 +5,14 @@
 #include "tools/npu-serve/scheduler.h"
 
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "framework/generator.h"
 #include "framework/llm.h"
@@ -164,6 +168,45 @@ TEST_F(SchedulerTest, BatchedDecodeStepsEqualSoloRunsWhateverTheSessionGroups) {
       EXPECT_EQ(gauges.batched_decode_steps, 0u);
     }
   }
+}
+
+// The step observer (npu-serve --trace) sees each session's own runs and
+// the batched decode steps of the batch's sessions, with device times.
+TEST_F(SchedulerTest, StepObserverSeesSessionAndBatchedSteps) {
+  absl::Mutex mu;
+  std::map<std::string, std::vector<std::pair<std::string, uint32_t>>> steps;  // who: graph, tokens
+  bool all_profiled = true;
+  SchedulerOptions options{.sessions = 4, .max_queue = 8, .prefill_chunk = 4};
+  options.step_observer = [&](const std::string& who, const runtime::StepTimeline& step) {
+    absl::MutexLock lock(&mu);
+    steps[who].emplace_back(step.graph_spec->name, step.tokens);
+    all_profiled &= step.device_profiled && !step.jobs.empty() &&
+                    step.jobs.front().commands.size() == step.graph_spec->streams[0].commands.size();
+  };
+  std::unique_ptr<Scheduler> scheduler = NewScheduler(options);
+  const std::vector<std::string> texts = {"Once upon a time", "Lily liked to", "The sun was",
+                                          "Tom and Sue"};
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const std::string& text : texts) {
+    streams.push_back(scheduler->Submit(Prompt(text), Greedy(12)).value());
+  }
+  for (auto& stream : streams) ASSERT_TRUE(Await(*stream).status.ok());
+  absl::MutexLock lock(&mu);
+  EXPECT_TRUE(all_profiled);
+  // Each session prefilled its own prompt.
+  for (const char* who : {"session 1", "session 2", "session 3", "session 4"}) {
+    ASSERT_TRUE(steps.contains(who)) << who;
+    EXPECT_TRUE(absl::StartsWith(steps[who].front().first, "prefill")) << who;
+  }
+  // The four sessions are the lanes of one batch; its steps ran several.
+  ASSERT_TRUE(steps.contains("sessions 1-4"));
+  uint32_t batched_tokens = 0;
+  for (const auto& [graph, tokens] : steps["sessions 1-4"]) {
+    EXPECT_TRUE(absl::StartsWith(graph, "decode_batch_")) << graph;
+    EXPECT_GE(tokens, 2u);
+    batched_tokens += tokens;
+  }
+  EXPECT_EQ(batched_tokens, scheduler->Gauges().batched_decode_tokens);
 }
 
 TEST_F(SchedulerTest, ResentConversationPrefillsOnlyTheNewTurn) {

@@ -100,9 +100,9 @@ int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
   lnpu::serve::SchedulerOptions scheduler_options = options.scheduler;
   if (!options.trace_path.empty()) {
     trace = std::make_unique<lnpu::tools::TraceWriter>();
-    scheduler_options.step_observer = [&trace](size_t session,
+    scheduler_options.step_observer = [&trace](const std::string& who,
                                                 const lnpu::runtime::StepTimeline& step) {
-      trace->AddStep(step, absl::StrCat("session ", session + 1));
+      trace->AddStep(step, who);
     };
   }
   if (!llm.ok()) {

@@ -52,11 +52,24 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const framework::Ll
     }
     if (options.step_observer) {
       absl::Status observed = session->SetStepObserver(
-          [observer = options.step_observer, i](const runtime::StepTimeline& step) {
-            observer(i, step);
+          [observer = options.step_observer,
+           who = absl::StrCat("session ", i + 1)](const runtime::StepTimeline& step) {
+            observer(who, step);
           });
       if (!observed.ok()) return observed;
     }
+  }
+  // The batches' lanes are the first sessions, in order.
+  size_t first_lane = 0;
+  for (const auto& batch : pool.batches) {
+    if (options.step_observer) {
+      absl::Status observed = batch->SetStepObserver(
+          [observer = options.step_observer,
+           who = absl::StrCat("sessions ", first_lane + 1, "-", first_lane + batch->lanes())](
+              const runtime::StepTimeline& step) { observer(who, step); });
+      if (!observed.ok()) return observed;
+    }
+    first_lane += batch->lanes();
   }
   return std::unique_ptr<Scheduler>(new Scheduler(llm, options, metrics, std::move(pool)));
 }

@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -63,9 +64,12 @@ struct SchedulerOptions {
   bool batch_decode = true;
   size_t prefix_cache_entries = 64;  // 0 disables the prefix cache
   uint64_t prefix_cache_bytes = uint64_t{256} << 20;
-  // If set, observes every graph run of session `session` (0-based), on
-  // the scheduler's thread (--trace).
-  std::function<void(size_t session, const runtime::StepTimeline& step)> step_observer = nullptr;
+  // If set, observes every graph run on the scheduler's thread (--trace):
+  // a session's own runs with `who` "session N" (1-based), a batched decode
+  // step of several sessions with "sessions N-M" (the batch's lanes; the
+  // step's `tokens` counts the active ones).
+  std::function<void(const std::string& who, const runtime::StepTimeline& step)> step_observer =
+      nullptr;
 };
 
 class Scheduler {
