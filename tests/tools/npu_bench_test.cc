@@ -173,7 +173,6 @@ TEST(NpuBenchCommandLine, RejectsBadArguments) {
       {{"-m", "a.lnpu", "--batch-lanes", "0"}, "--batch-lanes expects an integer in [1, 64]"},
       {{"-m", "a.lnpu", "--batch-lanes", "65"}, "--batch-lanes expects an integer in [1, 64]"},
       {{"-m", "a.lnpu", "--batch-lanes", "two"}, "got 'two'"},
-      {{"-m", "a.lnpu", "--profile", "--batch-lanes", "2"}, "which --profile does not run"},
   };
   for (const auto& [args, message] : cases) {
     absl::StatusOr<std::optional<CommandLine>> line = Parse(args);
@@ -605,6 +604,55 @@ TEST(NpuBenchProfile, AccountsForEveryCommandOfEachStep) {
     }
   }
   EXPECT_GT(BestMatmulRate(*profiles), 0);
+}
+
+// One profiled batched step per lane count: the batched graph of that
+// many lanes (1 lane: the decode graph), its active lanes as tokens, every
+// command timed; its MATMULs read the same weights as one lane's with 4
+// times the operations.
+TEST(NpuBenchProfile, ProfilesOneBatchedStepOfEachLaneCount) {
+  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
+  ASSERT_TRUE(device.ok()) << device.status();
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      runtime::Model::Load(*std::move(device), CompileTinyBatchedModel());
+  ASSERT_TRUE(model.ok()) << model.status();
+  BatchedDecodeOptions options;
+  options.lanes = {1, 4};
+  int observed = 0;
+  absl::StatusOr<std::vector<StepProfile>> profiles = ProfileBatchedDecode(
+      **model, options, [&](const runtime::StepTimeline&) { ++observed; });
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  ASSERT_EQ(profiles->size(), 2u);
+  EXPECT_EQ(observed, 2);
+  EXPECT_EQ((*profiles)[0].graph, "decode");
+  EXPECT_EQ((*profiles)[0].tokens, 1u);
+  EXPECT_EQ((*profiles)[1].graph, "decode_batch_4");
+  EXPECT_EQ((*profiles)[1].tokens, 4u);
+  uint32_t in_graph = 0;
+  for (const runtime::GraphSpec& g : (*model)->program().decode_batches()) {
+    if (g.name != "decode_batch_4") continue;
+    for (const runtime::StreamSpec& s : g.streams) in_graph += s.commands.size();
+  }
+  EXPECT_EQ((*profiles)[1].command_count, in_graph);
+  EXPECT_EQ((*profiles)[1].commands.size(), in_graph);
+  uint64_t ops[2] = {0, 0};
+  for (size_t i = 0; i < 2; ++i) {
+    const StepProfile& p = (*profiles)[i];
+    EXPECT_GT(p.commands_ns, 0);
+    EXPECT_LE(p.commands_ns, p.device_ns);
+    for (const ProfiledCommand& c : p.commands) {
+      if (c.opcode == LNPU_OP_MATMUL) ops[i] += c.cost.ops;
+    }
+  }
+  EXPECT_EQ(ops[1], 4 * ops[0]);
+}
+
+TEST(NpuBenchProgram, ProfileWithBatchLanesPrintsTheBatchedStep) {
+  const ToolRun run = RunBench({"-m", CompileTinyBatchedModel(), "--device", "soft",
+                                "--profile", "--batch-lanes", "1,2", "--prompt-lengths", "16",
+                                "--bandwidth-mib", "8", "--bandwidth-runs", "1"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("graph decode_batch_2, 2 token(s)"));
 }
 
 TEST(NpuBenchProfile, CostCountsMatmulBytesAndOperations) {

@@ -61,6 +61,12 @@ class Lanes {
     return absl::OkStatus();
   }
 
+  // Observes the steps Step() runs (an empty observer: none).
+  absl::Status SetStepObserver(const runtime::Sequence::StepObserver& observer) {
+    return batch_ == nullptr ? sequences_[0]->SetStepObserver(observer)
+                             : batch_->SetStepObserver(observer);
+  }
+
   absl::Status Step() {
     if (batch_ == nullptr) {
       LNPU_ASSIGN_OR_RETURN(const absl::Span<const float> logits,
@@ -141,6 +147,9 @@ absl::StatusOr<std::vector<BatchedDecodeResult>> RunBatchedDecode(
     LNPU_RETURN_IF_ERROR(lanes.Prefill(prompts));
     std::vector<double> wall_ms, cpu_ms;
     for (int run = 0; run < options.warmups + options.reps; ++run) {
+      if (run == options.warmups && options.observer) {
+        LNPU_RETURN_IF_ERROR(lanes.SetStepObserver(options.observer));
+      }
       const Clock::time_point start = Clock::now();
       const double cpu_start = ProcessCpuMs();
       for (uint32_t step = 0; step < options.steps; ++step) {

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/model.h"
 #include "runtime/model_info.h"
+#include "runtime/sequence.h"
 
 namespace lnpu::bench {
 
@@ -35,6 +36,11 @@ struct BatchedDecodeOptions {
   int reps = 5;                // timed repetitions, >= 1
   int warmups = 1;             // untimed repetitions first, >= 0
   uint64_t seed = 1;           // of the random token ids
+  // With an observer, every step of the timed repetitions is observed: the
+  // lane's own decode graph for 1 lane, the batched graph otherwise
+  // (runtime::DecodeBatch::SetStepObserver); the steps' visible cache
+  // slots per lane are prompt_tokens + warmups * steps before the first.
+  runtime::Sequence::StepObserver observer;
 };
 
 struct BatchedDecodeResult {

@@ -152,10 +152,6 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
     return absl::InvalidArgumentError(
         "--contention applies to the decode measurements, which --profile does not run");
   }
-  if (line.profile && !line.batch_lanes.empty()) {
-    return absl::InvalidArgumentError(
-        "--batch-lanes is a speed measurement, which --profile does not run");
-  }
   if (!line.model_path.empty() && line.weights_given) {
     return absl::InvalidArgumentError(
         "--weights applies to --synthetic only: a compiled artifact has its weight type "

@@ -68,7 +68,9 @@ profiling (instead of the speed measurements):
                            device: time, bytes moved, GB/s and GOP/s per
                            opcode and per layer, against the roofline (the
                            measured read bandwidth and the best MATMUL rate
-                           of the prefill); needs DRM_LNPU_CAP_PROFILING
+                           of the prefill); with --batch-lanes also one
+                           batched decode step of each lane count; needs
+                           DRM_LNPU_CAP_PROFILING
   --trace FILE.json        with --profile or alone: write a Chrome/Perfetto
                            trace of every timed graph run (jobs and commands
                            on the engines, submits and waits on the host)

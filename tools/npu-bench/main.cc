@@ -6,7 +6,8 @@
 // batched decode of each --batch-lanes count (its lanes are not in the
 // peak RSS), then the read bandwidth with as many threads as the device
 // has compute units. With --profile: load, one profiled prefill and decode
-// step (step_profile.h), then the bandwidth. With --trace the timed graph runs
+// step (step_profile.h) and one batched step of each --batch-lanes count,
+// then the bandwidth. With --trace the timed graph runs
 // are observed and written as a trace at the end. On the software NPU the
 // job timeout is raised (OpenToolDevice).
 // Exit status 0 on success, 1 with a message on stderr otherwise.
@@ -87,6 +88,12 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   batched.reps = line.benchmark.reps;
   batched.warmups = line.benchmark.warmups;
   batched.seed = line.benchmark.seed;
+  if (line.profile) {
+    // ProfileBatchedDecode: one warm-up step, then the profiled one.
+    batched.steps = 1;
+    batched.reps = 1;
+    batched.warmups = 1;
+  }
   // Refused before any measurement runs.
   LNPU_RETURN_IF_ERROR(CheckBatchedDecode(model->info(), batched));
 
@@ -105,8 +112,13 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
 
   if (line.profile) {
     LNPU_ASSIGN_OR_RETURN(
-        const std::vector<StepProfile> profiles,
+        std::vector<StepProfile> profiles,
         ProfileModel(*model, line.benchmark.prompt_lengths.front(), line.benchmark.seed, observer));
+    if (!batched.lanes.empty()) {
+      LNPU_ASSIGN_OR_RETURN(std::vector<StepProfile> steps,
+                            ProfileBatchedDecode(*model, batched, observer));
+      for (StepProfile& step : steps) profiles.push_back(std::move(step));
+    }
     LNPU_ASSIGN_OR_RETURN(const ReadBandwidth measured, MeasureReadBandwidth(bandwidth));
     const Roofline roofline{measured.bytes_per_second, BestMatmulRate(profiles)};
     std::cout << absl::StrFormat(
@@ -129,6 +141,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   report.contention_processes = line.benchmark.contention_processes;
   report.online_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   if (!batched.lanes.empty()) {
+    batched.observer = observer;
     LNPU_ASSIGN_OR_RETURN(report.batched_decode, RunBatchedDecode(*model, batched));
   }
 

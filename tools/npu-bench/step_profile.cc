@@ -239,6 +239,31 @@ absl::StatusOr<std::vector<StepProfile>> ProfileModel(
   return profiles;
 }
 
+absl::StatusOr<std::vector<StepProfile>> ProfileBatchedDecode(
+    runtime::Model& model, const BatchedDecodeOptions& options,
+    const runtime::Sequence::StepObserver& also) {
+  BatchedDecodeOptions one_step = options;
+  one_step.steps = 1;
+  one_step.reps = 1;
+  one_step.warmups = 1;
+  // Before the observed step each lane holds its prompt and the warm-up token.
+  const uint32_t visible = one_step.prompt_tokens + 1;
+  std::vector<StepProfile> profiles;
+  absl::Status summarized = absl::OkStatus();
+  one_step.observer = [&](const runtime::StepTimeline& timeline) {
+    if (also) also(timeline);
+    absl::StatusOr<StepProfile> profile = SummarizeStep(timeline, visible);
+    if (!profile.ok()) {
+      summarized.Update(profile.status());
+    } else {
+      profiles.push_back(*std::move(profile));
+    }
+  };
+  LNPU_RETURN_IF_ERROR(RunBatchedDecode(model, one_step).status());
+  LNPU_RETURN_IF_ERROR(summarized);
+  return profiles;
+}
+
 double BestMatmulRate(absl::Span<const StepProfile> profiles) {
   double best = 0;
   for (const StepProfile& profile : profiles) {

@@ -16,6 +16,7 @@
 #include "runtime/model.h"
 #include "runtime/sequence.h"
 #include "runtime/step_timeline.h"
+#include "tools/npu-bench/batched_decode.h"
 
 namespace lnpu::bench {
 
@@ -88,6 +89,16 @@ std::string FormatStepProfile(const StepProfile& profile, const Roofline& roofli
 absl::StatusOr<std::vector<StepProfile>> ProfileModel(runtime::Model& model,
                                                       uint32_t prompt_tokens, uint64_t seed,
                                                       const runtime::Sequence::StepObserver& also);
+
+
+// One profiled batched decode step of each lane count of `options` (after
+// one warm-up step; options.steps, reps and warmups are not used), each
+// lane's cache holding its prompt: what ProfileModel gives for a decode
+// step, for L lanes at once. `also` observes the same runs. Errors as
+// RunBatchedDecode and ProfileModel.
+absl::StatusOr<std::vector<StepProfile>> ProfileBatchedDecode(
+    runtime::Model& model, const BatchedDecodeOptions& options,
+    const runtime::Sequence::StepObserver& also = nullptr);
 
 // The best MATMUL rate among `profiles` (ops/s): the compute roof that
 // npu-bench --profile compares with (a lower bound of the true peak).
