@@ -136,14 +136,15 @@ absl::Status DecodeBatch::Step(absl::Span<const int32_t> tokens) {
     Sequence& lane = *lanes_[highest_active];
     LNPU_ASSIGN_OR_RETURN(logits_[highest_active], lane.Forward(tokens.subspan(highest_active, 1)));
   } else {
-    LNPU_RETURN_IF_ERROR(RunBatched(tokens, highest_active));
+    LNPU_RETURN_IF_ERROR(RunBatched(tokens, active, highest_active));
   }
   ++stats_.steps;
   stats_.tokens += active;
   return absl::OkStatus();
 }
 
-absl::Status DecodeBatch::RunBatched(absl::Span<const int32_t> tokens, size_t highest_active) {
+absl::Status DecodeBatch::RunBatched(absl::Span<const int32_t> tokens, size_t active,
+                                      size_t highest_active) {
   const absl::Time start = absl::Now();
   // Covers the highest active lane: the largest graph has lanes() rows.
   const RecordedBatchGraph& graph = *std::find_if(
@@ -175,10 +176,7 @@ absl::Status DecodeBatch::RunBatched(absl::Span<const int32_t> tokens, size_t hi
         graph.window_slots == nullptr ? nullptr : graph.window_slots + i * sizeof(int32_t));
   }
   const bool observed = recorder_.observing();
-  if (observed) {
-    const size_t active = rows - std::count(tokens.begin(), tokens.begin() + rows, kIdle);
-    recorder_.Begin(*graph.spec, commands_.mapped(), static_cast<uint32_t>(active));
-  }
+  if (observed) recorder_.Begin(*graph.spec, commands_.mapped(), static_cast<uint32_t>(active));
   DeviceTime time;
   const absl::Status ran =
       RunRecordedGraph(*device_, commands_, graph.streams, chain_with_fences_, graph.spec->name,

@@ -128,8 +128,9 @@ class DecodeBatch {
               std::vector<Sequence*> lanes, Buffer commands,
               std::vector<RecordedBatchGraph> graphs);
 
-  // Runs the batched graph covering the active lanes of `tokens`.
-  absl::Status RunBatched(absl::Span<const int32_t> tokens, size_t highest_active);
+  // Runs the batched graph covering the `active` lanes of `tokens`, the
+  // highest of them `highest_active`.
+  absl::Status RunBatched(absl::Span<const int32_t> tokens, size_t active, size_t highest_active);
 
   const std::shared_ptr<Device> device_;
   const std::shared_ptr<const Program> program_;
