@@ -88,12 +88,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   batched.reps = line.benchmark.reps;
   batched.warmups = line.benchmark.warmups;
   batched.seed = line.benchmark.seed;
-  if (line.profile) {
-    // ProfileBatchedDecode: one warm-up step, then the profiled one.
-    batched.steps = 1;
-    batched.reps = 1;
-    batched.warmups = 1;
-  }
+  if (line.profile) batched = ProfiledBatchedDecodeOptions(batched);
   // Refused before any measurement runs.
   LNPU_RETURN_IF_ERROR(CheckBatchedDecode(model->info(), batched));
 

@@ -239,15 +239,19 @@ absl::StatusOr<std::vector<StepProfile>> ProfileModel(
   return profiles;
 }
 
+BatchedDecodeOptions ProfiledBatchedDecodeOptions(BatchedDecodeOptions options) {
+  options.steps = 1;
+  options.reps = 1;
+  options.warmups = 1;
+  return options;
+}
+
 absl::StatusOr<std::vector<StepProfile>> ProfileBatchedDecode(
     runtime::Model& model, const BatchedDecodeOptions& options,
     const runtime::Sequence::StepObserver& also) {
-  BatchedDecodeOptions one_step = options;
-  one_step.steps = 1;
-  one_step.reps = 1;
-  one_step.warmups = 1;
-  // Before the observed step each lane holds its prompt and the warm-up token.
-  const uint32_t visible = one_step.prompt_tokens + 1;
+  BatchedDecodeOptions one_step = ProfiledBatchedDecodeOptions(options);
+  // Before the observed step each lane holds its prompt and the warm-up steps' tokens.
+  const uint32_t visible = one_step.prompt_tokens + one_step.warmups * one_step.steps;
   std::vector<StepProfile> profiles;
   absl::Status summarized = absl::OkStatus();
   one_step.observer = [&](const runtime::StepTimeline& timeline) {

@@ -91,10 +91,14 @@ absl::StatusOr<std::vector<StepProfile>> ProfileModel(runtime::Model& model,
                                                       const runtime::Sequence::StepObserver& also);
 
 
-// One profiled batched decode step of each lane count of `options` (after
-// one warm-up step; options.steps, reps and warmups are not used), each
-// lane's cache holding its prompt: what ProfileModel gives for a decode
-// step, for L lanes at once. `also` observes the same runs. Errors as
+// `options` as ProfileBatchedDecode runs them: one warm-up step, then one
+// timed (profiled) step. Check them with CheckBatchedDecode.
+BatchedDecodeOptions ProfiledBatchedDecodeOptions(BatchedDecodeOptions options);
+
+// One profiled batched decode step of each lane count of `options` (run
+// as ProfiledBatchedDecodeOptions(options)), each lane's cache holding its
+// prompt and the warm-up token: what ProfileModel gives for a decode step,
+// for L lanes at once. `also` observes the same runs. Errors as
 // RunBatchedDecode and ProfileModel.
 absl::StatusOr<std::vector<StepProfile>> ProfileBatchedDecode(
     runtime::Model& model, const BatchedDecodeOptions& options,
