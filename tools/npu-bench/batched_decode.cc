@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "base/argmax.h"
 #include "base/status_macros.h"
 #include "runtime/decode_batch.h"
 #include "runtime/sequence.h"
@@ -26,10 +27,6 @@ double ProcessCpuMs() {
   timespec now{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
   return now.tv_sec * 1e3 + now.tv_nsec / 1e6;
-}
-
-int32_t Argmax(absl::Span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
 // L sequences of one model and, for L > 1, the batch of their decode

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "base/argmax.h"
 #include "base/status_macros.h"
 #include "runtime/sequence.h"
 #include "tools/npu-bench/cpu_contention.h"
@@ -47,7 +48,7 @@ class Runner {
   // sampling would.
   absl::StatusOr<int32_t> Forward(const std::vector<int32_t>& tokens) {
     LNPU_ASSIGN_OR_RETURN(const absl::Span<const float> logits, session_.Forward(tokens));
-    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    return Argmax(logits);
   }
 
  private:

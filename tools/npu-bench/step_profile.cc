@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/argmax.h"
 #include "base/status_macros.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -212,9 +213,7 @@ absl::StatusOr<std::vector<StepProfile>> ProfileModel(
   auto run = [&]() -> absl::Status {
     sequence->Reset();
     LNPU_ASSIGN_OR_RETURN(absl::Span<const float> logits, sequence->Forward(prompt));
-    const int32_t next =
-        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    return sequence->Forward({next}).status();
+    return sequence->Forward({Argmax(logits)}).status();
   };
   LNPU_RETURN_IF_ERROR(run());  // warm-up
 
