@@ -5,24 +5,32 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "base/argmax.h"
 #include "base/status_macros.h"
 #include "framework/tokenizer/utf8.h"
 
 namespace lnpu::framework {
 namespace {
 
-int32_t Argmax(absl::Span<const float> logits) {
-  int32_t best = 0;
-  float best_value = -INFINITY;
-  bool found = false;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (std::isfinite(logits[i]) && (!found || logits[i] > best_value)) {
-      best = static_cast<int32_t>(i);
-      best_value = logits[i];
-      found = true;
-    }
+// Candidates' mass by logit: bin b holds the logits between b and b + 1
+// bins below the maximum, the last bin everything further down.
+constexpr size_t kMassBins = 256;
+constexpr double kBinsPerLogit = 8;  // at temperature 1: 32 logits, e^-32
+// The fewest candidates sorted at a time.
+constexpr size_t kMinSortBatch = 64;
+
+// Sampling order: the highest logit first, the lower id on ties, so that
+// results do not depend on the standard library's sort.
+struct SamplingOrder {
+  bool operator()(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) const {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
   }
-  return best;
+};
+
+size_t MassBin(double bins_below_max) {
+  return bins_below_max < static_cast<double>(kMassBins - 1)
+             ? static_cast<size_t>(bins_below_max)
+             : kMassBins - 1;
 }
 
 absl::Status CheckTokenId(const char* field, int32_t id,
@@ -171,11 +179,17 @@ int32_t Sampler::Sample(absl::Span<const float> logits,
   if (nothing_left_) return 0;
   std::uniform_real_distribution<double> uniform(0.0, total);
   double r = uniform(rng_);
-  for (const auto& [p, id] : candidates_) {
+  // The draw walks the candidates in sampling order: sorted only as far as
+  // the mass of r needs.
+  SortForMass(r);
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    if (i == sorted_) SortAtLeast(i + 1);
+    const auto& [logit, id] = candidates_[i];
+    const float p = Weight(logit);
     if (r < p) return id;
     r -= p;
   }
-  return candidates_.back().second;
+  return candidates_.back().second;  // rounding: the last, all sorted by now
 }
 
 void Sampler::Distribution(absl::Span<const float> logits, absl::Span<const int32_t> history,
@@ -195,8 +209,8 @@ void Sampler::Distribution(absl::Span<const float> logits, absl::Span<const int3
     (*probabilities)[0] = 1.0f;  // as Sample()
     return;
   }
-  for (const auto& [p, id] : candidates_) {
-    (*probabilities)[static_cast<size_t>(id)] = static_cast<float>(p / total);
+  for (const auto& [logit, id] : candidates_) {
+    (*probabilities)[static_cast<size_t>(id)] = static_cast<float>(Weight(logit) / total);
   }
 }
 
@@ -245,60 +259,115 @@ int32_t Sampler::AcceptOrResample(absl::Span<const float> target, absl::Span<con
   return Draw(residual_);
 }
 
+float Sampler::Weight(float logit) const {
+  return static_cast<float>(
+      std::exp((static_cast<double>(logit) - max_logit_) / temperature_));
+}
+
+void Sampler::SortAtLeast(size_t count) {
+  const size_t size = candidates_.size();
+  if (sorted_ >= size) return;
+  size_t end = std::max({count, 2 * sorted_, kMinSortBatch});
+  if (end < size) {
+    std::nth_element(candidates_.begin() + sorted_, candidates_.begin() + end,
+                     candidates_.end(), SamplingOrder());
+  } else {
+    end = size;
+  }
+  std::sort(candidates_.begin() + sorted_, candidates_.begin() + end, SamplingOrder());
+  sorted_ = end;
+}
+
+void Sampler::SortForMass(double mass) {
+  if (sorted_ >= candidates_.size()) return;
+  double cumulative = 0;
+  size_t bins = 0;
+  while (bins < kMassBins && cumulative < mass) cumulative += mass_bins_[bins++];
+  ++bins;  // one to spare for rounding
+  if (bins >= kMassBins) {
+    SortAtLeast(candidates_.size());
+    return;
+  }
+  // The candidates of bins [0, bins) and a few at the edge: every one left
+  // behind comes after them in sampling order.
+  const double threshold = max_logit_ - static_cast<double>(bins) / bins_per_logit_;
+  const auto above = std::partition(
+      candidates_.begin() + sorted_, candidates_.end(),
+      [&](const std::pair<float, int32_t>& c) { return c.first > threshold; });
+  std::sort(candidates_.begin() + sorted_, above, SamplingOrder());
+  sorted_ = static_cast<size_t>(above - candidates_.begin());
+}
+
+void Sampler::BinMass(double bins_per_logit, absl::FunctionRef<double(float)> weight,
+                      double* total) {
+  bins_per_logit_ = bins_per_logit;
+  mass_bins_.assign(kMassBins, 0.0);
+  double sum = 0;
+  for (const auto& [logit, id] : candidates_) {
+    const double w = weight(logit);
+    sum += w;
+    mass_bins_[MassBin((static_cast<double>(max_logit_) - logit) * bins_per_logit)] += w;
+  }
+  *total = sum;
+}
+
 double Sampler::Candidates() {
   candidates_.clear();
+  sorted_ = 0;
+  max_logit_ = MaxFinite(adjusted_);
+  if (max_logit_ == -INFINITY) return 0;
+  // min-p keeps the logits >= max + log(min_p). Without top-p, whose mass
+  // counts the tokens under that, the others can go first: top-k keeps the
+  // highest, so it keeps the same tokens of those left.
+  const double min_p_threshold =
+      min_p_ > 0.0f ? max_logit_ + std::log(static_cast<double>(min_p_)) : -INFINITY;
+  const double floor = top_p_ < 1.0f ? -INFINITY : min_p_threshold;
+  candidates_.reserve(adjusted_.size());
   for (size_t i = 0; i < adjusted_.size(); ++i) {
-    if (std::isfinite(adjusted_[i])) {
-      candidates_.emplace_back(adjusted_[i], static_cast<int32_t>(i));
+    const float logit = adjusted_[i];
+    if (std::isfinite(logit) && logit >= floor) {
+      candidates_.emplace_back(logit, static_cast<int32_t>(i));
     }
   }
-  if (candidates_.empty()) return 0;
-  // Highest logit first; ties by lower id, so results do not depend on the
-  // standard library's sort.
-  auto by_logit = [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  };
-  size_t keep = candidates_.size();
-  if (top_k_ > 0 && static_cast<size_t>(top_k_) < keep) {
-    keep = static_cast<size_t>(top_k_);
-    std::partial_sort(candidates_.begin(), candidates_.begin() + keep,
-                      candidates_.end(), by_logit);
-  } else {
-    std::sort(candidates_.begin(), candidates_.end(), by_logit);
+  if (top_k_ > 0 && static_cast<size_t>(top_k_) < candidates_.size()) {
+    const size_t keep = static_cast<size_t>(top_k_);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(),
+                      SamplingOrder());
+    candidates_.resize(keep);
+    sorted_ = keep;
   }
-  candidates_.resize(keep);
-
-  const float max_logit = candidates_.front().first;
   // Nucleus at temperature 1: the smallest prefix whose mass reaches top_p.
   if (top_p_ < 1.0f) {
+    const auto weight = [&](float logit) {
+      return std::exp(static_cast<double>(logit) - max_logit_);
+    };
     double total = 0;
-    for (const auto& [logit, id] : candidates_) {
-      total += std::exp(static_cast<double>(logit) - max_logit);
-    }
+    BinMass(kBinsPerLogit, weight, &total);
+    SortForMass(top_p_ * total);
     double mass = 0;
     size_t n = 0;
     while (n < candidates_.size()) {
-      mass += std::exp(static_cast<double>(candidates_[n].first) - max_logit) /
-              total;
+      if (n == sorted_) SortAtLeast(n + 1);
+      mass += weight(candidates_[n].first) / total;
       ++n;
       if (mass >= top_p_) break;
     }
     candidates_.resize(n);
+    sorted_ = n;
+    // min-p on the sorted nucleus (the most likely token always stays).
+    if (min_p_ > 0.0f) {
+      size_t kept = 1;
+      while (kept < candidates_.size() && candidates_[kept].first >= min_p_threshold) ++kept;
+      candidates_.resize(kept);
+      sorted_ = kept;
+    }
   }
-  // min-p: p >= min_p * p_max, i.e. logit >= max_logit + log(min_p).
-  if (min_p_ > 0.0f) {
-    const double threshold = max_logit + std::log(static_cast<double>(min_p_));
-    size_t n = 1;  // the most likely token always stays
-    while (n < candidates_.size() && candidates_[n].first >= threshold) ++n;
-    candidates_.resize(n);
-  }
-
-  // Softmax at the temperature, in place (first = unnormalized probability).
+  // The draw's mass, binned for Sample() when some candidates are unsorted.
   double total = 0;
-  for (auto& [value, id] : candidates_) {
-    value = static_cast<float>(
-        std::exp((static_cast<double>(value) - max_logit) / temperature_));
-    total += value;
+  if (sorted_ < candidates_.size()) {
+    BinMass(kBinsPerLogit / temperature_, [&](float logit) { return Weight(logit); }, &total);
+  } else {
+    for (const auto& [logit, id] : candidates_) total += Weight(logit);
   }
   return total;
 }

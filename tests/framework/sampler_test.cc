@@ -4,9 +4,11 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace lnpu::framework {
@@ -375,6 +377,123 @@ TEST(SamplerTest, SameSeedSameSequenceWithAllControls) {
   EXPECT_EQ(a, run(7));
   EXPECT_NE(a, run(8));
   for (int32_t id : a) EXPECT_NE(id, 3);
+}
+
+// The sampling chain as the sampler defines it (sampler.h), with a full sort
+// of every finite logit: the draw for a uniform number u in [0, 1) of the
+// candidates' total mass.
+struct FullSortSampler {
+  GenerationConfig config;
+
+  // (weight at the temperature, id) of the candidates, in sampling order.
+  std::vector<std::pair<double, int32_t>> Candidates(const std::vector<float>& logits) const {
+    std::vector<std::pair<float, int32_t>> sorted;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (std::isfinite(logits[i])) sorted.emplace_back(logits[i], static_cast<int32_t>(i));
+    }
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    if (config.top_k > 0 && static_cast<size_t>(config.top_k) < sorted.size()) {
+      sorted.resize(static_cast<size_t>(config.top_k));
+    }
+    const double max = sorted.front().first;
+    if (config.top_p < 1.0f) {
+      double total = 0;
+      for (const auto& [logit, id] : sorted) total += std::exp(logit - max);
+      double mass = 0;
+      size_t n = 0;
+      while (n < sorted.size()) {
+        mass += std::exp(sorted[n].first - max) / total;
+        ++n;
+        if (mass >= config.top_p) break;
+      }
+      sorted.resize(n);
+    }
+    if (config.min_p > 0.0f) {
+      const double threshold = max + std::log(static_cast<double>(config.min_p));
+      size_t n = 1;
+      while (n < sorted.size() && sorted[n].first >= threshold) ++n;
+      sorted.resize(n);
+    }
+    std::vector<std::pair<double, int32_t>> weighted;
+    for (const auto& [logit, id] : sorted) {
+      weighted.emplace_back(
+          static_cast<float>(std::exp((logit - max) / config.temperature)), id);
+    }
+    return weighted;
+  }
+};
+
+// Logits of `n` tokens: normal with the given spread, every `tie_every`-th
+// rounded to a coarse grid (ties), a few non-finite.
+std::vector<float> LargeLogits(size_t n, float spread, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, spread);
+  std::vector<float> logits(n);
+  for (size_t i = 0; i < n; ++i) {
+    logits[i] = normal(rng);
+    if (i % 7 == 0) logits[i] = std::round(logits[i]);
+  }
+  logits[n / 3] = NAN;
+  logits[n / 2] = -INFINITY;
+  return logits;
+}
+
+// The sampler sorts only as much of a large vocabulary as the filters and
+// the draw need; what it keeps and what it draws are those of a full sort.
+TEST(SamplerTest, PartialSortingMatchesAFullSortOnLargeVocabularies) {
+  struct Case {
+    float temperature;
+    int top_k;
+    float top_p;
+    float min_p;
+  };
+  const Case cases[] = {{1.0f, 0, 1.0f, 0.0f},  {0.7f, 0, 0.9f, 0.0f}, {0.8f, 40, 1.0f, 0.0f},
+                        {0.8f, 0, 1.0f, 0.05f}, {1.3f, 0, 0.95f, 0.02f}, {0.2f, 0, 1.0f, 0.0f},
+                        {1.0f, 3000, 0.5f, 0.0f}};
+  for (const float spread : {0.5f, 3.0f, 12.0f}) {
+    const std::vector<float> logits = LargeLogits(50000, spread, 17);
+    for (const Case& c : cases) {
+      GenerationConfig config = Config(c.temperature, c.top_k, c.top_p, /*seed=*/5);
+      config.min_p = c.min_p;
+      const std::vector<std::pair<double, int32_t>> expected =
+          FullSortSampler{config}.Candidates(logits);
+      const std::string where = absl::StrCat("spread ", spread, " temperature ", c.temperature,
+                                             " top_k ", c.top_k, " top_p ", c.top_p,
+                                             " min_p ", c.min_p);
+      Sampler sampler(config);
+      std::vector<float> probabilities;
+      sampler.Distribution(logits, {}, {}, &probabilities);
+      double total = 0;
+      for (const auto& [weight, id] : expected) total += weight;
+      // (A weight far below the maximum rounds to probability 0.)
+      size_t kept = 0, expected_kept = 0;
+      for (float p : probabilities) kept += p > 0.0f ? 1 : 0;
+      for (const auto& [weight, id] : expected) {
+        expected_kept += static_cast<float>(weight / total) > 0.0f ? 1 : 0;
+      }
+      ASSERT_EQ(kept, expected_kept) << where;
+      for (const auto& [weight, id] : expected) {
+        ASSERT_NEAR(probabilities[static_cast<size_t>(id)], weight / total, 1e-6) << where;
+      }
+      // Sample() draws u * total with the sampler's generator: replay it.
+      std::mt19937_64 replay(config.seed);
+      for (int draw = 0; draw < 40; ++draw) {
+        std::uniform_real_distribution<double> uniform(0.0, total);
+        double r = uniform(replay);
+        int32_t want = expected.back().second;
+        for (const auto& [weight, id] : expected) {
+          if (r < weight) {
+            want = id;
+            break;
+          }
+          r -= weight;
+        }
+        ASSERT_EQ(sampler.Sample(logits), want) << where << " draw " << draw;
+      }
+    }
+  }
 }
 
 TEST(SamplerTest, ValidateCoversEveryControl) {
