@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -16,8 +18,6 @@ namespace {
 // bins below the maximum, the last bin everything further down.
 constexpr size_t kMassBins = 256;
 constexpr double kBinsPerLogit = 8;  // at temperature 1: 32 logits, e^-32
-// The fewest candidates sorted at a time.
-constexpr size_t kMinSortBatch = 64;
 
 // Sampling order: the highest logit first, the lower id on ties, so that
 // results do not depend on the standard library's sort.
@@ -26,6 +26,37 @@ struct SamplingOrder {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   }
 };
+
+typedef float F4 __attribute__((vector_size(16)));
+typedef int32_t I4 __attribute__((vector_size(16)));
+
+// e^x as a float for x <= 0, within about 1 ulp of std::exp; 0 below -87
+// (under 2e-38 of the largest weight, which is 1) and for NaN. Cephes'
+// expf: e^x = 2^k e^f with |f| <= ln(2) / 2 and a degree-6 polynomial,
+// four values at a time in the compiler's 128-bit vectors (SSE2, NEON).
+F4 ExpNonPositive(F4 x) {
+  const I4 in_range = x >= -87.0f;
+  x = in_range ? x : F4{} - 87.0f;
+  // k = round(x / ln 2), x <= 0.
+  const I4 k = __builtin_convertvector(x * 1.44269504088896341f - 0.5f, I4);
+  const F4 kf = __builtin_convertvector(k, F4);
+  F4 f = x - kf * 0.693359375f;
+  f = f - kf * -2.12194440e-4f;
+  F4 p = F4{} + 1.9875691500e-4f;
+  p = p * f + 1.3981999507e-3f;
+  p = p * f + 8.3334519073e-3f;
+  p = p * f + 4.1665795894e-2f;
+  p = p * f + 1.6666665459e-1f;
+  p = p * f + 5.0000001201e-1f;
+  const F4 e = p * f * f + f + 1.0f;
+  const I4 exponent = (k + 127) << 23;
+  F4 scale;
+  std::memcpy(&scale, &exponent, sizeof(scale));
+  return in_range ? e * scale : F4{};
+}
+
+// The same, one value (bit for bit as in a vector).
+float ExpNonPositive(float x) { return ExpNonPositive(F4{} + x)[0]; }
 
 size_t MassBin(double bins_below_max) {
   return bins_below_max < static_cast<double>(kMassBins - 1)
@@ -48,6 +79,57 @@ bool InVocabulary(int32_t id, size_t vocab_size) {
 }
 
 }  // namespace
+
+template <class Visit>
+void Sampler::ForEachCandidate(const Visit& visit) const {
+  if (complete_) {
+    for (const auto& [logit, id] : candidates_) visit(logit, id);
+    return;
+  }
+  for (size_t i = 0; i < adjusted_.size(); ++i) {
+    const float logit = adjusted_[i];
+    if (std::isfinite(logit) && logit >= candidate_floor_) visit(logit, static_cast<int32_t>(i));
+  }
+}
+
+double Sampler::BinMass(double bins_per_logit, float scale) {
+  bins_per_logit_ = bins_per_logit;
+  mass_bins_.assign(kMassBins, 0.0);
+  double total = 0;
+  const auto add = [&](float logit, float weight) {
+    total += weight;
+    mass_bins_[MassBin((static_cast<double>(max_logit_) - logit) * bins_per_logit)] += weight;
+  };
+  if (complete_) {
+    for (const auto& [logit, id] : candidates_) {
+      add(logit, ExpNonPositive((logit - max_logit_) * scale));
+    }
+    return total;
+  }
+  // The candidates are the finite logits >= candidate_floor_, i.e. in
+  // [max(candidate_floor_, lowest finite), largest finite].
+  const float low = std::max(candidate_floor_, -std::numeric_limits<float>::max());
+  const float high = std::numeric_limits<float>::max();
+  const size_t n = adjusted_.size();
+  const float* logits = adjusted_.data();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    F4 logit;
+    std::memcpy(&logit, logits + i, sizeof(logit));
+    const I4 kept = (logit >= low) & (logit <= high);
+    if ((kept[0] | kept[1] | kept[2] | kept[3]) == 0) continue;
+    const F4 weight = ExpNonPositive((logit - max_logit_) * scale);
+    for (int j = 0; j < 4; ++j) {
+      if (kept[j] != 0) add(logit[j], weight[j]);
+    }
+  }
+  for (; i < n; ++i) {
+    if (logits[i] >= low && logits[i] <= high) {
+      add(logits[i], ExpNonPositive((logits[i] - max_logit_) * scale));
+    }
+  }
+  return total;
+}
 
 absl::Status Sampler::Validate(const GenerationConfig& config,
                                std::optional<int32_t> vocab_size) {
@@ -114,6 +196,7 @@ absl::Status Sampler::Validate(const GenerationConfig& config,
 
 Sampler::Sampler(const GenerationConfig& config)
     : temperature_(config.temperature),
+      inverse_temperature_(config.temperature > 0.0f ? 1.0f / config.temperature : 0.0f),
       top_k_(config.top_k),
       top_p_(config.top_p),
       min_p_(config.min_p),
@@ -175,21 +258,25 @@ int32_t Sampler::Sample(absl::Span<const float> logits,
     return best;
   }
   const double total = Candidates();
-  nothing_left_ = candidates_.empty();
+  nothing_left_ = total == 0;
   if (nothing_left_) return 0;
   std::uniform_real_distribution<double> uniform(0.0, total);
   double r = uniform(rng_);
   // The draw walks the candidates in sampling order: sorted only as far as
   // the mass of r needs.
-  SortForMass(r);
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    if (i == sorted_) SortAtLeast(i + 1);
+  HeadForMass(r);
+  for (size_t i = 0;; ++i) {
+    if (i == candidates_.size()) {
+      if (complete_) break;
+      ExtendHead(-INFINITY);  // rounding took the draw past the head
+      if (i == candidates_.size()) break;
+    }
     const auto& [logit, id] = candidates_[i];
     const float p = Weight(logit);
     if (r < p) return id;
     r -= p;
   }
-  return candidates_.back().second;  // rounding: the last, all sorted by now
+  return candidates_.back().second;  // rounding: the last
 }
 
 void Sampler::Distribution(absl::Span<const float> logits, absl::Span<const int32_t> history,
@@ -204,14 +291,14 @@ void Sampler::Distribution(absl::Span<const float> logits, absl::Span<const int3
     return;
   }
   const double total = Candidates();
-  nothing_left_ = candidates_.empty();
+  nothing_left_ = total == 0;
   if (nothing_left_) {
     (*probabilities)[0] = 1.0f;  // as Sample()
     return;
   }
-  for (const auto& [logit, id] : candidates_) {
+  ForEachCandidate([&](float logit, int32_t id) {
     (*probabilities)[static_cast<size_t>(id)] = static_cast<float>(Weight(logit) / total);
-  }
+  });
 }
 
 int32_t Sampler::Draw(absl::Span<const float> probabilities) {
@@ -260,115 +347,96 @@ int32_t Sampler::AcceptOrResample(absl::Span<const float> target, absl::Span<con
 }
 
 float Sampler::Weight(float logit) const {
-  return static_cast<float>(
-      std::exp((static_cast<double>(logit) - max_logit_) / temperature_));
+  return ExpNonPositive((logit - max_logit_) * inverse_temperature_);
 }
 
-void Sampler::SortAtLeast(size_t count) {
-  const size_t size = candidates_.size();
-  if (sorted_ >= size) return;
-  size_t end = std::max({count, 2 * sorted_, kMinSortBatch});
-  if (end < size) {
-    std::nth_element(candidates_.begin() + sorted_, candidates_.begin() + end,
-                     candidates_.end(), SamplingOrder());
-  } else {
-    end = size;
+void Sampler::ExtendHead(double floor) {
+  if (complete_) return;
+  const bool all = floor <= candidate_floor_;
+  if (all) floor = candidate_floor_;
+  const size_t begin = candidates_.size();
+  for (size_t i = 0; i < adjusted_.size(); ++i) {
+    const float logit = adjusted_[i];
+    if (std::isfinite(logit) && logit >= floor && logit < head_floor_) {
+      candidates_.emplace_back(logit, static_cast<int32_t>(i));
+    }
   }
-  std::sort(candidates_.begin() + sorted_, candidates_.begin() + end, SamplingOrder());
-  sorted_ = end;
+  // All below the head's candidates: they come after them.
+  std::sort(candidates_.begin() + begin, candidates_.end(), SamplingOrder());
+  head_floor_ = floor;
+  complete_ = all;
 }
 
-void Sampler::SortForMass(double mass) {
-  if (sorted_ >= candidates_.size()) return;
+void Sampler::HeadForMass(double mass) {
+  if (complete_) return;
   double cumulative = 0;
   size_t bins = 0;
   while (bins < kMassBins && cumulative < mass) cumulative += mass_bins_[bins++];
   ++bins;  // one to spare for rounding
-  if (bins >= kMassBins) {
-    SortAtLeast(candidates_.size());
-    return;
-  }
-  // The candidates of bins [0, bins) and a few at the edge: every one left
-  // behind comes after them in sampling order.
-  const double threshold = max_logit_ - static_cast<double>(bins) / bins_per_logit_;
-  const auto above = std::partition(
-      candidates_.begin() + sorted_, candidates_.end(),
-      [&](const std::pair<float, int32_t>& c) { return c.first > threshold; });
-  std::sort(candidates_.begin() + sorted_, above, SamplingOrder());
-  sorted_ = static_cast<size_t>(above - candidates_.begin());
-}
-
-void Sampler::BinMass(double bins_per_logit, absl::FunctionRef<double(float)> weight,
-                      double* total) {
-  bins_per_logit_ = bins_per_logit;
-  mass_bins_.assign(kMassBins, 0.0);
-  double sum = 0;
-  for (const auto& [logit, id] : candidates_) {
-    const double w = weight(logit);
-    sum += w;
-    mass_bins_[MassBin((static_cast<double>(max_logit_) - logit) * bins_per_logit)] += w;
-  }
-  *total = sum;
+  // Bins [0, bins) hold the logits above the bound.
+  ExtendHead(bins >= kMassBins ? -INFINITY
+                               : max_logit_ - static_cast<double>(bins) / bins_per_logit_);
 }
 
 double Sampler::Candidates() {
   candidates_.clear();
-  sorted_ = 0;
+  candidates_.reserve(adjusted_.size());  // allocates on the first call only
+  complete_ = false;
+  head_floor_ = INFINITY;
   max_logit_ = MaxFinite(adjusted_);
-  if (max_logit_ == -INFINITY) return 0;
+  if (max_logit_ == -INFINITY) {
+    complete_ = true;
+    return 0;
+  }
   // min-p keeps the logits >= max + log(min_p). Without top-p, whose mass
   // counts the tokens under that, the others can go first: top-k keeps the
   // highest, so it keeps the same tokens of those left.
   const double min_p_threshold =
       min_p_ > 0.0f ? max_logit_ + std::log(static_cast<double>(min_p_)) : -INFINITY;
+  // The smallest float >= the bound: the same test on float logits.
   const double floor = top_p_ < 1.0f ? -INFINITY : min_p_threshold;
-  candidates_.reserve(adjusted_.size());
-  for (size_t i = 0; i < adjusted_.size(); ++i) {
-    const float logit = adjusted_[i];
-    if (std::isfinite(logit) && logit >= floor) {
-      candidates_.emplace_back(logit, static_cast<int32_t>(i));
-    }
+  candidate_floor_ = static_cast<float>(floor);
+  if (static_cast<double>(candidate_floor_) < floor) {
+    candidate_floor_ = std::nextafter(candidate_floor_, INFINITY);
   }
-  if (top_k_ > 0 && static_cast<size_t>(top_k_) < candidates_.size()) {
-    const size_t keep = static_cast<size_t>(top_k_);
+  if (top_k_ > 0) {
+    ForEachCandidate([&](float logit, int32_t id) { candidates_.emplace_back(logit, id); });
+    const size_t keep = std::min(candidates_.size(), static_cast<size_t>(top_k_));
     std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(),
                       SamplingOrder());
     candidates_.resize(keep);
-    sorted_ = keep;
+    complete_ = true;
   }
   // Nucleus at temperature 1: the smallest prefix whose mass reaches top_p.
   if (top_p_ < 1.0f) {
-    const auto weight = [&](float logit) {
-      return std::exp(static_cast<double>(logit) - max_logit_);
-    };
-    double total = 0;
-    BinMass(kBinsPerLogit, weight, &total);
-    SortForMass(top_p_ * total);
+    const auto weight = [&](float logit) { return ExpNonPositive(logit - max_logit_); };
+    const double total = BinMass(kBinsPerLogit, 1.0f);
+    HeadForMass(top_p_ * total);
     double mass = 0;
     size_t n = 0;
-    while (n < candidates_.size()) {
-      if (n == sorted_) SortAtLeast(n + 1);
-      mass += weight(candidates_[n].first) / total;
+    for (;;) {
+      if (n == candidates_.size()) {
+        if (complete_) break;
+        ExtendHead(-INFINITY);
+        if (n == candidates_.size()) break;
+      }
+      mass += static_cast<double>(weight(candidates_[n].first)) / total;
       ++n;
       if (mass >= top_p_) break;
     }
     candidates_.resize(n);
-    sorted_ = n;
+    complete_ = true;
     // min-p on the sorted nucleus (the most likely token always stays).
     if (min_p_ > 0.0f) {
       size_t kept = 1;
       while (kept < candidates_.size() && candidates_[kept].first >= min_p_threshold) ++kept;
       candidates_.resize(kept);
-      sorted_ = kept;
     }
   }
-  // The draw's mass, binned for Sample() when some candidates are unsorted.
+  // The draw's mass, binned for Sample() when the head is not all.
+  if (!complete_) return BinMass(kBinsPerLogit / temperature_, inverse_temperature_);
   double total = 0;
-  if (sorted_ < candidates_.size()) {
-    BinMass(kBinsPerLogit / temperature_, [&](float logit) { return Weight(logit); }, &total);
-  } else {
-    for (const auto& [logit, id] : candidates_) total += Weight(logit);
-  }
+  for (const auto& [logit, id] : candidates_) total += Weight(logit);
   return total;
 }
 

@@ -23,7 +23,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "framework/generation.h"
@@ -91,31 +90,40 @@ class Sampler {
                            int32_t proposed);
 
  private:
-  // Steps 4 to 6 on adjusted_: candidates_ holds the tokens left as (logit,
-  // id), its first sorted_ in sampling order (highest logit first, lower id
-  // on ties) and every later one after those in that order. Returns their
-  // total unnormalized probability at the temperature (Weight()), 0 when
-  // no logit is finite (candidates_ empty). Costs O(vocabulary) plus a sort
-  // of the tokens top-k or top-p keep, or of those the draw may reach (a
-  // full sort of a 151,936-token vocabulary cost 12 ms per token).
+  // Steps 4 to 6 on adjusted_. The tokens left (the candidates) are either
+  // all in candidates_ as (logit, id) in sampling order (highest logit
+  // first, lower id on ties; complete_), or every finite logit >=
+  // candidate_floor_ of adjusted_, of which candidates_ holds those >=
+  // head_floor_ in sampling order (the head). Returns their total
+  // unnormalized probability at the temperature (Weight()), 0 when no
+  // logit is finite. Costs O(vocabulary) plus a sort of the tokens top-k or
+  // top-p keep, or of the head the draw may reach (a full sort of a
+  // 151,936-token vocabulary cost 12 ms per token).
   double Candidates();
 
-  // exp((logit - max) / temperature) as a float: a candidate's
-  // unnormalized probability.
+  // e^((logit - max) / temperature) as a float (a polynomial within about
+  // 1 ulp): a candidate's unnormalized probability.
   float Weight(float logit) const;
 
-  // Sorts at least the first `count` candidates (all when count >= their
-  // number) into sampling order, more when few are sorted yet.
-  void SortAtLeast(size_t count);
+  // Calls visit(logit, id) for every candidate (in sampling order when
+  // complete_, else in id order).
+  template <class Visit>
+  void ForEachCandidate(const Visit& visit) const;
 
-  // Sorts into sampling order at least the candidates whose cumulative mass
-  // in mass_bins_ (from BinMass) reaches `mass`, with a bin to spare.
-  void SortForMass(double mass);
+  // Extends the head down to the candidates with logit >= floor (all of
+  // them, complete_, when floor <= candidate_floor_).
+  void ExtendHead(double floor);
 
-  // mass_bins_[b] = the `weight` of the candidates whose logit lies b to
-  // b + 1 bins below the maximum (bins_per_logit bins per unit of logit;
-  // the last bin takes all further down); *total = the sum of all.
-  void BinMass(double bins_per_logit, absl::FunctionRef<double(float)> weight, double* total);
+  // Extends the head to at least the candidates whose cumulative mass in
+  // the bins of the last BinMass reaches `mass`, with a bin to spare for
+  // rounding.
+  void HeadForMass(double mass);
+
+  // Returns the total weight e^((logit - max) * scale) of the candidates
+  // and bins it by logit:
+  // mass_bins_[b] holds the candidates b to b + 1 bins below the maximum
+  // (bins_per_logit bins per unit of logit; the last bin all further down).
+  double BinMass(double bins_per_logit, float scale);
 
   // The mask, then steps 1 and 2, on adjusted_, a copy of `logits`.
   void AdjustLogits(absl::Span<const float> logits,
@@ -123,6 +131,7 @@ class Sampler {
                     absl::Span<const uint64_t> allowed_tokens);
 
   float temperature_;
+  float inverse_temperature_;  // 1 / temperature_ (0 for greedy)
   int top_k_;
   float top_p_;
   float min_p_;
@@ -137,7 +146,9 @@ class Sampler {
   std::vector<float> adjusted_;
   std::vector<int32_t> counts_;  // occurrences in the window; zero between steps
   std::vector<std::pair<float, int32_t>> candidates_;
-  size_t sorted_ = 0;    // candidates_[0, sorted_) are in sampling order
+  bool complete_ = true;
+  float candidate_floor_ = 0;
+  double head_floor_ = 0;
   float max_logit_ = 0;  // the largest finite adjusted logit
   std::vector<double> mass_bins_;
   double bins_per_logit_ = 1;
