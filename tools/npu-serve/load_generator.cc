@@ -35,6 +35,9 @@ ABSL_FLAG(std::string, api_key, "", "API key, if the server wants one");
 ABSL_FLAG(std::string, clients, "1,2,4,8", "comma-separated concurrent client counts");
 ABSL_FLAG(int, requests, 8, "streaming requests per client");
 ABSL_FLAG(int, max_tokens, 64, "tokens per request");
+ABSL_FLAG(double, temperature, 0,
+          "sampling temperature of the requests: 0 greedy, 1 OpenAI's default (seeded per "
+          "request)");
 ABSL_FLAG(std::string, prompt, "Once upon a time", "prompt prefix (a request number follows)");
 ABSL_FLAG(int, timeout, 300, "seconds per request before it counts as an error");
 
@@ -47,8 +50,10 @@ struct RequestFigures {
   int tokens = 0;
 };
 
-// One streaming /v1/completions request.
-RequestFigures StreamOne(const std::string& prompt) {
+// One streaming /v1/completions request; `number` names it in the prompt
+// and seeds its sampling.
+RequestFigures StreamOne(int number) {
+  const std::string prompt = absl::StrCat(number, ". ", absl::GetFlag(FLAGS_prompt));
   httplib::Client client(absl::GetFlag(FLAGS_host), absl::GetFlag(FLAGS_port));
   client.set_read_timeout(absl::GetFlag(FLAGS_timeout), 0);
   client.set_tcp_nodelay(true);
@@ -58,7 +63,8 @@ RequestFigures StreamOne(const std::string& prompt) {
   }
   const nlohmann::json body = {{"prompt", prompt},
                                {"max_tokens", absl::GetFlag(FLAGS_max_tokens)},
-                               {"temperature", 0},
+                               {"temperature", absl::GetFlag(FLAGS_temperature)},
+                               {"seed", number},
                                {"stream", true},
                                {"stream_options", {{"include_usage", true}}}};
   RequestFigures figures;
@@ -138,8 +144,7 @@ int main(int argc, char** argv) {
         int decode_tokens = 0;
         double decode_s = 0;
         for (int r = 0; r < absl::GetFlag(FLAGS_requests); ++r) {
-          const RequestFigures f = StreamOne(
-              absl::StrCat(next_prompt.fetch_add(1), ". ", absl::GetFlag(FLAGS_prompt)));
+          const RequestFigures f = StreamOne(next_prompt.fetch_add(1));
           std::lock_guard<std::mutex> lock(mu);
           if (!f.ok) {
             ++errors;
