@@ -86,8 +86,8 @@ void Sampler::ForEachCandidate(const Visit& visit) const {
     for (const auto& [logit, id] : candidates_) visit(logit, id);
     return;
   }
-  for (size_t i = 0; i < adjusted_.size(); ++i) {
-    const float logit = adjusted_[i];
+  for (size_t i = 0; i < logits_.size(); ++i) {
+    const float logit = logits_[i];
     if (std::isfinite(logit) && logit >= candidate_floor_) visit(logit, static_cast<int32_t>(i));
   }
 }
@@ -110,8 +110,8 @@ double Sampler::BinMass(double bins_per_logit, float scale) {
   // [max(candidate_floor_, lowest finite), largest finite].
   const float low = std::max(candidate_floor_, -std::numeric_limits<float>::max());
   const float high = std::numeric_limits<float>::max();
-  const size_t n = adjusted_.size();
-  const float* logits = adjusted_.data();
+  const size_t n = logits_.size();
+  const float* logits = logits_.data();
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
     F4 logit;
@@ -211,7 +211,17 @@ void Sampler::AdjustLogits(absl::Span<const float> logits,
                            absl::Span<const int32_t> history,
                            absl::Span<const uint64_t> allowed_tokens) {
   const size_t n = logits.size();
+  const bool penalize = repeat_last_n_ > 0 && !history.empty() &&
+                        (repetition_penalty_ != 1.0f ||
+                         presence_penalty_ != 0.0f || frequency_penalty_ != 0.0f);
+  if (allowed_tokens.empty() && logit_bias_.empty() && !penalize) {
+    // Nothing to adjust: no copy (the logits of a batched step were just
+    // written by the device's threads on other cores).
+    logits_ = logits;
+    return;
+  }
   adjusted_.assign(logits.begin(), logits.end());
+  logits_ = adjusted_;
   if (!allowed_tokens.empty()) {
     for (size_t i = 0; i < n; ++i) {
       const bool allowed = i / 64 < allowed_tokens.size() &&
@@ -222,10 +232,7 @@ void Sampler::AdjustLogits(absl::Span<const float> logits,
   for (const auto& [id, bias] : logit_bias_) {
     if (InVocabulary(id, n)) adjusted_[id] += bias;
   }
-  const bool penalize = repeat_last_n_ > 0 &&
-                        (repetition_penalty_ != 1.0f ||
-                         presence_penalty_ != 0.0f || frequency_penalty_ != 0.0f);
-  if (!penalize || history.empty()) return;
+  if (!penalize) return;
   if (counts_.size() != n) counts_.assign(n, 0);
   const absl::Span<const int32_t> window = history.subspan(
       history.size() - std::min(history.size(),
@@ -253,8 +260,8 @@ int32_t Sampler::Sample(absl::Span<const float> logits,
                         absl::Span<const uint64_t> allowed_tokens) {
   AdjustLogits(logits, history, allowed_tokens);
   if (temperature_ == 0.0f || top_k_ == 1) {
-    const int32_t best = Argmax(adjusted_);
-    nothing_left_ = !std::isfinite(adjusted_[static_cast<size_t>(best)]);
+    const int32_t best = Argmax(logits_);
+    nothing_left_ = !std::isfinite(logits_[static_cast<size_t>(best)]);
     return best;
   }
   const double total = Candidates();
@@ -285,8 +292,8 @@ void Sampler::Distribution(absl::Span<const float> logits, absl::Span<const int3
   AdjustLogits(logits, history, allowed_tokens);
   probabilities->assign(logits.size(), 0.0f);
   if (temperature_ == 0.0f || top_k_ == 1) {
-    const size_t best = static_cast<size_t>(Argmax(adjusted_));
-    nothing_left_ = !std::isfinite(adjusted_[best]);
+    const size_t best = static_cast<size_t>(Argmax(logits_));
+    nothing_left_ = !std::isfinite(logits_[best]);
     (*probabilities)[best] = 1.0f;
     return;
   }
@@ -355,8 +362,8 @@ void Sampler::ExtendHead(double floor) {
   const bool all = floor <= candidate_floor_;
   if (all) floor = candidate_floor_;
   const size_t begin = candidates_.size();
-  for (size_t i = 0; i < adjusted_.size(); ++i) {
-    const float logit = adjusted_[i];
+  for (size_t i = 0; i < logits_.size(); ++i) {
+    const float logit = logits_[i];
     if (std::isfinite(logit) && logit >= floor && logit < head_floor_) {
       candidates_.emplace_back(logit, static_cast<int32_t>(i));
     }
@@ -380,10 +387,10 @@ void Sampler::HeadForMass(double mass) {
 
 double Sampler::Candidates() {
   candidates_.clear();
-  candidates_.reserve(adjusted_.size());  // allocates on the first call only
+  candidates_.reserve(logits_.size());  // allocates on the first call only
   complete_ = false;
   head_floor_ = INFINITY;
-  max_logit_ = MaxFinite(adjusted_);
+  max_logit_ = MaxFinite(logits_);
   if (max_logit_ == -INFINITY) {
     complete_ = true;
     return 0;

@@ -90,10 +90,10 @@ class Sampler {
                            int32_t proposed);
 
  private:
-  // Steps 4 to 6 on adjusted_. The tokens left (the candidates) are either
+  // Steps 4 to 6 on logits_. The tokens left (the candidates) are either
   // all in candidates_ as (logit, id) in sampling order (highest logit
   // first, lower id on ties; complete_), or every finite logit >=
-  // candidate_floor_ of adjusted_, of which candidates_ holds those >=
+  // candidate_floor_ of logits_, of which candidates_ holds those >=
   // head_floor_ in sampling order (the head). Returns their total
   // unnormalized probability at the temperature (Weight()), 0 when no
   // logit is finite. Costs O(vocabulary) plus a sort of the tokens top-k or
@@ -125,7 +125,8 @@ class Sampler {
   // (bins_per_logit bins per unit of logit; the last bin all further down).
   double BinMass(double bins_per_logit, float scale);
 
-  // The mask, then steps 1 and 2, on adjusted_, a copy of `logits`.
+  // The mask, then steps 1 and 2: logits_ = `logits` when none of them
+  // changes a logit, else adjusted_, an adjusted copy.
   void AdjustLogits(absl::Span<const float> logits,
                     absl::Span<const int32_t> history,
                     absl::Span<const uint64_t> allowed_tokens);
@@ -144,6 +145,8 @@ class Sampler {
   bool nothing_left_ = false;
   // Per-step scratch, sized to the vocabulary on first use.
   std::vector<float> adjusted_;
+  // The adjusted logits, during a Sample() or Distribution() call.
+  absl::Span<const float> logits_;
   std::vector<int32_t> counts_;  // occurrences in the window; zero between steps
   std::vector<std::pair<float, int32_t>> candidates_;
   bool complete_ = true;
