@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernel_iface/softnpu/compute/attention.h"
@@ -115,6 +116,27 @@ HWY_INLINE void ConvertKvRows(D d, const KV* base, size_t stride,
       hn::StoreU(LoadWeights(d, row + i), d, o + i);
     }
     for (; i < dim; ++i) hn::StoreU(LoadWeights(d1, row + i), d1, o + i);
+  }
+}
+
+// Asks for the K and V rows index(first .. first + n) of k_base / v_base
+// (`dim` elements of KV each) ahead of their use: the next key block's, so
+// that reading a cache from DRAM overlaps the current block's arithmetic
+// (the rows of one kv head are `stride` elements apart, too far for the
+// hardware prefetchers to follow).
+template <typename KV, class IndexFn>
+HWY_INLINE void PrefetchKvRows(const KV* k_base, const KV* v_base, size_t stride,
+                               size_t first, size_t n, const IndexFn& index, size_t dim) {
+  constexpr size_t kLine = 64;
+  const size_t bytes = dim * sizeof(KV);
+  for (size_t j = 0; j < n; ++j) {
+    const size_t offset = index(first + j) * stride;
+    const auto* k = reinterpret_cast<const uint8_t*>(k_base + offset);
+    const auto* v = reinterpret_cast<const uint8_t*>(v_base + offset);
+    for (size_t line = 0; line < bytes; line += kLine) {
+      hwy::Prefetch(k + line);
+      hwy::Prefetch(v + line);
+    }
   }
 }
 
@@ -388,6 +410,7 @@ HWY_NOINLINE void AttendKeys(D d, size_t rows, size_t group, size_t dim, const K
       std::clamp<size_t>(2048 / dim, kAttentionBlock / 4, kAttentionBlock);
   for (size_t b = begin; b < end; b += block) {
     const size_t n = std::min(block, end - b);
+    PrefetchKvRows(k_base, v_base, stride, b + n, std::min(block, end - b - n), index, dim);
     ConvertKvRows(d, k_base, stride, b, n, index, dim, s.keys);
     ConvertKvRows(d, v_base, stride, b, n, index, dim, s.values);
     if (transposed) {
