@@ -5,13 +5,10 @@
 #include <cstddef>
 
 #include "absl/strings/str_cat.h"
+#include "base/argmax.h"
 
 namespace lnpu::eval {
 namespace {
-
-size_t ArgMax(absl::Span<const float> logits) {
-  return static_cast<size_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
 
 // log(sum_i exp(x_i)), computed without overflow.
 double LogSumExp(absl::Span<const float> logits, double max_logit) {
@@ -54,8 +51,8 @@ absl::Status LogitAccuracy::Add(absl::Span<const float> baseline,
   }
 
   // KL(P || Q) = sum_i P_i (log P_i - log Q_i), with log P_i = b_i - lse(b).
-  const size_t top_b = ArgMax(baseline);
-  const size_t top_c = ArgMax(compared);
+  const size_t top_b = static_cast<size_t>(Argmax(baseline));
+  const size_t top_c = static_cast<size_t>(Argmax(compared));
   const double lse_b = LogSumExp(baseline, baseline[top_b]);
   const double lse_c = LogSumExp(compared, compared[top_c]);
   double kl = 0.0;
