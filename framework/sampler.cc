@@ -358,7 +358,7 @@ float Sampler::Weight(float logit) const {
 }
 
 void Sampler::ExtendHead(double floor) {
-  if (complete_) return;
+  if (complete_ || floor >= head_floor_) return;  // the head only grows
   const bool all = floor <= candidate_floor_;
   if (all) floor = candidate_floor_;
   const size_t begin = candidates_.size();
@@ -400,8 +400,8 @@ double Sampler::Candidates() {
   // highest, so it keeps the same tokens of those left.
   const double min_p_threshold =
       min_p_ > 0.0f ? max_logit_ + std::log(static_cast<double>(min_p_)) : -INFINITY;
-  // The smallest float >= the bound: the same test on float logits.
   const double floor = top_p_ < 1.0f ? -INFINITY : min_p_threshold;
+  // The smallest float >= the bound: the same test on float logits.
   candidate_floor_ = static_cast<float>(floor);
   if (static_cast<double>(candidate_floor_) < floor) {
     candidate_floor_ = std::nextafter(candidate_floor_, INFINITY);
