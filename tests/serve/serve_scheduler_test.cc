@@ -209,6 +209,62 @@ TEST_F(SchedulerTest, StepObserverSeesSessionAndBatchedSteps) {
   EXPECT_EQ(batched_tokens, scheduler->Gauges().batched_decode_tokens);
 }
 
+// The span observer (npu-serve --trace) sees the host's scheduling: each
+// request queued then generating on its own track, in order of Submit, and
+// the scheduler's rounds, each enclosing the steps it ran.
+TEST_F(SchedulerTest, SpanObserverSeesRequestsAndRounds) {
+  absl::Mutex mu;
+  std::map<std::string, std::vector<std::pair<std::string, runtime::TimeSpan>>> spans;
+  std::vector<runtime::TimeSpan> steps;
+  SchedulerOptions options{.sessions = 2, .max_queue = 8};
+  options.span_observer = [&](absl::string_view name, const std::string& track,
+                              const runtime::TimeSpan& span) {
+    absl::MutexLock lock(&mu);
+    spans[track].emplace_back(std::string(name), span);
+  };
+  options.step_observer = [&](const std::string&, const runtime::StepTimeline& step) {
+    absl::MutexLock lock(&mu);
+    steps.push_back(step.step);
+  };
+  std::unique_ptr<Scheduler> scheduler = NewScheduler(options);
+  // Three requests on two sessions: the third waits for a free one.
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const char* text : {"Once upon a time", "Lily liked to", "The sun was"}) {
+    streams.push_back(scheduler->Submit(Prompt(text), Greedy(8)).value());
+  }
+  for (auto& stream : streams) ASSERT_TRUE(Await(*stream).status.ok());
+  absl::MutexLock lock(&mu);
+  for (const char* track : {"request 1", "request 2", "request 3"}) {
+    ASSERT_TRUE(spans.contains(track)) << track;
+    const auto& request = spans[track];
+    ASSERT_EQ(request.size(), 2u) << track;
+    EXPECT_EQ(request[0].first, "queued");
+    EXPECT_EQ(request[1].first, "generating");
+    EXPECT_LE(request[0].second.start_ns, request[0].second.end_ns);
+    EXPECT_EQ(request[0].second.end_ns, request[1].second.start_ns) << track;
+    EXPECT_LT(request[1].second.start_ns, request[1].second.end_ns);
+  }
+  // Request 3 was admitted only after request 1 or 2 had finished.
+  EXPECT_GE(spans["request 3"][1].second.start_ns,
+            std::min(spans["request 1"][1].second.end_ns, spans["request 2"][1].second.end_ns));
+  size_t admits = 0, finishes = 0;
+  std::vector<runtime::TimeSpan> rounds;
+  for (const auto& [name, span] : spans["scheduler"]) {
+    admits += name == "admit";
+    finishes += name == "finish";
+    if (name == "round") rounds.push_back(span);
+  }
+  EXPECT_EQ(admits, 3u);
+  EXPECT_EQ(finishes, 3u);
+  ASSERT_FALSE(steps.empty());
+  // Every step ran inside a round.
+  for (const runtime::TimeSpan& step : steps) {
+    EXPECT_TRUE(std::any_of(rounds.begin(), rounds.end(), [&](const runtime::TimeSpan& round) {
+      return round.start_ns <= step.start_ns && step.end_ns <= round.end_ns;
+    })) << "a step at " << step.start_ns << " outside every round";
+  }
+}
+
 TEST_F(SchedulerTest, ResentConversationPrefillsOnlyTheNewTurn) {
   std::unique_ptr<Scheduler> scheduler = NewScheduler({.sessions = 1});
   const std::vector<int32_t> first = Prompt("Once upon a time, there was a");

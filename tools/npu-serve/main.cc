@@ -104,6 +104,10 @@ int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
                                                 const lnpu::runtime::StepTimeline& step) {
       trace->AddStep(step, who);
     };
+    scheduler_options.span_observer = [&trace](absl::string_view name, const std::string& track,
+                                                const lnpu::runtime::TimeSpan& span) {
+      trace->AddHostSpan(name, "scheduler", track, span);
+    };
   }
   if (!llm.ok()) {
     std::cerr << "npu-serve: cannot load " << options.model_path << ": " << llm.status() << "\n";

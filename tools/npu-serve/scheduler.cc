@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "runtime/step_timeline.h"
 
 namespace lnpu::serve {
 
@@ -121,7 +122,14 @@ absl::StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(
   }
   auto stream = std::make_shared<RequestStream>();
   config.constraint = constraint.get();
-  queue_.push_back({std::move(prompt), std::move(config), arrival, stream, std::move(constraint)});
+  queue_.push_back(
+      {.number = ++submitted_,
+       .prompt = std::move(prompt),
+       .config = std::move(config),
+       .arrival = arrival,
+       .arrival_ns = runtime::MonotonicNanos() - absl::ToInt64Nanoseconds(absl::Now() - arrival),
+       .stream = stream,
+       .constraint = std::move(constraint)});
   return stream;
 }
 
@@ -196,7 +204,24 @@ void Scheduler::Run() {
   }
 }
 
+void Scheduler::ObserveSpan(absl::string_view name, const std::string& track,
+                            int64_t start_ns) const {
+  if (options_.span_observer) {
+    options_.span_observer(name, track, {.start_ns = start_ns, .end_ns = runtime::MonotonicNanos()});
+  }
+}
+
+std::string Scheduler::RequestTrack(const Active& active) {
+  return absl::StrCat("request ", active.job.number);
+}
+
 bool Scheduler::Admit(Active& active) {
+  active.admitted_ns = runtime::MonotonicNanos();
+  if (options_.span_observer) {
+    options_.span_observer("queued", RequestTrack(active),
+                           {.start_ns = std::min(active.job.arrival_ns, active.admitted_ns),
+                            .end_ns = active.admitted_ns});
+  }
   const std::vector<int32_t>& prompt = active.job.prompt;
   framework::Session& session = *active.session;
   if (prompt.size() >= 2) {
@@ -221,14 +246,17 @@ bool Scheduler::Admit(Active& active) {
          return true;
        }});
   if (!generator.ok()) {
+    ObserveSpan("admit", "scheduler", active.admitted_ns);
     Finish(active, generator.status());
     return false;
   }
   active.generator.emplace(*std::move(generator));
+  ObserveSpan("admit", "scheduler", active.admitted_ns);
   return true;
 }
 
 void Scheduler::RunRound() {
+  const int64_t start_ns = runtime::MonotonicNanos();
   bool prefilled = false;
   for (auto it = active_.begin(); it != active_.end();) {
     framework::Generator& generator = *it->generator;
@@ -283,6 +311,7 @@ void Scheduler::RunRound() {
     batched_decode_steps_ = steps;
     batched_decode_tokens_ = tokens;
   }
+  ObserveSpan("round", "scheduler", start_ns);
   for (auto it = active_.begin(); it != active_.end();) {
     if (it->generator->done()) {
       Finish(*it, absl::OkStatus());
@@ -301,6 +330,7 @@ absl::Status Scheduler::StepOutcome(absl::Status step) {
 }
 
 void Scheduler::Finish(Active& active, absl::Status status) {
+  const int64_t start_ns = runtime::MonotonicNanos();
   RequestOutcome outcome{.status = std::move(status), .cached_tokens = active.cached_tokens};
   framework::Session& session = *active.session;
   if (outcome.status.ok()) {
@@ -333,6 +363,8 @@ void Scheduler::Finish(Active& active, absl::Status status) {
     cache_hits_ = prefix_cache_.hits();
     cache_misses_ = prefix_cache_.misses();
   }
+  ObserveSpan("finish", "scheduler", start_ns);
+  ObserveSpan("generating", RequestTrack(active), active.admitted_ns);
   // Last, so that the client sees the session free once it sees the end.
   active.job.stream->Finish(std::move(outcome));
 }

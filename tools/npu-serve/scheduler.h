@@ -36,6 +36,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "framework/generation.h"
@@ -70,6 +71,17 @@ struct SchedulerOptions {
   // step's `tokens` counts the active ones).
   std::function<void(const std::string& who, const runtime::StepTimeline& step)> step_observer =
       nullptr;
+  // If set, observes the host's scheduling on the scheduler's thread
+  // (--trace), each span named on a track:
+  //   "round" on "scheduler": one RunRound (its steps, sampling and
+  //     streaming; what lies outside the steps is the host's share);
+  //   "admit" and "finish" on "scheduler": starting a request (prefix
+  //     cache lookup) and ending it (its conversation into the cache);
+  //   "queued" and "generating" on "request N" (N from 1 in order of
+  //     Submit): arrival to admission, admission to the end.
+  std::function<void(absl::string_view name, const std::string& track,
+                     const runtime::TimeSpan& span)>
+      span_observer = nullptr;
 };
 
 class Scheduler {
@@ -106,9 +118,11 @@ class Scheduler {
 
  private:
   struct Job {
+    uint64_t number = 0;  // from 1, in order of Submit
     std::vector<int32_t> prompt;
     framework::GenerationConfig config;
     absl::Time arrival;
+    int64_t arrival_ns = 0;  // `arrival` on runtime::MonotonicNanos()'s clock
     std::shared_ptr<RequestStream> stream;
     std::unique_ptr<framework::TokenConstraint> constraint;  // config.constraint
   };
@@ -120,6 +134,7 @@ class Scheduler {
     std::optional<framework::Generator> generator = std::nullopt;
     int cached_tokens = 0;
     absl::Time last_token = {};
+    int64_t admitted_ns = 0;  // runtime::MonotonicNanos() at admission
   };
 
   // The sessions: the lanes of `batches`, then `plain`.
@@ -144,6 +159,10 @@ class Scheduler {
   void Finish(Active& active, absl::Status status);
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // "request N": the trace track of a request.
+  static std::string RequestTrack(const Active& active);
+  // Reports [start_ns, now] to the span observer, if any.
+  void ObserveSpan(absl::string_view name, const std::string& track, int64_t start_ns) const;
 
   const framework::Llm& llm_;
   const SchedulerOptions options_;
@@ -163,6 +182,7 @@ class Scheduler {
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
   bool cancel_all_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t submitted_ ABSL_GUARDED_BY(mu_) = 0;
   // Prefix cache figures for Gauges(), updated by the thread.
   size_t cache_entries_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t cache_bytes_ ABSL_GUARDED_BY(mu_) = 0;
