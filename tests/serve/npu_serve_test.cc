@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -357,6 +358,74 @@ TEST_F(NpuServeTest, SoakOfMixedClientsReturnsToBaseline) {
   // The prefix cache may hold up to its cap of states; stories' are small.
   EXPECT_LT(server_->RssKib(), baseline_kib + kRssAllowanceKib)
       << "baseline " << baseline_kib << " KiB";
+}
+
+// npu-serve --trace writes a trace at shutdown that parses and holds each
+// session's steps with their jobs, one slice per command of a step's graph
+// on the engine that ran it, the scheduler's rounds and each request's
+// time queued and generating.
+TEST(NpuServeTraceTest, TraceHoldsStepsCommandsRoundsAndRequests) {
+  const std::string trace_path = TestDirectory::Path("serve_trace.json");
+  {
+    ServerProcess server(Artifact(), "trace", {"--sessions", "2", "--trace", trace_path});
+    for (const char* prompt : {"Once upon a time", "The little dog"}) {
+      const json body = {{"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0}};
+      httplib::Result res = server.Client().Post("/v1/completions", body.dump(),
+                                                 "application/json");
+      ASSERT_TRUE(res);
+      ASSERT_EQ(res->status, 200) << res->body;
+    }
+    ASSERT_EQ(server.Stop(), 0) << server.log();
+  }
+  const json trace = json::parse(ReadFileOrEmpty(trace_path), nullptr, false);
+  ASSERT_FALSE(trace.is_discarded()) << "the trace does not parse";
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  std::map<std::pair<int, int>, std::string> thread_names;  // (pid, tid): name
+  for (const json& event : trace["traceEvents"]) {
+    if (event["ph"] == "M" && event["name"] == "thread_name") {
+      thread_names[{event["pid"].get<int>(), event["tid"].get<int>()}] = event["args"]["name"];
+    }
+  }
+  std::map<std::string, std::vector<std::string>> host;  // track: span names in order
+  std::vector<const json*> jobs, commands;
+  for (const json& event : trace["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    const std::string track = thread_names[{event["pid"].get<int>(), event["tid"].get<int>()}];
+    if (event["cat"] == "job") jobs.push_back(&event);
+    if (event["cat"] == "command") commands.push_back(&event);
+    if (event["pid"] == 1) host[track].push_back(event["name"]);
+  }
+  for (const char* request : {"request 1", "request 2"}) {
+    EXPECT_EQ(host[request], (std::vector<std::string>{"queued", "generating"})) << request;
+  }
+  const auto count = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::count(names.begin(), names.end(), name);
+  };
+  EXPECT_EQ(count(host["scheduler"], "admit"), 2);
+  EXPECT_EQ(count(host["scheduler"], "finish"), 2);
+  // Requests run one after the other on session 1: a prefill, then a
+  // decode step per token after the first, each in a round of its own.
+  const std::vector<std::string>& session = host["session 1"];
+  const int64_t decode_steps = count(session, "step decode");
+  EXPECT_EQ(decode_steps, 2 * 5);
+  EXPECT_GE(count(host["scheduler"], "round"), decode_steps + 2);
+  // Each decode job on the compute engine holds one slice per command of
+  // the decode graph: the same count for every step.
+  std::vector<size_t> decode_commands;
+  for (const json* job : jobs) {
+    if ((*job)["name"] != "decode job 1") continue;
+    const double start = (*job)["ts"], end = start + (*job)["dur"].get<double>();
+    size_t inside = 0;
+    for (const json* command : commands) {
+      const double ts = (*command)["ts"];
+      inside += (*command)["tid"] == (*job)["tid"] && ts >= start && ts <= end;
+    }
+    decode_commands.push_back(inside);
+  }
+  ASSERT_EQ(decode_commands.size(), static_cast<size_t>(decode_steps));
+  EXPECT_GT(decode_commands.front(), 10u);
+  EXPECT_EQ(std::count(decode_commands.begin(), decode_commands.end(), decode_commands.front()),
+            static_cast<ptrdiff_t>(decode_commands.size()));
 }
 
 // A server whose cache never fills (ring policy): generation only ends
