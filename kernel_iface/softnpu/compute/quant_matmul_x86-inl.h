@@ -371,9 +371,67 @@ LNPU_QM_INLINE typename Isa::VI P16Group(const uint8_t* group, size_t pass) {
   }
 }
 
+// Group j of block b of a panel (first byte `panel`) as the dot product's
+// weight operand of pass `pass`; pass 0 prefetches it prefetch_offset ahead.
+LNPU_QM_INLINE typename Isa::VI P16GroupOfBlock(const uint8_t* panel, size_t b, size_t j,
+                                                size_t pass, size_t prefetch_offset) {
+  const uint8_t* group = panel + b * kQ8_0P16BlockQuantBytes + j * kQ8_0P16GroupBytes;
+  if (pass == 0) {
+    _mm_prefetch(reinterpret_cast<const char*>(group + prefetch_offset), _MM_HINT_T0);
+  }
+  return P16Group(group, pass);
+}
+
+// The f32 weight scales of pass `pass`'s columns of block b of a panel whose
+// scales start at `scales`; pass 0 prefetches them (every second block:
+// two blocks' scales are one cache line) prefetch_offset ahead.
+LNPU_QM_INLINE typename Isa::VF P16ScalesOfBlock(const uint8_t* scales, size_t b, size_t pass,
+                                                 size_t prefetch_offset) {
+  const uint8_t* block = scales + b * 2 * kQ8_0P16Rows;
+  if (pass == 0 && b % 2 == 0) {
+    _mm_prefetch(reinterpret_cast<const char*>(block + prefetch_offset), _MM_HINT_T0);
+  }
+  return Isa::LoadF16(block + pass * 2 * kP16Lanes);
+}
+
+// Row r's int32 sum of block b before its products: 0, or on VNNI the
+// offset correction.
+template <size_t kRows>
+LNPU_QM_INLINE typename Isa::VI P16DotStart(const P16Activations<kRows>& x, size_t r, size_t b) {
+  return kWeightOffset<Q8_0> == 0 ? Isa::ZeroI() : Isa::Set1I(x.correction[r][b]);
+}
+
+// Row r's activation bytes 4j .. 4j + 3 of block b in every int32 lane.
+template <size_t kRows>
+LNPU_QM_INLINE typename Isa::VI P16Word(const P16Activations<kRows>& x, size_t r, size_t b,
+                                        size_t j) {
+  int32_t word;
+  __builtin_memcpy(&word, x.q[r] + b * kQuantBlock + 4 * j, sizeof(word));
+  return Isa::Set1I(word);
+}
+
+// acc += f32(dot) * (d_w * d_x of row r's block b): a block's one f32 step.
+template <size_t kRows>
+LNPU_QM_INLINE void P16AddBlock(typename Isa::VI dot, typename Isa::VF dw,
+                                const P16Activations<kRows>& x, size_t r, size_t b,
+                                typename Isa::VF& acc) {
+  acc = Isa::FmaF(Isa::CvtF(dot), Isa::MulF(dw, Isa::Set1F(x.scales[r][b])), acc);
+}
+
+// Whether P16Sums takes each block word by word across its panels, one
+// broadcast of a row's word serving every panel (several panels of 3-4
+// rows on 512-bit vectors: the 4-row GEMV 15% faster in cache on Zen 5,
+// where the compiler had spilled the per-panel broadcasts), or panel by
+// panel (fewer live sums, for 16 registers; as fast for 1-2 rows and for
+// the GEMM's single panels).
+template <size_t kRows, size_t kPanels>
+constexpr bool kP16WordsAcrossPanels =
+    sizeof(typename Isa::VI) == 64 && kRows >= 3 && kPanels >= 2;
+
 // acc[s][r] = the sums of pass `pass`'s columns of panels[s] (first bytes of
 // the kPanels panels) for the kRows rows, over all blocks in order; each
-// group is prefetched prefetch_offset bytes ahead.
+// group is prefetched prefetch_offset bytes ahead. The integer sums are
+// exact in any order, so both loop orders give the same bits.
 template <size_t kRows, size_t kPanels>
 LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t blocks, size_t pass,
                             const P16Activations<kRows>& x, size_t prefetch_offset,
@@ -381,37 +439,50 @@ LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t bloc
   using VI = typename Isa::VI;
   const size_t scales_offset = blocks * kQ8_0P16BlockQuantBytes;
   for (size_t b = 0; b < blocks; ++b) {
+    if constexpr (kP16WordsAcrossPanels<kRows, kPanels>) {
+      VI dot[kPanels][kRows];
 #pragma GCC unroll 4
-    for (size_t s = 0; s < kPanels; ++s) {
-      const uint8_t* quants = panels[s] + b * kQ8_0P16BlockQuantBytes;
-      VI dot[kRows];
+      for (size_t s = 0; s < kPanels; ++s) {
 #pragma GCC unroll 4
-      for (size_t r = 0; r < kRows; ++r) {
-        dot[r] = kWeightOffset<Q8_0> == 0 ? Isa::ZeroI() : Isa::Set1I(x.correction[r][b]);
+        for (size_t r = 0; r < kRows; ++r) dot[s][r] = P16DotStart(x, r, b);
       }
 #pragma GCC unroll 8
       for (size_t j = 0; j < kQuantBlock / 4; ++j) {
-        const uint8_t* group = quants + j * kQ8_0P16GroupBytes;
-        if (pass == 0) {
-          _mm_prefetch(reinterpret_cast<const char*>(group + prefetch_offset), _MM_HINT_T0);
-        }
-        const VI w = P16Group(group, pass);
+        VI words[kRows];
 #pragma GCC unroll 4
-        for (size_t r = 0; r < kRows; ++r) {
-          int32_t word;
-          __builtin_memcpy(&word, x.q[r] + b * kQuantBlock + 4 * j, sizeof(word));
-          dot[r] = Isa::template DotN<Q8_0>(dot[r], w, Isa::Set1I(word));
+        for (size_t r = 0; r < kRows; ++r) words[r] = P16Word(x, r, b, j);
+#pragma GCC unroll 4
+        for (size_t s = 0; s < kPanels; ++s) {
+          const VI w = P16GroupOfBlock(panels[s], b, j, pass, prefetch_offset);
+#pragma GCC unroll 4
+          for (size_t r = 0; r < kRows; ++r) {
+            dot[s][r] = Isa::template DotN<Q8_0>(dot[s][r], w, words[r]);
+          }
         }
       }
-      const uint8_t* scales = panels[s] + scales_offset + b * 2 * kQ8_0P16Rows;
-      if (pass == 0 && b % 2 == 0) {
-        _mm_prefetch(reinterpret_cast<const char*>(scales + prefetch_offset), _MM_HINT_T0);
-      }
-      const auto dw = Isa::LoadF16(scales + pass * 2 * kP16Lanes);
 #pragma GCC unroll 4
-      for (size_t r = 0; r < kRows; ++r) {
-        acc[s][r] = Isa::FmaF(Isa::CvtF(dot[r]), Isa::MulF(dw, Isa::Set1F(x.scales[r][b])),
-                              acc[s][r]);
+      for (size_t s = 0; s < kPanels; ++s) {
+        const auto dw = P16ScalesOfBlock(panels[s] + scales_offset, b, pass, prefetch_offset);
+#pragma GCC unroll 4
+        for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[s][r], dw, x, r, b, acc[s][r]);
+      }
+    } else {
+#pragma GCC unroll 4
+      for (size_t s = 0; s < kPanels; ++s) {
+        VI dot[kRows];
+#pragma GCC unroll 4
+        for (size_t r = 0; r < kRows; ++r) dot[r] = P16DotStart(x, r, b);
+#pragma GCC unroll 8
+        for (size_t j = 0; j < kQuantBlock / 4; ++j) {
+          const VI w = P16GroupOfBlock(panels[s], b, j, pass, prefetch_offset);
+#pragma GCC unroll 4
+          for (size_t r = 0; r < kRows; ++r) {
+            dot[r] = Isa::template DotN<Q8_0>(dot[r], w, P16Word(x, r, b, j));
+          }
+        }
+        const auto dw = P16ScalesOfBlock(panels[s] + scales_offset, b, pass, prefetch_offset);
+#pragma GCC unroll 4
+        for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[r], dw, x, r, b, acc[s][r]);
       }
     }
   }
@@ -475,10 +546,11 @@ LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& 
   }
 }
 
-// Panels per GEMV step, each its own memory stream (GemvSteps): 4 where the
-// accumulators of up to 4 rows fit the registers (512-bit: 32), else 2.
+// Panels per GEMV step, each its own memory stream (GemvSteps): 4 for 1-2
+// rows; 2 for 3-4 rows, whose sums (and, across panels, their words:
+// kP16WordsAcrossPanels) then fit the registers (3 panels were no faster).
 template <size_t kRows>
-constexpr size_t kP16Streams = sizeof(typename Isa::VI) == 64 || kRows <= 2 ? 4 : 2;
+constexpr size_t kP16Streams = kRows <= 2 ? 4 : 2;
 
 template <size_t kRows>
 struct P16GemvOfRows {
