@@ -217,10 +217,10 @@ TEST_F(SchedulerTest, SpanObserverSeesRequestsAndRounds) {
   std::map<std::string, std::vector<std::pair<std::string, runtime::TimeSpan>>> spans;
   std::vector<runtime::TimeSpan> steps;
   SchedulerOptions options{.sessions = 2, .max_queue = 8};
-  options.span_observer = [&](absl::string_view name, const std::string& track,
+  options.span_observer = [&](absl::string_view name, absl::string_view track,
                               const runtime::TimeSpan& span) {
     absl::MutexLock lock(&mu);
-    spans[track].emplace_back(std::string(name), span);
+    spans[std::string(track)].emplace_back(std::string(name), span);
   };
   options.step_observer = [&](const std::string&, const runtime::StepTimeline& step) {
     absl::MutexLock lock(&mu);

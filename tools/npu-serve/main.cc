@@ -104,7 +104,7 @@ int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
                                                 const lnpu::runtime::StepTimeline& step) {
       trace->AddStep(step, who);
     };
-    scheduler_options.span_observer = [&trace](absl::string_view name, const std::string& track,
+    scheduler_options.span_observer = [&trace](absl::string_view name, absl::string_view track,
                                                 const lnpu::runtime::TimeSpan& span) {
       trace->AddHostSpan(name, "scheduler", track, span);
     };

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "runtime/step_timeline.h"
 
 namespace lnpu::serve {
 
@@ -204,24 +203,20 @@ void Scheduler::Run() {
   }
 }
 
-void Scheduler::ObserveSpan(absl::string_view name, const std::string& track,
-                            int64_t start_ns) const {
-  if (options_.span_observer) {
-    options_.span_observer(name, track, {.start_ns = start_ns, .end_ns = runtime::MonotonicNanos()});
+void Scheduler::ObserveSpan(absl::string_view name, int64_t start_ns, int64_t end_ns,
+                            const Active* active) const {
+  if (!options_.span_observer) return;
+  const runtime::TimeSpan span{.start_ns = std::min(start_ns, end_ns), .end_ns = end_ns};
+  if (active == nullptr) {
+    options_.span_observer(name, "scheduler", span);
+  } else {
+    options_.span_observer(name, absl::StrCat("request ", active->job.number), span);
   }
-}
-
-std::string Scheduler::RequestTrack(const Active& active) {
-  return absl::StrCat("request ", active.job.number);
 }
 
 bool Scheduler::Admit(Active& active) {
   active.admitted_ns = runtime::MonotonicNanos();
-  if (options_.span_observer) {
-    options_.span_observer("queued", RequestTrack(active),
-                           {.start_ns = std::min(active.job.arrival_ns, active.admitted_ns),
-                            .end_ns = active.admitted_ns});
-  }
+  ObserveSpan("queued", active.job.arrival_ns, active.admitted_ns, &active);
   const std::vector<int32_t>& prompt = active.job.prompt;
   framework::Session& session = *active.session;
   if (prompt.size() >= 2) {
@@ -245,13 +240,12 @@ bool Scheduler::Admit(Active& active) {
          active.job.stream->AppendText(text);
          return true;
        }});
+  ObserveSpan("admit", active.admitted_ns);
   if (!generator.ok()) {
-    ObserveSpan("admit", "scheduler", active.admitted_ns);
     Finish(active, generator.status());
     return false;
   }
   active.generator.emplace(*std::move(generator));
-  ObserveSpan("admit", "scheduler", active.admitted_ns);
   return true;
 }
 
@@ -311,7 +305,7 @@ void Scheduler::RunRound() {
     batched_decode_steps_ = steps;
     batched_decode_tokens_ = tokens;
   }
-  ObserveSpan("round", "scheduler", start_ns);
+  ObserveSpan("round", start_ns);
   for (auto it = active_.begin(); it != active_.end();) {
     if (it->generator->done()) {
       Finish(*it, absl::OkStatus());
@@ -363,8 +357,8 @@ void Scheduler::Finish(Active& active, absl::Status status) {
     cache_hits_ = prefix_cache_.hits();
     cache_misses_ = prefix_cache_.misses();
   }
-  ObserveSpan("finish", "scheduler", start_ns);
-  ObserveSpan("generating", RequestTrack(active), active.admitted_ns);
+  ObserveSpan("finish", start_ns);
+  ObserveSpan("generating", active.admitted_ns, runtime::MonotonicNanos(), &active);
   // Last, so that the client sees the session free once it sees the end.
   active.job.stream->Finish(std::move(outcome));
 }

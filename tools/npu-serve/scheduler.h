@@ -79,7 +79,7 @@ struct SchedulerOptions {
   //     cache lookup) and ending it (its conversation into the cache);
   //   "queued" and "generating" on "request N" (N from 1 in order of
   //     Submit): arrival to admission, admission to the end.
-  std::function<void(absl::string_view name, const std::string& track,
+  std::function<void(absl::string_view name, absl::string_view track,
                      const runtime::TimeSpan& span)>
       span_observer = nullptr;
 };
@@ -159,10 +159,11 @@ class Scheduler {
   void Finish(Active& active, absl::Status status);
   bool HasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // "request N": the trace track of a request.
-  static std::string RequestTrack(const Active& active);
-  // Reports [start_ns, now] to the span observer, if any.
-  void ObserveSpan(absl::string_view name, const std::string& track, int64_t start_ns) const;
+  // Reports [start_ns, end_ns] to the span observer, if any: on the
+  // "scheduler" track, or with `active` on its request's track.
+  void ObserveSpan(absl::string_view name, int64_t start_ns,
+                   int64_t end_ns = runtime::MonotonicNanos(),
+                   const Active* active = nullptr) const;
 
   const framework::Llm& llm_;
   const SchedulerOptions options_;
