@@ -4,10 +4,12 @@
 //   Q8_0: d, then 32 int8 q;             x = d * q.
 //   Q4_0: d, then 16 bytes of 4-bit q (element i in the low nibble of byte
 //         i, element 16 + i in its high nibble);  x = d * (q - 8).
-// LNPU_DTYPE_Q8_0_P16 holds the same Q8_0 blocks rearranged in panels of 16
-// rows (the UAPI header defines the layout), so that vector and matrix
-// units read a block of 16 rows as aligned 64-byte groups of 4 k x 16
-// rows and the 16 scales as one vector.
+// LNPU_DTYPE_Q8_0_P16 and LNPU_DTYPE_Q4_0_P16 hold the same blocks
+// rearranged in panels of 16 rows (the UAPI header defines the layouts), so
+// that vector and matrix units read a block of 16 rows as aligned 64-byte
+// groups of 4 quant bytes x 16 rows and the 16 scales as one vector. The
+// functions below serve both: `block_bytes` (kQ8_0BlockBytes or
+// kQ4_0BlockBytes) names the format.
 #ifndef LNPU_BASE_QUANT_BLOCKS_H_
 #define LNPU_BASE_QUANT_BLOCKS_H_
 
@@ -20,33 +22,40 @@ inline constexpr size_t kQuantBlock = 32;  // elements per Q8_0 / Q4_0 block
 inline constexpr size_t kQ8_0BlockBytes = 2 + kQuantBlock;
 inline constexpr size_t kQ4_0BlockBytes = 2 + kQuantBlock / 2;
 
-// LNPU_DTYPE_Q8_0_P16: rows per panel, and per block of a panel the bytes
-// of its quants (8 groups of 4 k x 16 rows) and of its 16 f16 scales.
-inline constexpr size_t kQ8_0P16Rows = 16;
-inline constexpr size_t kQ8_0P16GroupBytes = 4 * kQ8_0P16Rows;
-inline constexpr size_t kQ8_0P16BlockQuantBytes = kQuantBlock * kQ8_0P16Rows;
-inline constexpr size_t kQ8_0P16BlockScaleBytes = 2 * kQ8_0P16Rows;
+// The panel formats: rows per panel, bytes of one group (4 quant bytes of
+// each of the 16 rows) and of a block's 16 f16 scales.
+inline constexpr size_t kP16Rows = 16;
+inline constexpr size_t kP16GroupBytes = 4 * kP16Rows;
+inline constexpr size_t kP16BlockScaleBytes = 2 * kP16Rows;
 
-// Bytes of one LNPU_DTYPE_Q8_0_P16 panel whose rows hold `blocks` blocks
-// (16 Q8_0 rows' worth), and of a matrix of `rows` such rows (whole
-// panels: the last one padded with zero rows).
-constexpr size_t Q8_0P16PanelBytes(size_t blocks) {
-  return blocks * kQ8_0P16Rows * kQ8_0BlockBytes;
+// Quant bytes of one block of a panel: 8 groups (Q8_0: 32 int8 per row) or
+// 4 (Q4_0: 16 bytes of nibbles per row).
+constexpr size_t P16BlockQuantBytes(size_t block_bytes) {
+  return (block_bytes - 2) * kP16Rows;
 }
-constexpr size_t Q8_0P16MatrixBytes(size_t rows, size_t blocks) {
-  return (rows + kQ8_0P16Rows - 1) / kQ8_0P16Rows * Q8_0P16PanelBytes(blocks);
+inline constexpr size_t kQ8_0P16BlockQuantBytes = P16BlockQuantBytes(kQ8_0BlockBytes);
+inline constexpr size_t kQ4_0P16BlockQuantBytes = P16BlockQuantBytes(kQ4_0BlockBytes);
+
+// Bytes of one panel whose rows hold `blocks` blocks (16 rows' worth), and
+// of a matrix of `rows` such rows (whole panels: the last one padded with
+// zero rows).
+constexpr size_t P16PanelBytes(size_t block_bytes, size_t blocks) {
+  return blocks * kP16Rows * block_bytes;
+}
+constexpr size_t P16MatrixBytes(size_t block_bytes, size_t rows, size_t blocks) {
+  return (rows + kP16Rows - 1) / kP16Rows * P16PanelBytes(block_bytes, blocks);
 }
 
-// Writes the LNPU_DTYPE_Q8_0_P16 form of `rows` Q8_0 rows of `blocks`
-// blocks each (src: rows * blocks * 34 bytes) to dst
-// (Q8_0P16MatrixBytes(rows, blocks) bytes; padding rows are zeroed).
-void RepackQ8_0ToP16(const uint8_t* src, size_t rows, size_t blocks,
-                     uint8_t* dst);
+// Writes the panel form of `rows` rows of `blocks` blocks each (src:
+// rows * blocks * block_bytes bytes) to dst (P16MatrixBytes(block_bytes,
+// rows, blocks) bytes; padding rows are zeroed).
+void RepackToP16(size_t block_bytes, const uint8_t* src, size_t rows, size_t blocks,
+                 uint8_t* dst);
 
-// Row `row` of a LNPU_DTYPE_Q8_0_P16 matrix of rows of `blocks` blocks, as
-// its Q8_0 blocks (dst: blocks * 34 bytes): the inverse of the repack.
-void Q8_0P16RowToQ8_0(const uint8_t* matrix, size_t row, size_t blocks,
-                      uint8_t* dst);
+// Row `row` of a panel matrix of rows of `blocks` blocks, as its blocks
+// (dst: blocks * block_bytes bytes): the inverse of the repack.
+void P16RowToBlocks(size_t block_bytes, const uint8_t* matrix, size_t row, size_t blocks,
+                    uint8_t* dst);
 
 }  // namespace lnpu
 

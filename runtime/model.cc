@@ -57,8 +57,8 @@ absl::StatusOr<std::shared_ptr<const Buffer>> ImportWeights(
 // pieces, dropping each copied piece's file pages from this process
 // (MADV_DONTNEED; the page cache keeps them and a later read faults them in
 // again), so that peak RSS holds the weights once rather than twice.
-// The matrices in `panels` (sorted, disjoint, whole panels of Q8_0 rows) are
-// written as LNPU_DTYPE_Q8_0_P16 instead of copied.
+// The matrices in `panels` (sorted, disjoint, whole panels of Q8_0 or Q4_0
+// rows) are written as LNPU_DTYPE_Q8_0_P16 / _Q4_0_P16 instead of copied.
 void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst,
                          absl::Span<const WeightMatrix> panels) {
   constexpr size_t kPiece = size_t{32} << 20;
@@ -73,12 +73,13 @@ void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst,
   for (const WeightMatrix& m : panels) {
     copy_to(m.offset);
     const size_t blocks = m.row_len / kQuantBlock;
-    const size_t row_bytes = blocks * kQ8_0BlockBytes;
-    const size_t piece_rows = std::max(kQ8_0P16Rows, kPiece / row_bytes / kQ8_0P16Rows * kQ8_0P16Rows);
+    const size_t block_bytes = m.dtype == LNPU_DTYPE_Q4_0 ? kQ4_0BlockBytes : kQ8_0BlockBytes;
+    const size_t row_bytes = blocks * block_bytes;
+    const size_t piece_rows = std::max(kP16Rows, kPiece / row_bytes / kP16Rows * kP16Rows);
     for (size_t row = 0; row < m.rows; row += piece_rows) {
       const size_t rows = std::min<size_t>(piece_rows, m.rows - row);
       const size_t offset = m.offset + row * row_bytes;
-      RepackQ8_0ToP16(src.data() + offset, rows, blocks, dst + offset);
+      RepackToP16(block_bytes, src.data() + offset, rows, blocks, dst + offset);
       ReleaseMappedPages(src.subspan(offset, rows * row_bytes));
     }
     done = m.offset + size_t{m.rows} * row_bytes;
@@ -145,12 +146,22 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
     LNPU_RETURN_IF_ERROR_WITH_PREFIX(copy.status(), "loading model '", artifact_path, "': ");
     absl::StatusOr<absl::Span<uint8_t>> mapped = copy->Map();
     LNPU_RETURN_IF_ERROR_WITH_PREFIX(mapped.status(), "loading model '", artifact_path, "': ");
-    // A copy may take the device's preferred layout of Q8_0 matrices.
-    std::vector<WeightMatrix> panels;
-    if (options.panel_weights && (capabilities & DRM_LNPU_CAP_DTYPE_Q8_0_P16) != 0 &&
-        (capabilities & DRM_LNPU_CAP_Q8_0_P16_PREFERRED) != 0) {
-      panels = program->PanelMatrices();
+    // A copy may take the device's preferred layout of Q8_0 / Q4_0
+    // matrices.
+    std::vector<uint32_t> panel_dtypes;
+    const auto prefers = [&](uint64_t dtype_cap, uint64_t preferred_cap) {
+      return (capabilities & dtype_cap) != 0 && (capabilities & preferred_cap) != 0;
+    };
+    if (options.panel_weights) {
+      if (prefers(DRM_LNPU_CAP_DTYPE_Q8_0_P16, DRM_LNPU_CAP_Q8_0_P16_PREFERRED)) {
+        panel_dtypes.push_back(LNPU_DTYPE_Q8_0);
+      }
+      if (prefers(DRM_LNPU_CAP_DTYPE_Q4_0_P16, DRM_LNPU_CAP_Q4_0_P16_PREFERRED)) {
+        panel_dtypes.push_back(LNPU_DTYPE_Q4_0);
+      }
     }
+    std::vector<WeightMatrix> panels;
+    if (!panel_dtypes.empty()) panels = program->PanelMatrices(panel_dtypes);
     CopyReleasingSource(data, mapped->data(), panels);
     program->UsePanels(panels);
     panel_matrices = panels.size();

@@ -45,10 +45,11 @@ enum class WeightPlacement {
 
 struct LoadOptions {
   WeightPlacement weights = WeightPlacement::kAuto;
-  // With copied weights on a device that prefers LNPU_DTYPE_Q8_0_P16
-  // (DRM_LNPU_CAP_Q8_0_P16_PREFERRED): store the Q8_0 matrices that
-  // allow it (Program::PanelMatrices) in that layout while copying, and
-  // run their commands on it. Off: the artifact's layout (A/B figures).
+  // With copied weights on a device that prefers LNPU_DTYPE_Q8_0_P16 /
+  // _Q4_0_P16 (DRM_LNPU_CAP_Q8_0_P16_PREFERRED / _Q4_0_P16_PREFERRED):
+  // store the Q8_0 / Q4_0 matrices that allow it (Program::PanelMatrices)
+  // in that layout while copying, and run their commands on it. Off: the
+  // artifact's layout (A/B figures).
   bool panel_weights = true;
   // Check the weights against the artifact's CRC-32C checksums before
   // placing them (Artifact::VerifyData): reads the whole data section once

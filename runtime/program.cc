@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/crc32.h"
@@ -274,14 +274,17 @@ std::vector<Program::MatrixRead> Program::MatrixReads() const {
             lnpu_cmd_matmul c;
             std::memcpy(&c, at, sizeof c);
             const auto offset = weights_offset(command.offset + offsetof(lnpu_cmd_matmul, weight));
-            if (offset) reads.push_back({{*offset, c.n, c.k}, c.weight_dtype, batch, command.offset});
+            if (offset) {
+              reads.push_back({{*offset, c.n, c.k, c.weight_dtype}, c.weight_dtype, batch,
+                               command.offset});
+            }
           } else if (command.opcode == LNPU_OP_GATHER_ROWS) {
             lnpu_cmd_gather_rows c;
             std::memcpy(&c, at, sizeof c);
             const auto offset =
                 weights_offset(command.offset + offsetof(lnpu_cmd_gather_rows, table));
             if (offset) {
-              reads.push_back({{*offset, c.table_rows, c.row_len}, c.table_dtype, batch,
+              reads.push_back({{*offset, c.table_rows, c.row_len, c.table_dtype}, c.table_dtype, batch,
                                command.offset});
             }
           }
@@ -292,16 +295,17 @@ std::vector<Program::MatrixRead> Program::MatrixReads() const {
   return reads;
 }
 
-std::vector<WeightMatrix> Program::PanelMatrices() const {
+std::vector<WeightMatrix> Program::PanelMatrices(absl::Span<const uint32_t> dtypes) const {
   std::vector<MatrixRead> reads = MatrixReads();
   // The end of the bytes a read covers (the verifier bounded every
-  // operand by its buffer; a Q8_0_P16 matrix is only ever one made here).
+  // operand by its buffer; a panel matrix is only ever one made here).
   const auto end_of = [](const MatrixRead& r) {
     const uint64_t row_len = r.matrix.row_len;
     uint64_t row_bytes = row_len * 4;  // F32
     switch (r.dtype) {
       case LNPU_DTYPE_F16: row_bytes = row_len * 2; break;
-      case LNPU_DTYPE_Q4_0: row_bytes = row_len / kQuantBlock * kQ4_0BlockBytes; break;
+      case LNPU_DTYPE_Q4_0:
+      case LNPU_DTYPE_Q4_0_P16: row_bytes = row_len / kQuantBlock * kQ4_0BlockBytes; break;
       case LNPU_DTYPE_Q8_0:
       case LNPU_DTYPE_Q8_0_P16: row_bytes = row_len / kQuantBlock * kQ8_0BlockBytes; break;
     }
@@ -313,21 +317,22 @@ std::vector<WeightMatrix> Program::PanelMatrices() const {
   std::vector<WeightMatrix> matrices;
   uint64_t covered_end = 0;  // end of the reads before the current group
   for (size_t i = 0; i < reads.size();) {
-    // The reads at one offset; they must all be the same Q8_0 matrix and
-    // overlap no other read.
+    // The reads at one offset; they must all be the same matrix of one of
+    // `dtypes` and overlap no other read.
     size_t j = i;
     uint64_t end = 0;
     bool same = true;
     for (; j < reads.size() && reads[j].matrix.offset == reads[i].matrix.offset; ++j) {
       end = std::max(end, end_of(reads[j]));
-      same = same && reads[j].dtype == LNPU_DTYPE_Q8_0 &&
+      same = same && absl::c_linear_search(dtypes, reads[j].dtype) &&
+             reads[j].dtype == reads[i].dtype &&
              reads[j].matrix.rows == reads[i].matrix.rows &&
              reads[j].matrix.row_len == reads[i].matrix.row_len;
     }
     const WeightMatrix& m = reads[i].matrix;
     const bool disjoint =
         m.offset >= covered_end && (j == reads.size() || reads[j].matrix.offset >= end);
-    if (same && disjoint && m.rows % kQ8_0P16Rows == 0 && m.offset % 64 == 0) {
+    if (same && disjoint && m.rows % kP16Rows == 0 && m.offset % 64 == 0) {
       matrices.push_back(m);
     }
     covered_end = std::max(covered_end, end);
@@ -337,11 +342,14 @@ std::vector<WeightMatrix> Program::PanelMatrices() const {
 }
 
 void Program::UsePanels(absl::Span<const WeightMatrix> matrices) {
-  absl::flat_hash_set<uint64_t> offsets;
-  for (const WeightMatrix& m : matrices) offsets.insert(m.offset);
-  const uint32_t dtype = LNPU_DTYPE_Q8_0_P16;
+  absl::flat_hash_map<uint64_t, uint32_t> panel_dtype;  // by offset
+  for (const WeightMatrix& m : matrices) {
+    panel_dtype[m.offset] = m.dtype == LNPU_DTYPE_Q4_0 ? LNPU_DTYPE_Q4_0_P16 : LNPU_DTYPE_Q8_0_P16;
+  }
   for (const MatrixRead& read : MatrixReads()) {
-    if (!offsets.contains(read.matrix.offset)) continue;
+    const auto it = panel_dtype.find(read.matrix.offset);
+    if (it == panel_dtype.end()) continue;
+    const uint32_t dtype = it->second;
     CommandImage& image = read.batch_image ? decode_batch_commands_ : commands_;
     uint8_t* at = image.commands.data() + read.command;
     lnpu_cmd_header header;

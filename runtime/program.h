@@ -108,6 +108,7 @@ struct WeightMatrix {
   uint64_t offset = 0;   // in buffers()[0]
   uint32_t rows = 0;     // n, or table_rows
   uint32_t row_len = 0;  // k, or row_len
+  uint32_t dtype = 0;    // LNPU_DTYPE_* the commands read it as
 };
 
 // Limits of the device the program will run on (DRM_LNPU_PARAM_*).
@@ -172,16 +173,17 @@ class Program {
   void RecordDecodeBatches(size_t graphs, absl::Span<const uint64_t> lane_buffer_addrs,
                            absl::Span<uint8_t> image) const;
 
-  // The LNPU_DTYPE_Q8_0 matrices of the weights buffer that can be stored as
-  // LNPU_DTYPE_Q8_0_P16 instead (the same bytes rearranged in panels of 16
-  // rows, base/quant_blocks.h): every MATMUL / GATHER_ROWS command that
-  // reads bytes of one reads all of it as the same Q8_0 matrix, its rows
-  // are whole panels (a multiple of 16) and it starts 64-byte aligned.
-  // Sorted by offset, disjoint.
-  std::vector<WeightMatrix> PanelMatrices() const;
+  // The LNPU_DTYPE_Q8_0 / _Q4_0 matrices of the weights buffer that can be
+  // stored as LNPU_DTYPE_Q8_0_P16 / _Q4_0_P16 instead (the same bytes
+  // rearranged in panels of 16 rows, base/quant_blocks.h): every MATMUL /
+  // GATHER_ROWS command that reads bytes of one reads all of it as the same
+  // matrix of one dtype, its rows are whole panels (a multiple of 16) and
+  // it starts 64-byte aligned. `dtypes` selects the block dtypes
+  // (LNPU_DTYPE_Q8_0, _Q4_0) taken. Sorted by offset, disjoint.
+  std::vector<WeightMatrix> PanelMatrices(absl::Span<const uint32_t> dtypes) const;
   // Makes every command that reads one of `matrices` (a subset of
-  // PanelMatrices()) read it as LNPU_DTYPE_Q8_0_P16; the weights buffer
-  // must then hold those matrices repacked (RepackQ8_0ToP16). Not
+  // PanelMatrices()) read it as the panel dtype of its dtype; the weights
+  // buffer must then hold those matrices repacked (RepackToP16). Not
   // thread-safe: call it before the program is shared.
   void UsePanels(absl::Span<const WeightMatrix> matrices);
 

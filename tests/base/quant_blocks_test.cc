@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -10,75 +11,94 @@
 namespace lnpu {
 namespace {
 
-// Random Q8_0 rows: any bytes (the repack only moves them).
-std::vector<uint8_t> RandomQ8_0Rows(size_t rows, size_t blocks) {
+// The panel formats by their block bytes: Q8_0 (LNPU_DTYPE_Q8_0_P16) and
+// Q4_0 (LNPU_DTYPE_Q4_0_P16).
+constexpr size_t kBlockBytes[] = {kQ8_0BlockBytes, kQ4_0BlockBytes};
+
+// Random rows of blocks: any bytes (the repack only moves them).
+std::vector<uint8_t> RandomRows(size_t rows, size_t blocks, size_t block_bytes) {
   std::mt19937 rng(37);
   std::uniform_int_distribution<int> byte(0, 255);
-  std::vector<uint8_t> src(rows * blocks * kQ8_0BlockBytes);
+  std::vector<uint8_t> src(rows * blocks * block_bytes);
   for (uint8_t& b : src) b = static_cast<uint8_t>(byte(rng));
   return src;
 }
 
 TEST(QuantBlocksTest, P16SizesAreWholePanels) {
-  EXPECT_EQ(Q8_0P16PanelBytes(1), 16u * 34);
-  EXPECT_EQ(Q8_0P16MatrixBytes(1, 2), 16u * 2 * 34);
-  EXPECT_EQ(Q8_0P16MatrixBytes(16, 2), 16u * 2 * 34);
-  EXPECT_EQ(Q8_0P16MatrixBytes(17, 2), 32u * 2 * 34);
-  EXPECT_EQ(Q8_0P16MatrixBytes(37, 3), 48u * 3 * 34);
+  EXPECT_EQ(kQ8_0P16BlockQuantBytes, 512u);
+  EXPECT_EQ(kQ4_0P16BlockQuantBytes, 256u);
+  for (size_t bytes : kBlockBytes) {
+    EXPECT_EQ(P16PanelBytes(bytes, 1), 16u * bytes);
+    EXPECT_EQ(P16MatrixBytes(bytes, 1, 2), 16u * 2 * bytes);
+    EXPECT_EQ(P16MatrixBytes(bytes, 16, 2), 16u * 2 * bytes);
+    EXPECT_EQ(P16MatrixBytes(bytes, 17, 2), 32u * 2 * bytes);
+    EXPECT_EQ(P16MatrixBytes(bytes, 37, 3), 48u * 3 * bytes);
+  }
 }
 
 // Every row of a 37-row matrix (two whole panels and a partial one) comes
 // back unchanged; the 11 padding rows of the last panel are zero.
 TEST(QuantBlocksTest, P16RepackRoundTripsEveryRow) {
   constexpr size_t kRows = 37;
-  for (size_t blocks : {1u, 3u}) {
-    const std::vector<uint8_t> src = RandomQ8_0Rows(kRows, blocks);
-    const size_t row_bytes = blocks * kQ8_0BlockBytes;
-    std::vector<uint8_t> packed(Q8_0P16MatrixBytes(kRows, blocks), 0xa5);
-    RepackQ8_0ToP16(src.data(), kRows, blocks, packed.data());
-    std::vector<uint8_t> row(row_bytes);
-    for (size_t r = 0; r < kRows; ++r) {
-      std::memset(row.data(), 0xa5, row.size());
-      Q8_0P16RowToQ8_0(packed.data(), r, blocks, row.data());
-      EXPECT_EQ(0, std::memcmp(row.data(), src.data() + r * row_bytes,
-                               row_bytes))
-          << "blocks " << blocks << " row " << r;
-    }
-    const std::vector<uint8_t> zero(row_bytes, 0);
-    for (size_t r = kRows; r < 48; ++r) {
-      Q8_0P16RowToQ8_0(packed.data(), r, blocks, row.data());
-      EXPECT_EQ(row, zero) << "blocks " << blocks << " padding row " << r;
+  for (size_t block_bytes : kBlockBytes) {
+    for (size_t blocks : {1u, 3u}) {
+      SCOPED_TRACE("block bytes " + std::to_string(block_bytes) + ", blocks " +
+                   std::to_string(blocks));
+      const std::vector<uint8_t> src = RandomRows(kRows, blocks, block_bytes);
+      const size_t row_bytes = blocks * block_bytes;
+      std::vector<uint8_t> packed(P16MatrixBytes(block_bytes, kRows, blocks), 0xa5);
+      RepackToP16(block_bytes, src.data(), kRows, blocks, packed.data());
+      std::vector<uint8_t> row(row_bytes);
+      for (size_t r = 0; r < kRows; ++r) {
+        std::memset(row.data(), 0xa5, row.size());
+        P16RowToBlocks(block_bytes, packed.data(), r, blocks, row.data());
+        EXPECT_EQ(0, std::memcmp(row.data(), src.data() + r * row_bytes, row_bytes))
+            << "row " << r;
+      }
+      const std::vector<uint8_t> zero(row_bytes, 0);
+      for (size_t r = kRows; r < 48; ++r) {
+        P16RowToBlocks(block_bytes, packed.data(), r, blocks, row.data());
+        EXPECT_EQ(row, zero) << "padding row " << r;
+      }
     }
   }
 }
 
-// The layout of the UAPI header (LNPU_DTYPE_Q8_0_P16), byte for byte: in
-// panel p, byte 512b + 64g + 4r + i is q[16p + r][32b + 4g + i], and
-// d[16p + r][b] is the f16 at blocks * 512 + 2 * (16b + r).
+// The layouts of the UAPI header (LNPU_DTYPE_Q8_0_P16, _Q4_0_P16), byte for
+// byte: with Q = 512 (Q8_0: 8 groups) or 256 (Q4_0: 4 groups) quant bytes
+// per block, byte Q b + 64g + 4r + i of panel p is byte 4g + i of the quant
+// bytes of row 16p + r's block b (Q8_0: q[32b + 4g + i]; Q4_0: the nibbles
+// of elements 32b + 4g + i and 32b + 16 + 4g + i), and d[16p + r][b] is the
+// f16 at blocks * Q + 2 * (16b + r).
 TEST(QuantBlocksTest, P16LayoutMatchesTheUapi) {
   constexpr size_t kRows = 37, kBlocks = 3;
-  const std::vector<uint8_t> src = RandomQ8_0Rows(kRows, kBlocks);
-  std::vector<uint8_t> packed(Q8_0P16MatrixBytes(kRows, kBlocks), 0xa5);
-  RepackQ8_0ToP16(src.data(), kRows, kBlocks, packed.data());
-  const size_t panel_bytes = Q8_0P16PanelBytes(kBlocks);
-  for (size_t p = 0; p < 3; ++p) {
-    const uint8_t* panel = packed.data() + p * panel_bytes;
-    for (size_t r = 0; r < 16; ++r) {
-      const size_t row = 16 * p + r;
-      for (size_t b = 0; b < kBlocks; ++b) {
-        const uint8_t* block =
-            row < kRows ? src.data() + (row * kBlocks + b) * kQ8_0BlockBytes
-                        : nullptr;
-        for (size_t k = 0; k < 2; ++k) {
-          EXPECT_EQ(panel[kBlocks * 512 + 2 * (16 * b + r) + k],
-                    block ? block[k] : 0)
-              << "scale of row " << row << " block " << b;
-        }
-        for (size_t g = 0; g < 8; ++g) {
-          for (size_t i = 0; i < 4; ++i) {
-            EXPECT_EQ(panel[512 * b + 64 * g + 4 * r + i],
-                      block ? block[2 + 4 * g + i] : 0)
-                << "row " << row << " block " << b << " k " << 4 * g + i;
+  for (size_t block_bytes : kBlockBytes) {
+    SCOPED_TRACE("block bytes " + std::to_string(block_bytes));
+    const size_t quant_bytes = block_bytes == kQ8_0BlockBytes ? 512 : 256;
+    const size_t groups = quant_bytes / 64;
+    const std::vector<uint8_t> src = RandomRows(kRows, kBlocks, block_bytes);
+    std::vector<uint8_t> packed(P16MatrixBytes(block_bytes, kRows, kBlocks), 0xa5);
+    RepackToP16(block_bytes, src.data(), kRows, kBlocks, packed.data());
+    const size_t panel_bytes = P16PanelBytes(block_bytes, kBlocks);
+    ASSERT_EQ(panel_bytes, kBlocks * (quant_bytes + 32));
+    for (size_t p = 0; p < 3; ++p) {
+      const uint8_t* panel = packed.data() + p * panel_bytes;
+      for (size_t r = 0; r < 16; ++r) {
+        const size_t row = 16 * p + r;
+        for (size_t b = 0; b < kBlocks; ++b) {
+          const uint8_t* block =
+              row < kRows ? src.data() + (row * kBlocks + b) * block_bytes : nullptr;
+          for (size_t k = 0; k < 2; ++k) {
+            EXPECT_EQ(panel[kBlocks * quant_bytes + 2 * (16 * b + r) + k],
+                      block ? block[k] : 0)
+                << "scale of row " << row << " block " << b;
+          }
+          for (size_t g = 0; g < groups; ++g) {
+            for (size_t i = 0; i < 4; ++i) {
+              EXPECT_EQ(panel[quant_bytes * b + 64 * g + 4 * r + i],
+                        block ? block[2 + 4 * g + i] : 0)
+                  << "row " << row << " block " << b << " quant byte " << 4 * g + i;
+            }
           }
         }
       }

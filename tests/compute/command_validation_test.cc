@@ -1,6 +1,6 @@
 // ValidateCommand: one case per rule of every opcode (each bad field gives
 // InvalidArgument naming "<opcode>.<field>"), plus the operand ranges that
-// valid commands report (and a GATHER_ROWS of a Q8_0_P16 table run).
+// valid commands report (and GATHER_ROWS of Q8_0_P16 and Q4_0_P16 tables run).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -721,8 +721,8 @@ TEST(CommandValidationTest, GatherRowsQ8_0P16MatchesQ8_0) {
       block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(quant(rng)));
     }
   }
-  std::vector<uint8_t> p16(Q8_0P16MatrixBytes(kRows, kBlocks));
-  RepackQ8_0ToP16(q8.data(), kRows, kBlocks, p16.data());
+  std::vector<uint8_t> p16(P16MatrixBytes(kQ8_0BlockBytes, kRows, kBlocks));
+  RepackToP16(kQ8_0BlockBytes, q8.data(), kRows, kBlocks, p16.data());
   const std::vector<int32_t> indices = {36, 0, 15, 16, 31, 32, 35, 7, 36};
 
   testing::HostDeviceMemory memory;
@@ -753,6 +753,107 @@ TEST(CommandValidationTest, GatherRowsQ8_0P16MatchesQ8_0) {
     std::memcpy(&d, block, 2);
     EXPECT_EQ(gathered[1][i * kRowLen + 5],
               Float16ToFloat(d) * static_cast<int8_t>(block[2 + 5]))
+        << "index " << indices[i];
+  }
+}
+
+// Since 1.5: LNPU_DTYPE_Q4_0_P16 weights and tables, the Q4_0 blocks in
+// whole panels of 16 rows (18 bytes per block and row), 64-byte aligned.
+TEST(CommandValidationTest, MatmulQ4_0P16WeightIsWholePanels) {
+  auto v = ValidP16Matmul();
+  v.weight_dtype = LNPU_DTYPE_Q4_0_P16;
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE, OperandAccess{kB, 32 * 2 * 18, false});
+  v.n = 1;  // one row still takes a whole panel
+  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE, OperandAccess{kB, 16 * 2 * 18, false});
+}
+
+TEST(CommandValidationTest, MatmulQ4_0P16Rules) {
+  auto valid = ValidP16Matmul();
+  valid.weight_dtype = LNPU_DTYPE_Q4_0_P16;
+  ExpectEachRejected<lnpu_cmd_matmul>(
+      valid, "LNPU_OP_MATMUL",
+      {{"weight", [](auto& c) { c.weight = kB + 2; }},  // enough for Q4_0
+       {"weight", [](auto& c) { c.weight = kB + 32; }},
+       {"weight", [](auto& c) { c.weight = 0 - 32 * 2 * 18; }},
+       {"dst", [](auto& c) { c.dst = kB + 32 * 2 * 18 - 4; }},
+       {"dst", [](auto& c) { c.dst = kB + 17 * 2 * 18; }},  // 17 Q4_0 rows' end
+       {"k", [](auto& c) { c.k = 48; }}});
+  auto v = valid;
+  v.weight = kB + 32;
+  std::vector<OperandAccess> accesses;
+  EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).status().message()),
+              HasSubstr("LNPU_DTYPE_Q4_0_P16 panel alignment of 64"));
+  v = valid;
+  v.n = 0xffffffffu;
+  v.k = 0xffffffe0u;
+  v.weight = 64;
+  EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).status().message()),
+              HasSubstr("whole panels of 16"));
+}
+
+TEST(CommandValidationTest, GatherRowsQ4_0P16TableRules) {
+  auto valid = ValidP16Gather();
+  valid.table_dtype = LNPU_DTYPE_Q4_0_P16;
+  ExpectAccessReported(valid, DRM_LNPU_ENGINE_COMPUTE, OperandAccess{kA, 48 * 2 * 18, false});
+  ExpectEachRejected<lnpu_cmd_gather_rows>(
+      valid, "LNPU_OP_GATHER_ROWS",
+      {{"row_len", [](auto& c) { c.row_len = 48; }},
+       {"table", [](auto& c) { c.table = kA + 2; }},
+       {"table", [](auto& c) { c.table = 0 - 48 * 2 * 18; }},
+       {"dst", [](auto& c) { c.dst = kA + 37 * 2 * 18; }}});
+}
+
+TEST(CommandValidationTest, Q4_0P16IsNoKvCacheDtype) {
+  ExpectEachRejected<lnpu_cmd_attention>(
+      ValidAttention(LNPU_DTYPE_F32, kD, kE), "LNPU_OP_ATTENTION",
+      {{"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_Q4_0_P16; }}});
+}
+
+// Rows gathered out of a Q4_0_P16 table (among them rows of its last,
+// partial panel) are bit for bit those of the same table as
+// LNPU_DTYPE_Q4_0, and d * (q - 8) of the blocks asked for.
+TEST(CommandValidationTest, GatherRowsQ4_0P16MatchesQ4_0) {
+  constexpr uint32_t kRows = 37, kRowLen = 96, kBlocks = kRowLen / 32;
+  std::mt19937 rng(19);
+  std::uniform_real_distribution<float> scale(-2.0f, 2.0f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<uint8_t> q4(size_t{kRows} * kBlocks * kQ4_0BlockBytes);
+  for (size_t b = 0; b < size_t{kRows} * kBlocks; ++b) {
+    uint8_t* block = q4.data() + b * kQ4_0BlockBytes;
+    const uint16_t d = FloatToFloat16(scale(rng));
+    std::memcpy(block, &d, 2);
+    for (size_t i = 0; i < 16; ++i) block[2 + i] = static_cast<uint8_t>(byte(rng));
+  }
+  std::vector<uint8_t> p16(P16MatrixBytes(kQ4_0BlockBytes, kRows, kBlocks));
+  RepackToP16(kQ4_0BlockBytes, q4.data(), kRows, kBlocks, p16.data());
+  const std::vector<int32_t> indices = {36, 0, 15, 16, 31, 32, 35, 7, 36};
+
+  testing::HostDeviceMemory memory;
+  ComputeContext context(1);
+  std::vector<std::vector<float>> gathered;
+  for (uint32_t dtype : {LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q4_0_P16}) {
+    auto cmd = MakeCommand<lnpu_cmd_gather_rows>(LNPU_OP_GATHER_ROWS);
+    cmd.table = memory.Upload(dtype == LNPU_DTYPE_Q4_0 ? q4 : p16);
+    cmd.indices = memory.Upload(indices);
+    cmd.dst = memory.Allocate(indices.size() * kRowLen * 4);
+    cmd.table_dtype = dtype;
+    cmd.row_len = kRowLen;
+    cmd.table_rows = kRows;
+    cmd.count = static_cast<uint32_t>(indices.size());
+    ASSERT_TRUE(testing::RunCommand(cmd, memory, context).ok()) << dtype;
+    gathered.push_back(memory.Download<float>(cmd.dst, indices.size() * kRowLen));
+  }
+  ASSERT_EQ(gathered[0].size(), gathered[1].size());
+  EXPECT_EQ(0, std::memcmp(gathered[0].data(), gathered[1].data(),
+                           gathered[0].size() * sizeof(float)));
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const uint8_t* block = q4.data() + size_t(indices[i]) * kBlocks * kQ4_0BlockBytes;
+    uint16_t d;
+    std::memcpy(&d, block, 2);
+    // Element 5 is the low nibble of byte 5, element 21 its high nibble.
+    EXPECT_EQ(gathered[1][i * kRowLen + 5], Float16ToFloat(d) * ((block[2 + 5] & 0xF) - 8))
+        << "index " << indices[i];
+    EXPECT_EQ(gathered[1][i * kRowLen + 21], Float16ToFloat(d) * ((block[2 + 5] >> 4) - 8))
         << "index " << indices[i];
   }
 }

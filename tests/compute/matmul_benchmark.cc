@@ -50,12 +50,13 @@ size_t WeightBytes(uint32_t dtype, size_t n, size_t k) {
     case LNPU_DTYPE_F32: return n * k * 4;
     case LNPU_DTYPE_F16: return n * k * 2;
     case LNPU_DTYPE_Q8_0: return n * k / 32 * 34;
-    case LNPU_DTYPE_Q8_0_P16: return Q8_0P16MatrixBytes(n, k / 32);
+    case LNPU_DTYPE_Q8_0_P16: return P16MatrixBytes(kQ8_0BlockBytes, n, k / 32);
+    case LNPU_DTYPE_Q4_0_P16: return P16MatrixBytes(kQ4_0BlockBytes, n, k / 32);
     default: return n * k / 32 * 18;
   }
 }
 
-// `bytes` of pseudo-random weights of `dtype` (not Q8_0_P16), each f16
+// `bytes` of pseudo-random weights of `dtype` (not a panel dtype), each f16
 // scale (and f16 / f32 element) made a small finite value by setting its
 // exponent bits.
 std::vector<uint8_t> PseudoRandomWeights(uint32_t dtype, size_t bytes) {
@@ -81,6 +82,7 @@ const char* DtypeName(uint32_t dtype) {
     case LNPU_DTYPE_F16: return "F16";
     case LNPU_DTYPE_Q8_0: return "Q8_0";
     case LNPU_DTYPE_Q8_0_P16: return "Q8_0_P16";
+    case LNPU_DTYPE_Q4_0_P16: return "Q4_0_P16";
     default: return "Q4_0";
   }
 }
@@ -101,16 +103,19 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   const size_t bytes = WeightBytes(dtype, n, k);
   const size_t copies =
       dram ? std::max<size_t>(1, (size_t{1} << 30) / bytes) : 1;
-  // 64 bytes of slack: Q8_0_P16 weights must start 64-byte aligned (the
+  // 64 bytes of slack: panel weights must start 64-byte aligned (the
   // copies follow at multiples of 64 bytes for these shapes).
   std::vector<uint8_t> storage(bytes * copies + 64);
   uint8_t* const weights = storage.data() + (64 - Address(storage.data()) % 64) % 64;
-  if (dtype == LNPU_DTYPE_Q8_0_P16) {
-    // Q8_0 weights repacked (n a multiple of 16 here: no padding rows).
-    const std::vector<uint8_t> q8 =
-        PseudoRandomWeights(LNPU_DTYPE_Q8_0, WeightBytes(LNPU_DTYPE_Q8_0, n, k));
+  if (dtype == LNPU_DTYPE_Q8_0_P16 || dtype == LNPU_DTYPE_Q4_0_P16) {
+    // Blocks repacked (n a multiple of 16 here: no padding rows).
+    const bool q8 = dtype == LNPU_DTYPE_Q8_0_P16;
+    const uint32_t block_dtype = q8 ? LNPU_DTYPE_Q8_0 : LNPU_DTYPE_Q4_0;
+    const std::vector<uint8_t> blocks =
+        PseudoRandomWeights(block_dtype, WeightBytes(block_dtype, n, k));
     for (size_t c = 0; c < copies; ++c) {
-      RepackQ8_0ToP16(q8.data(), n, k / 32, weights + c * bytes);
+      RepackToP16(q8 ? kQ8_0BlockBytes : kQ4_0BlockBytes, blocks.data(), n, k / 32,
+                  weights + c * bytes);
     }
   } else {
     const std::vector<uint8_t> random = PseudoRandomWeights(dtype, bytes * copies);
@@ -245,10 +250,13 @@ void RegisterBenchmarks() {
       add(dtype, path);
     }
   }
-  // Q8_0 panels on the paths with loops of their own (the others run the
+  // Panels on the paths with loops of their own (the others run the
   // portable C++ loop, quant_matmul.h).
   for (const compute::QuantMatmulPath* path : compute::SupportedQuantMatmulPaths()) {
     if (path->q8_0_p16_kernels) add(LNPU_DTYPE_Q8_0_P16, path);
+  }
+  for (const compute::QuantMatmulPath* path : compute::SupportedQuantMatmulPaths()) {
+    if (path->q4_0_p16_kernels) add(LNPU_DTYPE_Q4_0_P16, path);
   }
 }
 

@@ -4,8 +4,8 @@
 // with the documented rule and sums d_w * d_x * (int32 block dot) in double.
 // Paths may differ from it only by f32 rounding of the scale-and-add steps:
 // |got - ref| <= 1e-5 * sum_b |d_w d_x| * sum_i |q_w q_x| + 1e-6.
-// Q8_0P16 (panel) weights have one exact f32 order (quant_matmul.h):
-// PortableQ8_0P16Matmul is checked against a double reference and a
+// Panel weights (Q8_0P16, Q4_0P16) have one exact f32 order (quant_matmul.h):
+// PortableP16Matmul is checked against a double reference and a
 // transcription of that order, and every path against it bit for bit.
 #include <algorithm>
 #include <bit>
@@ -47,26 +47,37 @@ std::string TypeName(WeightType type) {
     case WeightType::kQ8_0: return " q8_0";
     case WeightType::kQ4_0: return " q4_0";
     case WeightType::kQ8_0P16: return " q8_0p16";
+    case WeightType::kQ4_0P16: return " q4_0p16";
     default: return " ?";
   }
 }
 
-// The LNPU_DTYPE_Q8_0_P16 form of n Q8_0 rows of k elements.
-std::vector<uint8_t> RepackP16(const std::vector<uint8_t>& q8_0, size_t n, size_t k) {
+// Every quantized weight type.
+constexpr WeightType kQuantTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0,
+                                      WeightType::kQ8_0P16, WeightType::kQ4_0P16};
+constexpr WeightType kPanelTypes[] = {WeightType::kQ8_0P16, WeightType::kQ4_0P16};
+
+// The panel form (`panel_type`) of n rows of k elements of its block type.
+std::vector<uint8_t> RepackP16(WeightType panel_type, const std::vector<uint8_t>& rows,
+                               size_t n, size_t k) {
   const size_t blocks = k / kQuantBlock;
-  EXPECT_EQ(q8_0.size(), n * blocks * kQ8_0BlockBytes);
-  std::vector<uint8_t> out(lnpu::Q8_0P16MatrixBytes(n, blocks));
-  lnpu::RepackQ8_0ToP16(q8_0.data(), n, blocks, out.data());
+  const size_t block_bytes = WeightBytes(BlockTypeOf(panel_type), kQuantBlock);
+  EXPECT_EQ(rows.size(), n * blocks * block_bytes);
+  std::vector<uint8_t> out(lnpu::P16MatrixBytes(block_bytes, n, blocks));
+  lnpu::RepackToP16(block_bytes, rows.data(), n, blocks, out.data());
   return out;
 }
 
-// n x k Q8_0 weights quantized from uniform values in [-1, 1].
-std::vector<uint8_t> RandomQ8_0(std::mt19937& rng, size_t n, size_t k) {
+// n x k weights of block type `type` (Q8_0 or Q4_0) quantized from uniform
+// values in [-1, 1].
+std::vector<uint8_t> RandomBlocks(std::mt19937& rng, WeightType type, size_t n, size_t k) {
   std::uniform_real_distribution<float> dist(-1, 1);
   std::vector<float> weight_f32(n * k);
   for (float& v : weight_f32) v = dist(rng);
-  std::vector<uint8_t> weight(n * WeightBytes(WeightType::kQ8_0, k));
-  EXPECT_TRUE(gguf::QuantizeRowQ8_0(weight_f32, absl::MakeSpan(weight)).ok());
+  std::vector<uint8_t> weight(n * WeightBytes(type, k));
+  EXPECT_TRUE((type == WeightType::kQ8_0 ? gguf::QuantizeRowQ8_0 : gguf::QuantizeRowQ4_0)(
+                  weight_f32, absl::MakeSpan(weight))
+                  .ok());
   return weight;
 }
 
@@ -147,16 +158,10 @@ class QuantMatmulPathTest
   }
 
   // n x k weights of `type` quantized from uniform values in [-1, 1]
-  // (Q8_0P16: Q8_0 rows repacked into panels).
+  // (panel types: rows of their block type repacked into panels).
   std::vector<uint8_t> RandomWeights(WeightType type, size_t n, size_t k) {
-    if (type == WeightType::kQ8_0P16) return RepackP16(RandomQ8_0(rng_, n, k), n, k);
-    const auto weight_f32 = RandomFloats(n * k, -1, 1);
-    std::vector<uint8_t> weight(n * WeightBytes(type, k));
-    EXPECT_TRUE((type == WeightType::kQ8_0 ? gguf::QuantizeRowQ8_0
-                                           : gguf::QuantizeRowQ4_0)(
-                    weight_f32, absl::MakeSpan(weight))
-                    .ok());
-    return weight;
+    const std::vector<uint8_t> rows = RandomBlocks(rng_, BlockTypeOf(type), n, k);
+    return IsPanelType(type) ? RepackP16(type, rows, n, k) : rows;
   }
 
   // dst = src (rows x k) times the n x k weights of `type`, no bias.
@@ -204,10 +209,11 @@ class QuantMatmulPathTest
 
     std::vector<QuantRow> weight_rows;
     for (size_t c = 0; c < s.n; ++c) {
-      if (type == WeightType::kQ8_0P16) {
+      if (IsPanelType(type)) {
         std::vector<uint8_t> row(row_bytes);
-        lnpu::Q8_0P16RowToQ8_0(weight.data(), c, s.k / kQuantBlock, row.data());
-        weight_rows.push_back(DecodeWeightRow(row.data(), s.k, WeightType::kQ8_0));
+        lnpu::P16RowToBlocks(WeightBytes(BlockTypeOf(type), kQuantBlock), weight.data(), c,
+                             s.k / kQuantBlock, row.data());
+        weight_rows.push_back(DecodeWeightRow(row.data(), s.k, BlockTypeOf(type)));
       } else {
         weight_rows.push_back(DecodeWeightRow(weight.data() + c * row_bytes, s.k, type));
       }
@@ -264,7 +270,7 @@ TEST_P(QuantMatmulPathTest, MatchesIntegerReferenceOnRaggedShapes) {
   }
   int variant = 0;
   for (const Shape& s : shapes) {
-    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ8_0P16}) {
+    for (WeightType type : kQuantTypes) {
       Check(s, type, variant & 1, variant & 2);
       ++variant;
     }
@@ -274,8 +280,8 @@ TEST_P(QuantMatmulPathTest, MatchesIntegerReferenceOnRaggedShapes) {
 // Activations large enough that every int8 value hits +-127 and weights at
 // the ends of their range: the int32 block sums must not saturate.
 TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ8_0P16}) {
-    const bool q4_0 = type == WeightType::kQ4_0;
+  for (WeightType type : kQuantTypes) {
+    const bool q4_0 = BlockTypeOf(type) == WeightType::kQ4_0;
     for (size_t rows : {1, 3, 40}) {
       const size_t k = 4096, n = 20;
       std::vector<float> src(rows * k);
@@ -293,7 +299,7 @@ TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
       ASSERT_TRUE(gguf::DequantizeRow(q4_0 ? gguf::GgmlType::kQ4_0 : gguf::GgmlType::kQ8_0,
                                       weight, absl::MakeSpan(deq))
                       .ok());
-      if (type == WeightType::kQ8_0P16) weight = RepackP16(weight, n, k);
+      if (IsPanelType(type)) weight = RepackP16(type, weight, n, k);
       const std::vector<float> dst = RunMatmul(src, weight, type, rows, k, n);
       for (size_t r = 0; r < rows; ++r) {
         for (size_t c = 0; c < n; ++c) {
@@ -319,7 +325,7 @@ TEST_P(QuantMatmulPathTest, ExtremeValuesDoNotSaturate) {
 // turn it into a number: Arm's max drops NaN and converts it to 0.)
 TEST_P(QuantMatmulPathTest, NonFiniteActivationsMakeTheirRowNaN) {
   const size_t k = 96, n = 37;
-  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ8_0P16}) {
+  for (WeightType type : kQuantTypes) {
     for (size_t rows : {1, 3, 40}) {
       auto src = RandomFloats(rows * k, -2, 2);
       const size_t nan_row = rows / 2, inf_row = rows - 1;
@@ -350,7 +356,7 @@ TEST_P(QuantMatmulPathTest, SeveralRowGemvEqualsOneRowCallsBitForBit) {
   int variant = 0;
   for (const Shape& s : shapes) {
     if (s.rows > GetParam()->gemv_passes_max_rows) continue;  // the GEMM's rows
-    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ8_0P16}) {
+    for (WeightType type : kQuantTypes) {
       SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(s.rows) +
                    " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
                    TypeName(type));
@@ -398,7 +404,7 @@ TEST_P(QuantMatmulPathTest, SeveralRowGemvEqualsOneRowCallsBitForBit) {
 // ranges shorter than the kernels' column step, single columns, ranges
 // starting, ending or crossing inside a Q8_0P16 panel) and for block counts
 // that leave blocks after the avx512vnni block groups; it writes nothing
-// outside the range. Q8_0P16's one-row calls equal PortableQ8_0P16Matmul.
+// outside the range. The panel types' one-row calls equal PortableP16Matmul.
 TEST_P(QuantMatmulPathTest, GemvRowsEqualOneRowCallsOverAnyColumnRange) {
   const auto gemv = ActiveQuantGemv();
   constexpr size_t kRows = kQuantGemvMaxRows, kN = 23;
@@ -406,7 +412,7 @@ TEST_P(QuantMatmulPathTest, GemvRowsEqualOneRowCallsOverAnyColumnRange) {
       {0, kN}, {1, kN}, {3, kN - 2}, {5, 6},   {2, 11},  {kN - 1, kN}, {7, 10},
       {0, 16}, {16, kN}, {15, 17},   {14, 19}, {16, 17}, {0, 1},       {17, 22}};
   for (size_t blocks : {1, 2, 3, 5, 6, 7, 9, 13}) {
-    for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ8_0P16}) {
+    for (WeightType type : kQuantTypes) {
       const size_t k = blocks * kQuantBlock;
       auto src = RandomFloats(kRows * k, -2, 2);
       for (size_t i = 0; i < src.size(); i += 29) src[i] *= 15;
@@ -427,15 +433,15 @@ TEST_P(QuantMatmulPathTest, GemvRowsEqualOneRowCallsOverAnyColumnRange) {
         args.rows = 1;
         gemv(args, {.q = x.q.data() + r * k, .scales = x.scales.data() + r * blocks}, 0, kN);
       }
-      if (type == WeightType::kQ8_0P16) {
+      if (IsPanelType(type)) {
         std::vector<float> portable = old_dst;
         args.dst = portable.data();
         args.rows = kRows;
-        PortableQ8_0P16Matmul(args, x.view(), 0, kRows, 0, kN);
+        PortableP16Matmul(args, x.view(), 0, kRows, 0, kN);
         for (size_t i = 0; i < kRows * kN; ++i) {
           ASSERT_EQ(std::bit_cast<uint32_t>(alone[i]), std::bit_cast<uint32_t>(portable[i]))
               << GetParam()->name << " blocks=" << blocks << " one-row gemv dst[" << i
-              << "] = " << alone[i] << ", PortableQ8_0P16Matmul " << portable[i];
+              << "] = " << alone[i] << ", PortableP16Matmul " << portable[i];
         }
       }
       for (size_t rows = 1; rows <= kRows; ++rows) {
@@ -463,21 +469,24 @@ TEST_P(QuantMatmulPathTest, GemvRowsEqualOneRowCallsOverAnyColumnRange) {
 }
 
 // ---------------------------------------------------------------------------
-// Q8_0P16 (panel) weights.
+// Panel weights (Q8_0P16, Q4_0P16).
 
 // Random activations (with outliers and an all-zero block) quantized by the
-// documented rule, Q8_0 weights and their panel form, bias and old dst.
+// documented rule, weights of the panel type's block type (`blocks`) and
+// their panel form, bias and old dst.
 struct P16Case {
+  WeightType type;
   size_t rows, k, n;
   std::vector<float> src;
   QuantizedRows x;
-  std::vector<uint8_t> q8_0, p16;
+  std::vector<uint8_t> blocks, p16;
   std::vector<float> bias, old_dst;
 };
 
-P16Case MakeP16Case(std::mt19937& rng, size_t rows, size_t k, size_t n) {
+P16Case MakeP16Case(std::mt19937& rng, WeightType type, size_t rows, size_t k, size_t n) {
   std::uniform_real_distribution<float> dist(-2, 2);
   P16Case t;
+  t.type = type;
   t.rows = rows;
   t.k = k;
   t.n = n;
@@ -486,8 +495,8 @@ P16Case MakeP16Case(std::mt19937& rng, size_t rows, size_t k, size_t n) {
   for (size_t i = 0; i < t.src.size(); i += 37) t.src[i] *= 20;
   std::fill(t.src.begin(), t.src.begin() + kQuantBlock, 0.0f);
   t.x = QuantizeRows(t.src, rows, k);
-  t.q8_0 = RandomQ8_0(rng, n, k);
-  t.p16 = RepackP16(t.q8_0, n, k);
+  t.blocks = RandomBlocks(rng, BlockTypeOf(type), n, k);
+  t.p16 = RepackP16(type, t.blocks, n, k);
   t.bias.resize(n);
   for (float& v : t.bias) v = dist(rng);
   t.old_dst.resize(rows * n);
@@ -499,7 +508,7 @@ MatmulArgs P16Args(const P16Case& t, bool bias, bool accumulate, float* dst) {
   MatmulArgs args;
   args.src = t.src.data();
   args.weight = t.p16.data();
-  args.weight_type = WeightType::kQ8_0P16;
+  args.weight_type = t.type;
   args.bias = bias ? t.bias.data() : nullptr;
   args.accumulate = accumulate;
   args.dst = dst;
@@ -509,50 +518,53 @@ MatmulArgs P16Args(const P16Case& t, bool bias, bool accumulate, float* dst) {
   return args;
 }
 
-// PortableQ8_0P16Matmul against double sums of the dequantized Q8_0 weights
+// PortableP16Matmul against double sums of the dequantized weights
 // (gguf::DequantizeRow of the rows before the repack) times the dequantized
 // int8 activations, up to f32 rounding of the scale-and-add steps; n not a
 // multiple of 16 (a padded last panel).
-TEST(PortableQ8_0P16MatmulTest, MatchesDoubleReferenceOfDequantizedWeights) {
+TEST(PortableP16MatmulTest, MatchesDoubleReferenceOfDequantizedWeights) {
   std::mt19937 rng(2024);
   int variant = 0;
-  for (size_t n : {1, 15, 17, 67}) {
-    for (size_t k : {32, 96, 288, 2080}) {
-      for (size_t rows : {1, 2, 3, 4, 5, 16, 40}) {
-        const bool bias = variant & 1, accumulate = variant & 2;
-        ++variant;
-        SCOPED_TRACE("rows=" + std::to_string(rows) + " k=" + std::to_string(k) +
-                     " n=" + std::to_string(n) + (bias ? " bias" : "") +
-                     (accumulate ? " accumulate" : ""));
-        const P16Case t = MakeP16Case(rng, rows, k, n);
-        std::vector<float> w(n * k);
-        ASSERT_TRUE(
-            gguf::DequantizeRow(gguf::GgmlType::kQ8_0, t.q8_0, absl::MakeSpan(w)).ok());
-        std::vector<float> dst = t.old_dst;
-        PortableQ8_0P16Matmul(P16Args(t, bias, accumulate, dst.data()), t.x.view(), 0, rows, 0,
-                              n);
-        int reported = 0;
-        for (size_t r = 0; r < rows; ++r) {
-          for (size_t c = 0; c < n; ++c) {
-            double want = 0, magnitude = 0;
-            for (size_t i = 0; i < k; ++i) {
-              const double xi = double(t.x.scales[(r * k + i) / kQuantBlock]) * t.x.q[r * k + i];
-              want += xi * w[c * k + i];
-              magnitude += std::abs(xi * w[c * k + i]);
-            }
-            if (bias) {
-              want += t.bias[c];
-              magnitude += std::abs(t.bias[c]);
-            }
-            if (accumulate) {
-              want += t.old_dst[r * n + c];
-              magnitude += std::abs(t.old_dst[r * n + c]);
-            }
-            const double got = dst[r * n + c];
-            const double tol = 1e-5 * magnitude + 1e-6;
-            if (!(std::abs(got - want) <= tol) && reported++ < 5) {
-              ADD_FAILURE() << "dst[" << r << "][" << c << "] = " << got << ", want " << want
-                            << " (tolerance " << tol << ")";
+  for (WeightType type : kPanelTypes) {
+    for (size_t n : {1, 15, 17, 67}) {
+      for (size_t k : {32, 96, 288, 2080}) {
+        for (size_t rows : {1, 2, 3, 4, 5, 16, 40}) {
+          const bool bias = variant & 1, accumulate = variant & 2;
+          ++variant;
+          SCOPED_TRACE("rows=" + std::to_string(rows) + " k=" + std::to_string(k) +
+                       " n=" + std::to_string(n) + (bias ? " bias" : "") +
+                       (accumulate ? " accumulate" : "") + TypeName(type));
+          const P16Case t = MakeP16Case(rng, type, rows, k, n);
+          std::vector<float> w(n * k);
+          ASSERT_TRUE(gguf::DequantizeRow(type == WeightType::kQ4_0P16 ? gguf::GgmlType::kQ4_0
+                                                                       : gguf::GgmlType::kQ8_0,
+                                          t.blocks, absl::MakeSpan(w))
+                          .ok());
+          std::vector<float> dst = t.old_dst;
+          PortableP16Matmul(P16Args(t, bias, accumulate, dst.data()), t.x.view(), 0, rows, 0, n);
+          int reported = 0;
+          for (size_t r = 0; r < rows; ++r) {
+            for (size_t c = 0; c < n; ++c) {
+              double want = 0, magnitude = 0;
+              for (size_t i = 0; i < k; ++i) {
+                const double xi = double(t.x.scales[(r * k + i) / kQuantBlock]) * t.x.q[r * k + i];
+                want += xi * w[c * k + i];
+                magnitude += std::abs(xi * w[c * k + i]);
+              }
+              if (bias) {
+                want += t.bias[c];
+                magnitude += std::abs(t.bias[c]);
+              }
+              if (accumulate) {
+                want += t.old_dst[r * n + c];
+                magnitude += std::abs(t.old_dst[r * n + c]);
+              }
+              const double got = dst[r * n + c];
+              const double tol = 1e-5 * magnitude + 1e-6;
+              if (!(std::abs(got - want) <= tol) && reported++ < 5) {
+                ADD_FAILURE() << "dst[" << r << "][" << c << "] = " << got << ", want " << want
+                              << " (tolerance " << tol << ")";
+              }
             }
           }
         }
@@ -563,69 +575,76 @@ TEST(PortableQ8_0P16MatmulTest, MatchesDoubleReferenceOfDequantizedWeights) {
 
 // The panel bytes are those the UAPI header documents (so the reference
 // above, which reads the Q8_0 rows, checks the kernels' reading of that
-// layout), and PortableQ8_0P16Matmul over any row and column range, ranges
+// layout), and PortableP16Matmul over any row and column range, ranges
 // starting and ending inside panels included, writes exactly the
 // quant_matmul.h order transcribed here from the Q8_0 rows, bit for bit, and
 // nothing outside the range.
-TEST(PortableQ8_0P16MatmulTest, FollowsTheContractOrderOverAnyRange) {
+TEST(PortableP16MatmulTest, FollowsTheContractOrderOverAnyRange) {
   std::mt19937 rng(77);
   const size_t rows = 6, n = 37;
-  for (size_t k : {32, 160, 1056}) {
-    const size_t blocks = k / kQuantBlock;
-    const P16Case t = MakeP16Case(rng, rows, k, n);
-    ASSERT_EQ(t.p16.size(), 3 * blocks * 544);
-    for (size_t c = 0; c < 48; ++c) {
-      const uint8_t* panel = t.p16.data() + c / 16 * blocks * 544;
-      for (size_t b = 0; b < blocks; ++b) {
-        const uint8_t* block = t.q8_0.data() + (c * blocks + b) * kQ8_0BlockBytes;
-        const uint8_t* scale = panel + blocks * 512 + 2 * (16 * b + c % 16);
-        ASSERT_EQ(scale[0], c < n ? block[0] : 0) << "column " << c << " block " << b;
-        ASSERT_EQ(scale[1], c < n ? block[1] : 0) << "column " << c << " block " << b;
-        for (size_t g = 0; g < 8; ++g) {
-          for (size_t i = 0; i < 4; ++i) {
-            ASSERT_EQ(panel[512 * b + 64 * g + 4 * (c % 16) + i],
-                      c < n ? block[2 + 4 * g + i] : 0)
-                << "column " << c << " block " << b << " group " << g << " byte " << i;
-          }
-        }
-      }
-    }
-    // The contract's order, from the Q8_0 rows.
-    std::vector<float> want = t.old_dst;
-    for (size_t r = 0; r < rows; ++r) {
-      for (size_t c = 0; c < n; ++c) {
-        float acc = +0.0f;
+  for (WeightType type : kPanelTypes) {
+    const bool q4 = type == WeightType::kQ4_0P16;
+    // The UAPI header's numbers: per block of a panel, 512 (Q8_0) or 256
+    // (Q4_0) quant bytes in 8 or 4 groups, 544 or 288 bytes with the scales.
+    const size_t block_bytes = q4 ? 18 : 34, groups = q4 ? 4 : 8, quant_bytes = 64 * groups;
+    for (size_t k : {32, 160, 1056}) {
+      SCOPED_TRACE("k=" + std::to_string(k) + TypeName(type));
+      const size_t blocks = k / kQuantBlock;
+      const P16Case t = MakeP16Case(rng, type, rows, k, n);
+      ASSERT_EQ(t.p16.size(), 3 * blocks * 16 * block_bytes);
+      for (size_t c = 0; c < 48; ++c) {
+        const uint8_t* panel = t.p16.data() + c / 16 * blocks * 16 * block_bytes;
         for (size_t b = 0; b < blocks; ++b) {
-          const uint8_t* block = t.q8_0.data() + (c * blocks + b) * kQ8_0BlockBytes;
-          int32_t dot = 0;
-          for (size_t i = 0; i < kQuantBlock; ++i) {
-            dot += int32_t{static_cast<int8_t>(block[2 + i])} *
-                   int32_t{t.x.q[r * k + kQuantBlock * b + i]};
+          const uint8_t* block = t.blocks.data() + (c * blocks + b) * block_bytes;
+          const uint8_t* scale = panel + blocks * quant_bytes + 2 * (16 * b + c % 16);
+          ASSERT_EQ(scale[0], c < n ? block[0] : 0) << "column " << c << " block " << b;
+          ASSERT_EQ(scale[1], c < n ? block[1] : 0) << "column " << c << " block " << b;
+          for (size_t g = 0; g < groups; ++g) {
+            for (size_t i = 0; i < 4; ++i) {
+              ASSERT_EQ(panel[quant_bytes * b + 64 * g + 4 * (c % 16) + i],
+                        c < n ? block[2 + 4 * g + i] : 0)
+                  << "column " << c << " block " << b << " group " << g << " byte " << i;
+            }
           }
-          uint16_t half;
-          std::memcpy(&half, block, 2);
-          acc = std::fmaf(static_cast<float>(dot),
-                          Float16ToFloat(half) * t.x.scales[r * blocks + b], acc);
         }
-        want[r * n + c] = t.old_dst[r * n + c] + t.bias[c] + acc;
       }
-    }
-    const std::pair<size_t, size_t> col_ranges[] = {{0, n},   {1, n},   {3, 13},  {15, 17},
-                                                    {16, 32}, {31, 33}, {36, 37}, {0, 1},
-                                                    {5, 6},   {17, 36}, {32, 37}};
-    const std::pair<size_t, size_t> row_ranges[] = {{0, rows}, {1, 2}, {2, 5}, {5, 6}};
-    for (const auto& [c0, c1] : col_ranges) {
-      for (const auto& [r0, r1] : row_ranges) {
-        std::vector<float> dst = t.old_dst;
-        PortableQ8_0P16Matmul(P16Args(t, true, true, dst.data()), t.x.view(), r0, r1, c0, c1);
-        for (size_t r = 0; r < rows; ++r) {
-          for (size_t c = 0; c < n; ++c) {
-            const bool inside = r >= r0 && r < r1 && c >= c0 && c < c1;
-            const float expect = inside ? want[r * n + c] : t.old_dst[r * n + c];
-            ASSERT_EQ(std::bit_cast<uint32_t>(dst[r * n + c]), std::bit_cast<uint32_t>(expect))
-                << "k=" << k << " rows [" << r0 << ", " << r1 << ") columns [" << c0 << ", "
-                << c1 << "): dst[" << r << "][" << c << "] = " << dst[r * n + c] << ", want "
-                << expect;
+      // The contract's order, from the rows before the repack.
+      std::vector<float> want = t.old_dst;
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t c = 0; c < n; ++c) {
+          float acc = +0.0f;
+          for (size_t b = 0; b < blocks; ++b) {
+            const uint8_t* block = t.blocks.data() + (c * blocks + b) * block_bytes;
+            int32_t dot = 0;
+            for (size_t i = 0; i < kQuantBlock; ++i) {
+              const int32_t w = q4 ? (i < 16 ? block[2 + i] & 0xF : block[2 + i - 16] >> 4) - 8
+                                   : int32_t{static_cast<int8_t>(block[2 + i])};
+              dot += w * int32_t{t.x.q[r * k + kQuantBlock * b + i]};
+            }
+            uint16_t half;
+            std::memcpy(&half, block, 2);
+            acc = std::fmaf(static_cast<float>(dot),
+                            Float16ToFloat(half) * t.x.scales[r * blocks + b], acc);
+          }
+          want[r * n + c] = t.old_dst[r * n + c] + t.bias[c] + acc;
+        }
+      }
+      const std::pair<size_t, size_t> col_ranges[] = {{0, n},   {1, n},   {3, 13},  {15, 17},
+                                                      {16, 32}, {31, 33}, {36, 37}, {0, 1},
+                                                      {5, 6},   {17, 36}, {32, 37}};
+      const std::pair<size_t, size_t> row_ranges[] = {{0, rows}, {1, 2}, {2, 5}, {5, 6}};
+      for (const auto& [c0, c1] : col_ranges) {
+        for (const auto& [r0, r1] : row_ranges) {
+          std::vector<float> dst = t.old_dst;
+          PortableP16Matmul(P16Args(t, true, true, dst.data()), t.x.view(), r0, r1, c0, c1);
+          for (size_t r = 0; r < rows; ++r) {
+            for (size_t c = 0; c < n; ++c) {
+              const bool inside = r >= r0 && r < r1 && c >= c0 && c < c1;
+              const float expect = inside ? want[r * n + c] : t.old_dst[r * n + c];
+              ASSERT_EQ(std::bit_cast<uint32_t>(dst[r * n + c]), std::bit_cast<uint32_t>(expect))
+                  << "k=" << k << " rows [" << r0 << ", " << r1 << ") columns [" << c0 << ", " << c1
+                  << "): dst[" << r << "][" << c << "] = " << dst[r * n + c] << ", want " << expect;
+            }
           }
         }
       }
@@ -633,62 +652,66 @@ TEST(PortableQ8_0P16MatmulTest, FollowsTheContractOrderOverAnyRange) {
   }
 }
 
-// Matmul with Q8_0P16 weights gives PortableQ8_0P16Matmul's results bit for
+// Matmul with panel weights gives PortableP16Matmul's results bit for
 // bit on every path, through the GEMV (1..4 rows), the GEMV passes and the
 // GEMM, with odd n (a padded last panel), with and without bias and
 // accumulation: prefill and decode agree whatever the CPU.
-TEST_P(QuantMatmulPathTest, Q8_0P16MatmulEqualsPortableBitForBit) {
+TEST_P(QuantMatmulPathTest, PanelMatmulEqualsPortableBitForBit) {
   std::mt19937 rng(31);
-  const size_t ks[] = {32, 288, 1120};
-  const size_t ns[] = {67, 1, 33, 131};
-  int variant = 0;
-  for (size_t rows : {1, 2, 3, 4, 5, 8, 17, 300}) {
-    const size_t k = ks[variant % 3], n = ns[variant % 4];
-    for (int flags = 0; flags < 4; ++flags) {
-      const bool bias = flags & 1, accumulate = flags & 2;
-      SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(rows) +
-                   " k=" + std::to_string(k) + " n=" + std::to_string(n) +
-                   (bias ? " bias" : "") + (accumulate ? " accumulate" : ""));
-      const P16Case t = MakeP16Case(rng, rows, k, n);
-      std::vector<float> want = t.old_dst;
-      PortableQ8_0P16Matmul(P16Args(t, bias, accumulate, want.data()), t.x.view(), 0, rows, 0,
-                            n);
-      std::vector<float> got = t.old_dst;
-      Matmul(P16Args(t, bias, accumulate, got.data()), pool_, &scratch_);
-      for (size_t i = 0; i < rows * n; ++i) {
-        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-            << "dst[" << i / n << "][" << i % n << "] = " << got[i] << ", want " << want[i];
+  for (WeightType type : kPanelTypes) {
+    const size_t ks[] = {32, 288, 1120};
+    const size_t ns[] = {67, 1, 33, 131};
+    int variant = 0;
+    for (size_t rows : {1, 2, 3, 4, 5, 8, 17, 300}) {
+      const size_t k = ks[variant % 3], n = ns[variant % 4];
+      for (int flags = 0; flags < 4; ++flags) {
+        const bool bias = flags & 1, accumulate = flags & 2;
+        SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(rows) +
+                     " k=" + std::to_string(k) + " n=" + std::to_string(n) + (bias ? " bias" : "") +
+                     (accumulate ? " accumulate" : "") + TypeName(type));
+        const P16Case t = MakeP16Case(rng, type, rows, k, n);
+        std::vector<float> want = t.old_dst;
+        PortableP16Matmul(P16Args(t, bias, accumulate, want.data()), t.x.view(), 0, rows, 0, n);
+        std::vector<float> got = t.old_dst;
+        Matmul(P16Args(t, bias, accumulate, got.data()), pool_, &scratch_);
+        for (size_t i = 0; i < rows * n; ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+              << "dst[" << i / n << "][" << i % n << "] = " << got[i] << ", want " << want[i];
+        }
       }
+      ++variant;
     }
-    ++variant;
   }
 }
 
 // The path's GEMM loop over any row x column range (ranges starting and
-// ending inside Q8_0P16 panels, single columns) writes exactly
-// PortableQ8_0P16Matmul's values inside the range and nothing outside.
-TEST_P(QuantMatmulPathTest, Q8_0P16GemmEqualsPortableOverAnyRange) {
+// ending inside panels, single columns) writes exactly PortableP16Matmul's
+// values inside the range and nothing outside, for both panel types.
+TEST_P(QuantMatmulPathTest, PanelGemmEqualsPortableOverAnyRange) {
   std::mt19937 rng(5);
   const size_t rows = 37, n = 45;
-  for (size_t k : {32, 224, 1056}) {
-    const P16Case t = MakeP16Case(rng, rows, k, n);
-    std::vector<float> want = t.old_dst;
-    PortableQ8_0P16Matmul(P16Args(t, true, true, want.data()), t.x.view(), 0, rows, 0, n);
-    const std::pair<size_t, size_t> col_ranges[] = {{0, n},   {3, 13},  {15, 17}, {16, 32},
-                                                    {31, 45}, {44, 45}, {7, 8},   {1, 40}};
-    const std::pair<size_t, size_t> row_ranges[] = {{0, rows}, {5, 6}, {3, 20}, {33, 37}};
-    for (const auto& [c0, c1] : col_ranges) {
-      for (const auto& [r0, r1] : row_ranges) {
-        std::vector<float> dst = t.old_dst;
-        GetParam()->gemm(P16Args(t, true, true, dst.data()), t.x.view(), r0, r1, c0, c1);
-        for (size_t r = 0; r < rows; ++r) {
-          for (size_t c = 0; c < n; ++c) {
-            const bool inside = r >= r0 && r < r1 && c >= c0 && c < c1;
-            const float expect = inside ? want[r * n + c] : t.old_dst[r * n + c];
-            ASSERT_EQ(std::bit_cast<uint32_t>(dst[r * n + c]), std::bit_cast<uint32_t>(expect))
-                << GetParam()->name << " k=" << k << " rows [" << r0 << ", " << r1
-                << ") columns [" << c0 << ", " << c1 << "): dst[" << r << "][" << c
-                << "] = " << dst[r * n + c] << ", want " << expect;
+  for (WeightType type : kPanelTypes) {
+    for (size_t k : {32, 224, 1056}) {
+      SCOPED_TRACE("k=" + std::to_string(k) + TypeName(type));
+      const P16Case t = MakeP16Case(rng, type, rows, k, n);
+      std::vector<float> want = t.old_dst;
+      PortableP16Matmul(P16Args(t, true, true, want.data()), t.x.view(), 0, rows, 0, n);
+      const std::pair<size_t, size_t> col_ranges[] = {{0, n},   {3, 13},  {15, 17}, {16, 32},
+                                                      {31, 45}, {44, 45}, {7, 8},   {1, 40}};
+      const std::pair<size_t, size_t> row_ranges[] = {{0, rows}, {5, 6}, {3, 20}, {33, 37}};
+      for (const auto& [c0, c1] : col_ranges) {
+        for (const auto& [r0, r1] : row_ranges) {
+          std::vector<float> dst = t.old_dst;
+          GetParam()->gemm(P16Args(t, true, true, dst.data()), t.x.view(), r0, r1, c0, c1);
+          for (size_t r = 0; r < rows; ++r) {
+            for (size_t c = 0; c < n; ++c) {
+              const bool inside = r >= r0 && r < r1 && c >= c0 && c < c1;
+              const float expect = inside ? want[r * n + c] : t.old_dst[r * n + c];
+              ASSERT_EQ(std::bit_cast<uint32_t>(dst[r * n + c]), std::bit_cast<uint32_t>(expect))
+                  << GetParam()->name << " k=" << k << " rows [" << r0 << ", " << r1
+                  << ") columns [" << c0 << ", " << c1 << "): dst[" << r << "][" << c
+                  << "] = " << dst[r * n + c] << ", want " << expect;
+            }
           }
         }
       }

@@ -1030,15 +1030,19 @@ TEST_P(RandomModelTest, ChunkingDoesNotChangeTheLogits) {
   std::remove(dir.c_str());
 }
 
-// Copied Q8_0 weights on a device that prefers LNPU_DTYPE_Q8_0_P16 are
-// stored as panels: every matrix with whole panels of rows (here all of
-// them, the tied embedding gathered and multiplied alike), and the model
-// decodes what the artifact's layout decodes (the f32 sums differ only in
-// their order). Imported weights and panel_weights = false keep the layout.
-TEST(PanelWeightsTest, CopiedQ8_0MatricesRunAsPanelsWithTheSameResults) {
+// Copied Q8_0 / Q4_0 weights on a device that prefers LNPU_DTYPE_Q8_0_P16 /
+// _Q4_0_P16 are stored as panels: every matrix with whole panels of rows
+// (here all of them, the tied embedding gathered and multiplied alike), and
+// the model decodes what the artifact's layout decodes (the f32 sums differ
+// only in their order). Imported weights and panel_weights = false keep the
+// layout.
+class PanelWeightsTest : public ::testing::TestWithParam<gguf::GgmlType> {};
+
+TEST_P(PanelWeightsTest, CopiedMatricesRunAsPanelsWithTheSameResults) {
+  const bool q4 = GetParam() == gguf::GgmlType::kQ4_0;
   synthetic::RandomLlamaSpec spec;
   spec.architecture = "qwen2";  // QKV biases: MATMUL with LNPU_MATMUL_BIAS
-  spec.weight_type = gguf::GgmlType::kQ8_0;
+  spec.weight_type = GetParam();
   spec.tied_embeddings = true;
   spec.vocab_size = 320;
   spec.seed = 44;
@@ -1058,7 +1062,8 @@ TEST(PanelWeightsTest, CopiedQ8_0MatricesRunAsPanelsWithTheSameResults) {
   ASSERT_TRUE(opened.ok()) << opened.status();
   std::shared_ptr<Device> device = *std::move(opened);
   const uint64_t capabilities = *device->GetParam(DRM_LNPU_PARAM_CAPABILITIES);
-  const bool preferred = (capabilities & DRM_LNPU_CAP_Q8_0_P16_PREFERRED) != 0;
+  const bool preferred =
+      (capabilities & (q4 ? DRM_LNPU_CAP_Q4_0_P16_PREFERRED : DRM_LNPU_CAP_Q8_0_P16_PREFERRED)) != 0;
   const auto load = [&](LoadOptions load_options) {
     absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, artifact_path, load_options);
     EXPECT_TRUE(model.ok()) << model.status();
@@ -1120,6 +1125,12 @@ TEST(PanelWeightsTest, CopiedQ8_0MatricesRunAsPanelsWithTheSameResults) {
   std::remove(gguf_path.c_str());
   std::remove(dir.c_str());
 }
+
+INSTANTIATE_TEST_SUITE_P(BlockTypes, PanelWeightsTest,
+                         ::testing::Values(gguf::GgmlType::kQ8_0, gguf::GgmlType::kQ4_0),
+                         [](const ::testing::TestParamInfo<gguf::GgmlType>& info) {
+                           return info.param == gguf::GgmlType::kQ4_0 ? "Q4_0" : "Q8_0";
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Shapes, RandomModelTest, ::testing::ValuesIn(RandomCases()),
                          [](const ::testing::TestParamInfo<RandomCase>& info) {

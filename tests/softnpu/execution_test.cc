@@ -311,7 +311,7 @@ class Q8_0P16Test : public ExecutionTest {
   static constexpr uint32_t kRows = 3, kK = 96, kN = 40;
   static constexpr size_t kBlocks = kK / kQuantBlock;
   static constexpr uint64_t kQ8_0Bytes = uint64_t{kN} * kBlocks * kQ8_0BlockBytes;
-  static constexpr uint64_t kP16Bytes = Q8_0P16MatrixBytes(kN, kBlocks);
+  static constexpr uint64_t kP16Bytes = P16MatrixBytes(kQ8_0BlockBytes, kN, kBlocks);
   static_assert(kP16Bytes == 48 * kBlocks * kQ8_0BlockBytes);
 
   void SetUp() override {
@@ -333,7 +333,7 @@ class Q8_0P16Test : public ExecutionTest {
       }
     }
     p16_.resize(kP16Bytes);
-    RepackQ8_0ToP16(q8_0_.data(), kN, kBlocks, p16_.data());
+    RepackToP16(kQ8_0BlockBytes, q8_0_.data(), kN, kBlocks, p16_.data());
     std::uniform_real_distribution<float> value(-2.0f, 2.0f);
     src_.resize(kRows * kK);
     for (float& x : src_) x = value(rng);
@@ -471,7 +471,7 @@ TEST_F(Q8_0P16Test, MatmulOfP16WeightsFollowsThePanelOrderAndMatchesQ8_0) {
 // for 32 rows, the weights ending exactly at its end, takes n = 32 but not
 // n = 40, nor n = 40 with only the padding of the last panel missing.
 TEST_F(Q8_0P16Test, WeightOnePanelShortOfItsBufferIsEinvalAndNeverRuns) {
-  const uint64_t two_panels = Q8_0P16MatrixBytes(32, kBlocks);
+  const uint64_t two_panels = P16MatrixBytes(kQ8_0BlockBytes, 32, kBlocks);
   TestBuffer src = CreateBuffer(*file_, src_.size() * 4);
   TestBuffer weight = CreateBuffer(*file_, two_panels);
   TestBuffer dst = CreateBuffer(*file_, 4096);

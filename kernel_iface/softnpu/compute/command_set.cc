@@ -225,7 +225,7 @@ class CommandChecker {
 // Storage of a weight/table dtype: `bytes` per `elements` elements (1 and 4
 // for F32, 32 and 34 for Q8_0); an address must be a multiple of `align`
 // (`align_what` says why). Rows are stored in whole panels of `panel_rows`
-// rows (1 but for LNPU_DTYPE_Q8_0_P16: 16, a last partial panel padded).
+// rows (1 but for the panel dtypes: 16, a last partial panel padded).
 struct WeightLayout {
   WeightType type;
   uint64_t elements;
@@ -248,18 +248,24 @@ absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
     case LNPU_DTYPE_F16: return WeightLayout{WeightType::kF16, 1, 2, 2};
     case LNPU_DTYPE_Q8_0:
     case LNPU_DTYPE_Q4_0:
-    case LNPU_DTYPE_Q8_0_P16: {
+    case LNPU_DTYPE_Q8_0_P16:
+    case LNPU_DTYPE_Q4_0_P16: {
       if (row_len % LNPU_QUANT_BLOCK != 0) {
         return check.Error(len_field,
                            absl::StrCat(row_len, " is not a multiple of ",
                                         LNPU_QUANT_BLOCK, ", the block size of "
                                         "quantized ", field));
       }
+      // Panels of 16 rows of blocks, read with aligned 64-byte loads.
       if (dtype == LNPU_DTYPE_Q8_0_P16) {
-        // Panels of 16 rows of Q8_0 blocks, read with aligned 64-byte loads.
         return WeightLayout{WeightType::kQ8_0P16, LNPU_QUANT_BLOCK, 34, 64,
                             LNPU_Q8_0_P16_ROWS,
                             "the LNPU_DTYPE_Q8_0_P16 panel alignment of"};
+      }
+      if (dtype == LNPU_DTYPE_Q4_0_P16) {
+        return WeightLayout{WeightType::kQ4_0P16, LNPU_QUANT_BLOCK, 18, 64,
+                            LNPU_Q4_0_P16_ROWS,
+                            "the LNPU_DTYPE_Q4_0_P16 panel alignment of"};
       }
       // Blocks start with an f16 scale: 2-byte alignment.
       if (dtype == LNPU_DTYPE_Q8_0) {
@@ -271,7 +277,7 @@ absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
       return check.Error(field, absl::StrCat("dtype ", dtype,
                                              " not supported; use "
                                              "LNPU_DTYPE_F32, _F16, _Q8_0, "
-                                             "_Q4_0 or _Q8_0_P16"));
+                                             "_Q4_0, _Q8_0_P16 or _Q4_0_P16"));
   }
 }
 
@@ -291,7 +297,7 @@ absl::StatusOr<uint64_t> WeightOperandBytes(const CommandChecker& check,
                      layout.panel_rows == 1
                          ? absl::string_view()
                          : absl::string_view(
-                               " (LNPU_DTYPE_Q8_0_P16 stores the rows in "
+                               " (the panel dtypes store the rows in "
                                "whole panels of 16)"));
 }
 
@@ -628,6 +634,7 @@ WeightType WeightTypeOf(uint32_t dtype) {
     case LNPU_DTYPE_Q8_0: return WeightType::kQ8_0;
     case LNPU_DTYPE_Q4_0: return WeightType::kQ4_0;
     case LNPU_DTYPE_Q8_0_P16: return WeightType::kQ8_0P16;
+    case LNPU_DTYPE_Q4_0_P16: return WeightType::kQ4_0P16;
     default: return WeightType::kF32;
   }
 }
@@ -651,17 +658,19 @@ absl::Status ExecuteGatherRows(const lnpu_cmd_gather_rows& c,
   const size_t row_len = c.row_len;
   const WeightType type = WeightTypeOf(c.table_dtype);
   const uint8_t* table = Translate<const uint8_t>(memory, c.table);
-  if (type == WeightType::kQ8_0P16) {
-    // A row's blocks are spread over its panel: gathered into Q8_0 blocks
-    // first, then dequantized as LNPU_DTYPE_Q8_0 (the same f32 values).
-    const size_t blocks = row_len / kQuantBlock;
+  if (compute::IsPanelType(type)) {
+    // A row's blocks are spread over its panel: gathered into blocks of
+    // its block type first, then dequantized as that (the same f32 values).
+    const WeightType block_type = compute::BlockTypeOf(type);
+    const size_t row_bytes = compute::WeightBytes(block_type, row_len);
+    const size_t block_bytes = compute::WeightBytes(block_type, kQuantBlock);
     // Grown only: the embedding lookup runs every step.
     thread_local std::vector<uint8_t> row;
-    if (row.size() < blocks * kQ8_0BlockBytes) row.resize(blocks * kQ8_0BlockBytes);
+    if (row.size() < row_bytes) row.resize(row_bytes);
     for (uint32_t i = 0; i < c.count; ++i) {
-      Q8_0P16RowToQ8_0(table, size_t(indices[i]), blocks, row.data());
-      compute::ConvertToF32(WeightType::kQ8_0, row.data(), dst + i * row_len,
-                            row_len);
+      P16RowToBlocks(block_bytes, table, size_t(indices[i]), row_len / kQuantBlock,
+                     row.data());
+      compute::ConvertToF32(block_type, row.data(), dst + i * row_len, row_len);
     }
     return absl::OkStatus();
   }

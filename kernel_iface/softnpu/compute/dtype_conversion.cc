@@ -67,6 +67,7 @@ size_t WeightBytes(WeightType type, size_t elements) {
     case WeightType::kQ8_0: return elements / kQuantBlock * kQ8_0BlockBytes;
     case WeightType::kQ4_0: return elements / kQuantBlock * kQ4_0BlockBytes;
     case WeightType::kQ8_0P16: return elements / kQuantBlock * kQ8_0BlockBytes;
+    case WeightType::kQ4_0P16: return elements / kQuantBlock * kQ4_0BlockBytes;
   }
   return 0;
 }
@@ -104,11 +105,13 @@ void ConvertToF32(WeightType type, const void* src, float* dst,
       return;
     }
     case WeightType::kQ8_0P16:
+    case WeightType::kQ4_0P16:
       // A row's blocks are spread over its panel, not contiguous: callers
-      // gather them first (Q8_0P16RowToQ8_0) and convert those as kQ8_0.
+      // gather them first (P16RowToBlocks) and convert those as the block
+      // type (BlockTypeOf).
       std::fprintf(stderr,
-                   "softnpu: ConvertToF32 called with Q8_0P16 (rows are not "
-                   "contiguous; convert Q8_0P16RowToQ8_0's blocks)\n");
+                   "softnpu: ConvertToF32 called with a panel type (rows are "
+                   "not contiguous; convert P16RowToBlocks's blocks)\n");
       std::abort();
   }
 }

@@ -34,13 +34,27 @@ struct KernelScratch {
 // Element type of matmul weights, gather tables and (F32/F16 only) the
 // attention KV cache. Q8_0 / Q4_0 are the LNPU_DTYPE_Q8_0 / LNPU_DTYPE_Q4_0
 // block formats (rows of whole 32-element blocks: f16 scale + 32 int8, or
-// f16 scale + 16 bytes of nibbles); Q8_0P16 is LNPU_DTYPE_Q8_0_P16, the
-// Q8_0 blocks of each 16 rows rearranged into a panel (base/quant_blocks.h;
-// weights and tables only, never a KV cache).
-enum class WeightType { kF32, kF16, kQ8_0, kQ4_0, kQ8_0P16 };
+// f16 scale + 16 bytes of nibbles); Q8_0P16 / Q4_0P16 are
+// LNPU_DTYPE_Q8_0_P16 / _Q4_0_P16, the Q8_0 / Q4_0 blocks of each 16 rows
+// rearranged into a panel (base/quant_blocks.h; weights and tables only,
+// never a KV cache).
+enum class WeightType { kF32, kF16, kQ8_0, kQ4_0, kQ8_0P16, kQ4_0P16 };
+
+// Whether `type` stores its rows in panels (Q8_0P16, Q4_0P16).
+constexpr bool IsPanelType(WeightType type) {
+  return type == WeightType::kQ8_0P16 || type == WeightType::kQ4_0P16;
+}
+
+// The block format of a panel type's blocks (Q8_0 or Q4_0); other types
+// are their own.
+constexpr WeightType BlockTypeOf(WeightType type) {
+  if (type == WeightType::kQ8_0P16) return WeightType::kQ8_0;
+  if (type == WeightType::kQ4_0P16) return WeightType::kQ4_0;
+  return type;
+}
 
 // Bytes of `elements` weights of `type` (a multiple of 32 for the quantized
-// types). Q8_0P16: a row's share of its panel (whole panels only).
+// types). Panel types: a row's share of its panel (whole panels only).
 size_t WeightBytes(WeightType type, size_t elements);
 
 }  // namespace lnpu::softnpu::compute

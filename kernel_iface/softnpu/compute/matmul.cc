@@ -9,6 +9,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -410,30 +411,40 @@ namespace lnpu::softnpu::compute {
 
 namespace {
 
-// The exact int32 dot products of one Q8_0P16 block's 16 weight rows with
-// the 32 int8 activations xq: dot[col] = sum_e q[col][e] * xq[e]. Written
-// for g++ -O2's vectorizer: group g's 64 bytes (4 k x 16 rows) times the
-// group's 4 activations repeated 16 times, into 64 int32 lanes (lane
-// 4 col + i holds column col's products of k = 4g + i); then each column
-// adds its 4 lanes. Exact: at most 8 products of |q| <= 128, |x| <= 127
-// per lane.
-inline void Q8_0P16BlockDots(const int8_t* wq, const int8_t* xq,
-                             int32_t (&dot)[lnpu::kQ8_0P16Rows]) {
-  constexpr size_t kGroupBytes = lnpu::kQ8_0P16GroupBytes;
+// The exact int32 dot products of one panel block's 16 weight rows with
+// the 32 int8 activations xq: dot[col] = sum_e w[col][e] * xq[e] (Q8_0:
+// w = q; Q4_0: w = q - 8). Written for g++ -O2's vectorizer: group g's 64
+// bytes (4 quant bytes x 16 rows) times the group's 4 activations repeated
+// 16 times, into 64 int32 lanes (lane 4 col + i holds column col's
+// products of byte i of its group: Q8_0 k = 4g + i; Q4_0 k = 4g + i (low
+// nibble) and 16 + 4g + i (high)); then each column adds its 4 lanes.
+// Exact: at most 16 products of |w| <= 128, |x| <= 127 per lane.
+template <bool kNibbles>
+inline void P16BlockDots(const uint8_t* wq, const int8_t* xq, int32_t (&dot)[lnpu::kP16Rows]) {
+  constexpr size_t kGroupBytes = lnpu::kP16GroupBytes;
+  constexpr size_t kGroups = kNibbles ? kQuantBlock / 8 : kQuantBlock / 4;
+  const auto repeated = [](const int8_t* x4) {
+    std::array<int8_t, kGroupBytes> x;
+    for (size_t m = 0; m < kGroupBytes; ++m) x[m] = x4[m % 4];
+    return x;
+  };
   int32_t lanes[kGroupBytes] = {};
-  for (size_t g = 0; g < kQuantBlock / 4; ++g) {
-    const int8_t* wg = wq + g * kGroupBytes;
-    uint32_t x4;
-    std::memcpy(&x4, xq + 4 * g, sizeof(x4));
-    uint32_t x4_repeated[kGroupBytes / 4];
-    for (uint32_t& v : x4_repeated) v = x4;
-    int8_t x_repeated[kGroupBytes];
-    std::memcpy(x_repeated, x4_repeated, kGroupBytes);
-    for (size_t m = 0; m < kGroupBytes; ++m) {
-      lanes[m] += int32_t{wg[m]} * int32_t{x_repeated[m]};
+  for (size_t g = 0; g < kGroups; ++g) {
+    const uint8_t* wg = wq + g * kGroupBytes;
+    const std::array<int8_t, kGroupBytes> x = repeated(xq + 4 * g);
+    if constexpr (kNibbles) {
+      const std::array<int8_t, kGroupBytes> x_high = repeated(xq + kQuantBlock / 2 + 4 * g);
+      for (size_t m = 0; m < kGroupBytes; ++m) {
+        lanes[m] += (int32_t{wg[m] & 0xF} - 8) * int32_t{x[m]} +
+                    (int32_t{wg[m] >> 4} - 8) * int32_t{x_high[m]};
+      }
+    } else {
+      for (size_t m = 0; m < kGroupBytes; ++m) {
+        lanes[m] += int32_t{static_cast<int8_t>(wg[m])} * int32_t{x[m]};
+      }
     }
   }
-  for (size_t col = 0; col < lnpu::kQ8_0P16Rows; ++col) {
+  for (size_t col = 0; col < lnpu::kP16Rows; ++col) {
     dot[col] = lanes[4 * col] + lanes[4 * col + 1] + lanes[4 * col + 2] +
                lanes[4 * col + 3];
   }
@@ -443,24 +454,26 @@ inline void Q8_0P16BlockDots(const int8_t* wq, const int8_t* xq,
 
 // The contract's order (quant_matmul.h) in plain C++: per panel, up to
 // kRowStep dst rows share each block's 16 converted weight scales and its
-// 512 quant bytes (from L1); per row the block's 16 exact int32 dots
-// (Q8_0P16BlockDots) each take one fma into the column's f32 accumulator,
+// quant bytes (from L1); per row the block's 16 exact int32 dots
+// (P16BlockDots) each take one fma into the column's f32 accumulator,
 // block after block. The whole panel is computed (the matrix is whole
 // panels, so its reads stay inside it) and only the columns in
 // [col_begin, col_end) are stored.
-void PortableQ8_0P16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
-                           size_t row_begin, size_t row_end, size_t col_begin,
-                           size_t col_end) {
-  constexpr size_t kP = lnpu::kQ8_0P16Rows;
+void PortableP16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
+                       size_t row_begin, size_t row_end, size_t col_begin,
+                       size_t col_end) {
+  constexpr size_t kP = lnpu::kP16Rows;
   constexpr size_t kRowStep = 4;
   if (row_begin >= row_end || col_begin >= col_end) return;
+  const bool nibbles = a.weight_type == WeightType::kQ4_0P16;
+  const size_t block_bytes = nibbles ? kQ4_0BlockBytes : kQ8_0BlockBytes;
+  const size_t block_quant_bytes = lnpu::P16BlockQuantBytes(block_bytes);
   const size_t blocks = a.k / kQuantBlock;
-  const size_t panel_bytes = lnpu::Q8_0P16PanelBytes(blocks);
+  const size_t panel_bytes = lnpu::P16PanelBytes(block_bytes, blocks);
   const auto* weight = static_cast<const uint8_t*>(a.weight);
   for (size_t p = col_begin / kP; p * kP < col_end; ++p) {
     const uint8_t* panel = weight + p * panel_bytes;
-    const auto* quants = reinterpret_cast<const int8_t*>(panel);
-    const uint8_t* scales = panel + blocks * lnpu::kQ8_0P16BlockQuantBytes;
+    const uint8_t* scales = panel + blocks * block_quant_bytes;
     const size_t c_lo = std::max(col_begin, p * kP) - p * kP;
     const size_t c_hi = std::min(col_end, p * kP + kP) - p * kP;
     for (size_t r0 = row_begin; r0 < row_end; r0 += kRowStep) {
@@ -468,7 +481,7 @@ void PortableQ8_0P16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
       float acc[kRowStep][kP];
       for (auto& row : acc) std::fill(row, row + kP, +0.0f);
       for (size_t b = 0; b < blocks; ++b) {
-        const int8_t* wq = quants + b * lnpu::kQ8_0P16BlockQuantBytes;
+        const uint8_t* wq = panel + b * block_quant_bytes;
         float dw[kP];
         for (size_t col = 0; col < kP; ++col) {
           uint16_t half;
@@ -478,7 +491,11 @@ void PortableQ8_0P16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
         for (size_t i = 0; i < rows; ++i) {
           const int8_t* xq = x.q + (r0 + i) * a.k + b * kQuantBlock;
           int32_t dot[kP];
-          Q8_0P16BlockDots(wq, xq, dot);
+          if (nibbles) {
+            P16BlockDots<true>(wq, xq, dot);
+          } else {
+            P16BlockDots<false>(wq, xq, dot);
+          }
           const float dx = x.scales[(r0 + i) * blocks + b];
           for (size_t col = 0; col < kP; ++col) {
             acc[i][col] = std::fma(static_cast<float>(dot[col]), dw[col] * dx, acc[i][col]);
@@ -514,8 +531,8 @@ constexpr size_t kGemvRowsColumnPiece = 32;
 
 void HighwayQuantGemv(const MatmulArgs& a, const QuantizedActivations& x,
                       size_t col_begin, size_t col_end) {
-  if (a.weight_type == WeightType::kQ8_0P16) {
-    PortableQ8_0P16Matmul(a, x, 0, a.rows, col_begin, col_end);
+  if (IsPanelType(a.weight_type)) {
+    PortableP16Matmul(a, x, 0, a.rows, col_begin, col_end);
     return;
   }
   HWY_DYNAMIC_DISPATCH(QuantGemvColumns)(a, x, col_begin, col_end);
@@ -524,8 +541,8 @@ void HighwayQuantGemv(const MatmulArgs& a, const QuantizedActivations& x,
 void HighwayQuantGemm(const MatmulArgs& a, const QuantizedActivations& x,
                       size_t row_begin, size_t row_end, size_t col_begin,
                       size_t col_end) {
-  if (a.weight_type == WeightType::kQ8_0P16) {
-    PortableQ8_0P16Matmul(a, x, row_begin, row_end, col_begin, col_end);
+  if (IsPanelType(a.weight_type)) {
+    PortableP16Matmul(a, x, row_begin, row_end, col_begin, col_end);
     return;
   }
   HWY_DYNAMIC_DISPATCH(QuantGemmTile)
@@ -533,10 +550,10 @@ void HighwayQuantGemm(const MatmulArgs& a, const QuantizedActivations& x,
 }
 
 // Columns of the GEMV's column chunks and pieces are multiples of this:
-// the 4-column micro-kernels, or for Q8_0P16 whole panels, so that no
-// panel is split between chunks (each chunk's kernel would read it all).
+// the 4-column micro-kernels, or for the panel types whole panels, so that
+// no panel is split between chunks (each chunk's kernel would read it all).
 size_t GemvColumnGranule(WeightType type) {
-  return type == WeightType::kQ8_0P16 ? lnpu::kQ8_0P16Rows : 4;
+  return IsPanelType(type) ? lnpu::kP16Rows : 4;
 }
 
 // Columns per piece of the GEMV passes (Matmul, more than
@@ -545,9 +562,7 @@ size_t GemvColumnGranule(WeightType type) {
 // AVX-512 CPUs whose path opts in) from the first pass to the last.
 size_t GemvPassColumns(const MatmulArgs& a) {
   constexpr size_t kPieceBytes = size_t{256} << 10;
-  const size_t block_bytes =
-      a.weight_type == WeightType::kQ4_0 ? kQ4_0BlockBytes : kQ8_0BlockBytes;  // Q8_0, Q8_0P16
-  const size_t row_bytes = a.k / kQuantBlock * block_bytes;
+  const size_t row_bytes = WeightBytes(a.weight_type, a.k);
   const size_t granule = GemvColumnGranule(a.weight_type);
   return std::max(granule, kPieceBytes / row_bytes / granule * granule);
 }
@@ -569,7 +584,7 @@ void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
   const uint64_t work = uint64_t{args.rows} * args.k * args.n;
   const bool quantized = args.weight_type == WeightType::kQ8_0 ||
                          args.weight_type == WeightType::kQ4_0 ||
-                         args.weight_type == WeightType::kQ8_0P16;
+                         IsPanelType(args.weight_type);
   const QuantMatmulPath& path = ActiveQuantMatmulPath();
   QuantizedActivations x;
   if (quantized) {

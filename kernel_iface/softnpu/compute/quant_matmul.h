@@ -10,14 +10,16 @@
 // int8 block dot products are exact in int32, so paths differ only in the
 // order of the f32 scale-and-add steps.
 //
-// Q8_0P16 weights (panels, kernel_types.h) have one order for every path,
-// GEMV and GEMM alike, so that their results agree bit for bit whichever
-// path, row count and column range computes them (prefill and decode give
-// the same numbers): for dst row r and column c, over the blocks b in order,
+// Panel weights (Q8_0P16, Q4_0P16: kernel_types.h) have one order for
+// every path, GEMV and GEMM alike, so that their results agree bit for bit
+// whichever path, row count and column range computes them (prefill and
+// decode give the same numbers): for dst row r and column c, over the
+// blocks b in order,
 //   acc = fma(f32(dot_b), f32(d_w[c][b]) * d_x[r][b], acc)   (acc = +0 first)
-// with dot_b the exact int32 dot product of the block's 32 int8 pairs, then
+// with dot_b the exact int32 dot product of the block's 32 pairs of int8
+// activation and weight (Q8_0: q; Q4_0: q - 8), then
 //   dst[r][c] = MatmulOutputBase(a, r, c) + acc.
-// (PortableQ8_0P16Matmul below is that order in plain C++.)
+// (PortableP16Matmul below is that order in plain C++.)
 #ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_QUANT_MATMUL_H_
 #define KERNEL_IFACE_SOFTNPU_COMPUTE_QUANT_MATMUL_H_
 
@@ -35,9 +37,10 @@ namespace lnpu::softnpu::compute {
 // also the block of the int8 activations they are multiplied with.
 using ::lnpu::kQ4_0BlockBytes;
 using ::lnpu::kQ8_0BlockBytes;
+using ::lnpu::kQ4_0P16BlockQuantBytes;
 using ::lnpu::kQ8_0P16BlockQuantBytes;
-using ::lnpu::kQ8_0P16GroupBytes;
-using ::lnpu::kQ8_0P16Rows;
+using ::lnpu::kP16GroupBytes;
+using ::lnpu::kP16Rows;
 using ::lnpu::kQuantBlock;
 
 // A path's GEMV loop takes up to this many rows (decode and batched decode
@@ -81,8 +84,8 @@ inline void InitMatmulOutputTile(const MatmulArgs& a, size_t row_begin,
 // entry and Q8_0 / Q4_0 dispatch (alike across files): its kernels are
 // compiled for its own instruction set (target attributes, #pragma GCC
 // target or a Highway namespace), which a shared dispatcher would cross.
-// Both loops handle Q8_0, Q4_0 and
-// Q8_0P16 weights (a.weight_type), any n, any k that is a multiple of 32,
+// Both loops handle Q8_0, Q4_0, Q8_0P16
+// and Q4_0P16 weights (a.weight_type), any n, any k that is a multiple of 32,
 // and write dst = MatmulOutputBase + dot for exactly the given range. They may be
 // called concurrently on disjoint ranges; per-thread state, if any, is
 // thread_local.
@@ -115,18 +118,20 @@ struct QuantMatmulPath {
   // the passes beat the path's GEMM (docs/performance.md); the default
   // keeps every row count above kQuantGemvMaxRows on the GEMM.
   size_t gemv_passes_max_rows = kQuantGemvMaxRows;
-  // Q8_0P16 has loops of its own here, faster than the path's Q8_0 ones
-  // (matmul_benchmark), rather than PortableQ8_0P16Matmul: the software NPU
-  // then reports DRM_LNPU_CAP_Q8_0_P16_PREFERRED.
+  // Q8_0P16 / Q4_0P16 have loops of their own here, faster than the
+  // path's Q8_0 / Q4_0 ones (matmul_benchmark), rather than
+  // PortableP16Matmul: the software NPU then reports
+  // DRM_LNPU_CAP_Q8_0_P16_PREFERRED / _Q4_0_P16_PREFERRED.
   bool q8_0_p16_kernels = false;
+  bool q4_0_p16_kernels = false;
 };
 
 // dst rows [row_begin, row_end) x columns [col_begin, col_end) of a
-// Q8_0P16 matmul in the order of the contract above, in plain C++: the
+// Q8_0P16 or Q4_0P16 matmul in the order of the contract above, in plain C++: the
 // loops of the paths that have no panel kernels of their own (highway, the
 // Arm paths), and the tests' reference for the others. Thread-safe on
 // disjoint ranges.
-void PortableQ8_0P16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
+void PortableP16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
                            size_t row_begin, size_t row_end, size_t col_begin,
                            size_t col_end);
 

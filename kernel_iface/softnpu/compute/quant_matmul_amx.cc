@@ -312,7 +312,7 @@ void PrefetchNextDstTile(const MatmulArgs& a, size_t row, size_t col,
 LNPU_AMX_TARGET const int8_t* PanelScales(const MatmulArgs& a, size_t col_begin,
                                           size_t col_end, AmxScratch& s) {
   const size_t blocks = a.k / kQuantBlock;
-  const size_t panel_bytes = Q8_0P16PanelBytes(blocks);
+  const size_t panel_bytes = P16PanelBytes(kQ8_0BlockBytes, blocks);
   const size_t groups = (col_end - col_begin + kTile - 1) / kTile;
   s.packed_scales.resize(groups * blocks * kTile);
   const auto* first = static_cast<const uint8_t*>(a.weight) + col_begin / kTile * panel_bytes;
@@ -339,7 +339,7 @@ LNPU_AMX_TARGET void GemmT(const MatmulArgs& a, const QuantizedActivations& x,
   size_t group_bytes = blocks * kPackedBlockBytes;
   if constexpr (kType == WeightType::kQ8_0P16) {
     panel = PanelScales(a, col_begin, col_end, s);
-    group_bytes = Q8_0P16PanelBytes(blocks);
+    group_bytes = P16PanelBytes(kQ8_0BlockBytes, blocks);
   } else {
     PackWeights<kType == WeightType::kQ4_0>(a, col_begin, col_end, s);
     panel = s.packed.data();
@@ -404,6 +404,12 @@ void Gemm(const MatmulArgs& a, const QuantizedActivations& x,
       return;
     case WeightType::kQ8_0P16:
       PanelGemm(a, x, row_begin, row_end, col_begin, col_end);
+      return;
+    case WeightType::kQ4_0P16:
+      // No tile loop of its own (the nibbles would need unpacking into B
+      // tiles): the avx512vnni panel GEMM, and q4_0_p16_kernels stays off,
+      // so a runtime keeps Q4_0 matrices in their AMX-computed layout.
+      kAvx512VnniQuantMatmulPath.gemm(a, x, row_begin, row_end, col_begin, col_end);
       return;
     default:
       GemmT<WeightType::kQ4_0>(a, x, row_begin, row_end, col_begin, col_end);

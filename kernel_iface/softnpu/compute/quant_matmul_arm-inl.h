@@ -49,8 +49,8 @@ void Tiles(const MatmulArgs& a, const QuantizedActivations& x,
 
 void Gemm(const MatmulArgs& a, const QuantizedActivations& x, size_t row_begin,
           size_t row_end, size_t col_begin, size_t col_end) {
-  if (a.weight_type == WeightType::kQ8_0P16) {
-    PortableQ8_0P16Matmul(a, x, row_begin, row_end, col_begin, col_end);
+  if (IsPanelType(a.weight_type)) {
+    PortableP16Matmul(a, x, row_begin, row_end, col_begin, col_end);
   } else if (a.weight_type == WeightType::kQ8_0) {
     Tiles<Q8_0, 4>(a, x, row_begin, row_end, col_begin, col_end);
   } else {

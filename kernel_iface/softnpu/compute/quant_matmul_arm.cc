@@ -12,7 +12,7 @@
 // per path), never for the whole file, so the library runs on any Armv8-A
 // CPU; supported() checks the kernel's hwcaps.
 //
-// Q8_0P16 (panel) weights go to PortableQ8_0P16Matmul on both paths: its
+// Q8_0P16 (panel) weights go to PortableP16Matmul on both paths: its
 // one f32 order is the contract's (quant_matmul.h).
 //
 // Both paths run the same register-tile loop (quant_matmul_arm-inl.h):
@@ -140,8 +140,8 @@ void GemvRows(const MatmulArgs& a, const QuantizedActivations& x, size_t col_beg
 
 void Gemv(const MatmulArgs& a, const QuantizedActivations& x, size_t col_begin,
           size_t col_end) {
-  if (a.weight_type == WeightType::kQ8_0P16) {
-    PortableQ8_0P16Matmul(a, x, 0, a.rows, col_begin, col_end);
+  if (IsPanelType(a.weight_type)) {
+    PortableP16Matmul(a, x, 0, a.rows, col_begin, col_end);
   } else if (a.weight_type == WeightType::kQ8_0) {
     GemvRows<Q8_0>(a, x, col_begin, col_end);
   } else {

@@ -303,22 +303,31 @@ struct GemvOfRows {
   }
 };
 
-// ---------------------------------------------------------------- Q8_0P16
+// ---------------------------------------------------------------- Panels
 //
-// Q8_0P16 weights (base/quant_blocks.h): each of a panel block's 8 groups
-// holds 4 k of 16 columns side by side, so one DotN of a group vector with
-// 4 broadcast activation bytes adds 4 products to each of its columns' int32
-// sums; no unpacking and no horizontal sums. The f32 steps follow the one
-// order of quant_matmul.h's contract, so every path, GEMV and GEMM, gives
-// the same bits. 512-bit vectors take a panel's 16 columns at once, 256-bit
-// ones in two passes of 8 (the panel's second pass reads from cache).
+// Panel weights (Q8_0P16, Q4_0P16: base/quant_blocks.h): each of a panel
+// block's groups holds 4 quant bytes of 16 columns side by side, so one DotN
+// of a group operand with 4 broadcast activation bytes adds 4 products to
+// each of its columns' int32 sums; no horizontal sums. A Q8_0 group is one
+// operand (activation word g); a Q4_0 group is two, its low nibbles (word
+// g) and its high nibbles (word g + 4), unpacked with two vector ANDs and a
+// shift. The f32 steps follow the one order of quant_matmul.h's contract,
+// so every path, GEMV and GEMM, gives the same bits. 512-bit vectors take a
+// panel's 16 columns at once, 256-bit ones in two passes of 8 (the panel's
+// second pass reads from cache). W is Q8_0 or Q4_0, the panels' block type.
 
 // Panel columns per vector, and passes over a panel.
 constexpr size_t kP16Lanes = Isa::kLanes;
-constexpr size_t kP16Passes = kQ8_0P16Rows / kP16Lanes;
+constexpr size_t kP16Passes = kP16Rows / kP16Lanes;
 
-// The activation rows of a Q8_0P16 call and, on VNNI, each block's offset
-// correction -c * sum_i x_i (kWeightOffset<Q8_0>).
+// Groups per block, and operands per group (activation words 4 apart).
+template <class W>
+constexpr size_t kP16Groups = (W::kBlockBytes - 2) / 4;
+template <class W>
+constexpr size_t kP16GroupOperands = W::kNibbles ? 2 : 1;
+
+// The activation rows of a panel call and, where kWeightOffset<W> is not 0,
+// each block's offset correction -c * sum_i x_i.
 template <size_t kRows>
 struct P16Activations {
   const int8_t* q[kRows];
@@ -327,18 +336,19 @@ struct P16Activations {
 };
 
 // The offset corrections of activation rows [row_begin, row_end) of x, per
-// row and block, into `buffer` (resized; nothing without VNNI).
+// row and block, into `buffer` (resized; nothing when kWeightOffset<W> is 0).
+template <class W>
 LNPU_QM_INLINE void P16Corrections(const MatmulArgs& a, const QuantizedActivations& x,
                                    size_t row_begin, size_t row_end,
                                    std::vector<int32_t>& buffer) {
-  if constexpr (kWeightOffset<Q8_0> != 0) {
+  if constexpr (kWeightOffset<W> != 0) {
     const size_t blocks = a.k / kQuantBlock;
     if (buffer.size() < (row_end - row_begin) * blocks) {
       buffer.resize((row_end - row_begin) * blocks);
     }
     for (size_t r = row_begin; r < row_end; ++r) {
       for (size_t b = 0; b < blocks; ++b) {
-        buffer[(r - row_begin) * blocks + b] = HorizontalSum(OffsetCorrection<Q8_0>(
+        buffer[(r - row_begin) * blocks + b] = HorizontalSum(OffsetCorrection<W>(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + r * a.k + b * kQuantBlock))));
       }
     }
@@ -346,8 +356,8 @@ LNPU_QM_INLINE void P16Corrections(const MatmulArgs& a, const QuantizedActivatio
 }
 
 // Activation rows first .. first + kRows - 1 of x; `corrections` holds
-// P16Corrections from row `first` on.
-template <size_t kRows>
+// P16Corrections<W> from row `first` on.
+template <class W, size_t kRows>
 LNPU_QM_INLINE P16Activations<kRows> P16RowsOf(const MatmulArgs& a, const QuantizedActivations& x,
                                                size_t first, const int32_t* corrections) {
   const size_t blocks = a.k / kQuantBlock;
@@ -355,31 +365,37 @@ LNPU_QM_INLINE P16Activations<kRows> P16RowsOf(const MatmulArgs& a, const Quanti
   for (size_t r = 0; r < kRows; ++r) {
     rows.q[r] = x.q + (first + r) * a.k;
     rows.scales[r] = x.scales + (first + r) * blocks;
-    rows.correction[r] = kWeightOffset<Q8_0> != 0 ? corrections + r * blocks : nullptr;
+    rows.correction[r] = kWeightOffset<W> != 0 ? corrections + r * blocks : nullptr;
   }
   return rows;
 }
 
-// Vector `pass` of a panel group (64 bytes) as the dot product's weight
-// operand (Q8_0 shifted by kWeightOffset<Q8_0>).
-LNPU_QM_INLINE typename Isa::VI P16Group(const uint8_t* group, size_t pass) {
-  const auto w = Isa::LoadI(reinterpret_cast<const int32_t*>(group + pass * 4 * kP16Lanes));
-  if constexpr (kWeightOffset<Q8_0> == 0) {
-    return w;
-  } else {
-    return Isa::XorByte0x80(w);
-  }
-}
+// The operands of one panel group (an array of vectors in a struct:
+// std::array would drop the vector type's attributes).
+template <class W>
+struct P16Operands {
+  typename Isa::VI v[kP16GroupOperands<W>];
+};
 
-// Group j of block b of a panel (first byte `panel`) as the dot product's
-// weight operand of pass `pass`; pass 0 prefetches it prefetch_offset ahead.
-LNPU_QM_INLINE typename Isa::VI P16GroupOfBlock(const uint8_t* panel, size_t b, size_t j,
-                                                size_t pass, size_t prefetch_offset) {
-  const uint8_t* group = panel + b * kQ8_0P16BlockQuantBytes + j * kQ8_0P16GroupBytes;
+// The operands of group g of block b of a panel (first byte `panel`) for
+// pass `pass`: Q8_0 shifted by kWeightOffset<Q8_0>; Q4_0 low then high
+// nibbles (0..15). Pass 0 prefetches the group prefetch_offset ahead.
+template <class W>
+LNPU_QM_INLINE P16Operands<W> P16GroupOperands(const uint8_t* panel, size_t b, size_t g,
+                                               size_t pass, size_t prefetch_offset) {
+  const uint8_t* group =
+      panel + b * P16BlockQuantBytes(W::kBlockBytes) + g * kP16GroupBytes;
   if (pass == 0) {
     _mm_prefetch(reinterpret_cast<const char*>(group + prefetch_offset), _MM_HINT_T0);
   }
-  return P16Group(group, pass);
+  const auto w = Isa::LoadI(reinterpret_cast<const int32_t*>(group + pass * 4 * kP16Lanes));
+  if constexpr (W::kNibbles) {
+    return {{Isa::LowNibbles(w), Isa::HighNibbles(w)}};
+  } else if constexpr (kWeightOffset<Q8_0> == 0) {
+    return {{w}};
+  } else {
+    return {{Isa::XorByte0x80(w)}};
+  }
 }
 
 // The f32 weight scales of pass `pass`'s columns of block b of a panel whose
@@ -387,18 +403,18 @@ LNPU_QM_INLINE typename Isa::VI P16GroupOfBlock(const uint8_t* panel, size_t b, 
 // two blocks' scales are one cache line) prefetch_offset ahead.
 LNPU_QM_INLINE typename Isa::VF P16ScalesOfBlock(const uint8_t* scales, size_t b, size_t pass,
                                                  size_t prefetch_offset) {
-  const uint8_t* block = scales + b * 2 * kQ8_0P16Rows;
+  const uint8_t* block = scales + b * kP16BlockScaleBytes;
   if (pass == 0 && b % 2 == 0) {
     _mm_prefetch(reinterpret_cast<const char*>(block + prefetch_offset), _MM_HINT_T0);
   }
   return Isa::LoadF16(block + pass * 2 * kP16Lanes);
 }
 
-// Row r's int32 sum of block b before its products: 0, or on VNNI the
-// offset correction.
-template <size_t kRows>
+// Row r's int32 sum of block b before its products: 0, or the offset
+// correction.
+template <class W, size_t kRows>
 LNPU_QM_INLINE typename Isa::VI P16DotStart(const P16Activations<kRows>& x, size_t r, size_t b) {
-  return kWeightOffset<Q8_0> == 0 ? Isa::ZeroI() : Isa::Set1I(x.correction[r][b]);
+  return kWeightOffset<W> == 0 ? Isa::ZeroI() : Isa::Set1I(x.correction[r][b]);
 }
 
 // Row r's activation bytes 4j .. 4j + 3 of block b in every int32 lane.
@@ -410,6 +426,9 @@ LNPU_QM_INLINE typename Isa::VI P16Word(const P16Activations<kRows>& x, size_t r
   return Isa::Set1I(word);
 }
 
+// The activation word of operand o of group g (kP16GroupOperands).
+constexpr size_t P16WordOf(size_t g, size_t o) { return g + o * (kQuantBlock / 8); }
+
 // acc += f32(dot) * (d_w * d_x of row r's block b): a block's one f32 step.
 template <size_t kRows>
 LNPU_QM_INLINE void P16AddBlock(typename Isa::VI dot, typename Isa::VF dw,
@@ -418,10 +437,10 @@ LNPU_QM_INLINE void P16AddBlock(typename Isa::VI dot, typename Isa::VF dw,
   acc = Isa::FmaF(Isa::CvtF(dot), Isa::MulF(dw, Isa::Set1F(x.scales[r][b])), acc);
 }
 
-// Whether P16Sums takes each block word by word across its panels, one
+// Whether P16Sums takes each block group by group across its panels, one
 // broadcast of a row's word serving every panel (several panels of 3-4
-// rows on 512-bit vectors: the 4-row GEMV 15% faster in cache on Zen 5,
-// where the compiler had spilled the per-panel broadcasts), or panel by
+// rows on 512-bit vectors: the 4-row Q8_0 GEMV 15% faster in cache on Zen
+// 5, where the compiler had spilled the per-panel broadcasts), or panel by
 // panel (fewer live sums, for 16 registers; as fast for 1-2 rows and for
 // the GEMM's single panels).
 template <size_t kRows, size_t kPanels>
@@ -432,31 +451,38 @@ constexpr bool kP16WordsAcrossPanels =
 // the kPanels panels) for the kRows rows, over all blocks in order; each
 // group is prefetched prefetch_offset bytes ahead. The integer sums are
 // exact in any order, so both loop orders give the same bits.
-template <size_t kRows, size_t kPanels>
+template <class W, size_t kRows, size_t kPanels>
 LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t blocks, size_t pass,
                             const P16Activations<kRows>& x, size_t prefetch_offset,
                             typename Isa::VF (&acc)[kPanels][kRows]) {
   using VI = typename Isa::VI;
-  const size_t scales_offset = blocks * kQ8_0P16BlockQuantBytes;
+  constexpr size_t kOperands = kP16GroupOperands<W>;
+  const size_t scales_offset = blocks * P16BlockQuantBytes(W::kBlockBytes);
   for (size_t b = 0; b < blocks; ++b) {
     if constexpr (kP16WordsAcrossPanels<kRows, kPanels>) {
       VI dot[kPanels][kRows];
 #pragma GCC unroll 4
       for (size_t s = 0; s < kPanels; ++s) {
 #pragma GCC unroll 4
-        for (size_t r = 0; r < kRows; ++r) dot[s][r] = P16DotStart(x, r, b);
+        for (size_t r = 0; r < kRows; ++r) dot[s][r] = P16DotStart<W>(x, r, b);
       }
 #pragma GCC unroll 8
-      for (size_t j = 0; j < kQuantBlock / 4; ++j) {
-        VI words[kRows];
+      for (size_t g = 0; g < kP16Groups<W>; ++g) {
+        VI words[kOperands][kRows];
+#pragma GCC unroll 2
+        for (size_t o = 0; o < kOperands; ++o) {
 #pragma GCC unroll 4
-        for (size_t r = 0; r < kRows; ++r) words[r] = P16Word(x, r, b, j);
+          for (size_t r = 0; r < kRows; ++r) words[o][r] = P16Word(x, r, b, P16WordOf(g, o));
+        }
 #pragma GCC unroll 4
         for (size_t s = 0; s < kPanels; ++s) {
-          const VI w = P16GroupOfBlock(panels[s], b, j, pass, prefetch_offset);
+          const auto w = P16GroupOperands<W>(panels[s], b, g, pass, prefetch_offset);
+#pragma GCC unroll 2
+          for (size_t o = 0; o < kOperands; ++o) {
 #pragma GCC unroll 4
-          for (size_t r = 0; r < kRows; ++r) {
-            dot[s][r] = Isa::template DotN<Q8_0>(dot[s][r], w, words[r]);
+            for (size_t r = 0; r < kRows; ++r) {
+              dot[s][r] = Isa::template DotN<W>(dot[s][r], w.v[o], words[o][r]);
+            }
           }
         }
       }
@@ -471,13 +497,16 @@ LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t bloc
       for (size_t s = 0; s < kPanels; ++s) {
         VI dot[kRows];
 #pragma GCC unroll 4
-        for (size_t r = 0; r < kRows; ++r) dot[r] = P16DotStart(x, r, b);
+        for (size_t r = 0; r < kRows; ++r) dot[r] = P16DotStart<W>(x, r, b);
 #pragma GCC unroll 8
-        for (size_t j = 0; j < kQuantBlock / 4; ++j) {
-          const VI w = P16GroupOfBlock(panels[s], b, j, pass, prefetch_offset);
+        for (size_t g = 0; g < kP16Groups<W>; ++g) {
+          const auto w = P16GroupOperands<W>(panels[s], b, g, pass, prefetch_offset);
+#pragma GCC unroll 2
+          for (size_t o = 0; o < kOperands; ++o) {
 #pragma GCC unroll 4
-          for (size_t r = 0; r < kRows; ++r) {
-            dot[r] = Isa::template DotN<Q8_0>(dot[r], w, P16Word(x, r, b, j));
+            for (size_t r = 0; r < kRows; ++r) {
+              dot[r] = Isa::template DotN<W>(dot[r], w.v[o], P16Word(x, r, b, P16WordOf(g, o)));
+            }
           }
         }
         const auto dw = P16ScalesOfBlock(panels[s] + scales_offset, b, pass, prefetch_offset);
@@ -518,12 +547,12 @@ LNPU_QM_INLINE void P16Store(const MatmulArgs& a, size_t first, size_t col_begin
 
 // Rows [0, kRows) x the columns of [col_begin, col_end) in the kPanels
 // panels panel_index[s].
-template <size_t kRows, size_t kPanels>
+template <class W, size_t kRows, size_t kPanels>
 LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& x,
                               const size_t (&panel_index)[kPanels], size_t col_begin,
                               size_t col_end, size_t prefetch_offset) {
   const size_t blocks = a.k / kQuantBlock;
-  const size_t panel_bytes = Q8_0P16PanelBytes(blocks);
+  const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, blocks);
   const uint8_t* panels[kPanels];
 #pragma GCC unroll 4
   for (size_t s = 0; s < kPanels; ++s) {
@@ -537,10 +566,10 @@ LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& 
 #pragma GCC unroll 4
       for (size_t r = 0; r < kRows; ++r) acc[s][r] = Isa::ZeroF();
     }
-    P16Sums<kRows, kPanels>(panels, blocks, pass, x, prefetch_offset, acc);
+    P16Sums<W, kRows, kPanels>(panels, blocks, pass, x, prefetch_offset, acc);
 #pragma GCC unroll 4
     for (size_t s = 0; s < kPanels; ++s) {
-      P16Store<kRows>(a, panel_index[s] * kQ8_0P16Rows + pass * kP16Lanes, col_begin, col_end,
+      P16Store<kRows>(a, panel_index[s] * kP16Rows + pass * kP16Lanes, col_begin, col_end,
                       acc[s]);
     }
   }
@@ -552,54 +581,61 @@ LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& 
 template <size_t kRows>
 constexpr size_t kP16Streams = kRows <= 2 ? 4 : 2;
 
-template <size_t kRows>
-struct P16GemvOfRows {
-  static LNPU_QM_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
-                                 size_t col_begin, size_t col_end) {
-    thread_local std::vector<int32_t> corrections;
-    P16Corrections(a, x, 0, kRows, corrections);
-    const P16Activations<kRows> rows = P16RowsOf<kRows>(a, x, 0, corrections.data());
-    const size_t panel_bytes = Q8_0P16PanelBytes(a.k / kQuantBlock);
-    const auto step = [&]<size_t kPanels>(const size_t (&panels)[kPanels], size_t group) {
-      P16Panels<kRows, kPanels>(a, rows, panels, col_begin, col_end, group * panel_bytes);
-    };
-    size_t p = col_begin / kQ8_0P16Rows;
-    const size_t p_end = (col_end + kQ8_0P16Rows - 1) / kQ8_0P16Rows;
-    p = GemvSteps<kP16Streams<kRows>, 1>(p, p_end, step);
-    GemvSteps<1, 1>(p, p_end, step);
-  }
+template <class W>
+struct P16GemvOf {
+  template <size_t kRows>
+  struct Rows {
+    static LNPU_QM_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
+                                   size_t col_begin, size_t col_end) {
+      thread_local std::vector<int32_t> corrections;
+      P16Corrections<W>(a, x, 0, kRows, corrections);
+      const P16Activations<kRows> rows = P16RowsOf<W, kRows>(a, x, 0, corrections.data());
+      const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, a.k / kQuantBlock);
+      const auto step = [&]<size_t kPanels>(const size_t (&panels)[kPanels], size_t group) {
+        P16Panels<W, kRows, kPanels>(a, rows, panels, col_begin, col_end, group * panel_bytes);
+      };
+      size_t p = col_begin / kP16Rows;
+      const size_t p_end = (col_end + kP16Rows - 1) / kP16Rows;
+      p = GemvSteps<kP16Streams<kRows>, 1>(p, p_end, step);
+      GemvSteps<1, 1>(p, p_end, step);
+    }
+  };
 };
 
 // Rows row .. row + kRows - 1 of one panel (P16Gemm: each panel once for
 // all row tiles, so that it stays in L2 between them; the next panel is
 // prefetched meanwhile).
-template <size_t kRows>
-struct P16GemmRows {
-  static LNPU_QM_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
-                                 size_t row, size_t panel, size_t col_begin, size_t col_end,
-                                 const int32_t* corrections) {
-    const P16Activations<kRows> rows = P16RowsOf<kRows>(a, x, row, corrections);
-    MatmulArgs tile = a;
-    tile.dst = a.dst + row * a.n;
-    P16Panels<kRows, 1>(tile, rows, {panel}, col_begin, col_end,
-                        Q8_0P16PanelBytes(a.k / kQuantBlock));
-  }
+template <class W>
+struct P16GemmOf {
+  template <size_t kRows>
+  struct Rows {
+    static LNPU_QM_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
+                                   size_t row, size_t panel, size_t col_begin, size_t col_end,
+                                   const int32_t* corrections) {
+      const P16Activations<kRows> rows = P16RowsOf<W, kRows>(a, x, row, corrections);
+      MatmulArgs tile = a;
+      tile.dst = a.dst + row * a.n;
+      P16Panels<W, kRows, 1>(tile, rows, {panel}, col_begin, col_end,
+                             P16PanelBytes(W::kBlockBytes, a.k / kQuantBlock));
+    }
+  };
 };
 
+template <class W>
 LNPU_QM_TARGET void P16Gemm(const MatmulArgs& a, const QuantizedActivations& x,
                             size_t row_begin, size_t row_end, size_t col_begin,
                             size_t col_end) {
   thread_local std::vector<int32_t> corrections;
-  P16Corrections(a, x, row_begin, row_end, corrections);
+  P16Corrections<W>(a, x, row_begin, row_end, corrections);
   const size_t blocks = a.k / kQuantBlock;
-  const size_t p_end = (col_end + kQ8_0P16Rows - 1) / kQ8_0P16Rows;
-  for (size_t p = col_begin / kQ8_0P16Rows; p < p_end; ++p) {
+  const size_t p_end = (col_end + kP16Rows - 1) / kP16Rows;
+  for (size_t p = col_begin / kP16Rows; p < p_end; ++p) {
     for (size_t r = row_begin; r < row_end; r += kQuantGemvMaxRows) {
-      // (No corrections without VNNI: P16RowsOf then ignores the pointer.)
+      // (No corrections without an offset: P16RowsOf then ignores the pointer.)
       const int32_t* rows_corrections =
-          kWeightOffset<Q8_0> != 0 ? corrections.data() + (r - row_begin) * blocks : nullptr;
-      WithGemvRows<P16GemmRows>(std::min(kQuantGemvMaxRows, row_end - r), a, x, r, p,
-                                col_begin, col_end, rows_corrections);
+          kWeightOffset<W> != 0 ? corrections.data() + (r - row_begin) * blocks : nullptr;
+      WithGemvRows<P16GemmOf<W>::template Rows>(std::min(kQuantGemvMaxRows, row_end - r), a, x,
+                                                r, p, col_begin, col_end, rows_corrections);
     }
   }
 }
@@ -789,7 +825,10 @@ LNPU_QM_TARGET void Gemm(const MatmulArgs& a, const QuantizedActivations& x,
       GemmRange<Q8_0>(a, x, row_begin, row_end, col_begin, col_end);
       return;
     case WeightType::kQ8_0P16:
-      P16Gemm(a, x, row_begin, row_end, col_begin, col_end);
+      P16Gemm<Q8_0>(a, x, row_begin, row_end, col_begin, col_end);
+      return;
+    case WeightType::kQ4_0P16:
+      P16Gemm<Q4_0>(a, x, row_begin, row_end, col_begin, col_end);
       return;
     default:
       GemmRange<Q4_0>(a, x, row_begin, row_end, col_begin, col_end);
@@ -799,13 +838,15 @@ LNPU_QM_TARGET void Gemm(const MatmulArgs& a, const QuantizedActivations& x,
 
 // The GEMV of the 256-bit paths (Q8_0 / Q4_0: GemvRange); the avx512vnni
 // path has its own for Q8_0 / Q4_0 (quant_matmul_x86.cc) and shares the
-// Q8_0P16 one.
+// panel ones.
 template <size_t kRows>
 struct GemvOfType {
   static LNPU_QM_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
                                  size_t col_begin, size_t col_end) {
     if (a.weight_type == WeightType::kQ8_0P16) {
-      P16GemvOfRows<kRows>::Run(a, x, col_begin, col_end);
+      P16GemvOf<Q8_0>::Rows<kRows>::Run(a, x, col_begin, col_end);
+    } else if (a.weight_type == WeightType::kQ4_0P16) {
+      P16GemvOf<Q4_0>::Rows<kRows>::Run(a, x, col_begin, col_end);
     } else {
       GemvOfRows<kRows>::Run(a, x, col_begin, col_end);
     }

@@ -41,8 +41,10 @@ struct Q4_0 {
 //                         ZeroI, Set1I, LoadI, ZeroF, Set1F, LoadF, CvtF,
 //                         MulF, FmaF, AddF, StoreF, AddStoreF(p, v,
 //                         count): p[i] += v[i] for i < count,
-//                         XorByte0x80 (every byte's sign bit flipped) and
-//                         LoadF16(p): kLanes f16 at p as f32;
+//                         XorByte0x80 (every byte's sign bit flipped),
+//                         LowNibbles / HighNibbles (each byte's low / high
+//                         4 bits as 0..15) and LoadF16(p): kLanes f16 at
+//                         p as f32;
 //   kPanelVectors,        the GEMM register tile: kTileRows activation rows
 //   kTileRows             x kPanelVectors vectors of columns.
 
@@ -69,6 +71,12 @@ struct Vectors256 {
   static LNPU_QM_AVX2_INLINE void StoreF(float* p, VF v) { _mm256_storeu_ps(p, v); }
   static LNPU_QM_AVX2_INLINE VI XorByte0x80(VI v) {
     return _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+  static LNPU_QM_AVX2_INLINE VI LowNibbles(VI v) {
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+  }
+  static LNPU_QM_AVX2_INLINE VI HighNibbles(VI v) {
+    return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
   }
   static LNPU_QM_AVX2_INLINE VF LoadF16(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -156,6 +164,12 @@ struct Avx512VnniPolicy {
   static LNPU_QM_AVX512_INLINE void StoreF(float* p, VF v) { _mm512_storeu_ps(p, v); }
   static LNPU_QM_AVX512_INLINE VI XorByte0x80(VI v) {
     return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  static LNPU_QM_AVX512_INLINE VI LowNibbles(VI v) {
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x0F));
+  }
+  static LNPU_QM_AVX512_INLINE VI HighNibbles(VI v) {
+    return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F));
   }
   static LNPU_QM_AVX512_INLINE VF LoadF16(const uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -547,7 +561,10 @@ LNPU_QM_AVX512_TARGET void GroupedGemv(const MatmulArgs& a, const QuantizedActiv
       WithGemvRows<Q8ColumnPairsGemv>(a.rows, a, x, col_begin, col_end);
       return;
     case WeightType::kQ8_0P16:
-      WithGemvRows<P16GemvOfRows>(a.rows, a, x, col_begin, col_end);
+      WithGemvRows<P16GemvOf<Q8_0>::Rows>(a.rows, a, x, col_begin, col_end);
+      return;
+    case WeightType::kQ4_0P16:
+      WithGemvRows<P16GemvOf<Q4_0>::Rows>(a.rows, a, x, col_begin, col_end);
       return;
     default:
       WithGemvRows<Q4GroupGemv>(a.rows, a, x, col_begin, col_end);
@@ -591,6 +608,7 @@ const QuantMatmulPath kAvx512VnniQuantMatmulPath = {
     // passes 1.5-3x faster than the GEMM at 8 rows, 0.9-2x at 16.
     .gemv_passes_max_rows = 16,
     .q8_0_p16_kernels = true,
+    .q4_0_p16_kernels = true,
 };
 
 const QuantMatmulPath kAvxVnniQuantMatmulPath = {
@@ -601,6 +619,7 @@ const QuantMatmulPath kAvxVnniQuantMatmulPath = {
     .gemm_tile_rows = 64,
     .gemm_tile_cols = 32,
     .q8_0_p16_kernels = true,
+    .q4_0_p16_kernels = true,
 };
 
 const QuantMatmulPath kAvx2QuantMatmulPath = {
@@ -611,6 +630,7 @@ const QuantMatmulPath kAvx2QuantMatmulPath = {
     .gemm_tile_rows = 64,
     .gemm_tile_cols = 32,
     .q8_0_p16_kernels = true,
+    .q4_0_p16_kernels = true,
 };
 
 }  // namespace lnpu::softnpu::compute

@@ -41,13 +41,15 @@ extern "C" {
 /* UAPI version, reported by DRM_LNPU_PARAM_UAPI_VERSION as
  * (major << 16) | minor. Minor bumps are backwards compatible. */
 #define LNPU_UAPI_VERSION_MAJOR 1
-#define LNPU_UAPI_VERSION_MINOR 4 /* 1.1: userptr, read-only BOs, counters;
+#define LNPU_UAPI_VERSION_MINOR 5 /* 1.1: userptr, read-only BOs, counters;
                                      1.2: int8 KV cache (LNPU_DTYPE_I8);
                                      1.3: submit out-fence fd, command
                                      profiling, GEGLU, SCALE, attention
                                      soft cap and sliding window;
                                      1.4: Q8_0 weights in panels
-                                     (LNPU_DTYPE_Q8_0_P16) */
+                                     (LNPU_DTYPE_Q8_0_P16);
+                                     1.5: Q4_0 weights in panels
+                                     (LNPU_DTYPE_Q4_0_P16) */
 
 #define DRM_LNPU_GET_PARAM 0x00
 #define DRM_LNPU_BO_CREATE 0x01
@@ -134,6 +136,16 @@ extern "C" {
                                                        faster than Q8_0: a
                                                        runtime should store
                                                        the Q8_0 matrices it
+                                                       places that way */
+/* Since 1.5. */
+#define DRM_LNPU_CAP_DTYPE_Q4_0_P16 (1ull << 7) /* since 1.5: MATMUL weights
+                                                   and GATHER_ROWS tables
+                                                   of LNPU_DTYPE_Q4_0_P16 */
+#define DRM_LNPU_CAP_Q4_0_P16_PREFERRED (1ull << 8) /* since 1.5: the device
+                                                       computes Q4_0_P16
+                                                       faster than Q4_0: a
+                                                       runtime should store
+                                                       the Q4_0 matrices it
                                                        places that way */
 
 /**
@@ -483,6 +495,20 @@ struct drm_lnpu_wait {
  * panel's quants are then 64-byte aligned when k is a multiple of 64). */
 #define LNPU_DTYPE_Q8_0_P16 7
 #define LNPU_Q8_0_P16_ROWS 16
+/* Since 1.5 (DRM_LNPU_CAP_DTYPE_Q4_0_P16). MATMUL weights and GATHER_ROWS
+ * tables only: the blocks of LNPU_DTYPE_Q4_0 in panels of
+ * LNPU_Q4_0_P16_ROWS rows, padded like LNPU_DTYPE_Q8_0_P16. A panel of
+ * rows 16p .. 16p + 15 with blocks = k / 32 is blocks * 288 bytes:
+ *   quants: blocks * 256 bytes; block b's 256 bytes are 4 groups of 64,
+ *     group g holding, for each row r = 0 .. 15 in turn, bytes 4g .. 4g + 3
+ *     of the row's Q4_0 block b nibbles: byte 256b + 64g + 4r + i has
+ *     q[16p + r][32b + 4g + i] in its low nibble and
+ *     q[16p + r][32b + 16 + 4g + i] in its high nibble;
+ *   then scales: blocks * 16 f16, d[16p + r][b] at index 16b + r.
+ * w = d * (q - 8) as in LNPU_DTYPE_Q4_0. The operand is
+ * ceil(rows / 16) * 16 * (k / 32) * 18 bytes, 64-byte aligned. */
+#define LNPU_DTYPE_Q4_0_P16 8
+#define LNPU_Q4_0_P16_ROWS 16
 
 /* Opcodes. Engines: C = compute, D = DMA. */
 #define LNPU_OP_NOP 0          /* C D */
@@ -527,8 +553,8 @@ struct lnpu_cmd_nop {
  * @table: table_rows x row_len, table_dtype
  * @indices: I32[count]
  * @dst: F32[count][row_len]
- * @table_dtype: F32, F16, Q8_0, Q4_0 or (since 1.4) Q8_0_P16 (the
- *   quantized types: row_len a multiple of 32)
+ * @table_dtype: F32, F16, Q8_0, Q4_0, (since 1.4) Q8_0_P16 or (since 1.5)
+ *   Q4_0_P16 (the quantized types: row_len a multiple of 32)
  * @row_len: elements per row
  * @table_rows: rows of the table
  * @count: rows to gather
@@ -584,8 +610,8 @@ struct lnpu_cmd_rms_norm {
  * @rows: rows of src and dst
  * @k: inner dimension
  * @n: output columns
- * @weight_dtype: F32, F16, Q8_0, Q4_0 or (since 1.4) Q8_0_P16 (the
- *   quantized types: k a multiple of 32)
+ * @weight_dtype: F32, F16, Q8_0, Q4_0, (since 1.4) Q8_0_P16 or (since 1.5)
+ *   Q4_0_P16 (the quantized types: k a multiple of 32)
  *
  * dst[r][n] = sum_k src[r][k] * weight[n][k] (+ bias[n]) (+ dst[r][n] if
  * LNPU_MATMUL_ACCUMULATE). src and dst must not overlap.
