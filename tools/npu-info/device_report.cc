@@ -55,6 +55,8 @@ constexpr struct {
     {DRM_LNPU_CAP_PROFILING, "profiling"},
     {DRM_LNPU_CAP_DTYPE_Q8_0_P16, "dtype-q8_0-p16"},
     {DRM_LNPU_CAP_Q8_0_P16_PREFERRED, "q8_0-p16-preferred"},
+    {DRM_LNPU_CAP_DTYPE_Q4_0_P16, "dtype-q4_0-p16"},
+    {DRM_LNPU_CAP_Q4_0_P16_PREFERRED, "q4_0-p16-preferred"},
 };
 
 std::vector<std::string> CapabilityNames(uint64_t mask) {
