@@ -23,8 +23,9 @@
 // quantized path runs GEMV passes (avx512vnni: MATMUL runs each row's GEMV,
 // kernel_iface/softnpu/compute/quant_matmul.h); larger batches take the
 // multi-row GEMM path, whose rounding differs in the last bits, except on
-// Q8_0_P16 weights (the panels Model::Load makes of copied Q8_0 weights
-// where the device prefers them), whose GEMV and GEMM agree bit for bit.
+// Q8_0_P16 / Q4_0_P16 weights (the panels Model::Load makes of copied
+// Q8_0 / Q4_0 weights where the device prefers them), whose GEMV and GEMM
+// agree bit for bit.
 //
 // Lifetime: the lanes must outlive the batch. Thread-safety: not
 // thread-safe; use the batch and its lanes from one thread at a time.

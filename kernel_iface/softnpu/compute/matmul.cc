@@ -611,7 +611,7 @@ void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
     const bool one_pass = args.rows <= kQuantGemvMaxRows;
     const size_t piece = one_pass ? args.n : GemvPassColumns(args);
     // Column chunks of >= 16 columns, multiples of the 4-column
-    // micro-kernels (Q8_0P16: of the 16-column panels).
+    // micro-kernels (panel types: of the 16-column panels).
     const size_t granule = GemvColumnGranule(args.weight_type);
     ParallelRanges(pool, args.n, work, 16, granule, [&](size_t begin, size_t end) {
       for (size_t c0 = begin; c0 < end; c0 += piece) {

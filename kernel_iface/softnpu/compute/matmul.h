@@ -14,12 +14,12 @@ namespace lnpu::softnpu::compute {
 
 // dst[r][c] = sum_i src[r][i] * weight[c][i] (+ bias[c]) (+ old dst[r][c])
 // with f32 accumulation. weight is n x k of weight_type (F16 as IEEE binary16
-// bits; Q8_0 / Q4_0 rows of k / 32 blocks, k a multiple of 32; Q8_0P16 the
-// Q8_0 rows in panels of 16, kernel_types.h). src and dst must not
-// overlap.
+// bits; Q8_0 / Q4_0 rows of k / 32 blocks, k a multiple of 32; Q8_0P16 /
+// Q4_0P16 those rows in panels of 16, kernel_types.h). src and dst must
+// not overlap.
 //
 // Precision: F32 / F16 weights multiply the f32 activations directly. With
-// Q8_0 / Q4_0 / Q8_0P16 weights every src row is first quantized to int8 per block of
+// quantized weights every src row is first quantized to int8 per block of
 // 32 (d = max|x| / 127, like llama.cpp's q8_0 activations) and each block's
 // dot product is exact in integers; the result differs from the f32
 // activations' one, sum over blocks b of d_b * sum_i x_bi * w_bi, by at most

@@ -84,9 +84,9 @@ inline void InitMatmulOutputTile(const MatmulArgs& a, size_t row_begin,
 // entry and Q8_0 / Q4_0 dispatch (alike across files): its kernels are
 // compiled for its own instruction set (target attributes, #pragma GCC
 // target or a Highway namespace), which a shared dispatcher would cross.
-// Both loops handle Q8_0, Q4_0, Q8_0P16
-// and Q4_0P16 weights (a.weight_type), any n, any k that is a multiple of 32,
-// and write dst = MatmulOutputBase + dot for exactly the given range. They may be
+// Both loops handle Q8_0, Q4_0, Q8_0P16 and Q4_0P16 weights
+// (a.weight_type), any n, any k that is a multiple of 32, and write
+// dst = MatmulOutputBase + dot for exactly the given range. They may be
 // called concurrently on disjoint ranges; per-thread state, if any, is
 // thread_local.
 struct QuantMatmulPath {
@@ -127,10 +127,10 @@ struct QuantMatmulPath {
 };
 
 // dst rows [row_begin, row_end) x columns [col_begin, col_end) of a
-// Q8_0P16 or Q4_0P16 matmul in the order of the contract above, in plain C++: the
-// loops of the paths that have no panel kernels of their own (highway, the
-// Arm paths), and the tests' reference for the others. Thread-safe on
-// disjoint ranges.
+// Q8_0P16 or Q4_0P16 matmul in the order of the contract above, in plain
+// C++: the loops of the paths that have no panel kernels of their own
+// (highway, the Arm paths), and the tests' reference for the others.
+// Thread-safe on disjoint ranges.
 void PortableP16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
                            size_t row_begin, size_t row_end, size_t col_begin,
                            size_t col_end);

@@ -12,7 +12,7 @@
 // per path), never for the whole file, so the library runs on any Armv8-A
 // CPU; supported() checks the kernel's hwcaps.
 //
-// Q8_0P16 (panel) weights go to PortableP16Matmul on both paths: its
+// Panel weights (Q8_0P16, Q4_0P16) go to PortableP16Matmul on both paths: its
 // one f32 order is the contract's (quant_matmul.h).
 //
 // Both paths run the same register-tile loop (quant_matmul_arm-inl.h):
