@@ -70,6 +70,17 @@ TEST(SeedCorpusTest, FaultsFailBothJobs) {
   EXPECT_EQ(report.jobs_failed, 2u);
 }
 
+// The panel seeds: SUBMIT rejects the six malformed panel operands, and
+// only the weight that ends exactly at the buffer's end runs.
+TEST(SeedCorpusTest, PanelRejectionsRunOnlyTheLastJob) {
+  for (const char* name : {"q8_0_p16_rejections", "q4_0_p16_rejections"}) {
+    const ProgramReport report = RunSeed(name);
+    EXPECT_EQ(report.violation, "") << name;
+    EXPECT_EQ(report.jobs_submitted, 1u) << name;
+    EXPECT_EQ(report.jobs_completed, 1u) << name;
+  }
+}
+
 // The seed op_<name> of each opcode runs all its jobs to completion.
 TEST(SeedCorpusTest, EveryOpcodeHasASeedWhoseJobsComplete) {
   const std::vector<OpcodeSeed> seeds = OpcodeSeeds();

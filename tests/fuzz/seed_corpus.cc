@@ -61,6 +61,8 @@ struct WideDtype {
 // Since 1.4: Q8_0 blocks in panels of 16 rows, 64-byte aligned, stored in
 // whole panels (a partial last one padded).
 constexpr WideDtype kDtypeQ8_0P16{LNPU_DTYPE_Q8_0_P16};
+// Since 1.5: Q4_0 blocks in the same panels.
+constexpr WideDtype kDtypeQ4_0P16{LNPU_DTYPE_Q4_0_P16};
 
 class ProgramWriter {
  public:
@@ -248,49 +250,47 @@ std::vector<uint8_t> Faults() {
   return p.Take();
 }
 
-// Since 1.4: LNPU_DTYPE_Q8_0_P16 operands SUBMIT rejects (EINVAL), each in
-// a job of its own: a MATMUL weight and a GATHER_ROWS table 32 bytes past
+// Panel operands (LNPU_DTYPE_Q8_0_P16 since 1.4, _Q4_0_P16 since 1.5, B
+// bytes per block and row: 34 or 18) SUBMIT rejects (EINVAL), each in a
+// job of its own: a MATMUL weight and a GATHER_ROWS table 32 bytes past
 // the 64-byte alignment; a weight one panel short of the data buffer's end
-// (n = 32: 1088 bytes, 576 left); a weight and a table of 17 rows whose
-// Q8_0 rows (578 bytes) would fit in the 1024 bytes left but whose whole
-// panels (1088) do not; k not a multiple of 32. Then a weight ending
-// exactly at the buffer's end, which runs.
-std::vector<uint8_t> Q8_0P16Rejections() {
+// (n = 32 with k = 32: 32B bytes, 16B + 32 left); a weight and a table of
+// 17 rows whose plain rows (17B bytes) would fit in the 32B - 64 bytes
+// left but whose whole panels (32B) do not; k not a multiple of 32. Then a
+// weight ending exactly at the buffer's end, which runs.
+std::vector<uint8_t> PanelRejections(WideDtype dtype, uint32_t block_bytes) {
   constexpr uint32_t kEnd = 32768;  // the data buffer's size
+  const uint32_t panels = 32 * block_bytes;  // 2 panels of one block
   ProgramWriter p;
   SetUpBuffers(p)
       .WriteCommands(kCmdMap, 0, 1)
       .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, 32}, Addr{-1},
-               Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{4}, kDtypeQ8_0P16)
+               Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{4}, dtype)
       .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
       .WriteCommands(kCmdMap, 0, 1)
       .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, 32}, Addr{kData, 4096},
-               Addr{kData, 12288}, kDtypeQ8_0P16, Dim{32}, Dim{8}, Dim{8})
+               Addr{kData, 12288}, dtype, Dim{32}, Dim{8}, Dim{8})
       .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
       .WriteCommands(kCmdMap, 0, 1)
-      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, kEnd - 576},
-               Addr{-1}, Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{32},
-               kDtypeQ8_0P16)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0},
+               Addr{kData, kEnd - (16 * block_bytes + 32)}, Addr{-1},
+               Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{32}, dtype)
       .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
       .WriteCommands(kCmdMap, 0, 1)
-      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, kEnd - 1024},
-               Addr{-1}, Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{17},
-               kDtypeQ8_0P16)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, kEnd - (panels - 64)},
+               Addr{-1}, Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{17}, dtype)
       .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
       .WriteCommands(kCmdMap, 0, 1)
-      .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, kEnd - 1024},
-               Addr{kData, 4096}, Addr{kData, 12288}, kDtypeQ8_0P16, Dim{32},
-               Dim{17}, Dim{8})
+      .Command(LNPU_OP_GATHER_ROWS, 0, Addr{kData, kEnd - (panels - 64)},
+               Addr{kData, 4096}, Addr{kData, 12288}, dtype, Dim{32}, Dim{17}, Dim{8})
       .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
       .WriteCommands(kCmdMap, 0, 1)
       .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, 2048},
-               Addr{-1}, Addr{kData, 12288}, Dim{2}, Dim{48}, Dim{4},
-               kDtypeQ8_0P16)
+               Addr{-1}, Addr{kData, 12288}, Dim{2}, Dim{48}, Dim{4}, dtype)
       .Submit(DRM_LNPU_ENGINE_COMPUTE, kCmdHandle, {kDataHandle})
       .WriteCommands(kCmdMap, 0, 1)
-      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, kEnd - 1088},
-               Addr{-1}, Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{32},
-               kDtypeQ8_0P16)
+      .Command(LNPU_OP_MATMUL, 0, Addr{kData, 0}, Addr{kData, kEnd - panels},
+               Addr{-1}, Addr{kData, 12288}, Dim{2}, Dim{32}, Dim{32}, dtype)
       .SubmitAndWait(DRM_LNPU_ENGINE_COMPUTE);
   return p.Take();
 }
@@ -623,7 +623,8 @@ std::vector<Seed> SeedCorpus() {
   seeds.push_back({"faults", Faults()});
   seeds.push_back({"mapping_lifetime", MappingLifetime()});
   seeds.push_back({"params_and_errors", ParamsAndErrors()});
-  seeds.push_back({"q8_0_p16_rejections", Q8_0P16Rejections()});
+  seeds.push_back({"q8_0_p16_rejections", PanelRejections(kDtypeQ8_0P16, 34)});
+  seeds.push_back({"q4_0_p16_rejections", PanelRejections(kDtypeQ4_0P16, 18)});
   seeds.push_back({"userptr_and_files", UserptrAndFiles()});
   for (const OpcodeSeed& op : OpcodeSeeds()) {
     seeds.push_back({op.name, op.program()});
