@@ -705,33 +705,35 @@ TEST(CommandValidationTest, Q8_0P16IsNoKvCacheDtype) {
       {{"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_Q8_0_P16; }}});
 }
 
-// Rows gathered out of a P16 table, among them rows of its last, partial
-// panel, are bit for bit those of the same table as LNPU_DTYPE_Q8_0.
-TEST(CommandValidationTest, GatherRowsQ8_0P16MatchesQ8_0) {
+// Rows gathered out of a panel table (block_dtype LNPU_DTYPE_Q8_0 or _Q4_0,
+// random blocks, 37 rows of 96), among them rows of its last, partial
+// panel, are bit for bit those of the same table in block_dtype, and the
+// dequantized elements 5 and 21 of the rows asked for.
+void ExpectPanelGatherMatchesBlocks(uint32_t block_dtype, uint32_t panel_dtype) {
   constexpr uint32_t kRows = 37, kRowLen = 96, kBlocks = kRowLen / 32;
+  const bool q4 = block_dtype == LNPU_DTYPE_Q4_0;
+  const size_t block_bytes = q4 ? kQ4_0BlockBytes : kQ8_0BlockBytes;
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> scale(-2.0f, 2.0f);
-  std::uniform_int_distribution<int> quant(-128, 127);
-  std::vector<uint8_t> q8(size_t{kRows} * kBlocks * kQ8_0BlockBytes);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<uint8_t> blocks(size_t{kRows} * kBlocks * block_bytes);
   for (size_t b = 0; b < size_t{kRows} * kBlocks; ++b) {
-    uint8_t* block = q8.data() + b * kQ8_0BlockBytes;
+    uint8_t* block = blocks.data() + b * block_bytes;
     const uint16_t d = FloatToFloat16(scale(rng));
     std::memcpy(block, &d, 2);
-    for (size_t i = 0; i < 32; ++i) {
-      block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(quant(rng)));
-    }
+    for (size_t i = 2; i < block_bytes; ++i) block[i] = static_cast<uint8_t>(byte(rng));
   }
-  std::vector<uint8_t> p16(P16MatrixBytes(kQ8_0BlockBytes, kRows, kBlocks));
-  RepackToP16(kQ8_0BlockBytes, q8.data(), kRows, kBlocks, p16.data());
+  std::vector<uint8_t> panels(P16MatrixBytes(block_bytes, kRows, kBlocks));
+  RepackToP16(block_bytes, blocks.data(), kRows, kBlocks, panels.data());
   const std::vector<int32_t> indices = {36, 0, 15, 16, 31, 32, 35, 7, 36};
 
   testing::HostDeviceMemory memory;
   ComputeContext context(1);
   std::vector<std::vector<float>> gathered;
-  for (uint32_t dtype : {LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q8_0_P16}) {
+  for (uint32_t dtype : {block_dtype, panel_dtype}) {
     auto cmd = MakeCommand<lnpu_cmd_gather_rows>(LNPU_OP_GATHER_ROWS);
-    // Exactly the bytes each dtype needs (whole panels for P16).
-    cmd.table = memory.Upload(dtype == LNPU_DTYPE_Q8_0 ? q8 : p16);
+    // Exactly the bytes each dtype needs (whole panels for the panel dtype).
+    cmd.table = memory.Upload(dtype == block_dtype ? blocks : panels);
     cmd.indices = memory.Upload(indices);
     cmd.dst = memory.Allocate(indices.size() * kRowLen * 4);
     cmd.table_dtype = dtype;
@@ -739,22 +741,28 @@ TEST(CommandValidationTest, GatherRowsQ8_0P16MatchesQ8_0) {
     cmd.table_rows = kRows;
     cmd.count = static_cast<uint32_t>(indices.size());
     ASSERT_TRUE(testing::RunCommand(cmd, memory, context).ok()) << dtype;
-    gathered.push_back(
-        memory.Download<float>(cmd.dst, indices.size() * kRowLen));
+    gathered.push_back(memory.Download<float>(cmd.dst, indices.size() * kRowLen));
   }
   ASSERT_EQ(gathered[0].size(), gathered[1].size());
   EXPECT_EQ(0, std::memcmp(gathered[0].data(), gathered[1].data(),
                            gathered[0].size() * sizeof(float)));
-  // And they are the rows asked for: d * q of the Q8_0 blocks.
+  // Elements 5 and 21: Q8_0 d * q; Q4_0 d * (nibble - 8), the low and the
+  // high nibble of byte 5.
   for (size_t i = 0; i < indices.size(); ++i) {
-    const uint8_t* block =
-        q8.data() + size_t(indices[i]) * kBlocks * kQ8_0BlockBytes;
-    uint16_t d;
-    std::memcpy(&d, block, 2);
-    EXPECT_EQ(gathered[1][i * kRowLen + 5],
-              Float16ToFloat(d) * static_cast<int8_t>(block[2 + 5]))
-        << "index " << indices[i];
+    const uint8_t* block = blocks.data() + size_t(indices[i]) * kBlocks * block_bytes;
+    uint16_t half;
+    std::memcpy(&half, block, 2);
+    const float d = Float16ToFloat(half);
+    const float want5 = q4 ? d * ((block[2 + 5] & 0xF) - 8) : d * static_cast<int8_t>(block[2 + 5]);
+    const float want21 =
+        q4 ? d * ((block[2 + 5] >> 4) - 8) : d * static_cast<int8_t>(block[2 + 21]);
+    EXPECT_EQ(gathered[1][i * kRowLen + 5], want5) << "index " << indices[i];
+    EXPECT_EQ(gathered[1][i * kRowLen + 21], want21) << "index " << indices[i];
   }
+}
+
+TEST(CommandValidationTest, GatherRowsQ8_0P16MatchesQ8_0) {
+  ExpectPanelGatherMatchesBlocks(LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q8_0_P16);
 }
 
 // Since 1.5: LNPU_DTYPE_Q4_0_P16 weights and tables, the Q4_0 blocks in
@@ -809,53 +817,8 @@ TEST(CommandValidationTest, Q4_0P16IsNoKvCacheDtype) {
       {{"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_Q4_0_P16; }}});
 }
 
-// Rows gathered out of a Q4_0_P16 table (among them rows of its last,
-// partial panel) are bit for bit those of the same table as
-// LNPU_DTYPE_Q4_0, and d * (q - 8) of the blocks asked for.
 TEST(CommandValidationTest, GatherRowsQ4_0P16MatchesQ4_0) {
-  constexpr uint32_t kRows = 37, kRowLen = 96, kBlocks = kRowLen / 32;
-  std::mt19937 rng(19);
-  std::uniform_real_distribution<float> scale(-2.0f, 2.0f);
-  std::uniform_int_distribution<int> byte(0, 255);
-  std::vector<uint8_t> q4(size_t{kRows} * kBlocks * kQ4_0BlockBytes);
-  for (size_t b = 0; b < size_t{kRows} * kBlocks; ++b) {
-    uint8_t* block = q4.data() + b * kQ4_0BlockBytes;
-    const uint16_t d = FloatToFloat16(scale(rng));
-    std::memcpy(block, &d, 2);
-    for (size_t i = 0; i < 16; ++i) block[2 + i] = static_cast<uint8_t>(byte(rng));
-  }
-  std::vector<uint8_t> p16(P16MatrixBytes(kQ4_0BlockBytes, kRows, kBlocks));
-  RepackToP16(kQ4_0BlockBytes, q4.data(), kRows, kBlocks, p16.data());
-  const std::vector<int32_t> indices = {36, 0, 15, 16, 31, 32, 35, 7, 36};
-
-  testing::HostDeviceMemory memory;
-  ComputeContext context(1);
-  std::vector<std::vector<float>> gathered;
-  for (uint32_t dtype : {LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q4_0_P16}) {
-    auto cmd = MakeCommand<lnpu_cmd_gather_rows>(LNPU_OP_GATHER_ROWS);
-    cmd.table = memory.Upload(dtype == LNPU_DTYPE_Q4_0 ? q4 : p16);
-    cmd.indices = memory.Upload(indices);
-    cmd.dst = memory.Allocate(indices.size() * kRowLen * 4);
-    cmd.table_dtype = dtype;
-    cmd.row_len = kRowLen;
-    cmd.table_rows = kRows;
-    cmd.count = static_cast<uint32_t>(indices.size());
-    ASSERT_TRUE(testing::RunCommand(cmd, memory, context).ok()) << dtype;
-    gathered.push_back(memory.Download<float>(cmd.dst, indices.size() * kRowLen));
-  }
-  ASSERT_EQ(gathered[0].size(), gathered[1].size());
-  EXPECT_EQ(0, std::memcmp(gathered[0].data(), gathered[1].data(),
-                           gathered[0].size() * sizeof(float)));
-  for (size_t i = 0; i < indices.size(); ++i) {
-    const uint8_t* block = q4.data() + size_t(indices[i]) * kBlocks * kQ4_0BlockBytes;
-    uint16_t d;
-    std::memcpy(&d, block, 2);
-    // Element 5 is the low nibble of byte 5, element 21 its high nibble.
-    EXPECT_EQ(gathered[1][i * kRowLen + 5], Float16ToFloat(d) * ((block[2 + 5] & 0xF) - 8))
-        << "index " << indices[i];
-    EXPECT_EQ(gathered[1][i * kRowLen + 21], Float16ToFloat(d) * ((block[2 + 5] >> 4) - 8))
-        << "index " << indices[i];
-  }
+  ExpectPanelGatherMatchesBlocks(LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q4_0_P16);
 }
 
 TEST(CommandValidationTest, AttentionF16CacheRules) {
