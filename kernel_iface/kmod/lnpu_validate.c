@@ -184,7 +184,7 @@ static int check_overlaps(struct lnpu_checker *c, const char *in_place0,
 
 /*
  * Layout of a weight/table dtype: bytes per `elements` elements, rows stored
- * in whole panels of `panel_rows` rows (1 but for LNPU_DTYPE_Q8_0_P16: 16,
+ * in whole panels of `panel_rows` rows (1 but for the panel dtypes: 16,
  * a last partial panel padded), addresses a multiple of `align`
  * (`align_why` rejects the others).
  */
@@ -210,6 +210,7 @@ static int weight_layout(struct lnpu_checker *c, const char *field, u32 dtype,
 	case LNPU_DTYPE_Q8_0:
 	case LNPU_DTYPE_Q4_0:
 	case LNPU_DTYPE_Q8_0_P16:
+	case LNPU_DTYPE_Q4_0_P16:
 		if (row_len % LNPU_QUANT_BLOCK)
 			return lnpu_reject(c, len_field,
 					   "not a multiple of the quantization block");
@@ -217,6 +218,13 @@ static int weight_layout(struct lnpu_checker *c, const char *field, u32 dtype,
 			*layout = (struct lnpu_weight_layout){
 				LNPU_QUANT_BLOCK, 34, 64, LNPU_Q8_0_P16_ROWS,
 				"address not aligned to 64 bytes (LNPU_DTYPE_Q8_0_P16 panels)"
+			};
+			return 0;
+		}
+		if (dtype == LNPU_DTYPE_Q4_0_P16) {
+			*layout = (struct lnpu_weight_layout){
+				LNPU_QUANT_BLOCK, 18, 64, LNPU_Q4_0_P16_ROWS,
+				"address not aligned to 64 bytes (LNPU_DTYPE_Q4_0_P16 panels)"
 			};
 			return 0;
 		}

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/half.h"
@@ -302,38 +303,47 @@ TEST_F(JobTimeoutTest, LongJobIsAbortedAndItsFileBanned) {
   EXPECT_EQ(WaitJob(*other, other_fence), 0);
 }
 
-// LNPU_DTYPE_Q8_0_P16 (since 1.4) through real buffer objects: a weight
+// The panel dtypes through real buffer objects: panel_dtype() (since
+// 1.4) and LNPU_DTYPE_Q4_0_P16 (since 1.5, the test's parameter), a weight
 // matrix of n = 40 rows (two whole panels and a partial one, padded to 48
-// rows) of k = 96 (3 blocks), the same weights as plain Q8_0 for
-// comparison.
-class Q8_0P16Test : public ExecutionTest {
+// rows) of k = 96 (3 blocks), the same weights in the block dtype (Q8_0,
+// Q4_0) for comparison.
+class PanelTest : public ExecutionTest, public ::testing::WithParamInterface<uint32_t> {
  protected:
   static constexpr uint32_t kRows = 3, kK = 96, kN = 40;
   static constexpr size_t kBlocks = kK / kQuantBlock;
-  static constexpr uint64_t kQ8_0Bytes = uint64_t{kN} * kBlocks * kQ8_0BlockBytes;
-  static constexpr uint64_t kP16Bytes = P16MatrixBytes(kQ8_0BlockBytes, kN, kBlocks);
-  static_assert(kP16Bytes == 48 * kBlocks * kQ8_0BlockBytes);
+
+  bool q4() const { return GetParam() == LNPU_DTYPE_Q4_0_P16; }
+  uint32_t panel_dtype() const { return GetParam(); }
+  uint32_t block_dtype() const { return q4() ? LNPU_DTYPE_Q4_0 : LNPU_DTYPE_Q8_0; }
+  size_t block_bytes() const { return q4() ? kQ4_0BlockBytes : kQ8_0BlockBytes; }
 
   void SetUp() override {
     ExecutionTest::SetUp();
-    if ((GetParam(*file_, DRM_LNPU_PARAM_CAPABILITIES) &
-         DRM_LNPU_CAP_DTYPE_Q8_0_P16) == 0) {
-      GTEST_SKIP() << "the device lacks DRM_LNPU_CAP_DTYPE_Q8_0_P16";
+    const uint64_t cap = q4() ? DRM_LNPU_CAP_DTYPE_Q4_0_P16 : DRM_LNPU_CAP_DTYPE_Q8_0_P16;
+    if ((::lnpu::softnpu::testing::GetParam(*file_, DRM_LNPU_PARAM_CAPABILITIES) & cap) == 0) {
+      GTEST_SKIP() << "the device lacks the capability of dtype " << panel_dtype();
     }
+    blocks_bytes_ = uint64_t{kN} * kBlocks * block_bytes();
+    p16_bytes_ = P16MatrixBytes(block_bytes(), kN, kBlocks);
+    ASSERT_EQ(p16_bytes_, 48 * kBlocks * block_bytes());
     std::mt19937 rng(20240614);
-    std::uniform_int_distribution<int> quant(-127, 127);
+    std::uniform_int_distribution<int> byte(0, 255);
     std::uniform_real_distribution<float> scale(0.002f, 0.02f);
-    q8_0_.resize(kQ8_0Bytes);
+    blocks_.resize(blocks_bytes_);
     for (size_t block = 0; block < kN * kBlocks; ++block) {
-      uint8_t* b = q8_0_.data() + block * kQ8_0BlockBytes;
+      uint8_t* b = blocks_.data() + block * block_bytes();
       const uint16_t d = FloatToFloat16(scale(rng));
       std::memcpy(b, &d, 2);
-      for (size_t i = 0; i < kQuantBlock; ++i) {
-        b[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(quant(rng)));
+      // Q8_0: int8 -127..127 (the byte 0x80 = -128 left out as before).
+      for (size_t i = 2; i < block_bytes(); ++i) {
+        int v = byte(rng);
+        if (!q4() && v == 0x80) v = 0x81;
+        b[i] = static_cast<uint8_t>(v);
       }
     }
-    p16_.resize(kP16Bytes);
-    RepackToP16(kQ8_0BlockBytes, q8_0_.data(), kN, kBlocks, p16_.data());
+    p16_.resize(p16_bytes_);
+    RepackToP16(block_bytes(), blocks_.data(), kN, kBlocks, p16_.data());
     std::uniform_real_distribution<float> value(-2.0f, 2.0f);
     src_.resize(kRows * kK);
     for (float& x : src_) x = value(rng);
@@ -377,7 +387,19 @@ class Q8_0P16Test : public ExecutionTest {
     return fence == 0 ? -1 : WaitJob(*file_, fence);
   }
 
-  // dst of the MATMUL in the order of the Q8_0P16 contract
+  // Weight element j (0..31) of block b of row c: Q8_0 q, Q4_0 nibble - 8.
+  int32_t Weight(size_t c, size_t b, size_t j) const {
+    const uint8_t* block = blocks_.data() + (c * kBlocks + b) * block_bytes();
+    if (!q4()) return static_cast<int8_t>(block[2 + j]);
+    return (j < 16 ? block[2 + j] & 0xF : block[2 + j - 16] >> 4) - 8;
+  }
+  float Scale(size_t c, size_t b) const {
+    uint16_t d;
+    std::memcpy(&d, blocks_.data() + (c * kBlocks + b) * block_bytes(), 2);
+    return Float16ToFloat(d);
+  }
+
+  // dst of the MATMUL in the order of the panel contract
   // (kernel_iface/softnpu/compute/quant_matmul.h), the src rows quantized
   // per block as the device does (QuantizeActivationRows in matmul.cc:
   // d = max|x| / 127, q = nearest-even(x * (1 / d))); *magnitude gets, per
@@ -404,15 +426,11 @@ class Q8_0P16Test : public ExecutionTest {
       for (size_t c = 0; c < kN; ++c) {
         float acc = 0.0f;
         for (size_t b = 0; b < kBlocks; ++b) {
-          const uint8_t* w = q8_0_.data() + (c * kBlocks + b) * kQ8_0BlockBytes;
-          uint16_t dw;
-          std::memcpy(&dw, w, 2);
           int32_t dot = 0;
           for (size_t j = 0; j < kQuantBlock; ++j) {
-            dot += int32_t{static_cast<int8_t>(w[2 + j])} *
-                   qx[(r * kBlocks + b) * kQuantBlock + j];
+            dot += Weight(c, b, j) * qx[(r * kBlocks + b) * kQuantBlock + j];
           }
-          const float factor = Float16ToFloat(dw) * dx[r * kBlocks + b];
+          const float factor = Scale(c, b) * dx[r * kBlocks + b];
           acc = std::fma(static_cast<float>(dot), factor, acc);
           (*magnitude)[r * kN + c] += std::fabs(static_cast<float>(dot) * factor);
         }
@@ -422,33 +440,34 @@ class Q8_0P16Test : public ExecutionTest {
     return dst;
   }
 
-  std::vector<uint8_t> q8_0_;  // [kN][kBlocks] Q8_0 blocks
-  std::vector<uint8_t> p16_;   // the same repacked: kP16Bytes
-  std::vector<float> src_;     // [kRows][kK]
+  uint64_t blocks_bytes_ = 0, p16_bytes_ = 0;
+  std::vector<uint8_t> blocks_;  // [kN][kBlocks] blocks of block_dtype()
+  std::vector<uint8_t> p16_;     // the same repacked: p16_bytes_
+  std::vector<float> src_;       // [kRows][kK]
 };
 
-TEST_F(Q8_0P16Test, MatmulOfP16WeightsFollowsThePanelOrderAndMatchesQ8_0) {
+TEST_P(PanelTest, MatmulOfPanelWeightsFollowsThePanelOrderAndMatchesTheBlocks) {
   TestBuffer src = CreateBuffer(*file_, src_.size() * 4);
-  TestBuffer q8_0 = CreateBuffer(*file_, kQ8_0Bytes);
-  TestBuffer p16 = CreateBuffer(*file_, kP16Bytes);
+  TestBuffer plain = CreateBuffer(*file_, blocks_bytes_);
+  TestBuffer p16 = CreateBuffer(*file_, p16_bytes_);
   TestBuffer dst = CreateBuffer(*file_, 2 * 4096);
   std::memcpy(src.data, src_.data(), src_.size() * 4);
-  std::memcpy(q8_0.data, q8_0_.data(), kQ8_0Bytes);
-  std::memcpy(p16.data, p16_.data(), kP16Bytes);
+  std::memcpy(plain.data, blocks_.data(), blocks_bytes_);
+  std::memcpy(p16.data, p16_.data(), p16_bytes_);
   const uint64_t out_bytes = uint64_t{kRows} * kN * 4;
   ASSERT_EQ(RunOne(Matmul(src.device_addr, p16.device_addr, dst.device_addr,
-                          kN, LNPU_DTYPE_Q8_0_P16),
+                          kN, panel_dtype()),
                    {src.handle, p16.handle, dst.handle}),
             0)
       << npu_->last_fault_message();
-  ASSERT_EQ(RunOne(Matmul(src.device_addr, q8_0.device_addr,
-                          dst.device_addr + 4096, kN, LNPU_DTYPE_Q8_0),
-                   {src.handle, q8_0.handle, dst.handle}),
+  ASSERT_EQ(RunOne(Matmul(src.device_addr, plain.device_addr,
+                          dst.device_addr + 4096, kN, block_dtype()),
+                   {src.handle, plain.handle, dst.handle}),
             0)
       << npu_->last_fault_message();
-  std::vector<float> from_p16(kRows * kN), from_q8_0(kRows * kN);
+  std::vector<float> from_p16(kRows * kN), from_blocks(kRows * kN);
   std::memcpy(from_p16.data(), dst.data, out_bytes);
-  std::memcpy(from_q8_0.data(), dst.data + 4096, out_bytes);
+  std::memcpy(from_blocks.data(), dst.data + 4096, out_bytes);
   // Nothing written past dst (the padding rows of the last panel are not
   // columns).
   for (uint64_t i = out_bytes; i < 4096; ++i) ASSERT_EQ(dst.data[i], 0) << i;
@@ -462,16 +481,17 @@ TEST_F(Q8_0P16Test, MatmulOfP16WeightsFollowsThePanelOrderAndMatchesQ8_0) {
     EXPECT_EQ(std::bit_cast<uint32_t>(from_p16[i]),
               std::bit_cast<uint32_t>(expected[i]))
         << from_p16[i] << " vs " << expected[i];
-    // Q8_0 differs only in the order of the f32 scale-and-add steps.
-    EXPECT_NEAR(from_p16[i], from_q8_0[i], 4e-6f * magnitude[i]);
+    // The block dtype differs only in the order of the f32 scale-and-add
+    // steps.
+    EXPECT_NEAR(from_p16[i], from_blocks[i], 4e-6f * magnitude[i]);
   }
 }
 
 // The operand is whole panels: n = 40 needs 48 rows of storage. A BO sized
 // for 32 rows, the weights ending exactly at its end, takes n = 32 but not
 // n = 40, nor n = 40 with only the padding of the last panel missing.
-TEST_F(Q8_0P16Test, WeightOnePanelShortOfItsBufferIsEinvalAndNeverRuns) {
-  const uint64_t two_panels = P16MatrixBytes(kQ8_0BlockBytes, 32, kBlocks);
+TEST_P(PanelTest, WeightOnePanelShortOfItsBufferIsEinvalAndNeverRuns) {
+  const uint64_t two_panels = P16MatrixBytes(block_bytes(), 32, kBlocks);
   TestBuffer src = CreateBuffer(*file_, src_.size() * 4);
   TestBuffer weight = CreateBuffer(*file_, two_panels);
   TestBuffer dst = CreateBuffer(*file_, 4096);
@@ -491,28 +511,27 @@ TEST_F(Q8_0P16Test, WeightOnePanelShortOfItsBufferIsEinvalAndNeverRuns) {
       CommandStream()
           .Copy(src.device_addr, marker.device_addr, 64)
           .Add(Matmul(src.device_addr, weight.device_addr + at,
-                      dst.device_addr, kN, LNPU_DTYPE_Q8_0_P16))
+                      dst.device_addr, kN, panel_dtype()))
           .WriteTo(cmd_);
   EXPECT_EQ(Submit(*file_, job), EINVAL);
   // The MATMUL's weight counted in whole panels: 48 rows of 3 blocks.
-  EXPECT_REJECTION(npu_, AllOf(HasSubstr("command 1"),
-                               HasSubstr("reads 4896 bytes")));
+  const std::string reads = "reads " + std::to_string(p16_bytes_) + " bytes";
+  EXPECT_REJECTION(npu_, AllOf(HasSubstr("command 1"), HasSubstr(reads)));
 
-  // 4896 - 32 bytes: every row of n = 40 is there but the last panel's
+  // 32 bytes short: every row of n = 40 is there but the last panel's
   // padding is not.
-  TestBuffer almost = CreateBuffer(*file_, kP16Bytes);
-  const uint64_t almost_at = almost.size - (kP16Bytes - 32);
+  TestBuffer almost = CreateBuffer(*file_, p16_bytes_);
+  const uint64_t almost_at = almost.size - (p16_bytes_ - 32);
   ASSERT_EQ((almost.device_addr + almost_at) % 64, 0u);
   job.bo_handles.push_back(almost.handle);
   job.cmd_size =
       CommandStream()
           .Copy(src.device_addr, marker.device_addr, 64)
           .Add(Matmul(src.device_addr, almost.device_addr + almost_at,
-                      dst.device_addr, kN, LNPU_DTYPE_Q8_0_P16))
+                      dst.device_addr, kN, panel_dtype()))
           .WriteTo(cmd_);
   EXPECT_EQ(Submit(*file_, job), EINVAL);
-  EXPECT_REJECTION(npu_, AllOf(HasSubstr("command 1"),
-                               HasSubstr("reads 4896 bytes")));
+  EXPECT_REJECTION(npu_, AllOf(HasSubstr("command 1"), HasSubstr(reads)));
   for (int i = 0; i < 4096; ++i) {
     ASSERT_EQ(marker.data[i], 0) << "a rejected job must not run";
     ASSERT_EQ(dst.data[i], 0) << "a rejected job must not run";
@@ -520,7 +539,7 @@ TEST_F(Q8_0P16Test, WeightOnePanelShortOfItsBufferIsEinvalAndNeverRuns) {
 
   // The two panels it has are enough for n = 32 (and n = 17..32).
   ASSERT_EQ(RunOne(Matmul(src.device_addr, weight.device_addr + at,
-                          dst.device_addr, 32, LNPU_DTYPE_Q8_0_P16),
+                          dst.device_addr, 32, panel_dtype()),
                    buffers),
             0);
   std::vector<float> magnitude;
@@ -536,26 +555,26 @@ TEST_F(Q8_0P16Test, WeightOnePanelShortOfItsBufferIsEinvalAndNeverRuns) {
   }
 }
 
-TEST_F(Q8_0P16Test, MisalignedWeightIsEinval) {
+TEST_P(PanelTest, MisalignedWeightIsEinval) {
   TestBuffer src = CreateBuffer(*file_, src_.size() * 4);
   TestBuffer weight = CreateBuffer(*file_, 2 * 4096);
   TestBuffer dst = CreateBuffer(*file_, 4096);
   std::memcpy(src.data, src_.data(), src_.size() * 4);
-  std::memcpy(weight.data + 64, p16_.data(), kP16Bytes);
+  std::memcpy(weight.data + 64, p16_.data(), p16_bytes_);
   Submission job;
   job.cmd_handle = cmd_.handle;
   job.bo_handles = {src.handle, weight.handle, dst.handle};
-  // 32 bytes in: aligned for Q8_0 (2) but not for the panels (64).
+  // 32 bytes in: aligned for the blocks (2) but not for the panels (64).
   job.cmd_size = CommandStream()
                      .Add(Matmul(src.device_addr, weight.device_addr + 32,
-                                 dst.device_addr, kN, LNPU_DTYPE_Q8_0_P16))
+                                 dst.device_addr, kN, panel_dtype()))
                      .WriteTo(cmd_);
   EXPECT_EQ(Submit(*file_, job), EINVAL);
   EXPECT_REJECTION(npu_, AllOf(HasSubstr("weight"), HasSubstr("aligned")));
   for (int i = 0; i < 4096; ++i) ASSERT_EQ(dst.data[i], 0) << i;
   // 64 bytes in is aligned.
   ASSERT_EQ(RunOne(Matmul(src.device_addr, weight.device_addr + 64,
-                          dst.device_addr, kN, LNPU_DTYPE_Q8_0_P16),
+                          dst.device_addr, kN, panel_dtype()),
                    job.bo_handles),
             0);
   // A misaligned GATHER_ROWS table likewise.
@@ -563,45 +582,41 @@ TEST_F(Q8_0P16Test, MisalignedWeightIsEinval) {
   job.bo_handles.push_back(indices.handle);
   job.cmd_size = CommandStream()
                      .Add(Gather(weight.device_addr + 32, indices.device_addr,
-                                 dst.device_addr, 1, LNPU_DTYPE_Q8_0_P16))
+                                 dst.device_addr, 1, panel_dtype()))
                      .WriteTo(cmd_);
   EXPECT_EQ(Submit(*file_, job), EINVAL);
   EXPECT_REJECTION(npu_, AllOf(HasSubstr("table"), HasSubstr("aligned")));
 }
 
-TEST_F(Q8_0P16Test, GatherRowsFromAP16TableEqualsTheQ8_0Table) {
-  TestBuffer q8_0 = CreateBuffer(*file_, kQ8_0Bytes);
-  TestBuffer p16 = CreateBuffer(*file_, kP16Bytes);
+TEST_P(PanelTest, GatherRowsFromAPanelTableEqualsTheBlockTable) {
+  TestBuffer plain = CreateBuffer(*file_, blocks_bytes_);
+  TestBuffer p16 = CreateBuffer(*file_, p16_bytes_);
   TestBuffer indices = CreateBuffer(*file_, 4096);
   TestBuffer dst = CreateBuffer(*file_, 4 * 4096);
-  std::memcpy(q8_0.data, q8_0_.data(), kQ8_0Bytes);
-  std::memcpy(p16.data, p16_.data(), kP16Bytes);
+  std::memcpy(plain.data, blocks_.data(), blocks_bytes_);
+  std::memcpy(p16.data, p16_.data(), p16_bytes_);
   // Rows of every panel, both ends of each, the partial last panel's last.
   const int32_t rows[] = {39, 0, 17, 16, 15, 31, 32, 39, 5};
   constexpr uint32_t kCount = sizeof(rows) / sizeof(rows[0]);
   std::memcpy(indices.data, rows, sizeof(rows));
   const uint64_t out_bytes = uint64_t{kCount} * kK * 4;
   ASSERT_EQ(RunOne(Gather(p16.device_addr, indices.device_addr,
-                          dst.device_addr, kCount, LNPU_DTYPE_Q8_0_P16),
+                          dst.device_addr, kCount, panel_dtype()),
                    {p16.handle, indices.handle, dst.handle}),
             0)
       << npu_->last_fault_message();
-  ASSERT_EQ(RunOne(Gather(q8_0.device_addr, indices.device_addr,
-                          dst.device_addr + 8192, kCount, LNPU_DTYPE_Q8_0),
-                   {q8_0.handle, indices.handle, dst.handle}),
+  ASSERT_EQ(RunOne(Gather(plain.device_addr, indices.device_addr,
+                          dst.device_addr + 8192, kCount, block_dtype()),
+                   {plain.handle, indices.handle, dst.handle}),
             0)
       << npu_->last_fault_message();
   EXPECT_EQ(std::memcmp(dst.data, dst.data + 8192, out_bytes), 0);
-  // And both are the weights: d * q.
+  // And both are the weights: d * q (Q4_0: d * (nibble - 8)).
   for (uint32_t i = 0; i < kCount; ++i) {
     for (size_t j = 0; j < kK; ++j) {
-      const uint8_t* block = q8_0_.data() +
-                             (size_t(rows[i]) * kBlocks + j / kQuantBlock) *
-                                 kQ8_0BlockBytes;
-      uint16_t d;
-      std::memcpy(&d, block, 2);
-      const float want =
-          Float16ToFloat(d) * static_cast<int8_t>(block[2 + j % kQuantBlock]);
+      const size_t b = j / kQuantBlock;
+      const float want = Scale(rows[i], b) *
+                         static_cast<float>(Weight(rows[i], b, j % kQuantBlock));
       float got;
       std::memcpy(&got, dst.data + (i * kK + j) * 4, 4);
       ASSERT_EQ(got, want) << "index " << i << " element " << j;
@@ -611,19 +626,25 @@ TEST_F(Q8_0P16Test, GatherRowsFromAP16TableEqualsTheQ8_0Table) {
 
 // The padding rows of the last panel are storage, not rows: an index of
 // them faults the job like any index past table_rows.
-TEST_F(Q8_0P16Test, GatherOfAPaddingRowFaults) {
-  TestBuffer p16 = CreateBuffer(*file_, kP16Bytes);
+TEST_P(PanelTest, GatherOfAPaddingRowFaults) {
+  TestBuffer p16 = CreateBuffer(*file_, p16_bytes_);
   TestBuffer indices = CreateBuffer(*file_, 4096);
   TestBuffer dst = CreateBuffer(*file_, 4096);
-  std::memcpy(p16.data, p16_.data(), kP16Bytes);
+  std::memcpy(p16.data, p16_.data(), p16_bytes_);
   const int32_t row = kN;  // 40: in the panel, past table_rows
   std::memcpy(indices.data, &row, sizeof(row));
   EXPECT_EQ(RunOne(Gather(p16.device_addr, indices.device_addr,
-                          dst.device_addr, 1, LNPU_DTYPE_Q8_0_P16),
+                          dst.device_addr, 1, panel_dtype()),
                    {p16.handle, indices.handle, dst.handle}),
             -EIO);
   EXPECT_FAULT_MESSAGE(npu_, HasSubstr("ind"));
 }
+
+INSTANTIATE_TEST_SUITE_P(PanelDtypes, PanelTest,
+                         ::testing::Values(LNPU_DTYPE_Q8_0_P16, LNPU_DTYPE_Q4_0_P16),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return info.param == LNPU_DTYPE_Q4_0_P16 ? "Q4_0_P16" : "Q8_0_P16";
+                         });
 
 }  // namespace
 }  // namespace lnpu::softnpu::testing
