@@ -34,7 +34,6 @@ constexpr size_t P16BlockQuantBytes(size_t block_bytes) {
   return (block_bytes - 2) * kP16Rows;
 }
 inline constexpr size_t kQ8_0P16BlockQuantBytes = P16BlockQuantBytes(kQ8_0BlockBytes);
-inline constexpr size_t kQ4_0P16BlockQuantBytes = P16BlockQuantBytes(kQ4_0BlockBytes);
 
 // Bytes of one panel whose rows hold `blocks` blocks (16 rows' worth), and
 // of a matrix of `rows` such rows (whole panels: the last one padded with

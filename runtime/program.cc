@@ -275,8 +275,7 @@ std::vector<Program::MatrixRead> Program::MatrixReads() const {
             std::memcpy(&c, at, sizeof c);
             const auto offset = weights_offset(command.offset + offsetof(lnpu_cmd_matmul, weight));
             if (offset) {
-              reads.push_back({{*offset, c.n, c.k, c.weight_dtype}, c.weight_dtype, batch,
-                               command.offset});
+              reads.push_back({{*offset, c.n, c.k, c.weight_dtype}, batch, command.offset});
             }
           } else if (command.opcode == LNPU_OP_GATHER_ROWS) {
             lnpu_cmd_gather_rows c;
@@ -284,8 +283,8 @@ std::vector<Program::MatrixRead> Program::MatrixReads() const {
             const auto offset =
                 weights_offset(command.offset + offsetof(lnpu_cmd_gather_rows, table));
             if (offset) {
-              reads.push_back({{*offset, c.table_rows, c.row_len, c.table_dtype}, c.table_dtype, batch,
-                               command.offset});
+              reads.push_back(
+                  {{*offset, c.table_rows, c.row_len, c.table_dtype}, batch, command.offset});
             }
           }
         }
@@ -302,7 +301,7 @@ std::vector<WeightMatrix> Program::PanelMatrices(absl::Span<const uint32_t> dtyp
   const auto end_of = [](const MatrixRead& r) {
     const uint64_t row_len = r.matrix.row_len;
     uint64_t row_bytes = row_len * 4;  // F32
-    switch (r.dtype) {
+    switch (r.matrix.dtype) {
       case LNPU_DTYPE_F16: row_bytes = row_len * 2; break;
       case LNPU_DTYPE_Q4_0:
       case LNPU_DTYPE_Q4_0_P16: row_bytes = row_len / kQuantBlock * kQ4_0BlockBytes; break;
@@ -324,8 +323,8 @@ std::vector<WeightMatrix> Program::PanelMatrices(absl::Span<const uint32_t> dtyp
     bool same = true;
     for (; j < reads.size() && reads[j].matrix.offset == reads[i].matrix.offset; ++j) {
       end = std::max(end, end_of(reads[j]));
-      same = same && absl::c_linear_search(dtypes, reads[j].dtype) &&
-             reads[j].dtype == reads[i].dtype &&
+      same = same && absl::c_linear_search(dtypes, reads[j].matrix.dtype) &&
+             reads[j].matrix.dtype == reads[i].matrix.dtype &&
              reads[j].matrix.rows == reads[i].matrix.rows &&
              reads[j].matrix.row_len == reads[i].matrix.row_len;
     }
@@ -344,7 +343,8 @@ std::vector<WeightMatrix> Program::PanelMatrices(absl::Span<const uint32_t> dtyp
 void Program::UsePanels(absl::Span<const WeightMatrix> matrices) {
   absl::flat_hash_map<uint64_t, uint32_t> panel_dtype;  // by offset
   for (const WeightMatrix& m : matrices) {
-    panel_dtype[m.offset] = m.dtype == LNPU_DTYPE_Q4_0 ? LNPU_DTYPE_Q4_0_P16 : LNPU_DTYPE_Q8_0_P16;
+    panel_dtype[m.offset] =
+        m.dtype == LNPU_DTYPE_Q4_0 ? LNPU_DTYPE_Q4_0_P16 : LNPU_DTYPE_Q8_0_P16;
   }
   for (const MatrixRead& read : MatrixReads()) {
     const auto it = panel_dtype.find(read.matrix.offset);

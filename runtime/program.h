@@ -203,8 +203,7 @@ class Program {
   // A MATMUL / GATHER_ROWS command's read of a weights-buffer matrix: the
   // image holding the command and the command's offset in it.
   struct MatrixRead {
-    WeightMatrix matrix;
-    uint32_t dtype = 0;  // LNPU_DTYPE_*
+    WeightMatrix matrix;  // with the dtype the command reads it as
     bool batch_image = false;  // decode_batch_commands_, else commands_
     uint32_t command = 0;
   };

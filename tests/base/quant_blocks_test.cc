@@ -26,7 +26,7 @@ std::vector<uint8_t> RandomRows(size_t rows, size_t blocks, size_t block_bytes) 
 
 TEST(QuantBlocksTest, P16SizesAreWholePanels) {
   EXPECT_EQ(kQ8_0P16BlockQuantBytes, 512u);
-  EXPECT_EQ(kQ4_0P16BlockQuantBytes, 256u);
+  EXPECT_EQ(P16BlockQuantBytes(kQ4_0BlockBytes), 256u);
   for (size_t bytes : kBlockBytes) {
     EXPECT_EQ(P16PanelBytes(bytes, 1), 16u * bytes);
     EXPECT_EQ(P16MatrixBytes(bytes, 1, 2), 16u * 2 * bytes);

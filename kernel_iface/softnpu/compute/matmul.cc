@@ -466,7 +466,7 @@ void PortableP16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
   constexpr size_t kRowStep = 4;
   if (row_begin >= row_end || col_begin >= col_end) return;
   const bool nibbles = a.weight_type == WeightType::kQ4_0P16;
-  const size_t block_bytes = nibbles ? kQ4_0BlockBytes : kQ8_0BlockBytes;
+  const size_t block_bytes = WeightBytes(BlockTypeOf(a.weight_type), kQuantBlock);
   const size_t block_quant_bytes = lnpu::P16BlockQuantBytes(block_bytes);
   const size_t blocks = a.k / kQuantBlock;
   const size_t panel_bytes = lnpu::P16PanelBytes(block_bytes, blocks);

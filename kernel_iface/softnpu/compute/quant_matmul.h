@@ -37,7 +37,6 @@ namespace lnpu::softnpu::compute {
 // also the block of the int8 activations they are multiplied with.
 using ::lnpu::kQ4_0BlockBytes;
 using ::lnpu::kQ8_0BlockBytes;
-using ::lnpu::kQ4_0P16BlockQuantBytes;
 using ::lnpu::kQ8_0P16BlockQuantBytes;
 using ::lnpu::kP16GroupBytes;
 using ::lnpu::kP16Rows;
@@ -132,8 +131,8 @@ struct QuantMatmulPath {
 // (highway, the Arm paths), and the tests' reference for the others.
 // Thread-safe on disjoint ranges.
 void PortableP16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
-                           size_t row_begin, size_t row_end, size_t col_begin,
-                           size_t col_end);
+                       size_t row_begin, size_t row_end, size_t col_begin,
+                       size_t col_end);
 
 // Paths this process can run, best first; the last one is always the
 // portable "highway" path. Computed once; thread-safe.
