@@ -398,6 +398,66 @@ TEST_P(QuantMatmulPathTest, SeveralRowGemvEqualsOneRowCallsBitForBit) {
   }
 }
 
+// MatmulGroup (the software NPU's grouped Q/K/V and gate/up commands) leaves
+// every dst exactly as Matmul calls of its members in turn do: groups of 2-4
+// matrices that mix all four quantized types, n of 1 to 300 (ragged panels,
+// a matrix smaller than one column chunk beside a large one), bias and
+// accumulation per member, rows from decode (1) through batched decode and
+// the GEMV passes (8, 16) to a prefill (40, where the group runs its
+// members one by one on the GEMM).
+TEST_P(QuantMatmulPathTest, MatmulGroupEqualsMatmulsInTurnBitForBit) {
+  constexpr WeightType kAll[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ8_0P16,
+                                 WeightType::kQ4_0P16};
+  const size_t ns[] = {300, 5, 33, 1, 131, 64, 17};
+  int variant = 0;
+  for (size_t rows : {1, 2, 3, 4, 8, 16, 40}) {
+    for (size_t members = 2; members <= 4; ++members) {
+      const size_t k = variant % 2 == 0 ? 288 : 2080;
+      SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(rows) +
+                   " k=" + std::to_string(k) + " members=" + std::to_string(members));
+      const auto src = RandomFloats(rows * k, -2, 2);
+      std::vector<std::vector<uint8_t>> weights(members);
+      std::vector<std::vector<float>> biases(members), old_dsts(members), got(members),
+          want(members);
+      std::vector<MatmulArgs> group(members);
+      for (size_t m = 0; m < members; ++m) {
+        MatmulArgs& a = group[m];
+        a.weight_type = kAll[(variant + m) % 4];
+        a.n = ns[(variant + 3 * m) % std::size(ns)];
+        a.rows = rows;
+        a.k = k;
+        a.src = src.data();
+        weights[m] = RandomWeights(a.weight_type, a.n, k);
+        a.weight = weights[m].data();
+        biases[m] = RandomFloats(a.n, -1, 1);
+        a.bias = (variant + m) % 3 == 0 ? biases[m].data() : nullptr;
+        a.accumulate = (variant + m) % 2 == 1;
+        old_dsts[m] = RandomFloats(rows * a.n, -1, 1);
+      }
+      ++variant;
+      for (size_t m = 0; m < members; ++m) {
+        want[m] = old_dsts[m];
+        MatmulArgs alone = group[m];
+        alone.dst = want[m].data();
+        Matmul(alone, pool_, &scratch_);
+      }
+      for (size_t m = 0; m < members; ++m) {
+        got[m] = old_dsts[m];
+        group[m].dst = got[m].data();
+      }
+      MatmulGroup(group, pool_, &scratch_);
+      for (size_t m = 0; m < members; ++m) {
+        for (size_t i = 0; i < want[m].size(); ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[m][i]), std::bit_cast<uint32_t>(want[m][i]))
+              << "member " << m << TypeName(group[m].weight_type) << " n=" << group[m].n
+              << " dst[" << i / group[m].n << "][" << i % group[m].n << "] = " << got[m][i]
+              << ", want " << want[m][i];
+        }
+      }
+    }
+  }
+}
+
 // The GEMV loop itself over any column range, as workers of Matmul call it:
 // each row of a call of 1..4 rows equals, bit for bit, a one-row call of
 // that row over all columns, whatever the range's start (odd offsets,

@@ -580,50 +580,105 @@ const QuantMatmulPath kHighwayQuantMatmulPath = {
     .gemm_tile_cols = kGemmTileCols,
 };
 
+namespace {
+
+bool QuantizedWeights(WeightType type) {
+  return type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || IsPanelType(type);
+}
+
+// Quantizes args.src into the scratch (QuantizedActivations).
+QuantizedActivations QuantizeSrc(const MatmulArgs& args, WorkerPool& pool,
+                                 KernelScratch* scratch) {
+  const size_t blocks = args.k / kQuantBlock;
+  scratch->quantized_src.resize(args.rows * args.k);
+  scratch->quantized_src_scales.resize(args.rows * blocks);
+  ParallelRanges(pool, args.rows, uint64_t{args.rows} * args.k, 1, 1,
+                 [&](size_t begin, size_t end) {
+                   HWY_DYNAMIC_DISPATCH(QuantizeActivationRows)
+                   (args.src, args.k, begin, end, scratch->quantized_src.data(),
+                    scratch->quantized_src_scales.data());
+                 });
+  return {.q = scratch->quantized_src.data(),
+          .scales = scratch->quantized_src_scales.data()};
+}
+
+// Every row of `a` x columns [begin, end) on the quantized GEMV
+// (RunsOnQuantGemv), reading the weights from memory once. Up to
+// kQuantGemvMaxRows rows the path's GEMV takes all rows at once; more rows
+// run as GEMV passes of up to kQuantGemvMaxRows rows over column pieces
+// small enough to stay in L2 for the later passes. Each row's sums are
+// exactly those of a call with that row alone.
+void QuantGemvRange(const MatmulArgs& a, const QuantizedActivations& x,
+                    size_t begin, size_t end) {
+  const auto gemv = ActiveQuantGemv();
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t piece = a.rows <= kQuantGemvMaxRows ? a.n : GemvPassColumns(a);
+  for (size_t c0 = begin; c0 < end; c0 += piece) {
+    const size_t c1 = std::min(end, c0 + piece);
+    for (size_t r0 = 0; r0 < a.rows; r0 += kQuantGemvMaxRows) {
+      MatmulArgs pass = a;
+      pass.rows = static_cast<uint32_t>(std::min<size_t>(kQuantGemvMaxRows, a.rows - r0));
+      pass.dst = a.dst + r0 * a.n;
+      gemv(pass, {.q = x.q + r0 * a.k, .scales = x.scales + r0 * blocks}, c0, c1);
+    }
+  }
+}
+
+}  // namespace
+
+bool RunsOnQuantGemv(const MatmulArgs& args) {
+  return QuantizedWeights(args.weight_type) &&
+         args.rows <= std::max(kQuantGemvMaxRows, ActiveQuantMatmulPath().gemv_passes_max_rows);
+}
+
+void MatmulGroup(absl::Span<const MatmulArgs> group, WorkerPool& pool, KernelScratch* scratch) {
+  // Rows beyond the GEMV paths (the active path may have changed since the
+  // group was formed, SetQuantMatmulPathForTest) run one by one.
+  if (group.size() == 1 ||
+      !std::all_of(group.begin(), group.end(), [](const MatmulArgs& a) { return RunsOnQuantGemv(a); })) {
+    for (const MatmulArgs& a : group) Matmul(a, pool, scratch);
+    return;
+  }
+  const MatmulArgs& first = group[0];
+  const QuantizedActivations x = QuantizeSrc(first, pool, scratch);
+  // Column chunks of about equal weight bytes across the group, about four
+  // per thread as in Matmul, each within one matrix and a multiple of its
+  // column granule.
+  uint64_t work = 0;
+  uint64_t weight_bytes = 0;
+  for (const MatmulArgs& a : group) {
+    work += uint64_t{a.rows} * a.k * a.n;
+    weight_bytes += uint64_t{a.n} * WeightBytes(a.weight_type, a.k);
+  }
+  const uint64_t task_bytes = CeilDiv(weight_bytes, size_t{4} * pool.threads());
+  std::vector<KernelScratch::ColumnChunk>& chunks = scratch->column_chunks;
+  chunks.clear();
+  for (uint32_t m = 0; m < group.size(); ++m) {
+    const MatmulArgs& a = group[m];
+    const size_t granule = GemvColumnGranule(a.weight_type);
+    const size_t columns = std::max<size_t>(16, task_bytes / WeightBytes(a.weight_type, a.k));
+    const size_t chunk = CeilDiv(columns, granule) * granule;
+    for (size_t c = 0; c < a.n; c += chunk) {
+      chunks.push_back({.matrix = m, .begin = c, .end = std::min(a.n, c + chunk)});
+    }
+  }
+  RunTasks(pool, chunks.size(), work, [&](size_t task, int) {
+    const KernelScratch::ColumnChunk& chunk = chunks[task];
+    QuantGemvRange(group[chunk.matrix], x, chunk.begin, chunk.end);
+  });
+}
+
 void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
   const uint64_t work = uint64_t{args.rows} * args.k * args.n;
-  const bool quantized = args.weight_type == WeightType::kQ8_0 ||
-                         args.weight_type == WeightType::kQ4_0 ||
-                         IsPanelType(args.weight_type);
+  const bool quantized = QuantizedWeights(args.weight_type);
   const QuantMatmulPath& path = ActiveQuantMatmulPath();
-  QuantizedActivations x;
-  if (quantized) {
-    const size_t blocks = args.k / kQuantBlock;
-    scratch->quantized_src.resize(args.rows * args.k);
-    scratch->quantized_src_scales.resize(args.rows * blocks);
-    x.q = scratch->quantized_src.data();
-    x.scales = scratch->quantized_src_scales.data();
-    ParallelRanges(pool, args.rows, uint64_t{args.rows} * args.k, 1, 1,
-                   [&](size_t begin, size_t end) {
-                     HWY_DYNAMIC_DISPATCH(QuantizeActivationRows)
-                     (args.src, args.k, begin, end, scratch->quantized_src.data(),
-                      scratch->quantized_src_scales.data());
-                   });
-  }
-  if (quantized && args.rows <= std::max(kQuantGemvMaxRows, path.gemv_passes_max_rows)) {
-    // Bandwidth-bound: the weights are read from memory once per call. Up
-    // to kQuantGemvMaxRows rows the path's GEMV takes all rows at once;
-    // more rows run as GEMV passes of up to kQuantGemvMaxRows rows over
-    // column pieces small enough to stay in L2 for the later passes. Each
-    // row's sums are exactly those of a call with that row alone.
-    const auto gemv = ActiveQuantGemv();
-    const size_t blocks = args.k / kQuantBlock;
-    const bool one_pass = args.rows <= kQuantGemvMaxRows;
-    const size_t piece = one_pass ? args.n : GemvPassColumns(args);
-    // Column chunks of >= 16 columns, multiples of the 4-column
-    // micro-kernels (panel types: of the 16-column panels).
-    const size_t granule = GemvColumnGranule(args.weight_type);
-    ParallelRanges(pool, args.n, work, 16, granule, [&](size_t begin, size_t end) {
-      for (size_t c0 = begin; c0 < end; c0 += piece) {
-        const size_t c1 = std::min(end, c0 + piece);
-        for (size_t r0 = 0; r0 < args.rows; r0 += kQuantGemvMaxRows) {
-          MatmulArgs pass = args;
-          pass.rows = static_cast<uint32_t>(std::min<size_t>(kQuantGemvMaxRows, args.rows - r0));
-          pass.dst = args.dst + r0 * args.n;
-          gemv(pass, {.q = x.q + r0 * args.k, .scales = x.scales + r0 * blocks}, c0, c1);
-        }
-      }
-    });
+  const QuantizedActivations x =
+      quantized ? QuantizeSrc(args, pool, scratch) : QuantizedActivations{};
+  if (RunsOnQuantGemv(args)) {
+    // Bandwidth-bound: column chunks of >= 16 columns, multiples of the
+    // 4-column micro-kernels (panel types: of the 16-column panels).
+    ParallelRanges(pool, args.n, work, 16, GemvColumnGranule(args.weight_type),
+                   [&](size_t begin, size_t end) { QuantGemvRange(args, x, begin, end); });
     return;
   }
   if (!quantized && args.rows <= kQuantGemvMaxRows) {

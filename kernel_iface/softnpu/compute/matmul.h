@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+#include "absl/types/span.h"
+
 #include "kernel_iface/softnpu/compute/kernel_types.h"
 #include "kernel_iface/softnpu/compute/worker_pool.h"
 
@@ -42,6 +44,23 @@ struct MatmulArgs {
 // step gives what each sequence alone gives); more rows the cache-blocked
 // GEMM path (parallel over row x column tiles).
 void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch);
+
+// True if Matmul(args) takes the quantized GEMV path: Q8_0 / Q4_0 /
+// panel weights and few rows (decode, batched decode).
+bool RunsOnQuantGemv(const MatmulArgs& args);
+
+// Several matmuls that read the same activations, as one parallel loop:
+// the Q, K and V projections of a decode step, or its gate and up ones.
+// src is quantized once and the column chunks of all the matrices are
+// handed out together, so the workers join once for the group instead of
+// once per matrix, and the small matrices (K, V of grouped-query
+// attention) no longer each pay a join and a cold start. Every dst ends
+// exactly as after Matmul(group[0]), Matmul(group[1]), ... in turn.
+//
+// Requires: every member RunsOnQuantGemv and has group[0]'s src, rows and
+// k; no member's dst overlaps another member's operands (the src, weight,
+// bias or dst of any member: the results must not depend on the order).
+void MatmulGroup(absl::Span<const MatmulArgs> group, WorkerPool& pool, KernelScratch* scratch);
 
 }  // namespace lnpu::softnpu::compute
 
