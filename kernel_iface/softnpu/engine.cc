@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <utility>
@@ -36,6 +37,28 @@ MonotonicClock::duration WatchdogPeriod(MonotonicClock::duration timeout) {
 int64_t Milliseconds(MonotonicClock::duration duration) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(duration)
       .count();
+}
+
+// Records the commands `group` (the first is command `index` of `job`),
+// which ran together from `start` to `end`: consecutive intervals that
+// divide [start, end] in proportion to CommandGroupShare.
+void ProfileGroup(Job& job, uint32_t index, absl::Span<const lnpu_cmd_header* const> group,
+                  MonotonicClock::time_point start, MonotonicClock::time_point end) {
+  uint64_t total = 0;
+  for (const lnpu_cmd_header* command : group) total += CommandGroupShare(*command);
+  const double per_share = static_cast<double>((end - start).count()) / static_cast<double>(total);
+  uint64_t done = 0;
+  MonotonicClock::time_point from = start;
+  for (size_t i = 0; i < group.size(); ++i) {
+    done += CommandGroupShare(*group[i]);
+    const MonotonicClock::time_point to =
+        i + 1 == group.size()
+            ? end
+            : start + MonotonicClock::duration(static_cast<MonotonicClock::rep>(
+                          per_share * static_cast<double>(done)));
+    job.ProfileCommand(index + static_cast<uint32_t>(i), from, to);
+    from = to;
+  }
 }
 
 }  // namespace
@@ -270,18 +293,24 @@ Engine::Outcome Engine::Execute(Job& job) {
       return Outcome::kCancelled;
     }
     run_command_.store(index, std::memory_order_relaxed);
-    const lnpu_cmd_header& command = job.command_at(offset);
+    const uint32_t count = job.group_size(index);
+    std::array<const lnpu_cmd_header*, kMaxCommandGroup> group;
+    for (uint32_t i = 0; i < count; ++i) {
+      group[i] = &job.command_at(offset);
+      offset += group[i]->size;
+    }
+    const absl::Span<const lnpu_cmd_header* const> commands(group.data(), count);
     const MonotonicClock::time_point start =
         profiled ? MonotonicClock::now() : MonotonicClock::time_point{};
-    const absl::Status status = ExecuteCommand(command, job, compute_);
-    if (profiled) job.ProfileCommand(index, start, MonotonicClock::now());
+    const absl::Status status = ExecuteCommandGroup(commands, job, compute_);
+    if (profiled) ProfileGroup(job, index, commands, start, MonotonicClock::now());
     if (!status.ok()) {
       log_.RecordFault(absl::StrFormat(
           "%s engine: job faulted at command %u of %u (opcode %u): %s", name_,
-          index, job.command_count(), command.opcode, status.message()));
+          index, job.command_count(), group[0]->opcode, status.message()));
       return Outcome::kFaulted;
     }
-    offset += command.size;
+    index += count - 1;
   }
   return Outcome::kCompleted;
 }

@@ -15,6 +15,8 @@ void Job::Clear() {
   command_bytes_ = 0;
   command_count_ = 0;
   accesses_.clear();
+  group_sizes_.clear();
+  group_accesses_.clear();
   context_.reset();
   fence_.reset();
   profile_.reset();
@@ -83,6 +85,8 @@ int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
       reinterpret_cast<const uint8_t*>(commands_.data()), command_bytes_);
 
   uint32_t offset = 0;
+  uint32_t group_start = 0;   // index of the current group's first command
+  uint32_t group_offset = 0;  // and its offset
   while (offset < command_bytes_) {
     accesses_.clear();
     const absl::StatusOr<uint32_t> size =
@@ -119,6 +123,21 @@ int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
             access.addr);
       }
     }
+    // Join the group of the commands before, or start one.
+    const bool joins = !group_sizes_.empty() &&
+                       group_sizes_[group_start] < kMaxCommandGroup &&
+                       JoinsCommandGroup(command_at(group_offset), group_accesses_,
+                                         command_at(offset), accesses_);
+    if (joins) {
+      ++group_sizes_[group_start];
+      group_sizes_.push_back(0);
+    } else {
+      group_start = command_count_;
+      group_offset = offset;
+      group_accesses_.clear();
+      group_sizes_.push_back(1);
+    }
+    group_accesses_.insert(group_accesses_.end(), accesses_.begin(), accesses_.end());
     offset += *size;
     ++command_count_;
   }

@@ -49,6 +49,7 @@ class Job final : public DeviceMemoryView {
   // Copies `stream` and validates it for `engine`: every command must pass
   // ValidateCommand, every range it touches must lie inside one buffer
   // added before, and no range it writes may lie in a read-only buffer.
+  // Then forms the command groups (group_size()).
   // Returns 0 or EINVAL (reason in `log`). `stream` is a non-empty multiple
   // of 8 bytes.
   int LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
@@ -79,6 +80,10 @@ class Job final : public DeviceMemoryView {
         reinterpret_cast<const uint8_t*>(commands_.data()) + offset);
   }
   uint32_t command_count() const { return command_count_; }
+  // How many commands, starting with command `index`, the engine runs as
+  // one group (JoinsCommandGroup): >= 1 where a group starts, 0 for the
+  // later members of a group.
+  uint32_t group_size(uint32_t index) const { return group_sizes_[index]; }
 
   // Profiling (struct drm_lnpu_profile_header), all no-ops without a
   // profile BO. Times are CLOCK_MONOTONIC.
@@ -107,6 +112,9 @@ class Job final : public DeviceMemoryView {
   uint32_t command_bytes_ = 0;
   uint32_t command_count_ = 0;
   std::vector<OperandAccess> accesses_;  // validation scratch
+  std::vector<uint32_t> group_sizes_;    // per command, group_size()
+  // The ranges the commands of the last group touch (validation scratch).
+  std::vector<OperandAccess> group_accesses_;
   std::shared_ptr<FileContext> context_;
   std::shared_ptr<Fence> fence_;
   std::shared_ptr<BufferObject> profile_;

@@ -259,6 +259,63 @@ TEST_F(ProfiledDeviceTest, ProfileSmallerThanTheRecordsIsEinval) {
 
 // Both 1.3 submit flags in one job: the descriptor becomes readable once
 // the job ended, and by then the profile is complete.
+// The software NPU runs consecutive MATMULs of one src as one group
+// (command_set.h); their records then divide the group's interval in
+// proportion to their weight bytes, back to back. A MATMUL that reads a
+// group's output, and the (kMaxCommandGroup + 1)-th of one src, start
+// groups of their own.
+TEST_F(ProfiledDeviceTest, GroupedMatmulsShareTheirIntervalByWeightBytes) {
+  constexpr uint32_t kK = 256;
+  constexpr uint32_t kRowBytes = kK / 32 * 34;  // Q8_0
+  constexpr uint32_t kMatmuls = 12;
+  // Matmul i: all read src, n = 64 but for matmuls 0 and 3 (256). Matmul 3
+  // adds matmul 0's output as its bias, so it starts the second group, of
+  // the maximum 8; the last starts the third.
+  const uint32_t n[kMatmuls] = {256, 64, 64, 256, 64, 64, 64, 64, 64, 64, 64, 64};
+  const TestBuffer src = CreateBuffer(*file_, kK * 4);
+  const TestBuffer weights = CreateBuffer(*file_, 256 * kRowBytes);
+  const TestBuffer dst = CreateBuffer(*file_, kMatmuls * 256 * 4);
+  std::memset(weights.data, 0, weights.size);
+  CommandStream stream;
+  for (uint32_t i = 0; i < kMatmuls; ++i) {
+    lnpu_cmd_matmul matmul{};
+    matmul.hdr = {LNPU_OP_MATMUL, i == 3 ? uint16_t{LNPU_MATMUL_BIAS} : uint16_t{0},
+                  sizeof(matmul)};
+    matmul.src = src.device_addr;
+    matmul.weight = weights.device_addr;
+    matmul.bias = i == 3 ? dst.device_addr : 0;
+    matmul.dst = dst.device_addr + uint64_t{i} * 256 * 4;
+    matmul.rows = 1;
+    matmul.k = kK;
+    matmul.n = n[i];
+    matmul.weight_dtype = LNPU_DTYPE_Q8_0;
+    stream.Add(matmul);
+  }
+  Submission job;
+  job.cmd_handle = cmd_.handle;
+  job.cmd_size = stream.WriteTo(cmd_);
+  job.bo_handles = {src.handle, weights.handle, dst.handle};
+  uint64_t fence = 0;
+  ASSERT_EQ(SubmitProfiled(job, profile_.handle, &fence), 0);
+  ASSERT_EQ(WaitJob(*file_, fence), 0);
+  ASSERT_EQ(Header().command_count, kMatmuls);
+  auto duration = [&](uint32_t i) { return int64_t(Record(i).end_ns - Record(i).start_ns); };
+  // Groups {0, 1, 2}, {3..10}, {11}: members back to back.
+  for (uint32_t i : {1u, 2u, 4u, 5u, 6u, 7u, 8u, 9u, 10u}) {
+    EXPECT_EQ(Record(i).start_ns, Record(i - 1).end_ns) << i;
+  }
+  // A command that starts a group starts after the clock read that ended
+  // the group before.
+  for (uint32_t i : {3u, 11u}) {
+    EXPECT_GT(Record(i).start_ns, Record(i - 1).end_ns) << i;
+  }
+  // Shares by weight bytes, up to the nanosecond rounding of each boundary.
+  EXPECT_NEAR(duration(0), 4 * duration(1), 6);
+  EXPECT_NEAR(duration(1), duration(2), 2);
+  EXPECT_NEAR(duration(3), 4 * duration(4), 6);
+  for (uint32_t i = 5; i <= 10; ++i) EXPECT_NEAR(duration(i), duration(4), 2) << i;
+}
+
 TEST_F(ProfiledDeviceTest, CombinesWithTheOutFenceFd) {
   const Submission job = ThreeCommandJob();
   drm_lnpu_submit args = job.Args();

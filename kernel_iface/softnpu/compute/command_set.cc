@@ -1,6 +1,7 @@
 #include "kernel_iface/softnpu/compute/command_set.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -904,6 +905,69 @@ absl::StatusOr<uint32_t> ValidateCommand(uint32_t engine,
 }
 
 
+namespace {
+
+compute::MatmulArgs MatmulArgsOf(const lnpu_cmd_matmul& c, const DeviceMemoryView& memory) {
+  compute::MatmulArgs args;
+  args.src = Translate<const float>(memory, c.src);
+  args.weight = memory.Translate(c.weight);
+  args.weight_type = WeightTypeOf(c.weight_dtype);
+  if ((c.hdr.flags & LNPU_MATMUL_BIAS) != 0) {
+    args.bias = Translate<const float>(memory, c.bias);
+  }
+  args.accumulate = (c.hdr.flags & LNPU_MATMUL_ACCUMULATE) != 0;
+  args.dst = Translate<float>(memory, c.dst);
+  args.rows = c.rows;
+  args.k = c.k;
+  args.n = c.n;
+  return args;
+}
+
+bool Overlap(const OperandAccess& a, const OperandAccess& b) {
+  return a.addr < b.addr + b.bytes && b.addr < a.addr + a.bytes;
+}
+
+}  // namespace
+
+bool JoinsCommandGroup(const lnpu_cmd_header& first,
+                       absl::Span<const OperandAccess> group_accesses,
+                       const lnpu_cmd_header& next,
+                       absl::Span<const OperandAccess> next_accesses) {
+  if (first.opcode != LNPU_OP_MATMUL || next.opcode != LNPU_OP_MATMUL) return false;
+  const auto a = LoadCommand<lnpu_cmd_matmul>(reinterpret_cast<const uint8_t*>(&first));
+  const auto b = LoadCommand<lnpu_cmd_matmul>(reinterpret_cast<const uint8_t*>(&next));
+  if (a.src != b.src || a.rows != b.rows || a.k != b.k) return false;
+  for (const OperandAccess& access : next_accesses) {
+    for (const OperandAccess& grouped : group_accesses) {
+      if ((access.write || grouped.write) && Overlap(access, grouped)) return false;
+    }
+  }
+  return true;
+}
+
+absl::Status ExecuteCommandGroup(absl::Span<const lnpu_cmd_header* const> group,
+                                 const DeviceMemoryView& memory, ComputeContext& context) {
+  if (group.size() == 1) return ExecuteCommand(*group[0], memory, context);
+  std::array<compute::MatmulArgs, kMaxCommandGroup> args;
+  if (group.size() > args.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a group of ", group.size(), " commands; at most ", kMaxCommandGroup, " run as one"));
+  }
+  for (size_t i = 0; i < group.size(); ++i) {
+    args[i] = MatmulArgsOf(LoadCommand<lnpu_cmd_matmul>(reinterpret_cast<const uint8_t*>(group[i])),
+                           memory);
+  }
+  ComputeContext::Impl& ctx = context.impl();
+  compute::MatmulGroup(absl::MakeConstSpan(args.data(), group.size()), ctx.pool, &ctx.scratch);
+  return absl::OkStatus();
+}
+
+uint64_t CommandGroupShare(const lnpu_cmd_header& command) {
+  if (command.opcode != LNPU_OP_MATMUL) return 1;
+  const auto c = LoadCommand<lnpu_cmd_matmul>(reinterpret_cast<const uint8_t*>(&command));
+  return uint64_t{c.n} * compute::WeightBytes(WeightTypeOf(c.weight_dtype), c.k);
+}
+
 absl::Status ExecuteCommand(const lnpu_cmd_header& command,
                             const DeviceMemoryView& memory,
                             ComputeContext& context) {
@@ -923,23 +987,10 @@ absl::Status ExecuteCommand(const lnpu_cmd_header& command,
                        ctx.pool);
       return absl::OkStatus();
     }
-    case LNPU_OP_MATMUL: {
-      const auto c = LoadCommand<lnpu_cmd_matmul>(bytes);
-      compute::MatmulArgs args;
-      args.src = Translate<const float>(memory, c.src);
-      args.weight = memory.Translate(c.weight);
-      args.weight_type = WeightTypeOf(c.weight_dtype);
-      if ((c.hdr.flags & LNPU_MATMUL_BIAS) != 0) {
-        args.bias = Translate<const float>(memory, c.bias);
-      }
-      args.accumulate = (c.hdr.flags & LNPU_MATMUL_ACCUMULATE) != 0;
-      args.dst = Translate<float>(memory, c.dst);
-      args.rows = c.rows;
-      args.k = c.k;
-      args.n = c.n;
-      compute::Matmul(args, ctx.pool, &ctx.scratch);
+    case LNPU_OP_MATMUL:
+      compute::Matmul(MatmulArgsOf(LoadCommand<lnpu_cmd_matmul>(bytes), memory), ctx.pool,
+                      &ctx.scratch);
       return absl::OkStatus();
-    }
     case LNPU_OP_ROPE:
       return ExecuteRope(LoadCommand<lnpu_cmd_rope>(bytes), memory, ctx);
     case LNPU_OP_ATTENTION: {

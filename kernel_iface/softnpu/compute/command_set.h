@@ -8,6 +8,7 @@
 #ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_COMMAND_SET_H_
 #define KERNEL_IFACE_SOFTNPU_COMPUTE_COMMAND_SET_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -75,6 +76,33 @@ absl::StatusOr<uint32_t> ValidateCommand(
 absl::Status ExecuteCommand(const lnpu_cmd_header& command,
                             const DeviceMemoryView& memory,
                             ComputeContext& context);
+
+// Command groups. Consecutive MATMULs that read the same activations (the
+// Q, K and V projections of a layer, or its gate and up ones) run as one
+// parallel loop (compute::MatmulGroup): the workers join once per group
+// rather than once per command. A group gives the results of its commands
+// run one after another, bit for bit; only independent commands are
+// grouped. At most kMaxCommandGroup commands form a group.
+inline constexpr size_t kMaxCommandGroup = 8;
+
+// Whether the validated command `next`, which touches `next_accesses`, may
+// join the group of validated commands that starts with `first` and
+// touches `group_accesses` (ValidateCommand's ranges of all its members):
+// both are MATMULs with the same src, rows and k, and nothing `next`
+// writes is touched by the group, nor anything it reads written by it.
+bool JoinsCommandGroup(const lnpu_cmd_header& first,
+                       absl::Span<const OperandAccess> group_accesses,
+                       const lnpu_cmd_header& next,
+                       absl::Span<const OperandAccess> next_accesses);
+
+// Runs a group that JoinsCommandGroup admitted (one command: ExecuteCommand).
+absl::Status ExecuteCommandGroup(absl::Span<const lnpu_cmd_header* const> group,
+                                 const DeviceMemoryView& memory, ComputeContext& context);
+
+// The relative cost of a validated command within its group, by which a
+// profiled group's time is divided among its commands: the weight bytes a
+// MATMUL reads.
+uint64_t CommandGroupShare(const lnpu_cmd_header& command);
 
 }  // namespace lnpu::softnpu
 

@@ -389,7 +389,10 @@ struct drm_lnpu_profile_command {
  * that did not run (the job faulted, timed out or was cancelled) have
  * start_ns = end_ns = 0; a cancelled job that never started has
  * job_start_ns = job_end_ns = 0 as well. The times of consecutive commands
- * do not overlap, and all lie within [job_start_ns, job_end_ns].
+ * do not overlap, and all lie within [job_start_ns, job_end_ns]. A device
+ * that runs independent consecutive commands as one (the software NPU's
+ * groups of MATMULs reading the same activations) divides their joint
+ * interval among them, back to back, in proportion to their work.
  *
  * Profiling costs two clock reads per command; jobs submitted without the
  * flag are not timed. A profile BO must not be shared by jobs in flight at
