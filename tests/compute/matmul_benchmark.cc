@@ -9,7 +9,10 @@
 // Benchmarks are named Matmul/<dtype>/<path>: F32 and F16 run the Highway
 // kernels, Q8_0 and Q4_0 every quantized-matmul path this CPU supports
 // (quant_matmul.h), Q8_0_P16 (Q8_0 in panels) the paths with panel loops;
-// Read/threads:T is the read bandwidth to compare the GEMV with. Arguments: {n, k, rows, threads, dram}. With dram = 1
+// Read/threads:T is the read bandwidth to compare the GEMV with;
+// Projections/<model>/<qkv|gate_up>/<dtype>/grouped:0|1 a layer's
+// projections of one src as commands in turn and as one command group.
+// Matmul arguments: {n, k, rows, threads, dram}. With dram = 1
 // GEMV cycles through copies of the weights totalling >= 1 GiB, so that
 // they stream from DRAM as in decoding (not from the large L3); dram = 0
 // reuses one copy, which stays in cache: the kernel's compute rate (rows
@@ -168,6 +171,73 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   }
 }
 
+// One decode step's projections of a layer that read the same activations
+// (Q, K and V; gate and up) on the default quantized path with 2 threads,
+// streaming from DRAM: as commands run one after another (grouped = 0) and
+// as one command group (grouped = 1, what the software NPU's engine runs,
+// command_set.h). GB/s of weight bytes.
+void BM_Projections(benchmark::State& state, uint32_t dtype, std::vector<uint32_t> ns, uint32_t k) {
+  const bool grouped = state.range(0) != 0;
+  const size_t block_bytes = dtype == LNPU_DTYPE_Q8_0_P16 ? kQ8_0BlockBytes : kQ4_0BlockBytes;
+  std::vector<size_t> offsets;
+  size_t set_bytes = 0;
+  for (uint32_t n : ns) {
+    offsets.push_back(set_bytes);
+    set_bytes += WeightBytes(dtype, n, k);
+  }
+  const size_t copies = std::max<size_t>(1, (size_t{1} << 30) / set_bytes);
+  std::vector<uint8_t> storage(set_bytes * copies + 64);
+  uint8_t* const weights = storage.data() + (64 - Address(storage.data()) % 64) % 64;
+  for (size_t m = 0; m < ns.size(); ++m) {
+    const std::vector<uint8_t> blocks = PseudoRandomWeights(
+        block_bytes == kQ8_0BlockBytes ? LNPU_DTYPE_Q8_0 : LNPU_DTYPE_Q4_0,
+        ns[m] * size_t{k} / 32 * block_bytes);
+    for (size_t c = 0; c < copies; ++c) {
+      RepackToP16(block_bytes, blocks.data(), ns[m], k / 32, weights + c * set_bytes + offsets[m]);
+    }
+  }
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> src(k);
+  for (float& x : src) x = dist(rng);
+  std::vector<std::vector<float>> dst(ns.size());
+  std::vector<lnpu_cmd_matmul> cmds(ns.size());
+  std::vector<const lnpu_cmd_header*> group;
+  for (size_t m = 0; m < ns.size(); ++m) {
+    dst[m].resize(ns[m]);
+    lnpu_cmd_matmul& cmd = cmds[m];
+    std::memset(&cmd, 0, sizeof(cmd));
+    cmd.hdr.opcode = LNPU_OP_MATMUL;
+    cmd.hdr.size = sizeof(cmd);
+    cmd.src = Address(src.data());
+    cmd.dst = Address(dst[m].data());
+    cmd.rows = 1;
+    cmd.k = k;
+    cmd.n = ns[m];
+    cmd.weight_dtype = dtype;
+    group.push_back(&cmd.hdr);
+  }
+  ComputeContext context(2);
+  IdentityMemory memory;
+  size_t copy = 0;
+  for (auto _ : state) {
+    for (size_t m = 0; m < ns.size(); ++m) {
+      cmds[m].weight = Address(weights + copy * set_bytes + offsets[m]);
+    }
+    copy = (copy + 1) % copies;
+    absl::Status status;
+    if (grouped) {
+      status = ExecuteCommandGroup(group, memory, context);
+    } else {
+      for (const lnpu_cmd_header* cmd : group) status.Update(ExecuteCommand(*cmd, memory, context));
+    }
+    if (!status.ok()) state.SkipWithError("execute failed");
+    benchmark::ClobberMemory();
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(set_bytes) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // The machine's read bandwidth through the WorkerPool: each iteration
 // streams the next 16 MiB of a 1 GiB buffer, split into 8 tasks on a
 // WorkerPool of `threads` (XOR of every 64-bit word), one stream per task.
@@ -257,6 +327,24 @@ void RegisterBenchmarks() {
   }
   for (const compute::QuantMatmulPath* path : compute::SupportedQuantMatmulPaths()) {
     if (path->q4_0_p16_kernels) add(LNPU_DTYPE_Q4_0_P16, path);
+  }
+  const struct {
+    const char* name;
+    uint32_t dtype;
+    std::vector<uint32_t> ns;
+    uint32_t k;
+  } projections[] = {
+      {"Projections/qwen2.5-0.5b/qkv/Q8_0_P16", LNPU_DTYPE_Q8_0_P16, {896, 128, 128}, 896},
+      {"Projections/qwen2.5-0.5b/gate_up/Q8_0_P16", LNPU_DTYPE_Q8_0_P16, {4864, 4864}, 896},
+      {"Projections/tinyllama-1.1b/qkv/Q4_0_P16", LNPU_DTYPE_Q4_0_P16, {2048, 256, 256}, 2048},
+      {"Projections/tinyllama-1.1b/gate_up/Q4_0_P16", LNPU_DTYPE_Q4_0_P16, {5632, 5632}, 2048}};
+  for (const auto& p : projections) {
+    benchmark::RegisterBenchmark(p.name, BM_Projections, p.dtype, p.ns, p.k)
+        ->ArgName("grouped")
+        ->Arg(0)
+        ->Arg(1)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
   }
 }
 
