@@ -29,8 +29,8 @@ struct KernelScratch {
   // 32 and the blocks' scales (QuantizedActivations in quant_matmul.h).
   std::vector<int8_t> quantized_src;
   std::vector<float> quantized_src_scales;
-  // MatmulGroup: its parallel tasks, columns [begin, end) of matrix
-  // `matrix` of the group each.
+  // The quantized GEMV's parallel tasks (Matmul, MatmulGroup): columns
+  // [begin, end) of matrix `matrix` of the group each.
   struct ColumnChunk {
     uint32_t matrix;
     size_t begin;

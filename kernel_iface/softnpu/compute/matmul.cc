@@ -624,39 +624,31 @@ void QuantGemvRange(const MatmulArgs& a, const QuantizedActivations& x,
   }
 }
 
-}  // namespace
+// Parallel tasks per thread of the quantized GEMV: the threads finish a
+// loop within about one task of each other. 8 and 16 (shorter column
+// streams per task) made tinyllama-1.1b decode slower, 2 no faster
+// (docs/performance.md, "Command groups").
+constexpr size_t kGemvTasksPerThread = 4;
 
-bool RunsOnQuantGemv(const MatmulArgs& args) {
-  return QuantizedWeights(args.weight_type) &&
-         args.rows <= std::max(kQuantGemvMaxRows, ActiveQuantMatmulPath().gemv_passes_max_rows);
-}
-
-void MatmulGroup(absl::Span<const MatmulArgs> group, WorkerPool& pool, KernelScratch* scratch) {
-  // Rows beyond the GEMV paths (the active path may have changed since the
-  // group was formed, SetQuantMatmulPathForTest) run one by one.
-  if (group.size() == 1 ||
-      !std::all_of(group.begin(), group.end(), [](const MatmulArgs& a) { return RunsOnQuantGemv(a); })) {
-    for (const MatmulArgs& a : group) Matmul(a, pool, scratch);
-    return;
-  }
-  const MatmulArgs& first = group[0];
-  const QuantizedActivations x = QuantizeSrc(first, pool, scratch);
-  // Column chunks of about equal weight bytes across the group, about four
-  // per thread as in Matmul, each within one matrix and a multiple of its
-  // column granule.
+// The GEMVs of `group` (each RunsOnQuantGemv, all of x's src, rows and k)
+// in one parallel loop: column chunks of about equal weight bytes, each
+// within one matrix, of at least 16 columns and a multiple of its
+// matrix's column granule (the 4-column micro-kernels, or whole panels).
+void RunQuantGemvs(absl::Span<const MatmulArgs> group, const QuantizedActivations& x,
+                   WorkerPool& pool, KernelScratch* scratch) {
   uint64_t work = 0;
   uint64_t weight_bytes = 0;
   for (const MatmulArgs& a : group) {
     work += uint64_t{a.rows} * a.k * a.n;
     weight_bytes += uint64_t{a.n} * WeightBytes(a.weight_type, a.k);
   }
-  const uint64_t task_bytes = CeilDiv(weight_bytes, size_t{4} * pool.threads());
+  const uint64_t task_bytes = CeilDiv(weight_bytes, kGemvTasksPerThread * pool.threads());
   std::vector<KernelScratch::ColumnChunk>& chunks = scratch->column_chunks;
   chunks.clear();
   for (uint32_t m = 0; m < group.size(); ++m) {
     const MatmulArgs& a = group[m];
     const size_t granule = GemvColumnGranule(a.weight_type);
-    const size_t columns = std::max<size_t>(16, task_bytes / WeightBytes(a.weight_type, a.k));
+    const size_t columns = std::max<size_t>(16, CeilDiv(task_bytes, WeightBytes(a.weight_type, a.k)));
     const size_t chunk = CeilDiv(columns, granule) * granule;
     for (size_t c = 0; c < a.n; c += chunk) {
       chunks.push_back({.matrix = m, .begin = c, .end = std::min(a.n, c + chunk)});
@@ -668,6 +660,24 @@ void MatmulGroup(absl::Span<const MatmulArgs> group, WorkerPool& pool, KernelScr
   });
 }
 
+}  // namespace
+
+bool RunsOnQuantGemv(const MatmulArgs& args) {
+  return QuantizedWeights(args.weight_type) &&
+         args.rows <= std::max(kQuantGemvMaxRows, ActiveQuantMatmulPath().gemv_passes_max_rows);
+}
+
+void MatmulGroup(absl::Span<const MatmulArgs> group, WorkerPool& pool, KernelScratch* scratch) {
+  // Rows beyond the GEMV paths (the active path may have changed since the
+  // group was formed, SetQuantMatmulPathForTest) run one by one.
+  if (!std::all_of(group.begin(), group.end(),
+                   [](const MatmulArgs& a) { return RunsOnQuantGemv(a); })) {
+    for (const MatmulArgs& a : group) Matmul(a, pool, scratch);
+    return;
+  }
+  RunQuantGemvs(group, QuantizeSrc(group[0], pool, scratch), pool, scratch);
+}
+
 void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
   const uint64_t work = uint64_t{args.rows} * args.k * args.n;
   const bool quantized = QuantizedWeights(args.weight_type);
@@ -675,10 +685,8 @@ void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch) {
   const QuantizedActivations x =
       quantized ? QuantizeSrc(args, pool, scratch) : QuantizedActivations{};
   if (RunsOnQuantGemv(args)) {
-    // Bandwidth-bound: column chunks of >= 16 columns, multiples of the
-    // 4-column micro-kernels (panel types: of the 16-column panels).
-    ParallelRanges(pool, args.n, work, 16, GemvColumnGranule(args.weight_type),
-                   [&](size_t begin, size_t end) { QuantGemvRange(args, x, begin, end); });
+    // Bandwidth-bound: the weights are read from memory once per call.
+    RunQuantGemvs({&args, 1}, x, pool, scratch);
     return;
   }
   if (!quantized && args.rows <= kQuantGemvMaxRows) {
