@@ -217,6 +217,22 @@ TEST_F(CommandGroupTest, GroupLargerThanTheMaximumIsRefused) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(CommandGroupTest, EmptyGroupIsRefused) {
+  ComputeContext context(1);
+  const absl::Status status = ExecuteCommandGroup({}, memory_, context);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(CommandGroupTest, GroupWithAnotherOpcodeIsRefused) {
+  const lnpu_cmd_matmul matmul = Projection(0);
+  const auto nop = MakeCommand<lnpu_cmd_nop>(LNPU_OP_NOP);
+  const lnpu_cmd_header* group[2] = {&matmul.hdr, &nop.hdr};
+  ComputeContext context(1);
+  const absl::Status status = ExecuteCommandGroup(group, memory_, context);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("LNPU_OP_NOP"), std::string::npos) << status;
+}
+
 TEST_F(CommandGroupTest, ShareOfAMatmulIsItsWeightBytes) {
   EXPECT_EQ(CommandGroupShare(Projection(0).hdr), uint64_t{kN[0]} * kK / 32 * kQ8_0BlockBytes);
   EXPECT_EQ(CommandGroupShare(Projection(1).hdr), uint64_t{kN[1]} * kK / 32 * kQ8_0BlockBytes);

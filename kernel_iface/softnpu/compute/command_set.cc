@@ -947,11 +947,19 @@ bool JoinsCommandGroup(const lnpu_cmd_header& first,
 
 absl::Status ExecuteCommandGroup(absl::Span<const lnpu_cmd_header* const> group,
                                  const DeviceMemoryView& memory, ComputeContext& context) {
-  if (group.size() == 1) return ExecuteCommand(*group[0], memory, context);
   std::array<compute::MatmulArgs, kMaxCommandGroup> args;
-  if (group.size() > args.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a group of ", group.size(), " commands; at most ", kMaxCommandGroup, " run as one"));
+  if (group.empty() || group.size() > args.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("a group of ", group.size(),
+                                                   " commands; 1 to ", kMaxCommandGroup,
+                                                   " run as one"));
+  }
+  if (group.size() == 1) return ExecuteCommand(*group[0], memory, context);
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (group[i]->opcode != LNPU_OP_MATMUL) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "command ", i, " of a group is ", OpcodeName(group[i]->opcode),
+          "; only MATMULs that JoinsCommandGroup admitted run as one"));
+    }
   }
   for (size_t i = 0; i < group.size(); ++i) {
     args[i] = MatmulArgsOf(LoadCommand<lnpu_cmd_matmul>(reinterpret_cast<const uint8_t*>(group[i])),

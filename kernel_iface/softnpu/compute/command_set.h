@@ -95,7 +95,9 @@ bool JoinsCommandGroup(const lnpu_cmd_header& first,
                        const lnpu_cmd_header& next,
                        absl::Span<const OperandAccess> next_accesses);
 
-// Runs a group that JoinsCommandGroup admitted (one command: ExecuteCommand).
+// Runs a group of 1 to kMaxCommandGroup commands that JoinsCommandGroup
+// admitted (one command: ExecuteCommand). Another size, or a group of
+// several commands that are not all MATMULs, is InvalidArgument.
 absl::Status ExecuteCommandGroup(absl::Span<const lnpu_cmd_header* const> group,
                                  const DeviceMemoryView& memory, ComputeContext& context);
 
