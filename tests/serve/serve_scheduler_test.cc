@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "framework/generator.h"
 #include "framework/llm.h"
@@ -183,6 +184,15 @@ TEST_F(SchedulerTest, StepObserverSeesSessionAndBatchedSteps) {
     all_profiled &= step.device_profiled && !step.jobs.empty() &&
                     step.jobs.front().commands.size() == step.graph_spec->streams[0].commands.size();
   };
+  // The scheduler thread waits in its first step until every request is
+  // queued: a request that ended before the last one was submitted would
+  // hand its session on, and the sessions would not all run at once.
+  absl::Notification all_submitted;
+  options.step_observer = [&, record = options.step_observer](
+                              const std::string& who, const runtime::StepTimeline& step) {
+    all_submitted.WaitForNotification();
+    record(who, step);
+  };
   std::unique_ptr<Scheduler> scheduler = NewScheduler(options);
   const std::vector<std::string> texts = {"Once upon a time", "Lily liked to", "The sun was",
                                           "Tom and Sue"};
@@ -190,6 +200,7 @@ TEST_F(SchedulerTest, StepObserverSeesSessionAndBatchedSteps) {
   for (const std::string& text : texts) {
     streams.push_back(scheduler->Submit(Prompt(text), Greedy(12)).value());
   }
+  all_submitted.Notify();
   for (auto& stream : streams) ASSERT_TRUE(Await(*stream).status.ok());
   absl::MutexLock lock(&mu);
   EXPECT_TRUE(all_profiled);
