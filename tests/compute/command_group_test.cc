@@ -121,6 +121,19 @@ TEST_F(CommandGroupTest, OtherRowsDoNotJoin) {
   EXPECT_FALSE(Joins({Projection(0)}, next));
 }
 
+TEST_F(CommandGroupTest, PrefillRowsDoNotJoin) {
+  // 64 rows take the GEMM on every path: each matmul runs alone anyway.
+  Allocate(64);
+  EXPECT_FALSE(Joins({Projection(0)}, Projection(1)));
+}
+
+TEST_F(CommandGroupTest, UnquantizedWeightsDoNotJoin) {
+  lnpu_cmd_matmul first = Projection(0);
+  lnpu_cmd_matmul next = Projection(1);
+  first.weight_dtype = next.weight_dtype = LNPU_DTYPE_F32;
+  EXPECT_FALSE(Joins({first}, next));
+}
+
 TEST_F(CommandGroupTest, OtherKDoesNotJoin) {
   lnpu_cmd_matmul next = Projection(1);
   next.k = kK / 2;  // the first half of each weight row's blocks: still valid

@@ -937,6 +937,15 @@ bool JoinsCommandGroup(const lnpu_cmd_header& first,
   const auto a = LoadCommand<lnpu_cmd_matmul>(reinterpret_cast<const uint8_t*>(&first));
   const auto b = LoadCommand<lnpu_cmd_matmul>(reinterpret_cast<const uint8_t*>(&next));
   if (a.src != b.src || a.rows != b.rows || a.k != b.k) return false;
+  // Only the quantized GEMV runs a group as one loop (prefill rows would
+  // run in turn anyway, and a profile then measures each of them).
+  const auto on_gemv = [](const lnpu_cmd_matmul& c) {
+    compute::MatmulArgs args;
+    args.weight_type = WeightTypeOf(c.weight_dtype);
+    args.rows = c.rows;
+    return compute::RunsOnQuantGemv(args);
+  };
+  if (!on_gemv(a) || !on_gemv(b)) return false;
   for (const OperandAccess& access : next_accesses) {
     for (const OperandAccess& grouped : group_accesses) {
       if ((access.write || grouped.write) && Overlap(access, grouped)) return false;

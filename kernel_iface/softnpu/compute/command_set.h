@@ -88,8 +88,10 @@ inline constexpr size_t kMaxCommandGroup = 8;
 // Whether the validated command `next`, which touches `next_accesses`, may
 // join the group of validated commands that starts with `first` and
 // touches `group_accesses` (ValidateCommand's ranges of all its members):
-// both are MATMULs with the same src, rows and k, and nothing `next`
-// writes is touched by the group, nor anything it reads written by it.
+// both are MATMULs on the quantized GEMV (compute::RunsOnQuantGemv:
+// decode, batched decode, short chunks) with the same src, rows and k, and
+// nothing `next` writes is touched by the group, nor anything it reads
+// written by it.
 bool JoinsCommandGroup(const lnpu_cmd_header& first,
                        absl::Span<const OperandAccess> group_accesses,
                        const lnpu_cmd_header& next,

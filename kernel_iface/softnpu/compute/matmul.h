@@ -57,9 +57,11 @@ bool RunsOnQuantGemv(const MatmulArgs& args);
 // attention) no longer each pay a join and a cold start. Every dst ends
 // exactly as after Matmul(group[0]), Matmul(group[1]), ... in turn.
 //
-// Requires: every member RunsOnQuantGemv and has group[0]'s src, rows and
-// k; no member's dst overlaps another member's operands (the src, weight,
-// bias or dst of any member: the results must not depend on the order).
+// Requires: every member has group[0]'s src, rows and k; no member's dst
+// overlaps another member's operands (the src, weight, bias or dst of any
+// member: the results must not depend on the order). If a member does not
+// RunsOnQuantGemv (the active path changed since the group was formed),
+// the members run as Matmul calls in turn.
 void MatmulGroup(absl::Span<const MatmulArgs> group, WorkerPool& pool, KernelScratch* scratch);
 
 }  // namespace lnpu::softnpu::compute
