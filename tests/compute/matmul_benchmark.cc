@@ -4,7 +4,8 @@
 //   GEMV (rows = 1, decode; rows = 2 and 4, batched decode): weight bytes
 //   streamed per second (GB/s);
 //   rows = 8 and 16 (batched decode of 8, short prefill chunks; GEMV
-//   passes or GEMM, quant_matmul.h) and GEMM (rows = 256, prefill): GOP/s
+//   passes or GEMM, quant_matmul.h) and GEMM (rows = 64 and 256, prefill
+//   chunks): GOP/s
 //   (2 * rows * k * n per command).
 // Benchmarks are named Matmul/<dtype>/<path>: F32 and F16 run the Highway
 // kernels, Q8_0 and Q4_0 every quantized-matmul path this CPU supports
@@ -302,7 +303,10 @@ void RegisterBenchmarks() {
         if (shape[0] * shape[1] <= 896 * 896) {
           for (int64_t rows : {1, 2, 4}) b->Args({shape[0], shape[1], rows, threads, 0});
         }
-        if (shape[0] < 10000) b->Args({shape[0], shape[1], 256, threads, 0});
+        // Prefill chunks of 64 and 256 rows.
+        if (shape[0] < 10000) {
+          for (int64_t rows : {64, 256}) b->Args({shape[0], shape[1], rows, threads, 0});
+        }
       }
     }
     b->UseRealTime()->Unit(benchmark::kMicrosecond);
