@@ -10,8 +10,10 @@
 // columns x 4 consecutive k). Q8_0 / Q4_0 weights stay in their GGUF block
 // format; each task repacks its column panel (Q4_0: nibbles minus 8) into a
 // thread_local buffer once and reuses it for all of its row tiles. Q8_0P16
-// panels are B tiles in place (only their scales are converted), and the
-// order of the f32 steps is quant_matmul.h's for Q8_0P16.
+// panels are B tiles in place (only their scales are converted); Q4_0P16
+// panels are unpacked per task without gathers (a group's low nibbles are a
+// B tile row, its high nibbles the row 4 further). For both panel types the
+// order of the f32 steps is quant_matmul.h's.
 //
 // Only the functions marked LNPU_AMX_TARGET use AMX / AVX-512 instructions,
 // and they run only after Supported() has checked the CPU and obtained the
@@ -305,26 +307,55 @@ void PrefetchNextDstTile(const MatmulArgs& a, size_t row, size_t col,
   }
 }
 
-// Q8_0P16 weights are B tiles already: a panel's block b is the B tile of
-// its 16 columns. Only the scales are converted (f16 to f32) into
-// s.packed_scales; returns the first byte of column col_begin's panel
-// (col_begin a multiple of 16).
-LNPU_AMX_TARGET const int8_t* PanelScales(const MatmulArgs& a, size_t col_begin,
-                                          size_t col_end, AmxScratch& s) {
+// The f16 scales of the panels of columns [col_begin, col_end) (col_begin a
+// multiple of 16) of a Q8_0P16 or Q4_0P16 matrix, converted to f32 into
+// s.packed_scales as [panel][block][16 columns]; returns the first byte of
+// column col_begin's panel.
+LNPU_AMX_TARGET const uint8_t* PanelScales(const MatmulArgs& a, size_t block_bytes,
+                                           size_t col_begin, size_t col_end, AmxScratch& s) {
   const size_t blocks = a.k / kQuantBlock;
-  const size_t panel_bytes = P16PanelBytes(kQ8_0BlockBytes, blocks);
+  const size_t panel_bytes = P16PanelBytes(block_bytes, blocks);
   const size_t groups = (col_end - col_begin + kTile - 1) / kTile;
   s.packed_scales.resize(groups * blocks * kTile);
   const auto* first = static_cast<const uint8_t*>(a.weight) + col_begin / kTile * panel_bytes;
   for (size_t g = 0; g < groups; ++g) {
-    const uint8_t* scales = first + g * panel_bytes + blocks * kQ8_0P16BlockQuantBytes;
+    const uint8_t* scales = first + g * panel_bytes + blocks * P16BlockQuantBytes(block_bytes);
     for (size_t b = 0; b < blocks; ++b) {
       _mm512_storeu_ps(s.packed_scales.data() + (g * blocks + b) * kTile,
                        _mm512_cvtph_ps(_mm256_loadu_si256(
                            reinterpret_cast<const __m256i*>(scales + b * 2 * kTile))));
     }
   }
-  return reinterpret_cast<const int8_t*>(first);
+  return first;
+}
+
+// Q4_0P16 quants of the panels of columns [col_begin, col_end) (col_begin a
+// multiple of 16) as B tiles in s.packed, [panel][block]: group j of a
+// block (bytes 4j .. 4j + 3 of each column's nibbles) gives tile row j
+// (its low nibbles: k = 4j .. 4j + 3) and row j + 4 (its high nibbles: k =
+// 16 + 4j ..), each minus 8. `first` is PanelScales' return value. The
+// panels are read side by side, each its own memory stream.
+LNPU_AMX_TARGET void UnpackQ4_0Panels(const MatmulArgs& a, const uint8_t* first,
+                                      size_t col_begin, size_t col_end, AmxScratch& s) {
+  const size_t blocks = a.k / kQuantBlock;
+  const size_t groups = (col_end - col_begin + kTile - 1) / kTile;
+  const size_t panel_bytes = P16PanelBytes(kQ4_0BlockBytes, blocks);
+  s.packed.resize(groups * blocks * kPackedBlockBytes);
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+  const __m512i eight = _mm512_set1_epi8(8);
+  for (size_t i = 0; i < blocks * 4; ++i) {
+    for (size_t g = 0; g < groups; ++g) {
+      const uint8_t* group = first + g * panel_bytes + i * kP16GroupBytes;
+      // Group i % 4 of block i / 4: tile rows i % 4 and i % 4 + 4.
+      const __m512i bytes = _mm512_loadu_si512(group);
+      int8_t* tile = s.packed.data() + (g * blocks + i / 4) * kPackedBlockBytes +
+                     i % 4 * kP16GroupBytes;
+      _mm512_storeu_si512(tile, _mm512_sub_epi8(_mm512_and_si512(bytes, low_nibbles), eight));
+      _mm512_storeu_si512(
+          tile + 4 * kP16GroupBytes,
+          _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles), eight));
+    }
+  }
 }
 
 template <WeightType kType>
@@ -338,8 +369,13 @@ LNPU_AMX_TARGET void GemmT(const MatmulArgs& a, const QuantizedActivations& x,
   const int8_t* panel = nullptr;
   size_t group_bytes = blocks * kPackedBlockBytes;
   if constexpr (kType == WeightType::kQ8_0P16) {
-    panel = PanelScales(a, col_begin, col_end, s);
+    panel = reinterpret_cast<const int8_t*>(
+        PanelScales(a, kQ8_0BlockBytes, col_begin, col_end, s));
     group_bytes = P16PanelBytes(kQ8_0BlockBytes, blocks);
+  } else if constexpr (kType == WeightType::kQ4_0P16) {
+    UnpackQ4_0Panels(a, PanelScales(a, kQ4_0BlockBytes, col_begin, col_end, s), col_begin,
+                     col_end, s);
+    panel = s.packed.data();
   } else {
     PackWeights<kType == WeightType::kQ4_0>(a, col_begin, col_end, s);
     panel = s.packed.data();
@@ -377,10 +413,11 @@ LNPU_AMX_TARGET void GemmT(const MatmulArgs& a, const QuantizedActivations& x,
   }
 }
 
-// Q8_0P16: the whole panels of the range on the tiles (a last partial one
-// only where the matrix ends: its padding columns are in memory); columns
-// of a panel cut by the range go to the avx512vnni GEMM, which gives the
-// same bits (quant_matmul.h).
+// Q8_0P16 / Q4_0P16: the whole panels of the range on the tiles (a last
+// partial one only where the matrix ends: its padding columns are in
+// memory); columns of a panel cut by the range go to the avx512vnni GEMM,
+// which gives the same bits (quant_matmul.h).
+template <WeightType kType>
 void PanelGemm(const MatmulArgs& a, const QuantizedActivations& x, size_t row_begin,
                size_t row_end, size_t col_begin, size_t col_end) {
   const size_t begin = std::min(col_end, (col_begin + kTile - 1) / kTile * kTile);
@@ -389,7 +426,7 @@ void PanelGemm(const MatmulArgs& a, const QuantizedActivations& x, size_t row_be
     kAvx512VnniQuantMatmulPath.gemm(a, x, row_begin, row_end, col_begin, begin);
   }
   if (begin < end) {
-    GemmT<WeightType::kQ8_0P16>(a, x, row_begin, row_end, begin, end);
+    GemmT<kType>(a, x, row_begin, row_end, begin, end);
   }
   if (end < col_end) {
     kAvx512VnniQuantMatmulPath.gemm(a, x, row_begin, row_end, end, col_end);
@@ -403,13 +440,10 @@ void Gemm(const MatmulArgs& a, const QuantizedActivations& x,
       GemmT<WeightType::kQ8_0>(a, x, row_begin, row_end, col_begin, col_end);
       return;
     case WeightType::kQ8_0P16:
-      PanelGemm(a, x, row_begin, row_end, col_begin, col_end);
+      PanelGemm<WeightType::kQ8_0P16>(a, x, row_begin, row_end, col_begin, col_end);
       return;
     case WeightType::kQ4_0P16:
-      // No tile loop of its own (the nibbles would need unpacking into B
-      // tiles): the avx512vnni panel GEMM, and q4_0_p16_kernels stays off,
-      // so a runtime keeps Q4_0 matrices in their AMX-computed layout.
-      kAvx512VnniQuantMatmulPath.gemm(a, x, row_begin, row_end, col_begin, col_end);
+      PanelGemm<WeightType::kQ4_0P16>(a, x, row_begin, row_end, col_begin, col_end);
       return;
     default:
       GemmT<WeightType::kQ4_0>(a, x, row_begin, row_end, col_begin, col_end);
@@ -427,6 +461,7 @@ const QuantMatmulPath kAmxQuantMatmulPath = {
     .gemm_tile_rows = kAmxTileRows,
     .gemm_tile_cols = kAmxTileCols,
     .q8_0_p16_kernels = true,
+    .q4_0_p16_kernels = true,
 };
 
 }  // namespace lnpu::softnpu::compute
