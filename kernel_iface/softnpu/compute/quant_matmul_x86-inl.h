@@ -577,7 +577,8 @@ LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& 
 
 // Panels per GEMV step, each its own memory stream (GemvSteps): 4 for 1-2
 // rows; 2 for 3-4 rows, whose sums (and, across panels, their words:
-// kP16WordsAcrossPanels) then fit the registers (3 panels were no faster).
+// kP16WordsAcrossPanels) then fit the registers (3 panels were no faster;
+// 8 for one row were 4-10% slower on the Intel VM).
 template <size_t kRows>
 constexpr size_t kP16Streams = kRows <= 2 ? 4 : 2;
 
@@ -586,7 +587,7 @@ constexpr size_t kP16Streams = kRows <= 2 ? 4 : 2;
 // panels being consecutive). A whole panel (15-82 KiB for k = 896 .. 5632)
 // times the streams overflowed L1: on the Intel (AMX) VM, with 4 KiB the
 // 1-row GEMVs of k = 4864 and 5632 took 15-17% less time from DRAM and the
-// others up to 8% less (performance.md "Panel GEMV prefetch distance").
+// others up to 8% less (performance.md "Q4_0 panels on Intel (AMX)").
 constexpr size_t kP16GemvPrefetchBytes = 4096;
 
 template <class W>
