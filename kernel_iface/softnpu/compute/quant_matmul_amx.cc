@@ -131,6 +131,21 @@ thread_local AmxScratch scratch;
 // do not declare the memory they read.
 inline void MemoryBarrier() { asm volatile("" ::: "memory"); }
 
+// Rows j and j + 4 of a Q4_0 block's B tile (`tile`: its 8 rows of 64
+// bytes) from `bytes`, nibble bytes 4j .. 4j + 3 of its 16 columns side by
+// side: byte i of a block holds element i (low nibble) and element i + 16
+// (high), so the low nibbles are k = 4j .. 4j + 3 and the high ones k = 16
+// + 4j .., each stored minus 8.
+LNPU_AMX_TARGET __attribute__((always_inline)) inline void StoreQ4_0TileRows(
+    __m512i bytes, size_t j, int8_t* tile) {
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+  const __m512i eight = _mm512_set1_epi8(8);
+  const __m512i lo = _mm512_and_si512(bytes, low_nibbles);
+  const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);
+  _mm512_storeu_si512(tile + j * 64, _mm512_sub_epi8(lo, eight));
+  _mm512_storeu_si512(tile + (j + 4) * 64, _mm512_sub_epi8(hi, eight));
+}
+
 // Repacks weight columns [col_begin, col_end) into s.packed /
 // s.packed_scales.
 template <bool kQ4>
@@ -163,17 +178,10 @@ LNPU_AMX_TARGET void PackWeights(const MatmulArgs& a, size_t col_begin,
                        _mm512_cvtph_ps(_mm512_cvtepi32_epi16(halves)));
       // Row j of the B tile: dword j (k = 4j .. 4j + 3) of every column.
       if constexpr (kQ4) {
-        // Byte i holds element i (low nibble) and element i + 16 (high).
-        const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
-        const __m512i eight = _mm512_set1_epi8(8);
         for (size_t j = 0; j < 4; ++j) {
-          const __m512i bytes = _mm512_mask_i32gather_epi32(
-              _mm512_setzero_si512(), mask, offsets, block + 2 + 4 * j, 1);
-          const __m512i lo = _mm512_and_si512(bytes, low_nibbles);
-          const __m512i hi =
-              _mm512_and_si512(_mm512_srli_epi32(bytes, 4), low_nibbles);
-          _mm512_storeu_si512(out + j * 64, _mm512_sub_epi8(lo, eight));
-          _mm512_storeu_si512(out + (j + 4) * 64, _mm512_sub_epi8(hi, eight));
+          StoreQ4_0TileRows(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, offsets,
+                                                        block + 2 + 4 * j, 1),
+                            j, out);
         }
       } else {
         for (size_t j = 0; j < kQuantBlock / 4; ++j) {
@@ -331,29 +339,22 @@ LNPU_AMX_TARGET const uint8_t* PanelScales(const MatmulArgs& a, size_t block_byt
 
 // Q4_0P16 quants of the panels of columns [col_begin, col_end) (col_begin a
 // multiple of 16) as B tiles in s.packed, [panel][block]: group j of a
-// block (bytes 4j .. 4j + 3 of each column's nibbles) gives tile row j
-// (its low nibbles: k = 4j .. 4j + 3) and row j + 4 (its high nibbles: k =
-// 16 + 4j ..), each minus 8. `first` is PanelScales' return value. The
-// panels are read side by side, each its own memory stream.
+// block is StoreQ4_0TileRows' `bytes` as stored. `first` is PanelScales'
+// return value. The panels are read side by side, each its own memory
+// stream.
 LNPU_AMX_TARGET void UnpackQ4_0Panels(const MatmulArgs& a, const uint8_t* first,
                                       size_t col_begin, size_t col_end, AmxScratch& s) {
   const size_t blocks = a.k / kQuantBlock;
   const size_t groups = (col_end - col_begin + kTile - 1) / kTile;
   const size_t panel_bytes = P16PanelBytes(kQ4_0BlockBytes, blocks);
   s.packed.resize(groups * blocks * kPackedBlockBytes);
-  const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
-  const __m512i eight = _mm512_set1_epi8(8);
-  for (size_t i = 0; i < blocks * 4; ++i) {
-    for (size_t g = 0; g < groups; ++g) {
-      const uint8_t* group = first + g * panel_bytes + i * kP16GroupBytes;
-      // Group i % 4 of block i / 4: tile rows i % 4 and i % 4 + 4.
-      const __m512i bytes = _mm512_loadu_si512(group);
-      int8_t* tile = s.packed.data() + (g * blocks + i / 4) * kPackedBlockBytes +
-                     i % 4 * kP16GroupBytes;
-      _mm512_storeu_si512(tile, _mm512_sub_epi8(_mm512_and_si512(bytes, low_nibbles), eight));
-      _mm512_storeu_si512(
-          tile + 4 * kP16GroupBytes,
-          _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles), eight));
+  for (size_t b = 0; b < blocks; ++b) {
+    for (size_t j = 0; j < 4; ++j) {
+      for (size_t g = 0; g < groups; ++g) {
+        const uint8_t* group = first + g * panel_bytes + (4 * b + j) * kP16GroupBytes;
+        StoreQ4_0TileRows(_mm512_loadu_si512(group), j,
+                          s.packed.data() + (g * blocks + b) * kPackedBlockBytes);
+      }
     }
   }
 }
