@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/half.h"
+
 namespace lnpu {
 namespace {
 
@@ -63,6 +65,32 @@ void P16RowToBlocks(size_t block_bytes, const uint8_t* matrix, size_t row, size_
     for (size_t i = 0; i < block_bytes - 2; i += 4) {
       std::memcpy(block + 2 + i, panel + QuantOffset(block_bytes, b, r, i), 4);
     }
+  }
+}
+
+void Q6_KBlockQuants(const uint8_t* block, uint8_t* q) {
+  for (size_t h = 0; h < 2; ++h) {
+    const uint8_t* ql = block + 64 * h;
+    const uint8_t* qh = block + kQ6_KBlock / 2 + 32 * h;
+    uint8_t* out = q + 128 * h;
+    for (size_t l = 0; l < 32; ++l) {
+      out[l] = static_cast<uint8_t>((ql[l] & 0xF) | ((qh[l] >> 0) & 3) << 4);
+      out[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4);
+      out[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4);
+      out[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4);
+    }
+  }
+}
+
+void DequantizeQ6_KBlock(const uint8_t* block, float* y) {
+  uint8_t q[kQ6_KBlock];
+  Q6_KBlockQuants(block, q);
+  const auto* sc = reinterpret_cast<const int8_t*>(block + kQ6_KScalesOffset);
+  uint16_t half;
+  std::memcpy(&half, block + kQ6_KDOffset, sizeof half);
+  const float d = Float16ToFloat(half);
+  for (size_t i = 0; i < kQ6_KBlock; ++i) {
+    y[i] = d * static_cast<float>(sc[i / kQ6_KSubBlock]) * static_cast<float>(int{q[i]} - 32);
   }
 }
 

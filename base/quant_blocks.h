@@ -56,6 +56,23 @@ void RepackToP16(size_t block_bytes, const uint8_t* src, size_t rows, size_t blo
 void P16RowToBlocks(size_t block_bytes, const uint8_t* matrix, size_t row, size_t blocks,
                     uint8_t* dst);
 
+// LNPU_DTYPE_Q6_K is GGUF's Q6_K (the UAPI header spells the layout out):
+// blocks of 256 weights in 16 sub-blocks of 16, 210 bytes each: 128 bytes
+// of low 4 bits (ql), 64 of high 2 bits (qh), 16 int8 sub-block scales
+// (sc), then the f16 block scale d; w[i] = d * sc[i / 16] * (q[i] - 32).
+inline constexpr size_t kQ6_KBlock = 256;
+inline constexpr size_t kQ6_KSubBlock = 16;
+inline constexpr size_t kQ6_KBlockBytes = kQ6_KBlock / 2 + kQ6_KBlock / 4 + kQ6_KBlock / 16 + 2;
+inline constexpr size_t kQ6_KScalesOffset = kQ6_KBlock / 2 + kQ6_KBlock / 4;  // sc
+inline constexpr size_t kQ6_KDOffset = kQ6_KScalesOffset + kQ6_KBlock / 16;    // d
+
+// The 256 unsigned 6-bit q (0 .. 63) of a Q6_K block, in element order.
+void Q6_KBlockQuants(const uint8_t* block, uint8_t* q);
+
+// The 256 weights of a Q6_K block: y[i] = (d * sc[i / 16]) * (q[i] - 32)
+// in f32.
+void DequantizeQ6_KBlock(const uint8_t* block, float* y);
+
 }  // namespace lnpu
 
 #endif  // LNPU_BASE_QUANT_BLOCKS_H_

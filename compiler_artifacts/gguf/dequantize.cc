@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/half.h"
+#include "base/quant_blocks.h"
 #include "compiler_artifacts/gguf/string_view_compat.h"
 
 namespace lnpu::gguf {
@@ -202,29 +203,7 @@ void DequantizeQ5_K(const uint8_t* b, float* y) {
   DequantizeQ4_KOrQ5_K(b, b + 16, b + 48, y);
 }
 
-void DequantizeQ6_K(const uint8_t* b, float* y) {
-  const uint8_t* ql = b;
-  const uint8_t* qh = b + 128;
-  const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = LoadHalf(b + 208);
-  for (size_t n = 0; n < kQK_K; n += 128) {
-    for (size_t l = 0; l < 32; ++l) {
-      const size_t is = l / 16;
-      const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-      const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-      const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-      const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-      y[l + 0] = d * sc[is + 0] * q1;
-      y[l + 32] = d * sc[is + 2] * q2;
-      y[l + 64] = d * sc[is + 4] * q3;
-      y[l + 96] = d * sc[is + 6] * q4;
-    }
-    y += 128;
-    ql += 64;
-    qh += 32;
-    sc += 8;
-  }
-}
+void DequantizeQ6_K(const uint8_t* b, float* y) { DequantizeQ6_KBlock(b, y); }
 
 // 32 elements from 16 bytes of IQ4 code-book nibbles, times `scale`.
 void DecodeIq4Group(float scale, const uint8_t* qs, float* y) {
