@@ -150,7 +150,8 @@ static int lnpu_get_param_ioctl(struct drm_device *drm, void *data,
 		args->value = DRM_LNPU_CAP_DTYPE_F16 | DRM_LNPU_CAP_IN_FENCES |
 			      DRM_LNPU_CAP_USERPTR |
 			      DRM_LNPU_CAP_DTYPE_Q8_0_P16 |
-			      DRM_LNPU_CAP_DTYPE_Q4_0_P16;
+			      DRM_LNPU_CAP_DTYPE_Q4_0_P16 |
+			      DRM_LNPU_CAP_DTYPE_Q6_K;
 		break;
 	case DRM_LNPU_PARAM_MEMORY_SIZE:
 		args->value = ldev->memory_size;

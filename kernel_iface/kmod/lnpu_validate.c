@@ -233,6 +233,13 @@ static int weight_layout(struct lnpu_checker *c, const char *field, u32 dtype,
 			NULL
 		};
 		return 0;
+	case LNPU_DTYPE_Q6_K:
+		if (row_len % LNPU_Q6_K_BLOCK)
+			return lnpu_reject(c, len_field,
+					   "not a multiple of the Q6_K block (256)");
+		*layout = (struct lnpu_weight_layout){ LNPU_Q6_K_BLOCK, 210, 2,
+						       1, NULL };
+		return 0;
 	default:
 		return lnpu_reject(c, field, "dtype not supported");
 	}
@@ -276,6 +283,9 @@ static int check_gather_rows(const struct lnpu_cmd_gather_rows *cmd,
 	u64 table, indices, dst;
 	int ret;
 
+	if (cmd->table_dtype == LNPU_DTYPE_Q6_K)
+		return lnpu_reject(c, "table_dtype",
+				   "LNPU_DTYPE_Q6_K is a MATMUL weight type only");
 	if ((ret = check_positive(c, "row_len", cmd->row_len)) ||
 	    (ret = check_positive(c, "table_rows", cmd->table_rows)) ||
 	    (ret = check_positive(c, "count", cmd->count)) ||

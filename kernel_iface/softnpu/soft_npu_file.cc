@@ -194,6 +194,7 @@ int SoftNpuFile::GetParam(drm_lnpu_get_param& args) {
       args.value = DRM_LNPU_CAP_DTYPE_F16 | DRM_LNPU_CAP_IN_FENCES |
                    DRM_LNPU_CAP_SOFTWARE | DRM_LNPU_CAP_USERPTR |
                    DRM_LNPU_CAP_DTYPE_Q8_0_P16 | DRM_LNPU_CAP_DTYPE_Q4_0_P16 |
+                   DRM_LNPU_CAP_DTYPE_Q6_K |
                    (compute::ActiveQuantMatmulPath().q8_0_p16_kernels
                         ? DRM_LNPU_CAP_Q8_0_P16_PREFERRED
                         : 0) |

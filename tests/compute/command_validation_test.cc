@@ -821,6 +821,52 @@ TEST(CommandValidationTest, GatherRowsQ4_0P16MatchesQ4_0) {
   ExpectPanelGatherMatchesBlocks(LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q4_0_P16);
 }
 
+// Since 1.6: LNPU_DTYPE_Q6_K matmul weights, 210 bytes per 256 elements,
+// 2-byte aligned; never a table or a KV cache.
+lnpu_cmd_matmul ValidQ6_KMatmul() {
+  auto v = MakeCommand<lnpu_cmd_matmul>(LNPU_OP_MATMUL);
+  v.src = kA;
+  v.weight = kB;
+  v.dst = kD;
+  v.rows = 2;
+  v.k = 512;
+  v.n = 17;
+  v.weight_dtype = LNPU_DTYPE_Q6_K;
+  return v;
+}
+
+TEST(CommandValidationTest, MatmulQ6_KWeightIsWholeBlocks) {
+  ExpectAccessReported(ValidQ6_KMatmul(), DRM_LNPU_ENGINE_COMPUTE,
+                       OperandAccess{kB, 17 * 2 * 210, false});
+}
+
+TEST(CommandValidationTest, MatmulQ6_KRules) {
+  ExpectEachRejected<lnpu_cmd_matmul>(
+      ValidQ6_KMatmul(), "LNPU_OP_MATMUL",
+      {{"k", [](auto& c) { c.k = 480; }},  // whole 32-blocks, not 256-blocks
+       {"k", [](auto& c) { c.k = 32; }},
+       {"weight", [](auto& c) { c.weight = kB + 1; }},
+       {"weight", [](auto& c) { c.weight = 0 - 17 * 2 * 210 + 2; }},
+       {"dst", [](auto& c) { c.dst = kB + 17 * 2 * 210 - 4; }}});
+  auto v = ValidQ6_KMatmul();
+  v.k = 480;
+  std::vector<OperandAccess> accesses;
+  EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).status().message()),
+              HasSubstr("multiple of 256"));
+}
+
+TEST(CommandValidationTest, Q6_KIsNoTableOrKvCacheDtype) {
+  auto gather = ValidP16Gather();
+  gather.table_dtype = LNPU_DTYPE_Q6_K;
+  gather.row_len = 256;
+  std::vector<OperandAccess> accesses;
+  EXPECT_THAT(std::string(Validate(gather, DRM_LNPU_ENGINE_COMPUTE, &accesses).status().message()),
+              HasSubstr("MATMUL weight type only"));
+  ExpectEachRejected<lnpu_cmd_attention>(
+      ValidAttention(LNPU_DTYPE_F32, kD, kE), "LNPU_OP_ATTENTION",
+      {{"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_Q6_K; }}});
+}
+
 TEST(CommandValidationTest, AttentionF16CacheRules) {
   // F16: 2-byte alignment suffices
   const auto v = ValidAttention(LNPU_DTYPE_F16, kD + 2, kE + 6);

@@ -151,7 +151,7 @@ TEST_F(GetParamTest, ReportsEveryParameter) {
       GetParam(file, DRM_LNPU_PARAM_CAPABILITIES),
       DRM_LNPU_CAP_DTYPE_F16 | DRM_LNPU_CAP_IN_FENCES | DRM_LNPU_CAP_SOFTWARE |
           DRM_LNPU_CAP_USERPTR | DRM_LNPU_CAP_PROFILING |
-          DRM_LNPU_CAP_DTYPE_Q8_0_P16 | DRM_LNPU_CAP_DTYPE_Q4_0_P16 |
+          DRM_LNPU_CAP_DTYPE_Q8_0_P16 | DRM_LNPU_CAP_DTYPE_Q4_0_P16 | DRM_LNPU_CAP_DTYPE_Q6_K |
           (compute::ActiveQuantMatmulPath().q8_0_p16_kernels ? DRM_LNPU_CAP_Q8_0_P16_PREFERRED
                                                              : 0) |
           (compute::ActiveQuantMatmulPath().q4_0_p16_kernels ? DRM_LNPU_CAP_Q4_0_P16_PREFERRED

@@ -236,14 +236,18 @@ struct WeightLayout {
   absl::string_view align_what = "the element size";
 };
 
+// What a weight/table operand is: GATHER_ROWS tables take every dtype but
+// LNPU_DTYPE_Q6_K (a MATMUL weight type only).
+enum class WeightUse { kTable, kMatmulWeight };
+
 // Layout of a weight/table dtype whose rows hold `row_len` elements (the
-// field named `len_field`), or an error for other dtypes and for quantized
-// rows that are not whole blocks.
+// field named `len_field`), or an error for other dtypes, for a dtype the
+// use does not take and for quantized rows that are not whole blocks.
 absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
                                          absl::string_view field,
                                          uint32_t dtype,
                                          absl::string_view len_field,
-                                         uint32_t row_len) {
+                                         uint32_t row_len, WeightUse use) {
   switch (dtype) {
     case LNPU_DTYPE_F32: return WeightLayout{WeightType::kF32, 1, 4, 4};
     case LNPU_DTYPE_F16: return WeightLayout{WeightType::kF16, 1, 2, 2};
@@ -274,11 +278,26 @@ absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
       }
       return WeightLayout{WeightType::kQ4_0, LNPU_QUANT_BLOCK, 18, 2};
     }
+    case LNPU_DTYPE_Q6_K:
+      if (use != WeightUse::kMatmulWeight) {
+        return check.Error(field,
+                           "LNPU_DTYPE_Q6_K is a MATMUL weight type only; "
+                           "store the table as LNPU_DTYPE_Q8_0");
+      }
+      if (row_len % LNPU_Q6_K_BLOCK != 0) {
+        return check.Error(len_field,
+                           absl::StrCat(row_len, " is not a multiple of ",
+                                        LNPU_Q6_K_BLOCK, ", the block size of "
+                                        "LNPU_DTYPE_Q6_K ", field));
+      }
+      // Blocks end with an f16 scale at byte 208: 2-byte alignment.
+      return WeightLayout{WeightType::kQ6_K, LNPU_Q6_K_BLOCK, kQ6_KBlockBytes, 2};
     default:
       return check.Error(field, absl::StrCat("dtype ", dtype,
                                              " not supported; use "
                                              "LNPU_DTYPE_F32, _F16, _Q8_0, "
-                                             "_Q4_0, _Q8_0_P16 or _Q4_0_P16"));
+                                             "_Q4_0, _Q8_0_P16, _Q4_0_P16 or "
+                                             "(MATMUL weights) _Q6_K"));
   }
 }
 
@@ -308,7 +327,8 @@ absl::Status CheckGatherRows(const lnpu_cmd_gather_rows& c,
   LNPU_RETURN_IF_ERROR(check.Positive("table_rows", c.table_rows));
   LNPU_RETURN_IF_ERROR(check.Positive("count", c.count));
   LNPU_ASSIGN_OR_RETURN(const WeightLayout layout,
-      WeightDtype(check, "table_dtype", c.table_dtype, "row_len", c.row_len));
+      WeightDtype(check, "table_dtype", c.table_dtype, "row_len", c.row_len,
+                  WeightUse::kTable));
   LNPU_ASSIGN_OR_RETURN(const uint64_t table_bytes,
       WeightOperandBytes(check, "table", layout, c.table_rows, c.row_len));
   LNPU_ASSIGN_OR_RETURN(const uint64_t index_bytes, check.Bytes("indices", {c.count, 4}));
@@ -339,7 +359,8 @@ absl::Status CheckMatmul(const lnpu_cmd_matmul& c, CommandChecker& check) {
   LNPU_RETURN_IF_ERROR(check.Positive("rows", c.rows));
   LNPU_RETURN_IF_ERROR(check.Positive("k", c.k));
   LNPU_RETURN_IF_ERROR(check.Positive("n", c.n));
-  LNPU_ASSIGN_OR_RETURN(const WeightLayout layout, WeightDtype(check, "weight_dtype", c.weight_dtype, "k", c.k));
+  LNPU_ASSIGN_OR_RETURN(const WeightLayout layout, WeightDtype(check, "weight_dtype", c.weight_dtype, "k", c.k,
+                                                                WeightUse::kMatmulWeight));
   const bool has_bias = (c.hdr.flags & LNPU_MATMUL_BIAS) != 0;
   if (!has_bias && c.bias != 0) {
     return check.Error("bias", "must be 0 unless LNPU_MATMUL_BIAS is set");
@@ -636,6 +657,7 @@ WeightType WeightTypeOf(uint32_t dtype) {
     case LNPU_DTYPE_Q4_0: return WeightType::kQ4_0;
     case LNPU_DTYPE_Q8_0_P16: return WeightType::kQ8_0P16;
     case LNPU_DTYPE_Q4_0_P16: return WeightType::kQ4_0P16;
+    case LNPU_DTYPE_Q6_K: return WeightType::kQ6_K;
     default: return WeightType::kF32;
   }
 }

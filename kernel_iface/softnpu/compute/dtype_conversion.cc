@@ -68,6 +68,7 @@ size_t WeightBytes(WeightType type, size_t elements) {
     case WeightType::kQ4_0: return elements / kQuantBlock * kQ4_0BlockBytes;
     case WeightType::kQ8_0P16: return elements / kQuantBlock * kQ8_0BlockBytes;
     case WeightType::kQ4_0P16: return elements / kQuantBlock * kQ4_0BlockBytes;
+    case WeightType::kQ6_K: return elements / kQ6_KBlock * kQ6_KBlockBytes;
   }
   return 0;
 }
@@ -101,6 +102,13 @@ void ConvertToF32(WeightType type, const void* src, float* dst,
                                   : block[2 + j - kQuantBlock / 2] >> 4) - 8;
           out[j] = static_cast<float>(q) * d;
         }
+      }
+      return;
+    }
+    case WeightType::kQ6_K: {
+      const auto* bytes = static_cast<const uint8_t*>(src);
+      for (size_t b = 0; b < count / kQ6_KBlock; ++b) {
+        DequantizeQ6_KBlock(bytes + b * kQ6_KBlockBytes, dst + b * kQ6_KBlock);
       }
       return;
     }

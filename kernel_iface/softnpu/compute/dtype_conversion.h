@@ -12,8 +12,8 @@
 
 namespace lnpu::softnpu::compute {
 
-// dst[i] = f32(src[i]) for `count` weights of `type` (for Q8_0 / Q4_0 a
-// whole number of blocks starting at a block boundary); no overlap. Not for
+// dst[i] = f32(src[i]) for `count` weights of `type` (for Q8_0 / Q4_0 /
+// Q6_K a whole number of blocks starting at a block boundary); no overlap. Not for
 // the panel types, whose rows are not contiguous (aborts): gather a row's
 // blocks with P16RowToBlocks (base/quant_blocks.h) and convert them as
 // their block type (BlockTypeOf).

@@ -45,8 +45,9 @@ struct KernelScratch {
 // f16 scale + 16 bytes of nibbles); Q8_0P16 / Q4_0P16 are
 // LNPU_DTYPE_Q8_0_P16 / _Q4_0_P16, the Q8_0 / Q4_0 blocks of each 16 rows
 // rearranged into a panel (base/quant_blocks.h; weights and tables only,
-// never a KV cache).
-enum class WeightType { kF32, kF16, kQ8_0, kQ4_0, kQ8_0P16, kQ4_0P16 };
+// never a KV cache); Q6_K is LNPU_DTYPE_Q6_K (256-element blocks; matmul
+// weights only).
+enum class WeightType { kF32, kF16, kQ8_0, kQ4_0, kQ8_0P16, kQ4_0P16, kQ6_K };
 
 // Whether `type` stores its rows in panels (Q8_0P16, Q4_0P16).
 constexpr bool IsPanelType(WeightType type) {
@@ -62,7 +63,7 @@ constexpr WeightType BlockTypeOf(WeightType type) {
 }
 
 // Bytes of `elements` weights of `type` (a multiple of 32 for the quantized
-// types). Panel types: a row's share of its panel (whole panels only).
+// types, of 256 for Q6_K). Panel types: a row's share of its panel (whole panels only).
 size_t WeightBytes(WeightType type, size_t elements);
 
 }  // namespace lnpu::softnpu::compute

@@ -41,7 +41,7 @@ extern "C" {
 /* UAPI version, reported by DRM_LNPU_PARAM_UAPI_VERSION as
  * (major << 16) | minor. Minor bumps are backwards compatible. */
 #define LNPU_UAPI_VERSION_MAJOR 1
-#define LNPU_UAPI_VERSION_MINOR 5 /* 1.1: userptr, read-only BOs, counters;
+#define LNPU_UAPI_VERSION_MINOR 6 /* 1.1: userptr, read-only BOs, counters;
                                      1.2: int8 KV cache (LNPU_DTYPE_I8);
                                      1.3: submit out-fence fd, command
                                      profiling, GEGLU, SCALE, attention
@@ -49,7 +49,8 @@ extern "C" {
                                      1.4: Q8_0 weights in panels
                                      (LNPU_DTYPE_Q8_0_P16);
                                      1.5: Q4_0 weights in panels
-                                     (LNPU_DTYPE_Q4_0_P16) */
+                                     (LNPU_DTYPE_Q4_0_P16);
+                                     1.6: Q6_K weights (LNPU_DTYPE_Q6_K) */
 
 #define DRM_LNPU_GET_PARAM 0x00
 #define DRM_LNPU_BO_CREATE 0x01
@@ -147,6 +148,9 @@ extern "C" {
                                                        runtime should store
                                                        the Q4_0 matrices it
                                                        places that way */
+/* Since 1.6. */
+#define DRM_LNPU_CAP_DTYPE_Q6_K (1ull << 9) /* since 1.6: MATMUL weights of
+                                               LNPU_DTYPE_Q6_K */
 
 /**
  * struct drm_lnpu_get_param - read one device parameter
@@ -512,6 +516,23 @@ struct drm_lnpu_wait {
  * ceil(rows / 16) * 16 * (k / 32) * 18 bytes, 64-byte aligned. */
 #define LNPU_DTYPE_Q4_0_P16 8
 #define LNPU_Q4_0_P16_ROWS 16
+/* Since 1.6 (DRM_LNPU_CAP_DTYPE_Q6_K). MATMUL weights only: blocks of
+ * LNPU_Q6_K_BLOCK = 256 weights in 16 sub-blocks of 16, the layout of GGUF
+ * Q6_K, 210 bytes per block:
+ *   ql: 128 bytes, the low 4 bits of each q;
+ *   qh: 64 bytes, the high 2 bits;
+ *   sc: 16 int8 sub-block scales;
+ *   d:  the f16 block scale.
+ * For half h = 0, 1 of the block (elements 128h .. 128h + 127) and
+ * l = 0 .. 31, with L = ql + 64h and H = qh + 32h:
+ *   q[128h + l]      = (L[l] & 15)      | ((H[l] >> 0) & 3) << 4
+ *   q[128h + 32 + l] = (L[l + 32] & 15) | ((H[l] >> 2) & 3) << 4
+ *   q[128h + 64 + l] = (L[l] >> 4)      | ((H[l] >> 4) & 3) << 4
+ *   q[128h + 96 + l] = (L[l + 32] >> 4) | ((H[l] >> 6) & 3) << 4
+ * and w[i] = d * sc[i / 16] * (q[i] - 32). The k of a weight matrix is a
+ * multiple of 256; the operand is 2-byte aligned. */
+#define LNPU_DTYPE_Q6_K 9
+#define LNPU_Q6_K_BLOCK 256
 
 /* Opcodes. Engines: C = compute, D = DMA. */
 #define LNPU_OP_NOP 0          /* C D */
@@ -613,8 +634,9 @@ struct lnpu_cmd_rms_norm {
  * @rows: rows of src and dst
  * @k: inner dimension
  * @n: output columns
- * @weight_dtype: F32, F16, Q8_0, Q4_0, (since 1.4) Q8_0_P16 or (since 1.5)
- *   Q4_0_P16 (the quantized types: k a multiple of 32)
+ * @weight_dtype: F32, F16, Q8_0, Q4_0, (since 1.4) Q8_0_P16, (since 1.5)
+ *   Q4_0_P16 (the quantized types: k a multiple of 32) or (since 1.6) Q6_K
+ *   (k a multiple of 256)
  *
  * dst[r][n] = sum_k src[r][k] * weight[n][k] (+ bias[n]) (+ dst[r][n] if
  * LNPU_MATMUL_ACCUMULATE). src and dst must not overlap.
