@@ -31,6 +31,7 @@
 #include "base/quant_blocks.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
+#include "kernel_iface/softnpu/compute/quant_matmul_q6_k.h"
 #include "kernel_iface/softnpu/compute/worker_pool.h"
 
 namespace lnpu::softnpu {
@@ -56,6 +57,7 @@ size_t WeightBytes(uint32_t dtype, size_t n, size_t k) {
     case LNPU_DTYPE_Q8_0: return n * k / 32 * 34;
     case LNPU_DTYPE_Q8_0_P16: return P16MatrixBytes(kQ8_0BlockBytes, n, k / 32);
     case LNPU_DTYPE_Q4_0_P16: return P16MatrixBytes(kQ4_0BlockBytes, n, k / 32);
+    case LNPU_DTYPE_Q6_K: return n * k / kQ6_KBlock * kQ6_KBlockBytes;
     default: return n * k / 32 * 18;
   }
 }
@@ -68,13 +70,17 @@ std::vector<uint8_t> PseudoRandomWeights(uint32_t dtype, size_t bytes) {
   for (size_t i = 0; i < weights.size(); ++i) {
     weights[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
   }
-  const size_t granule = dtype == LNPU_DTYPE_F32   ? 4
-                         : dtype == LNPU_DTYPE_F16 ? 2
+  const size_t granule = dtype == LNPU_DTYPE_F32    ? 4
+                         : dtype == LNPU_DTYPE_F16  ? 2
                          : dtype == LNPU_DTYPE_Q8_0 ? 34
+                         : dtype == LNPU_DTYPE_Q6_K ? kQ6_KBlockBytes
                                                     : 18;
   for (size_t i = 0; i + granule <= weights.size(); i += granule) {
-    // Top byte of an f16 (first two bytes) or of an f32: 0x2c / 0x3c.
-    const size_t top = dtype == LNPU_DTYPE_F32 ? i + 3 : i + 1;
+    // Top byte of an f16 (first two bytes; Q6_K: the last two) or of an
+    // f32: 0x2c / 0x3c.
+    const size_t top = dtype == LNPU_DTYPE_F32    ? i + 3
+                       : dtype == LNPU_DTYPE_Q6_K ? i + kQ6_KDOffset + 1
+                                                  : i + 1;
     weights[top] = static_cast<uint8_t>((weights[top] & 0x83) | 0x28);
   }
   return weights;
@@ -87,6 +93,7 @@ const char* DtypeName(uint32_t dtype) {
     case LNPU_DTYPE_Q8_0: return "Q8_0";
     case LNPU_DTYPE_Q8_0_P16: return "Q8_0_P16";
     case LNPU_DTYPE_Q4_0_P16: return "Q4_0_P16";
+    case LNPU_DTYPE_Q6_K: return "Q6_K";
     default: return "Q4_0";
   }
 }
@@ -284,11 +291,18 @@ void RegisterBenchmarks() {
       {896, 896},   {4864, 896},   {896, 4864},   {151936, 896},
       {2048, 2048}, {5632, 2048},  {2048, 5632},  {32000, 2048}};
   const auto add = [&](uint32_t dtype, const compute::QuantMatmulPath* path) {
-    const std::string name = std::string("Matmul/") + DtypeName(dtype) + "/" +
-                             std::string(path != nullptr ? path->name : "highway");
+    // Q6_K has one loop per CPU (quant_matmul_q6_k.h), not one per path.
+    const std::string loop =
+        dtype != LNPU_DTYPE_Q6_K                   ? std::string(path != nullptr ? path->name : "highway")
+        : compute::Avx512Q6_KGemv() != nullptr ? "avx512"
+        : compute::Avx2Q6_KGemv() != nullptr   ? "avx2"
+                                               : "portable";
+    const std::string name = std::string("Matmul/") + DtypeName(dtype) + "/" + loop;
     auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, dtype, path);
     b->ArgNames({"n", "k", "rows", "threads", "dram"});
     for (const auto& shape : gemv_shapes) {
+      // Q6_K rows are whole 256-element blocks (not Qwen2.5-0.5B's 896).
+      if (dtype == LNPU_DTYPE_Q6_K && shape[1] % kQ6_KBlock != 0) continue;
       for (int64_t threads : {1, 2}) {
         b->Args({shape[0], shape[1], 1, threads, 1});
         // Batched decode of 2 and 4 sequences (each weight read once), of 8
@@ -332,6 +346,7 @@ void RegisterBenchmarks() {
   for (const compute::QuantMatmulPath* path : compute::SupportedQuantMatmulPaths()) {
     if (path->q4_0_p16_kernels) add(LNPU_DTYPE_Q4_0_P16, path);
   }
+  add(LNPU_DTYPE_Q6_K, nullptr);
   const struct {
     const char* name;
     uint32_t dtype;

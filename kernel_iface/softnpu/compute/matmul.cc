@@ -20,6 +20,7 @@
 #include "kernel_iface/softnpu/compute/kernel_scheduling.h"
 #include "kernel_iface/softnpu/compute/matmul.h"
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
+#include "kernel_iface/softnpu/compute/quant_matmul_q6_k.h"
 #include "kernel_iface/softnpu/compute/simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -583,7 +584,8 @@ const QuantMatmulPath kHighwayQuantMatmulPath = {
 namespace {
 
 bool QuantizedWeights(WeightType type) {
-  return type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || IsPanelType(type);
+  return type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || IsPanelType(type) ||
+         type == WeightType::kQ6_K;
 }
 
 // Quantizes args.src into the scratch (QuantizedActivations).
@@ -610,7 +612,7 @@ QuantizedActivations QuantizeSrc(const MatmulArgs& args, WorkerPool& pool,
 // exactly those of a call with that row alone.
 void QuantGemvRange(const MatmulArgs& a, const QuantizedActivations& x,
                     size_t begin, size_t end) {
-  const auto gemv = ActiveQuantGemv();
+  const auto gemv = a.weight_type == WeightType::kQ6_K ? ActiveQ6_KGemv() : ActiveQuantGemv();
   const size_t blocks = a.k / kQuantBlock;
   const size_t piece = a.rows <= kQuantGemvMaxRows ? a.n : GemvPassColumns(a);
   for (size_t c0 = begin; c0 < end; c0 += piece) {
@@ -663,8 +665,10 @@ void RunQuantGemvs(absl::Span<const MatmulArgs> group, const QuantizedActivation
 }  // namespace
 
 bool RunsOnQuantGemv(const MatmulArgs& args) {
-  return QuantizedWeights(args.weight_type) &&
-         args.rows <= std::max(kQuantGemvMaxRows, ActiveQuantMatmulPath().gemv_passes_max_rows);
+  // Q6_K has no GEMM: every row count runs as GEMV passes.
+  return args.weight_type == WeightType::kQ6_K ||
+         (QuantizedWeights(args.weight_type) &&
+          args.rows <= std::max(kQuantGemvMaxRows, ActiveQuantMatmulPath().gemv_passes_max_rows));
 }
 
 void MatmulGroup(absl::Span<const MatmulArgs> group, WorkerPool& pool, KernelScratch* scratch) {

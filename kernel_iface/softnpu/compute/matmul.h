@@ -46,7 +46,8 @@ struct MatmulArgs {
 void Matmul(const MatmulArgs& args, WorkerPool& pool, KernelScratch* scratch);
 
 // True if Matmul(args) takes the quantized GEMV path: Q8_0 / Q4_0 /
-// panel weights and few rows (decode, batched decode).
+// panel weights and few rows (decode, batched decode), or Q6_K weights and
+// any rows (quant_matmul_q6_k.h).
 bool RunsOnQuantGemv(const MatmulArgs& args);
 
 // Several matmuls that read the same activations, as one parallel loop:

@@ -1,0 +1,399 @@
+#include "kernel_iface/softnpu/compute/quant_matmul_q6_k.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "base/half.h"
+#include "base/quant_blocks.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "kernel_iface/softnpu/compute/x86_cpu_features.h"
+#endif
+
+namespace lnpu::softnpu::compute {
+namespace {
+
+using ::lnpu::kQ6_KBlock;
+using ::lnpu::kQ6_KBlockBytes;
+using ::lnpu::kQ6_KDOffset;
+using ::lnpu::kQ6_KScalesOffset;
+using ::lnpu::kQ6_KSubBlock;
+
+// Activation blocks per weight block, int32 lanes per activation block
+// (each the sum of 4 products), and f32 lanes of the order (two blocks).
+constexpr size_t kActBlocks = kQ6_KBlock / kQuantBlock;
+constexpr size_t kBlockLanes = 8;
+constexpr size_t kLanes = 2 * kBlockLanes;
+
+float BlockScale(const uint8_t* block) {
+  uint16_t half;
+  std::memcpy(&half, block + kQ6_KDOffset, sizeof half);
+  return Float16ToFloat(half);
+}
+
+// The order's final sum of the 16 lanes.
+float SumLanes(const float (&acc)[kLanes]) {
+  float t[kBlockLanes];
+  for (size_t i = 0; i < kBlockLanes; ++i) t[i] = acc[i] + acc[i + kBlockLanes];
+  return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
+}
+
+}  // namespace
+
+void PortableQ6_KGemv(const MatmulArgs& a, const QuantizedActivations& x, size_t col_begin,
+                      size_t col_end) {
+  const size_t blocks = a.k / kQ6_KBlock;
+  const size_t row_bytes = blocks * kQ6_KBlockBytes;
+  const auto* weights = static_cast<const uint8_t*>(a.weight);
+  uint8_t q[kQ6_KBlock];
+  for (size_t c = col_begin; c < col_end; ++c) {
+    for (size_t r = 0; r < a.rows; ++r) {
+      const int8_t* xq = x.q + r * a.k;
+      const float* xs = x.scales + r * (a.k / kQuantBlock);
+      float acc[kLanes] = {};
+      for (size_t s = 0; s < blocks; ++s) {
+        const uint8_t* block = weights + c * row_bytes + s * kQ6_KBlockBytes;
+        Q6_KBlockQuants(block, q);
+        const auto* sc = reinterpret_cast<const int8_t*>(block + kQ6_KScalesOffset);
+        float part[kLanes] = {};
+        for (size_t b = 0; b < kActBlocks; ++b) {
+          for (size_t i = 0; i < kBlockLanes; ++i) {
+            int32_t dot = 0;
+            for (size_t e = 4 * i; e < 4 * i + 4; ++e) {
+              const size_t element = b * kQuantBlock + e;
+              dot += (int32_t{q[element]} - 32) * xq[s * kQ6_KBlock + element];
+            }
+            const int32_t v = sc[(b * kQuantBlock + 4 * i) / kQ6_KSubBlock] * dot;
+            float& lane = part[kBlockLanes * (b % 2) + i];
+            lane = std::fma(static_cast<float>(v), xs[s * kActBlocks + b], lane);
+          }
+        }
+        const float d = BlockScale(block);
+        for (size_t i = 0; i < kLanes; ++i) acc[i] = std::fma(part[i], d, acc[i]);
+      }
+      a.dst[r * a.n + c] = MatmulOutputBase(a, r, c) + SumLanes(acc);
+    }
+  }
+}
+
+#if defined(__x86_64__)
+namespace {
+
+#define LNPU_Q6K_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+#define LNPU_Q6K_AVX2_INLINE inline __attribute__((always_inline)) LNPU_Q6K_AVX2_TARGET
+
+// How far ahead of its reads a column prefetches (the columns of a range
+// are consecutive, so this is one sequential stream).
+constexpr size_t kPrefetchBytes = 2048;
+
+// Row r's activations prepared for the loops: q, block scales, per pair of
+// activations 32 * (x[2m] + x[2m + 1]) (subtracted from maddubs's pair
+// sums, it turns q into q - 32), and for the AVX-512 loop the block scales
+// of each two blocks as its 16 f32 lanes (d_x[b] x 8, d_x[b + 1] x 8).
+struct PreparedRows {
+  const int8_t* q[kQuantGemvMaxRows];
+  const float* scales[kQuantGemvMaxRows];
+  const int16_t* offset[kQuantGemvMaxRows];
+  const float* lane_scales[kQuantGemvMaxRows];
+};
+
+// Fills the thread's scratch for rows [0, a.rows) of x.
+PreparedRows PrepareRows(const MatmulArgs& a, const QuantizedActivations& x, bool lane_scales) {
+  // Grown only: the GEMV runs every decode step.
+  thread_local std::vector<int16_t> offsets;
+  thread_local std::vector<float> scales;
+  const size_t pairs = a.k / 2, act_blocks = a.k / kQuantBlock;
+  if (offsets.size() < a.rows * pairs) offsets.resize(a.rows * pairs);
+  if (lane_scales && scales.size() < a.rows * act_blocks * kBlockLanes) {
+    scales.resize(a.rows * act_blocks * kBlockLanes);
+  }
+  PreparedRows rows{};
+  for (size_t r = 0; r < a.rows; ++r) {
+    const int8_t* xq = x.q + r * a.k;
+    int16_t* offset = offsets.data() + r * pairs;
+    for (size_t m = 0; m < pairs; ++m) {
+      offset[m] = static_cast<int16_t>(32 * (xq[2 * m] + xq[2 * m + 1]));
+    }
+    rows.q[r] = xq;
+    rows.scales[r] = x.scales + r * act_blocks;
+    rows.offset[r] = offset;
+    if (lane_scales) {
+      float* lanes = scales.data() + r * act_blocks * kBlockLanes;
+      for (size_t b = 0; b < act_blocks; ++b) {
+        std::fill_n(lanes + b * kBlockLanes, kBlockLanes, rows.scales[r][b]);
+      }
+      rows.lane_scales[r] = lanes;
+    }
+  }
+  return rows;
+}
+
+// Within each 128-bit half, sc[j] as the int16 pair of 32-bit lane j of
+// (lo, hi) = unpack{lo,hi}_epi16(sc16, sc16): lo holds j = 0..3 | 8..11, hi
+// j = 4..7 | 12..15. For activation block b the vector of lanes
+// [sc[2b] x 8 int16, sc[2b + 1] x 8 int16] is one permute of lo or hi.
+LNPU_Q6K_AVX2_INLINE void SubBlockScales(const uint8_t* block, __m256i (&scales)[kActBlocks]) {
+  const __m256i sc16 = _mm256_cvtepi8_epi16(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + kQ6_KScalesOffset)));
+  const __m256i lo = _mm256_unpacklo_epi16(sc16, sc16);
+  const __m256i hi = _mm256_unpackhi_epi16(sc16, sc16);
+  const __m256i first = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  const __m256i second = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
+  const __m256i third = _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5);
+  const __m256i fourth = _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7);
+  scales[0] = _mm256_permutevar8x32_epi32(lo, first);    // sc 0, 1
+  scales[1] = _mm256_permutevar8x32_epi32(lo, second);   // sc 2, 3
+  scales[2] = _mm256_permutevar8x32_epi32(hi, first);    // sc 4, 5
+  scales[3] = _mm256_permutevar8x32_epi32(hi, second);   // sc 6, 7
+  scales[4] = _mm256_permutevar8x32_epi32(lo, third);    // sc 8, 9
+  scales[5] = _mm256_permutevar8x32_epi32(lo, fourth);   // sc 10, 11
+  scales[6] = _mm256_permutevar8x32_epi32(hi, third);    // sc 12, 13
+  scales[7] = _mm256_permutevar8x32_epi32(hi, fourth);   // sc 14, 15
+}
+
+// The q (0 .. 63) of a block's activation blocks b = 0 .. 7 (32 each).
+LNPU_Q6K_AVX2_INLINE void UnpackQuants(const uint8_t* block, __m256i (&q)[kActBlocks]) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i high2 = _mm256_set1_epi8(0x30);
+  for (size_t h = 0; h < 2; ++h) {
+    const uint8_t* ql = block + 64 * h;
+    const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+    const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+    const __m256i qh = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(block + kQ6_KBlock / 2 + 32 * h));
+    // 16-bit shifts: the bits that cross into a neighbouring byte are
+    // masked off.
+    q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, low4),
+                                   _mm256_and_si256(_mm256_slli_epi16(qh, 4), high2));
+    q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, low4),
+                                   _mm256_and_si256(_mm256_slli_epi16(qh, 2), high2));
+    q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                                   _mm256_and_si256(qh, high2));
+    q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), high2));
+  }
+}
+
+// The order's final sum of t (t[i] = acc[i] + acc[i + 8]).
+LNPU_Q6K_AVX2_INLINE float SumLanesAvx2(__m256 t) {
+  const __m128 h = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+  const __m128 u = _mm_add_ps(h, _mm_movehl_ps(h, h));  // t0 + t4 + (t2 + t6), ...
+  return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
+}
+
+// Lanes 0..7 (even activation blocks) and 8..15 (odd ones) of the order
+// as two 256-bit halves.
+template <size_t kRows>
+LNPU_Q6K_AVX2_TARGET void Avx2Columns(const MatmulArgs& a, const PreparedRows& x, size_t col_begin,
+                                      size_t col_end) {
+  const size_t blocks = a.k / kQ6_KBlock;
+  const size_t row_bytes = blocks * kQ6_KBlockBytes;
+  const auto* weights = static_cast<const uint8_t*>(a.weight);
+  for (size_t c = col_begin; c < col_end; ++c) {
+    __m256 acc[kRows][2];
+    for (size_t r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (size_t s = 0; s < blocks; ++s) {
+      const uint8_t* block = weights + c * row_bytes + s * kQ6_KBlockBytes;
+      for (size_t line = 0; line < kQ6_KBlockBytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + line), _MM_HINT_T0);
+      }
+      __m256i q[kActBlocks];
+      __m256i scales[kActBlocks];
+      UnpackQuants(block, q);
+      SubBlockScales(block, scales);
+      const __m256 d = _mm256_set1_ps(BlockScale(block));
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) {
+        const int8_t* xq = x.q[r] + s * kQ6_KBlock;
+        const int16_t* offset = x.offset[r] + s * kQ6_KBlock / 2;
+        const float* xs = x.scales[r] + s * kActBlocks;
+        __m256 part[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+#pragma GCC unroll 8
+        for (size_t b = 0; b < kActBlocks; ++b) {
+          const __m256i xv =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + b * kQuantBlock));
+          const __m256i pairs = _mm256_sub_epi16(
+              _mm256_maddubs_epi16(q[b], xv),
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset + b * kQuantBlock / 2)));
+          const __m256i v = _mm256_madd_epi16(pairs, scales[b]);
+          part[b % 2] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_broadcast_ss(xs + b), part[b % 2]);
+        }
+        acc[r][0] = _mm256_fmadd_ps(part[0], d, acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(part[1], d, acc[r][1]);
+      }
+    }
+    for (size_t r = 0; r < kRows; ++r) {
+      a.dst[r * a.n + c] =
+          MatmulOutputBase(a, r, c) + SumLanesAvx2(_mm256_add_ps(acc[r][0], acc[r][1]));
+    }
+  }
+}
+
+LNPU_Q6K_AVX2_TARGET void Avx2Gemv(const MatmulArgs& a, const QuantizedActivations& x,
+                                   size_t col_begin, size_t col_end) {
+  const PreparedRows rows = PrepareRows(a, x, false);
+  switch (a.rows) {
+    case 1: Avx2Columns<1>(a, rows, col_begin, col_end); return;
+    case 2: Avx2Columns<2>(a, rows, col_begin, col_end); return;
+    case 3: Avx2Columns<3>(a, rows, col_begin, col_end); return;
+    default: Avx2Columns<4>(a, rows, col_begin, col_end); return;
+  }
+}
+
+#define LNPU_Q6K_AVX512_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#define LNPU_Q6K_AVX512_INLINE inline __attribute__((always_inline)) LNPU_Q6K_AVX512_TARGET
+
+// The q (0 .. 63) of a block's activation blocks as 4 vectors of two
+// blocks each (2p, 2p + 1); a half h of the block gives p = 2h (its ql
+// bytes 0..63 low nibbles with qh bits 0-1 and 2-3) and p = 2h + 1 (the
+// high nibbles with qh bits 4-5 and 6-7): one variable 16-bit shift puts
+// each 256-bit half's qh bits in place (the bits that cross into a
+// neighbouring byte are masked off).
+LNPU_Q6K_AVX512_INLINE void UnpackQuantPairs(const uint8_t* block, __m512i (&q)[4]) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i high2 = _mm512_set1_epi8(0x30);
+  const __m512i left = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+  const __m512i right = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  for (size_t h = 0; h < 2; ++h) {
+    const __m512i ql = _mm512_loadu_si512(block + 64 * h);
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQ6_KBlock / 2 + 32 * h)));
+    q[2 * h] = _mm512_ternarylogic_epi64(_mm512_and_si512(ql, low4),
+                                         _mm512_sllv_epi16(qh, left), high2, 0xF8);
+    q[2 * h + 1] = _mm512_ternarylogic_epi64(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                                             _mm512_srlv_epi16(qh, right), high2, 0xF8);
+  }
+}
+
+// vpermw indices: for activation blocks (2p, 2p + 1) the int16 lanes
+// m = 0 .. 31 take sc[4p + m / 8].
+struct ScalePairIndices {
+  alignas(64) int16_t index[4][32];
+};
+constexpr ScalePairIndices MakeScalePairIndices() {
+  ScalePairIndices t{};
+  for (size_t p = 0; p < 4; ++p) {
+    for (size_t m = 0; m < 32; ++m) t.index[p][m] = static_cast<int16_t>(4 * p + m / 8);
+  }
+  return t;
+}
+constexpr ScalePairIndices kScalePairIndices = MakeScalePairIndices();
+
+LNPU_Q6K_AVX512_INLINE void SubBlockScalePairs(const uint8_t* block, __m512i (&scales)[4]) {
+  const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + kQ6_KScalesOffset))));
+  for (size_t p = 0; p < 4; ++p) {
+    scales[p] = _mm512_permutexvar_epi16(_mm512_load_si512(kScalePairIndices.index[p]), sc16);
+  }
+}
+
+// Columns cols[0 .. kCols) of rows [0, kRows), their blocks taken in
+// lockstep: each column is its own memory stream (the callers pass columns
+// far apart), so that more cache misses are in flight.
+template <size_t kRows, size_t kCols>
+LNPU_Q6K_AVX512_INLINE void Avx512Columns(const MatmulArgs& a, const PreparedRows& x,
+                                          const size_t (&cols)[kCols]) {
+  const size_t blocks = a.k / kQ6_KBlock;
+  const size_t row_bytes = blocks * kQ6_KBlockBytes;
+  const auto* weights = static_cast<const uint8_t*>(a.weight);
+  __m512 acc[kCols][kRows];
+  for (size_t j = 0; j < kCols; ++j) {
+    for (size_t r = 0; r < kRows; ++r) acc[j][r] = _mm512_setzero_ps();
+  }
+  for (size_t s = 0; s < blocks; ++s) {
+#pragma GCC unroll 4
+    for (size_t j = 0; j < kCols; ++j) {
+      const uint8_t* block = weights + cols[j] * row_bytes + s * kQ6_KBlockBytes;
+      for (size_t line = 0; line < kQ6_KBlockBytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + line), _MM_HINT_T0);
+      }
+      __m512i q[4];
+      __m512i scales[4];
+      UnpackQuantPairs(block, q);
+      SubBlockScalePairs(block, scales);
+      const __m512 d = _mm512_set1_ps(BlockScale(block));
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) {
+        const int8_t* xq = x.q[r] + s * kQ6_KBlock;
+        const int16_t* offset = x.offset[r] + s * kQ6_KBlock / 2;
+        const float* lanes = x.lane_scales[r] + s * kActBlocks * kBlockLanes;
+        __m512 part = _mm512_setzero_ps();
+#pragma GCC unroll 4
+        for (size_t p = 0; p < 4; ++p) {
+          const __m512i pairs = _mm512_sub_epi16(
+              _mm512_maddubs_epi16(q[p], _mm512_loadu_si512(xq + 64 * p)),
+              _mm512_loadu_si512(offset + 32 * p));
+          const __m512i v = _mm512_madd_epi16(pairs, scales[p]);
+          part = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_loadu_ps(lanes + 16 * p), part);
+        }
+        acc[j][r] = _mm512_fmadd_ps(part, d, acc[j][r]);
+      }
+    }
+  }
+  for (size_t j = 0; j < kCols; ++j) {
+    for (size_t r = 0; r < kRows; ++r) {
+      const __m256 t = _mm256_add_ps(_mm512_castps512_ps256(acc[j][r]),
+                                     _mm512_extractf32x8_ps(acc[j][r], 1));
+      a.dst[r * a.n + cols[j]] = MatmulOutputBase(a, r, cols[j]) + SumLanesAvx2(t);
+    }
+  }
+}
+
+// Columns [col_begin, col_end): split into kStreams equal parts walked in
+// lockstep, then the rest one by one.
+template <size_t kRows>
+LNPU_Q6K_AVX512_TARGET void Avx512Range(const MatmulArgs& a, const PreparedRows& x,
+                                        size_t col_begin, size_t col_end) {
+  constexpr size_t kStreams = kRows <= 2 ? 4 : 2;
+  const size_t part = (col_end - col_begin) / kStreams;
+  size_t cols[kStreams];
+  for (size_t i = 0; i < part; ++i) {
+    for (size_t j = 0; j < kStreams; ++j) cols[j] = col_begin + j * part + i;
+    Avx512Columns<kRows, kStreams>(a, x, cols);
+  }
+  for (size_t c = col_begin + kStreams * part; c < col_end; ++c) {
+    Avx512Columns<kRows, 1>(a, x, {c});
+  }
+}
+
+LNPU_Q6K_AVX512_TARGET void Avx512Gemv(const MatmulArgs& a, const QuantizedActivations& x,
+                                       size_t col_begin, size_t col_end) {
+  const PreparedRows rows = PrepareRows(a, x, true);
+  switch (a.rows) {
+    case 1: Avx512Range<1>(a, rows, col_begin, col_end); return;
+    case 2: Avx512Range<2>(a, rows, col_begin, col_end); return;
+    case 3: Avx512Range<3>(a, rows, col_begin, col_end); return;
+    default: Avx512Range<4>(a, rows, col_begin, col_end); return;
+  }
+}
+
+}  // namespace
+
+Q6_KGemvFn Avx512Q6_KGemv() { return GetX86CpuFeatures().avx512 ? Avx512Gemv : nullptr; }
+Q6_KGemvFn Avx2Q6_KGemv() { return GetX86CpuFeatures().avx2 ? Avx2Gemv : nullptr; }
+
+#else
+
+Q6_KGemvFn Avx512Q6_KGemv() { return nullptr; }
+Q6_KGemvFn Avx2Q6_KGemv() { return nullptr; }
+
+#endif  // defined(__x86_64__)
+
+Q6_KGemvFn ActiveQ6_KGemv() {
+  static const Q6_KGemvFn active = [] {
+    for (const Q6_KGemvFn loop : {Avx512Q6_KGemv(), Avx2Q6_KGemv()}) {
+      if (loop != nullptr) return loop;
+    }
+    return PortableQ6_KGemv;
+  }();
+  return active;
+}
+
+}  // namespace lnpu::softnpu::compute
