@@ -123,6 +123,13 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
 
   absl::StatusOr<Program> program = Program::FromArtifact(*artifact, limits);
   LNPU_RETURN_IF_ERROR_WITH_PREFIX(program.status(), "loading model '", artifact_path, "': ");
+  if ((capabilities & DRM_LNPU_CAP_DTYPE_Q6_K) == 0 && program->ReadsWeightDtype(LNPU_DTYPE_Q6_K)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "loading model '", artifact_path,
+        "': the artifact has Q6_K weights (npu-compile --weights keep) and the device does not "
+        "compute them (no DRM_LNPU_CAP_DTYPE_Q6_K: UAPI 1.6); compile the model again with "
+        "npu-compile --weights auto"));
+  }
 
   // Weights: the mapped file itself when the device can import it, else a
   // device copy.

@@ -307,6 +307,7 @@ std::vector<WeightMatrix> Program::PanelMatrices(absl::Span<const uint32_t> dtyp
       case LNPU_DTYPE_Q4_0_P16: row_bytes = row_len / kQuantBlock * kQ4_0BlockBytes; break;
       case LNPU_DTYPE_Q8_0:
       case LNPU_DTYPE_Q8_0_P16: row_bytes = row_len / kQuantBlock * kQ8_0BlockBytes; break;
+      case LNPU_DTYPE_Q6_K: row_bytes = row_len / kQ6_KBlock * kQ6_KBlockBytes; break;
     }
     return r.matrix.offset + r.matrix.rows * row_bytes;
   };
@@ -338,6 +339,11 @@ std::vector<WeightMatrix> Program::PanelMatrices(absl::Span<const uint32_t> dtyp
     i = j;
   }
   return matrices;
+}
+
+bool Program::ReadsWeightDtype(uint32_t dtype) const {
+  return absl::c_any_of(MatrixReads(),
+                        [dtype](const MatrixRead& r) { return r.matrix.dtype == dtype; });
 }
 
 void Program::UsePanels(absl::Span<const WeightMatrix> matrices) {

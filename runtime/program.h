@@ -181,6 +181,9 @@ class Program {
   // it starts 64-byte aligned. `dtypes` selects the block dtypes
   // (LNPU_DTYPE_Q8_0, _Q4_0) taken. Sorted by offset, disjoint.
   std::vector<WeightMatrix> PanelMatrices(absl::Span<const uint32_t> dtypes) const;
+  // Whether any MATMUL / GATHER_ROWS command reads a weights matrix as
+  // `dtype` (a device must support it to run the program).
+  bool ReadsWeightDtype(uint32_t dtype) const;
   // Makes every command that reads one of `matrices` (a subset of
   // PanelMatrices()) read it as the panel dtype of its dtype; the weights
   // buffer must then hold those matrices repacked (RepackToP16). Not

@@ -40,8 +40,10 @@ struct CompileOptions {
   // quantized tensor the device block type closest to it in bits per weight
   // (Q4_0 up to 6.5 bits: Q2_K..Q5_K, Q4_0..Q5_1, IQ4_NL, IQ4_XS; Q8_0 for
   // Q6_K), so a Q4_K_M file gives mostly Q4_0 with Q8_0 where the file chose
-  // Q6_K. kKeep keeps F32, F16, Q8_0 and Q4_0 as stored, widens BF16 to F32
-  // and re-quantizes every other quantized type to Q8_0. A source tensor
+  // Q6_K. kKeep keeps F32, F16, Q8_0 and Q4_0 as stored, and a Q6_K output
+  // projection (untied, rows a multiple of 256) as LNPU_DTYPE_Q6_K (UAPI
+  // 1.6), widens BF16 to F32 and re-quantizes every other quantized type to
+  // Q8_0. A source tensor
   // already in the target type is copied bit-exactly; others are
   // dequantized exactly (gguf/dequantize.h) and converted. Norm weights and
   // biases are always F32.

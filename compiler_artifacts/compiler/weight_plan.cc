@@ -110,9 +110,12 @@ uint32_t NearestBlockDtype(gguf::GgmlType source) {
 }
 
 // The artifact dtype of a matrix stored as `source` in the GGUF, before the
-// row-length fallback.
-uint32_t MatrixDtype(gguf::GgmlType source,
-                     CompileOptions::WeightType weights) {
+// row-length fallback. `q6_k_matmul_only`: the matrix is only ever a MATMUL
+// weight of decode-sized rows (the untied output projection, after the
+// last-row gather) and its rows are whole Q6_K blocks, so `keep` may keep
+// a Q6_K source as LNPU_DTYPE_Q6_K (the device's Q6_K loops are GEMVs).
+uint32_t MatrixDtype(gguf::GgmlType source, CompileOptions::WeightType weights,
+                     bool q6_k_matmul_only) {
   const bool float_source = source == gguf::GgmlType::kF32 ||
                             source == gguf::GgmlType::kF16 ||
                             source == gguf::GgmlType::kBF16;
@@ -128,6 +131,7 @@ uint32_t MatrixDtype(gguf::GgmlType source,
   switch (source) {
     case gguf::GgmlType::kF16: return LNPU_DTYPE_F16;
     case gguf::GgmlType::kQ4_0: return LNPU_DTYPE_Q4_0;
+    case gguf::GgmlType::kQ6_K: return q6_k_matmul_only ? LNPU_DTYPE_Q6_K : LNPU_DTYPE_Q8_0;
     case gguf::GgmlType::kF32:
     case gguf::GgmlType::kBF16: return LNPU_DTYPE_F32;  // BF16 exactly widened
     default: return LNPU_DTYPE_Q8_0;  // Q8_0 as stored, others re-quantized
@@ -140,6 +144,7 @@ gguf::GgmlType GgmlTypeOf(uint32_t dtype) {
     case LNPU_DTYPE_F16: return gguf::GgmlType::kF16;
     case LNPU_DTYPE_Q8_0: return gguf::GgmlType::kQ8_0;
     case LNPU_DTYPE_Q4_0: return gguf::GgmlType::kQ4_0;
+    case LNPU_DTYPE_Q6_K: return gguf::GgmlType::kQ6_K;
     default: return gguf::GgmlType::kF32;
   }
 }
@@ -163,8 +168,8 @@ absl::Status EncodeRow(absl::Span<const float> row, uint32_t dtype,
 }
 
 // The index of the first element of `bytes` (a tensor of `type` copied
-// bit-exactly: F32, F16, or Q8_0 / Q4_0 whose block scales are checked)
-// whose value or scale is not finite, or -1 when all are.
+// bit-exactly: F32, F16, or Q8_0 / Q4_0 / Q6_K whose f16 block scales are
+// checked) whose value or scale is not finite, or -1 when all are.
 int64_t FirstNonFinite(gguf::GgmlType type, absl::Span<const uint8_t> bytes) {
   auto half_is_finite = [&](size_t at) {
     uint16_t h;
@@ -193,6 +198,13 @@ int64_t FirstNonFinite(gguf::GgmlType type, absl::Span<const uint8_t> bytes) {
       }
       return -1;
     }
+    case gguf::GgmlType::kQ6_K:
+      for (size_t b = 0; (b + 1) * kQ6_KBlockBytes <= bytes.size(); ++b) {
+        if (!half_is_finite(b * kQ6_KBlockBytes + kQ6_KDOffset)) {
+          return static_cast<int64_t>(b * kQ6_KBlock);
+        }
+      }
+      return -1;
     default:
       return -1;
   }
@@ -263,8 +275,10 @@ absl::StatusOr<WeightPlan> WeightPlan::Create(const gguf::GgufFile& file,
       }
     }
     w.shape = std::move(expected.shape);
+    const bool q6_k_matmul_only =
+        w.name == "output.weight" && w.row_len() % kQ6_KBlock == 0;
     w.dtype = expected.role == Role::kVector ? LNPU_DTYPE_F32
-                                             : MatrixDtype(type, weights);
+                                             : MatrixDtype(type, weights, q6_k_matmul_only);
     if (artifact::IsBlockQuantized(w.dtype) &&
         w.row_len() % LNPU_QUANT_BLOCK != 0) {
       w.dtype = LNPU_DTYPE_F16;

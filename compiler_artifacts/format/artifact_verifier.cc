@@ -159,11 +159,11 @@ absl::Status VerifyWeights(const fb::Model& model, uint64_t data_size) {
     }
     const uint32_t dtype = w->dtype();
     if (dtype != LNPU_DTYPE_F32 && dtype != LNPU_DTYPE_F16 &&
-        !IsBlockQuantized(dtype)) {
+        !IsBlockQuantized(dtype) && dtype != LNPU_DTYPE_Q6_K) {
       return Invalid("weight '%s' has dtype %u, weights must be F32 (%d), F16 "
-                     "(%d), Q8_0 (%d) or Q4_0 (%d)",
+                     "(%d), Q8_0 (%d), Q4_0 (%d) or Q6_K (%d)",
                      name, dtype, LNPU_DTYPE_F32, LNPU_DTYPE_F16,
-                     LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q4_0);
+                     LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q6_K);
     }
     if (w->shape() == nullptr || w->shape()->size() == 0) {
       return Invalid("weight '%s' has no shape", name);
@@ -189,6 +189,11 @@ absl::Status VerifyWeights(const fb::Model& model, uint64_t data_size) {
                      "a multiple of the %d-element block",
                      name, dtype, row_len, LNPU_QUANT_BLOCK);
     }
+    if (dtype == LNPU_DTYPE_Q6_K && row_len % LNPU_Q6_K_BLOCK != 0) {
+      return Invalid("weight '%s' has dtype Q6_K with rows of %u elements, not "
+                     "a multiple of the %d-element block",
+                     name, row_len, LNPU_Q6_K_BLOCK);
+    }
     const uint64_t bytes = WeightBytes(dtype, row_len, elements / row_len);
     if (w->size() != bytes) {
       return Invalid("weight '%s' size %u != %u bytes of its shape and dtype %u",
@@ -199,8 +204,9 @@ absl::Status VerifyWeights(const fb::Model& model, uint64_t data_size) {
                      "bytes)",
                      name, w->offset(), w->size(), data_size);
     }
-    // Quantized blocks start with an f16 scale.
-    const uint64_t alignment = IsBlockQuantized(dtype) ? 2 : DtypeSize(dtype);
+    // Quantized blocks hold f16 scales (Q8_0 / Q4_0 first, Q6_K last).
+    const uint64_t alignment =
+        IsBlockQuantized(dtype) || dtype == LNPU_DTYPE_Q6_K ? 2 : DtypeSize(dtype);
     if (w->offset() % alignment != 0) {
       return Invalid("weight '%s' offset %u is not aligned to %u bytes", name,
                      w->offset(), alignment);
@@ -606,6 +612,10 @@ bool IsBlockQuantized(uint32_t dtype) {
 }
 
 uint64_t WeightBytes(uint32_t dtype, uint64_t row_len, uint64_t rows) {
+  if (dtype == LNPU_DTYPE_Q6_K) {
+    if (row_len % LNPU_Q6_K_BLOCK != 0) return 0;
+    return row_len / LNPU_Q6_K_BLOCK * 210 * rows;
+  }
   if (IsBlockQuantized(dtype)) {
     if (row_len % LNPU_QUANT_BLOCK != 0) return 0;
     const uint64_t block_bytes = dtype == LNPU_DTYPE_Q8_0 ? 34 : 18;

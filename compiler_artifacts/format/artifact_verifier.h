@@ -43,8 +43,9 @@ bool IsBlockQuantized(uint32_t dtype);
 
 // Bytes of a weight of `dtype` with rows of `row_len` elements and `rows`
 // rows: element size times count, or whole blocks for block-quantized
-// types. 0 for unknown dtypes and for quantized rows that are not a
-// multiple of LNPU_QUANT_BLOCK. row_len * rows must not exceed 2^40.
+// types and Q6_K. 0 for unknown dtypes and for quantized rows that are not
+// a multiple of their block (LNPU_QUANT_BLOCK, LNPU_Q6_K_BLOCK). row_len *
+// rows must not exceed 2^40.
 uint64_t WeightBytes(uint32_t dtype, uint64_t row_len, uint64_t rows);
 
 // Checks that `model` (already structurally verified) is internally

@@ -981,6 +981,21 @@ TEST(CompilerTest, ConvertsEveryTensorTypeToEveryWeightFormat) {
       EXPECT_EQ(q->dtype(), dtype);
       const fb::Weight* norm = FindWeight(artifact->model(), "blk.0.attn_norm.weight");
       EXPECT_EQ(norm->dtype(), static_cast<uint32_t>(LNPU_DTYPE_F32));
+      // keep keeps a Q6_K output projection (only a MATMUL weight, rows of
+      // 256) as LNPU_DTYPE_Q6_K, bit for bit; every other choice converts
+      // it like the other matrices.
+      const fb::Weight* output = FindWeight(artifact->model(), "output.weight");
+      const gguf::TensorInfo* output_source = (*gguf)->FindTensor("output.weight");
+      ASSERT_NE(output_source, nullptr);
+      if (type == GgmlType::kQ6_K && weights == WeightType::kKeep) {
+        EXPECT_EQ(output->dtype(), static_cast<uint32_t>(LNPU_DTYPE_Q6_K));
+        const auto src = (*gguf)->TensorData(*output_source);
+        ASSERT_EQ(output->size(), src.size());
+        EXPECT_EQ(
+            std::memcmp(artifact->data().data() + output->offset(), src.data(), src.size()), 0);
+      } else {
+        EXPECT_NE(output->dtype(), static_cast<uint32_t>(LNPU_DTYPE_Q6_K));
+      }
       const bool same = (type == GgmlType::kQ8_0 && dtype == LNPU_DTYPE_Q8_0) ||
                         (type == GgmlType::kQ4_0 && dtype == LNPU_DTYPE_Q4_0) ||
                         (type == GgmlType::kF16 && dtype == LNPU_DTYPE_F16) ||

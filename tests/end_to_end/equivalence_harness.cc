@@ -80,6 +80,7 @@ LoadReferenceForArtifact(const std::string& gguf_path,
         case LNPU_DTYPE_F16: type = gguf::GgmlType::kF16; break;
         case LNPU_DTYPE_Q8_0: type = gguf::GgmlType::kQ8_0; break;
         case LNPU_DTYPE_Q4_0: type = gguf::GgmlType::kQ4_0; break;
+        case LNPU_DTYPE_Q6_K: type = gguf::GgmlType::kQ6_K; break;
         default:
           return absl::InvalidArgumentError(
               absl::StrCat("weight ", name, " has dtype ", w->dtype()));
@@ -101,7 +102,8 @@ LoadReferenceForArtifact(const std::string& gguf_path,
   options.int8_matmul_inputs = [art](const std::string& name) {
     for (const artifact::fb::Weight* w : *art->model().weights()) {
       if (w->name()->str() == name) {
-        return w->dtype() == LNPU_DTYPE_Q8_0 || w->dtype() == LNPU_DTYPE_Q4_0;
+        return w->dtype() == LNPU_DTYPE_Q8_0 || w->dtype() == LNPU_DTYPE_Q4_0 ||
+               w->dtype() == LNPU_DTYPE_Q6_K;
       }
     }
     return false;

@@ -286,7 +286,8 @@ TEST_P(RandomModelEquivalenceTest, MatchesReferenceUntilTheCacheIsFull) {
       c.weights == compiler::CompileOptions::WeightType::kQ4 ||
       (c.weights == compiler::CompileOptions::WeightType::kKeep &&
        (c.weight_type == gguf::GgmlType::kQ8_0 ||
-        c.weight_type == gguf::GgmlType::kQ4_0));
+        c.weight_type == gguf::GgmlType::kQ4_0 ||
+        c.weight_type == gguf::GgmlType::kQ6_K));
   if (int8_activations) {
     EXPECT_TRUE(FollowsReferenceTeacherForced(*model->reference, prompt,
                                               result->tokens, kInt8FlipMargin,
@@ -343,6 +344,11 @@ INSTANTIATE_TEST_SUITE_P(
         RandomCase{"llama_q6_k_to_q4", 256, 8, 2, 256, 0, false,
                    gguf::GgmlType::kQ6_K, 15, "llama",
                    compiler::CompileOptions::WeightType::kQ4},
+        // keep: the output projection stays LNPU_DTYPE_Q6_K (the other
+        // matrices become Q8_0).
+        RandomCase{"llama_q6_k_keep", 256, 8, 2, 256, 0, false,
+                   gguf::GgmlType::kQ6_K, 16, "llama",
+                   compiler::CompileOptions::WeightType::kKeep},
         // The default F16 KV cache, with q8, q4 and f32 weights.
         RandomCase{"gqa8x2_f16kv", 64, 8, 2, 160, 0, false,
                    gguf::GgmlType::kF32, 21, "llama",
