@@ -1,7 +1,8 @@
 // MATMUL with Q6_K weights (quant_matmul_q6_k.h): the portable loop
 // against double sums of the dequantized weights (gguf::DequantizeRow, the
 // compiler's reading of GGUF Q6_K) and against a transcription of the
-// contract's f32 order bit for bit; the AVX2 loop and Matmul (GEMV passes
+// contract's f32 order bit for bit; the vector loops this CPU runs
+// (AVX-512, AVX2, NEON with and without SDOT) and Matmul (GEMV passes
 // for every row count, on the pool) against the portable loop bit for bit;
 // extreme q, scales and activations without int16/int32 overflow.
 #include <bit>
@@ -103,6 +104,8 @@ std::vector<std::pair<std::string, Q6_KGemvFn>> Loops() {
   std::vector<std::pair<std::string, Q6_KGemvFn>> loops = {{"portable", PortableQ6_KGemv}};
   if (Avx512Q6_KGemv() != nullptr) loops.emplace_back("avx512", Avx512Q6_KGemv());
   if (Avx2Q6_KGemv() != nullptr) loops.emplace_back("avx2", Avx2Q6_KGemv());
+  if (NeonDotprodQ6_KGemv() != nullptr) loops.emplace_back("neon-dotprod", NeonDotprodQ6_KGemv());
+  if (NeonQ6_KGemv() != nullptr) loops.emplace_back("neon", NeonQ6_KGemv());
   return loops;
 }
 

@@ -297,10 +297,10 @@ if { [ -f "$aarch64_dir/build.ninja" ] \
       LNPU_EXPECTED_QUANT_PATHS=neon-i8mm,neon-dotprod,highway \
       GTEST_FILTER=$aarch64_max_gtest_filter \
       run_meson_tests "$aarch64_dir" aarch64-max --timeout-multiplier=4 \
-        quant_matmul_test compute_kernels_test
+        quant_matmul_test quant_matmul_q6_k_test compute_kernels_test
     QEMU_CPU=cortex-a57 LNPU_EXPECTED_QUANT_PATHS=highway \
       run_meson_tests "$aarch64_dir" aarch64-cortex-a57 --timeout-multiplier=4 \
-        quant_matmul_test compute_kernels_test
+        quant_matmul_test quant_matmul_q6_k_test compute_kernels_test
     exit "$status"
   ) &
   aarch64_other_cpus=$!

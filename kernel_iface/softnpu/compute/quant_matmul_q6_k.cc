@@ -13,6 +13,9 @@
 #include <immintrin.h>
 
 #include "kernel_iface/softnpu/compute/x86_cpu_features.h"
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#include <sys/auxv.h>
 #endif
 
 namespace lnpu::softnpu::compute {
@@ -186,19 +189,47 @@ LNPU_Q6K_AVX2_INLINE float SumLanesAvx2(__m256 t) {
   return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
 }
 
-// Lanes 0..7 (even activation blocks) and 8..15 (odd ones) of the order
-// as two 256-bit halves.
+// Columns [col_begin, col_end) as kStreams equal parts walked in lockstep,
+// then the rest one by one: run(cols) for each step's columns (each part
+// is its own memory stream, so that more cache misses are in flight). The
+// ISA loops pass a lambda compiled for their target, called, not inlined.
+template <size_t kStreams, class Run>
+inline __attribute__((always_inline)) void InLockstep(size_t col_begin, size_t col_end,
+                                                      const Run& run) {
+  const size_t part = (col_end - col_begin) / kStreams;
+  size_t cols[kStreams];
+  for (size_t i = 0; i < part; ++i) {
+    for (size_t j = 0; j < kStreams; ++j) cols[j] = col_begin + j * part + i;
+    run(cols);
+  }
+  for (size_t c = col_begin + kStreams * part; c < col_end; ++c) {
+    const size_t one[1] = {c};
+    run(one);
+  }
+}
+
+// Streams per lockstep step: 4 for 1-2 rows, 2 for 3-4 (whose sums would
+// not fit the registers).
 template <size_t kRows>
-LNPU_Q6K_AVX2_TARGET void Avx2Columns(const MatmulArgs& a, const PreparedRows& x, size_t col_begin,
-                                      size_t col_end) {
+constexpr size_t kStreams = kRows <= 2 ? 4 : 2;
+
+// Columns cols[0 .. kCols) of rows [0, kRows), their blocks taken in
+// lockstep; lanes 0..7 (even activation blocks) and 8..15 (odd ones) of
+// the order as two 256-bit halves.
+template <size_t kRows, size_t kCols>
+LNPU_Q6K_AVX2_INLINE void Avx2Columns(const MatmulArgs& a, const PreparedRows& x,
+                                      const size_t (&cols)[kCols]) {
   const size_t blocks = a.k / kQ6_KBlock;
   const size_t row_bytes = blocks * kQ6_KBlockBytes;
   const auto* weights = static_cast<const uint8_t*>(a.weight);
-  for (size_t c = col_begin; c < col_end; ++c) {
-    __m256 acc[kRows][2];
-    for (size_t r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (size_t s = 0; s < blocks; ++s) {
-      const uint8_t* block = weights + c * row_bytes + s * kQ6_KBlockBytes;
+  __m256 acc[kCols][kRows][2];
+  for (size_t j = 0; j < kCols; ++j) {
+    for (size_t r = 0; r < kRows; ++r) acc[j][r][0] = acc[j][r][1] = _mm256_setzero_ps();
+  }
+  for (size_t s = 0; s < blocks; ++s) {
+#pragma GCC unroll 4
+    for (size_t j = 0; j < kCols; ++j) {
+      const uint8_t* block = weights + cols[j] * row_bytes + s * kQ6_KBlockBytes;
       for (size_t line = 0; line < kQ6_KBlockBytes; line += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + line), _MM_HINT_T0);
       }
@@ -224,25 +255,37 @@ LNPU_Q6K_AVX2_TARGET void Avx2Columns(const MatmulArgs& a, const PreparedRows& x
           part[b % 2] =
               _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_broadcast_ss(xs + b), part[b % 2]);
         }
-        acc[r][0] = _mm256_fmadd_ps(part[0], d, acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(part[1], d, acc[r][1]);
+        acc[j][r][0] = _mm256_fmadd_ps(part[0], d, acc[j][r][0]);
+        acc[j][r][1] = _mm256_fmadd_ps(part[1], d, acc[j][r][1]);
       }
     }
+  }
+  for (size_t j = 0; j < kCols; ++j) {
     for (size_t r = 0; r < kRows; ++r) {
-      a.dst[r * a.n + c] =
-          MatmulOutputBase(a, r, c) + SumLanesAvx2(_mm256_add_ps(acc[r][0], acc[r][1]));
+      a.dst[r * a.n + cols[j]] = MatmulOutputBase(a, r, cols[j]) +
+                                 SumLanesAvx2(_mm256_add_ps(acc[j][r][0], acc[j][r][1]));
     }
   }
+}
+
+template <size_t kRows>
+LNPU_Q6K_AVX2_TARGET void Avx2Range(const MatmulArgs& a, const PreparedRows& x,
+                                    size_t col_begin, size_t col_end) {
+  InLockstep<kStreams<kRows>>(
+      col_begin, col_end,
+      [&]<size_t kCols>(const size_t (&cols)[kCols]) LNPU_Q6K_AVX2_TARGET {
+        Avx2Columns<kRows, kCols>(a, x, cols);
+      });
 }
 
 LNPU_Q6K_AVX2_TARGET void Avx2Gemv(const MatmulArgs& a, const QuantizedActivations& x,
                                    size_t col_begin, size_t col_end) {
   const PreparedRows rows = PrepareRows(a, x, false);
   switch (a.rows) {
-    case 1: Avx2Columns<1>(a, rows, col_begin, col_end); return;
-    case 2: Avx2Columns<2>(a, rows, col_begin, col_end); return;
-    case 3: Avx2Columns<3>(a, rows, col_begin, col_end); return;
-    default: Avx2Columns<4>(a, rows, col_begin, col_end); return;
+    case 1: Avx2Range<1>(a, rows, col_begin, col_end); return;
+    case 2: Avx2Range<2>(a, rows, col_begin, col_end); return;
+    case 3: Avx2Range<3>(a, rows, col_begin, col_end); return;
+    default: Avx2Range<4>(a, rows, col_begin, col_end); return;
   }
 }
 
@@ -295,8 +338,7 @@ LNPU_Q6K_AVX512_INLINE void SubBlockScalePairs(const uint8_t* block, __m512i (&s
 }
 
 // Columns cols[0 .. kCols) of rows [0, kRows), their blocks taken in
-// lockstep: each column is its own memory stream (the callers pass columns
-// far apart), so that more cache misses are in flight.
+// lockstep (InLockstep).
 template <size_t kRows, size_t kCols>
 LNPU_Q6K_AVX512_INLINE void Avx512Columns(const MatmulArgs& a, const PreparedRows& x,
                                           const size_t (&cols)[kCols]) {
@@ -346,21 +388,14 @@ LNPU_Q6K_AVX512_INLINE void Avx512Columns(const MatmulArgs& a, const PreparedRow
   }
 }
 
-// Columns [col_begin, col_end): split into kStreams equal parts walked in
-// lockstep, then the rest one by one.
 template <size_t kRows>
 LNPU_Q6K_AVX512_TARGET void Avx512Range(const MatmulArgs& a, const PreparedRows& x,
                                         size_t col_begin, size_t col_end) {
-  constexpr size_t kStreams = kRows <= 2 ? 4 : 2;
-  const size_t part = (col_end - col_begin) / kStreams;
-  size_t cols[kStreams];
-  for (size_t i = 0; i < part; ++i) {
-    for (size_t j = 0; j < kStreams; ++j) cols[j] = col_begin + j * part + i;
-    Avx512Columns<kRows, kStreams>(a, x, cols);
-  }
-  for (size_t c = col_begin + kStreams * part; c < col_end; ++c) {
-    Avx512Columns<kRows, 1>(a, x, {c});
-  }
+  InLockstep<kStreams<kRows>>(
+      col_begin, col_end,
+      [&]<size_t kCols>(const size_t (&cols)[kCols]) LNPU_Q6K_AVX512_TARGET {
+        Avx512Columns<kRows, kCols>(a, x, cols);
+      });
 }
 
 LNPU_Q6K_AVX512_TARGET void Avx512Gemv(const MatmulArgs& a, const QuantizedActivations& x,
@@ -386,9 +421,47 @@ Q6_KGemvFn Avx2Q6_KGemv() { return nullptr; }
 
 #endif  // defined(__x86_64__)
 
+#if defined(__aarch64__)
+namespace {
+
+namespace neon {
+// Widening multiplies and pairwise adds: any Armv8-A CPU.
+inline int32x4_t Dot4(int8x16_t q, int8x16_t x) {
+  const int32x4_t lo = vpaddlq_s16(vmull_s8(vget_low_s8(q), vget_low_s8(x)));
+  const int32x4_t hi = vpaddlq_s16(vmull_high_s8(q, x));
+  return vpaddq_s32(lo, hi);
+}
+#include "kernel_iface/softnpu/compute/quant_matmul_q6_k_neon-inl.h"
+}  // namespace neon
+
+// SDOT (FEAT_DotProd). GCC 12's arm_neon.h defines vdotq_s32 under this
+// architecture level (a plain "+dotprod" does not reach it).
+namespace dotprod {
+#pragma GCC push_options
+#pragma GCC target("arch=armv8.2-a+dotprod")
+inline int32x4_t Dot4(int8x16_t q, int8x16_t x) { return vdotq_s32(vdupq_n_s32(0), q, x); }
+#include "kernel_iface/softnpu/compute/quant_matmul_q6_k_neon-inl.h"
+#pragma GCC pop_options
+}  // namespace dotprod
+
+}  // namespace
+
+Q6_KGemvFn NeonDotprodQ6_KGemv() {
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0 ? dotprod::Gemv : nullptr;
+}
+Q6_KGemvFn NeonQ6_KGemv() { return neon::Gemv; }
+
+#else
+
+Q6_KGemvFn NeonDotprodQ6_KGemv() { return nullptr; }
+Q6_KGemvFn NeonQ6_KGemv() { return nullptr; }
+
+#endif  // defined(__aarch64__)
+
 Q6_KGemvFn ActiveQ6_KGemv() {
   static const Q6_KGemvFn active = [] {
-    for (const Q6_KGemvFn loop : {Avx512Q6_KGemv(), Avx2Q6_KGemv()}) {
+    for (const Q6_KGemvFn loop :
+         {Avx512Q6_KGemv(), Avx2Q6_KGemv(), NeonDotprodQ6_KGemv(), NeonQ6_KGemv()}) {
       if (loop != nullptr) return loop;
     }
     return PortableQ6_KGemv;

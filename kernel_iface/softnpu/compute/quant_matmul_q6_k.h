@@ -18,7 +18,8 @@
 //   dst[r][c] = MatmulOutputBase(a, r, c) + sum.
 // (The lanes are those of a 512-bit vector of f32 holding two activation
 // blocks: the AVX-512 loop computes them as such, the AVX2 loop as two
-// 256-bit halves, PortableQ6_KGemv one by one.)
+// 256-bit halves, the NEON loops as four 128-bit quarters,
+// PortableQ6_KGemv one by one.)
 //
 // Both loops take 1 <= a.rows <= kQuantGemvMaxRows, a.k a multiple of 256,
 // any n and column range, and write exactly dst rows [0, a.rows) x columns
@@ -41,13 +42,16 @@ using Q6_KGemvFn = void (*)(const MatmulArgs& a, const QuantizedActivations& x,
 void PortableQ6_KGemv(const MatmulArgs& a, const QuantizedActivations& x, size_t col_begin,
                       size_t col_end);
 
-// The AVX-512 (F/BW/VL) and AVX2 loops of x86 CPUs that have those
-// instruction sets, or nullptr where this build or CPU has none.
+// The vector loops, or nullptr where this build or CPU has none: AVX-512
+// (F/BW/VL) and AVX2 on x86; on aarch64 NEON with SDOT (FEAT_DotProd) and
+// plain NEON (every Armv8-A CPU).
 Q6_KGemvFn Avx512Q6_KGemv();
 Q6_KGemvFn Avx2Q6_KGemv();
+Q6_KGemvFn NeonDotprodQ6_KGemv();
+Q6_KGemvFn NeonQ6_KGemv();
 
-// The loop Matmul uses: the first of AVX-512, AVX2 and portable that the
-// CPU runs.
+// The loop Matmul uses: the first of AVX-512, AVX2, NEON SDOT, NEON and
+// portable that the CPU runs.
 Q6_KGemvFn ActiveQ6_KGemv();
 
 }  // namespace lnpu::softnpu::compute
