@@ -1132,6 +1132,91 @@ INSTANTIATE_TEST_SUITE_P(BlockTypes, PanelWeightsTest,
                            return info.param == gguf::GgmlType::kQ4_0 ? "Q4_0" : "Q8_0";
                          });
 
+
+// A Q6_K output projection (npu-compile --weights keep, UAPI 1.6) beside
+// Q8_0 matrices: it runs as copied (the Q8_0 ones then in panels) and as
+// imported weights with the same tokens, a batched step's lanes give what
+// each gives alone, and a device without DRM_LNPU_CAP_DTYPE_Q6_K refuses
+// the artifact at load, naming the fix.
+TEST(Q6_KWeightsTest, OutputProjectionRunsAndNeedsTheCapability) {
+  synthetic::RandomLlamaSpec spec;
+  spec.weight_type = gguf::GgmlType::kQ6_K;
+  spec.dim = 256;
+  spec.n_layers = 2;
+  spec.vocab_size = 320;
+  spec.seed = 45;
+  const std::string dir = NewTempDir();
+  const std::string gguf_path = dir + "/model.gguf";
+  const std::string artifact_path = dir + "/model.lnpu";
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  compiler::CompileOptions options;
+  options.weights = compiler::CompileOptions::WeightType::kKeep;
+  options.max_prompt_len = 40;
+  options.min_response_len = 8;
+  options.prefill_chunks = {8};
+  options.decode_batches = {2};
+  const absl::Status compiled = compiler::CompileGguf(gguf_path, artifact_path, options);
+  ASSERT_TRUE(compiled.ok()) << compiled;
+
+  absl::StatusOr<std::unique_ptr<Device>> opened = Device::Open(lnpu::testing::TestDevice());
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::shared_ptr<Device> device = *std::move(opened);
+  const auto greedy = [](Model& model, std::vector<int32_t> tokens) {
+    std::unique_ptr<Sequence> sequence = *model.CreateSequence();
+    absl::StatusOr<absl::Span<const float>> out = sequence->Forward(tokens);
+    while (out.ok() && tokens.size() < 30) {
+      tokens.push_back(Argmax(*out));
+      out = sequence->Forward(absl::MakeConstSpan(&tokens.back(), 1));
+    }
+    EXPECT_TRUE(out.ok()) << out.status();
+    return tokens;
+  };
+  absl::StatusOr<std::unique_ptr<Model>> copied =
+      Model::Load(device, artifact_path, {.weights = WeightPlacement::kCopy});
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  absl::StatusOr<std::unique_ptr<Model>> imported =
+      Model::Load(device, artifact_path, {.weights = WeightPlacement::kImport});
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  const std::vector<int32_t> prompt = {5, 77, 300, 12, 9, 140, 33, 2, 250, 61, 18};
+  const std::vector<int32_t> tokens = greedy(**copied, prompt);
+  EXPECT_EQ(tokens, greedy(**imported, prompt));
+
+  // Two lanes of one batched step against each lane alone.
+  std::unique_ptr<Sequence> a = *(*copied)->CreateSequence();
+  std::unique_ptr<Sequence> b = *(*copied)->CreateSequence();
+  std::unique_ptr<Sequence> a_alone = *(*copied)->CreateSequence();
+  std::unique_ptr<Sequence> b_alone = *(*copied)->CreateSequence();
+  for (Sequence* s : {a.get(), a_alone.get()}) {
+    ASSERT_TRUE(s->Forward(std::vector<int32_t>{5, 77, 300}).ok());
+  }
+  for (Sequence* s : {b.get(), b_alone.get()}) {
+    ASSERT_TRUE(s->Forward(std::vector<int32_t>{9, 140}).ok());
+  }
+  Sequence* const lanes[] = {a.get(), b.get()};
+  absl::StatusOr<std::unique_ptr<DecodeBatch>> batch = (*copied)->CreateDecodeBatch(lanes);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  const int32_t next[] = {61, 18};
+  const absl::Status stepped = (*batch)->Step(next);
+  ASSERT_TRUE(stepped.ok()) << stepped;
+  EXPECT_EQ(Copy((*batch)->logits(0)), LogitsAfter(*a_alone, 61));
+  EXPECT_EQ(Copy((*batch)->logits(1)), LogitsAfter(*b_alone, 18));
+  batch->reset();
+
+  auto without = std::make_shared<Device>(std::make_unique<ParamOverridingFile>(
+      softnpu::SoftNpu::Default()->Open(), DRM_LNPU_PARAM_CAPABILITIES,
+      Param(*device, DRM_LNPU_PARAM_CAPABILITIES) & ~DRM_LNPU_CAP_DTYPE_Q6_K));
+  absl::StatusOr<std::unique_ptr<Model>> refused = Model::Load(without, artifact_path);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("Q6_K"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("--weights auto"));
+
+  copied->reset();
+  imported->reset();
+  std::remove(artifact_path.c_str());
+  std::remove(gguf_path.c_str());
+  std::remove(dir.c_str());
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, RandomModelTest, ::testing::ValuesIn(RandomCases()),
                          [](const ::testing::TestParamInfo<RandomCase>& info) {
                            return info.param.name;
