@@ -646,5 +646,130 @@ INSTANTIATE_TEST_SUITE_P(PanelDtypes, PanelTest,
                            return info.param == LNPU_DTYPE_Q4_0_P16 ? "Q4_0_P16" : "Q8_0_P16";
                          });
 
+// LNPU_DTYPE_Q6_K weights (since 1.6) through real buffer objects: a
+// MATMUL of 3 rows, k = 512 (two blocks), n = 5 against double sums of the
+// dequantized weights (base/quant_blocks.h) and the device's int8
+// activations; weights running past their buffer, a k that is not a
+// multiple of 256 and a Q6_K GATHER_ROWS table are EINVAL.
+class Q6_KTest : public ExecutionTest {
+ protected:
+  static constexpr uint32_t kRows = 3, kK = 512, kN = 5;
+  static constexpr uint64_t kWeightBytes = uint64_t{kN} * kK / kQ6_KBlock * kQ6_KBlockBytes;
+
+  void SetUp() override {
+    ExecutionTest::SetUp();
+    if ((::lnpu::softnpu::testing::GetParam(*file_, DRM_LNPU_PARAM_CAPABILITIES) &
+         DRM_LNPU_CAP_DTYPE_Q6_K) == 0) {
+      GTEST_SKIP() << "the device lacks DRM_LNPU_CAP_DTYPE_Q6_K";
+    }
+    std::mt19937 rng(1606);
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> scale(0.001f, 0.01f);
+    weight_.resize(kWeightBytes);
+    for (uint8_t& b : weight_) b = static_cast<uint8_t>(byte(rng));
+    for (size_t block = 0; block < kWeightBytes / kQ6_KBlockBytes; ++block) {
+      const uint16_t d = FloatToFloat16(scale(rng));
+      std::memcpy(weight_.data() + block * kQ6_KBlockBytes + kQ6_KDOffset, &d, 2);
+    }
+    std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+    src_.resize(kRows * kK);
+    for (float& x : src_) x = value(rng);
+  }
+
+  static lnpu_cmd_matmul Matmul(uint64_t src, uint64_t weight, uint64_t dst, uint32_t k) {
+    lnpu_cmd_matmul matmul{};
+    matmul.hdr = {LNPU_OP_MATMUL, 0, sizeof(matmul)};
+    matmul.src = src;
+    matmul.weight = weight;
+    matmul.dst = dst;
+    matmul.rows = kRows;
+    matmul.k = k;
+    matmul.n = kN;
+    matmul.weight_dtype = LNPU_DTYPE_Q6_K;
+    return matmul;
+  }
+
+  // Submits `command` alone on the compute engine: the SUBMIT's result.
+  template <typename Command>
+  int SubmitOne(const Command& command, std::vector<uint32_t> buffers) {
+    Submission job;
+    job.cmd_handle = cmd_.handle;
+    job.cmd_size = CommandStream().Add(command).WriteTo(cmd_);
+    job.bo_handles = std::move(buffers);
+    uint64_t fence = 0;
+    const int error = Submit(*file_, job, &fence);
+    return error != 0 ? error : WaitJob(*file_, fence);
+  }
+
+  std::vector<uint8_t> weight_;  // [kN][kK / 256] Q6_K blocks
+  std::vector<float> src_;       // [kRows][kK]
+};
+
+TEST_F(Q6_KTest, MatmulMatchesTheDequantizedWeights) {
+  TestBuffer src = CreateBuffer(*file_, src_.size() * 4);
+  TestBuffer weight = CreateBuffer(*file_, kWeightBytes);
+  TestBuffer dst = CreateBuffer(*file_, 4096);
+  std::memcpy(src.data, src_.data(), src_.size() * 4);
+  std::memcpy(weight.data, weight_.data(), kWeightBytes);
+  ASSERT_EQ(SubmitOne(Matmul(src.device_addr, weight.device_addr, dst.device_addr, kK),
+                      {src.handle, weight.handle, dst.handle}),
+            0);
+  std::vector<float> w(uint64_t{kN} * kK);
+  for (size_t block = 0; block < kWeightBytes / kQ6_KBlockBytes; ++block) {
+    DequantizeQ6_KBlock(weight_.data() + block * kQ6_KBlockBytes, w.data() + block * kQ6_KBlock);
+  }
+  for (size_t r = 0; r < kRows; ++r) {
+    // The device's activations: per 32 values d = max|x| / 127, q = round(x / d).
+    std::vector<double> x(kK);
+    for (size_t b = 0; b < kK / kQuantBlock; ++b) {
+      float amax = 0.0f;
+      for (size_t j = 0; j < kQuantBlock; ++j) {
+        amax = std::max(amax, std::fabs(src_[r * kK + b * kQuantBlock + j]));
+      }
+      const float d = amax / 127.0f;
+      for (size_t j = 0; j < kQuantBlock; ++j) {
+        const size_t i = b * kQuantBlock + j;
+        x[i] = double(d) * std::nearbyint(src_[r * kK + i] * (1.0f / d));
+      }
+    }
+    for (size_t c = 0; c < kN; ++c) {
+      double want = 0, magnitude = 0;
+      for (size_t i = 0; i < kK; ++i) {
+        want += x[i] * w[c * kK + i];
+        magnitude += std::fabs(x[i] * w[c * kK + i]);
+      }
+      float got;
+      std::memcpy(&got, dst.data + (r * kN + c) * 4, 4);
+      EXPECT_NEAR(got, want, 1e-5 * magnitude + 1e-6) << "row " << r << " column " << c;
+    }
+  }
+  for (uint64_t i = uint64_t{kRows} * kN * 4; i < 4096; ++i) ASSERT_EQ(dst.data[i], 0) << i;
+}
+
+TEST_F(Q6_KTest, ShortWeightBadKAndQ6_KTableAreEinval) {
+  TestBuffer src = CreateBuffer(*file_, src_.size() * 4);
+  TestBuffer weight = CreateBuffer(*file_, 4096);
+  TestBuffer dst = CreateBuffer(*file_, 4096);
+  const std::vector<uint32_t> buffers = {src.handle, weight.handle, dst.handle};
+  // Weights that end at the buffer's end run; 2 bytes later (still 2-byte
+  // aligned) they do not fit.
+  const uint64_t at_end = weight.device_addr + weight.size - kWeightBytes;
+  EXPECT_EQ(SubmitOne(Matmul(src.device_addr, at_end + 2, dst.device_addr, kK), buffers), EINVAL);
+  EXPECT_EQ(SubmitOne(Matmul(src.device_addr, at_end, dst.device_addr, kK), buffers), 0);
+  EXPECT_EQ(SubmitOne(Matmul(src.device_addr, weight.device_addr, dst.device_addr, 480), buffers),
+            EINVAL);
+  lnpu_cmd_gather_rows gather{};
+  gather.hdr = {LNPU_OP_GATHER_ROWS, 0, sizeof(gather)};
+  gather.table = weight.device_addr;
+  gather.indices = src.device_addr;
+  gather.dst = dst.device_addr;
+  gather.table_dtype = LNPU_DTYPE_Q6_K;
+  gather.row_len = 256;
+  gather.table_rows = 1;
+  gather.count = 1;
+  std::memset(src.data, 0, 4);  // index 0
+  EXPECT_EQ(SubmitOne(gather, buffers), EINVAL);
+}
+
 }  // namespace
 }  // namespace lnpu::softnpu::testing
