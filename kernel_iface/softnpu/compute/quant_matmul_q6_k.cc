@@ -46,6 +46,42 @@ float SumLanes(const float (&acc)[kLanes]) {
   return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
 }
 
+// run.template operator()<kRows>() for kRows = rows (1 .. kQuantGemvMaxRows).
+template <class Run>
+inline __attribute__((always_inline)) void ForRows(size_t rows, const Run& run) {
+  static_assert(kQuantGemvMaxRows == 4);
+  switch (rows) {
+    case 1: run.template operator()<1>(); return;
+    case 2: run.template operator()<2>(); return;
+    case 3: run.template operator()<3>(); return;
+    default: run.template operator()<4>(); return;
+  }
+}
+
+// Columns [col_begin, col_end) as kStreams equal parts walked in lockstep,
+// then the rest one by one: run(cols) for each step's columns (each part
+// is its own memory stream, so that more cache misses are in flight). The
+// ISA loops pass a lambda compiled for their target, called, not inlined.
+template <size_t kStreams, class Run>
+inline __attribute__((always_inline)) void InLockstep(size_t col_begin, size_t col_end,
+                                                      const Run& run) {
+  const size_t part = (col_end - col_begin) / kStreams;
+  size_t cols[kStreams];
+  for (size_t i = 0; i < part; ++i) {
+    for (size_t j = 0; j < kStreams; ++j) cols[j] = col_begin + j * part + i;
+    run(cols);
+  }
+  for (size_t c = col_begin + kStreams * part; c < col_end; ++c) {
+    const size_t one[1] = {c};
+    run(one);
+  }
+}
+
+// Streams per lockstep step: 4 for 1-2 rows, 2 for 3-4 (whose sums would
+// not fit the registers).
+template <size_t kRows>
+constexpr size_t kStreams = kRows <= 2 ? 4 : 2;
+
 }  // namespace
 
 void PortableQ6_KGemv(const MatmulArgs& a, const QuantizedActivations& x, size_t col_begin,
@@ -189,30 +225,6 @@ LNPU_Q6K_AVX2_INLINE float SumLanesAvx2(__m256 t) {
   return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
 }
 
-// Columns [col_begin, col_end) as kStreams equal parts walked in lockstep,
-// then the rest one by one: run(cols) for each step's columns (each part
-// is its own memory stream, so that more cache misses are in flight). The
-// ISA loops pass a lambda compiled for their target, called, not inlined.
-template <size_t kStreams, class Run>
-inline __attribute__((always_inline)) void InLockstep(size_t col_begin, size_t col_end,
-                                                      const Run& run) {
-  const size_t part = (col_end - col_begin) / kStreams;
-  size_t cols[kStreams];
-  for (size_t i = 0; i < part; ++i) {
-    for (size_t j = 0; j < kStreams; ++j) cols[j] = col_begin + j * part + i;
-    run(cols);
-  }
-  for (size_t c = col_begin + kStreams * part; c < col_end; ++c) {
-    const size_t one[1] = {c};
-    run(one);
-  }
-}
-
-// Streams per lockstep step: 4 for 1-2 rows, 2 for 3-4 (whose sums would
-// not fit the registers).
-template <size_t kRows>
-constexpr size_t kStreams = kRows <= 2 ? 4 : 2;
-
 // Columns cols[0 .. kCols) of rows [0, kRows), their blocks taken in
 // lockstep; lanes 0..7 (even activation blocks) and 8..15 (odd ones) of
 // the order as two 256-bit halves.
@@ -268,25 +280,15 @@ LNPU_Q6K_AVX2_INLINE void Avx2Columns(const MatmulArgs& a, const PreparedRows& x
   }
 }
 
-template <size_t kRows>
-LNPU_Q6K_AVX2_TARGET void Avx2Range(const MatmulArgs& a, const PreparedRows& x,
-                                    size_t col_begin, size_t col_end) {
-  InLockstep<kStreams<kRows>>(
-      col_begin, col_end,
-      [&]<size_t kCols>(const size_t (&cols)[kCols]) LNPU_Q6K_AVX2_TARGET {
-        Avx2Columns<kRows, kCols>(a, x, cols);
-      });
-}
-
 LNPU_Q6K_AVX2_TARGET void Avx2Gemv(const MatmulArgs& a, const QuantizedActivations& x,
                                    size_t col_begin, size_t col_end) {
   const PreparedRows rows = PrepareRows(a, x, false);
-  switch (a.rows) {
-    case 1: Avx2Range<1>(a, rows, col_begin, col_end); return;
-    case 2: Avx2Range<2>(a, rows, col_begin, col_end); return;
-    case 3: Avx2Range<3>(a, rows, col_begin, col_end); return;
-    default: Avx2Range<4>(a, rows, col_begin, col_end); return;
-  }
+  ForRows(a.rows, [&]<size_t kRows>() LNPU_Q6K_AVX2_TARGET {
+    InLockstep<kStreams<kRows>>(
+        col_begin, col_end, [&]<size_t kCols>(const size_t (&cols)[kCols]) LNPU_Q6K_AVX2_TARGET {
+          Avx2Columns<kRows, kCols>(a, rows, cols);
+        });
+  });
 }
 
 #define LNPU_Q6K_AVX512_TARGET \
@@ -388,25 +390,15 @@ LNPU_Q6K_AVX512_INLINE void Avx512Columns(const MatmulArgs& a, const PreparedRow
   }
 }
 
-template <size_t kRows>
-LNPU_Q6K_AVX512_TARGET void Avx512Range(const MatmulArgs& a, const PreparedRows& x,
-                                        size_t col_begin, size_t col_end) {
-  InLockstep<kStreams<kRows>>(
-      col_begin, col_end,
-      [&]<size_t kCols>(const size_t (&cols)[kCols]) LNPU_Q6K_AVX512_TARGET {
-        Avx512Columns<kRows, kCols>(a, x, cols);
-      });
-}
-
 LNPU_Q6K_AVX512_TARGET void Avx512Gemv(const MatmulArgs& a, const QuantizedActivations& x,
                                        size_t col_begin, size_t col_end) {
   const PreparedRows rows = PrepareRows(a, x, true);
-  switch (a.rows) {
-    case 1: Avx512Range<1>(a, rows, col_begin, col_end); return;
-    case 2: Avx512Range<2>(a, rows, col_begin, col_end); return;
-    case 3: Avx512Range<3>(a, rows, col_begin, col_end); return;
-    default: Avx512Range<4>(a, rows, col_begin, col_end); return;
-  }
+  ForRows(a.rows, [&]<size_t kRows>() LNPU_Q6K_AVX512_TARGET {
+    InLockstep<kStreams<kRows>>(
+        col_begin, col_end, [&]<size_t kCols>(const size_t (&cols)[kCols]) LNPU_Q6K_AVX512_TARGET {
+          Avx512Columns<kRows, kCols>(a, rows, cols);
+        });
+  });
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 // (a namespace with `int32x4_t Dot4(int8x16_t q, int8x16_t x)`, lane j the
 // sum of products 4j .. 4j + 3), each time under that way's target. Both
 // ways give the same exact lanes, so the same bits. Not a standalone
-// header: the includer provides <arm_neon.h>, the constants and
-// BlockScale.
+// header: the includer provides <arm_neon.h>, the constants, BlockScale
+// and ForRows.
 
 // The q - 32 (-32 .. 31) of a block's activation blocks b = 0 .. 7, 32
 // each as two vectors of 16.
@@ -85,12 +85,7 @@ inline void NeonColumn(const MatmulArgs& a, const QuantizedActivations& x, size_
 
 void Gemv(const MatmulArgs& a, const QuantizedActivations& x, size_t col_begin,
           size_t col_end) {
-  for (size_t c = col_begin; c < col_end; ++c) {
-    switch (a.rows) {
-      case 1: NeonColumn<1>(a, x, c); break;
-      case 2: NeonColumn<2>(a, x, c); break;
-      case 3: NeonColumn<3>(a, x, c); break;
-      default: NeonColumn<4>(a, x, c); break;
-    }
-  }
+  ForRows(a.rows, [&]<size_t kRows>() {
+    for (size_t c = col_begin; c < col_end; ++c) NeonColumn<kRows>(a, x, c);
+  });
 }
