@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "base/status_macros.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/synthetic/random_llama.h"
 #include "gmock/gmock.h"
@@ -1036,6 +1037,48 @@ TEST_P(RandomModelTest, ChunkingDoesNotChangeTheLogits) {
 // the model decodes what the artifact's layout decodes (the f32 sums differ
 // only in their order). Imported weights and panel_weights = false keep the
 // layout.
+// A random model of `spec` compiled small (prompts of up to 40 tokens,
+// prefill chunks of 8, a 2-lane batched decode graph) with `weights`, into
+// `dir`: the GGUF's and the artifact's paths.
+struct SmallModel {
+  std::string gguf_path, artifact_path;
+};
+absl::StatusOr<SmallModel> CompileSmallModel(const synthetic::RandomLlamaSpec& spec,
+                                             compiler::CompileOptions::WeightType weights,
+                                             const std::string& dir) {
+  SmallModel model{dir + "/model.gguf", dir + "/model.lnpu"};
+  LNPU_RETURN_IF_ERROR(synthetic::WriteRandomLlamaGguf(spec, model.gguf_path));
+  compiler::CompileOptions options;
+  options.weights = weights;
+  options.max_prompt_len = 40;
+  options.min_response_len = 8;
+  options.prefill_chunks = {8};
+  options.decode_batches = {2};
+  LNPU_RETURN_IF_ERROR(compiler::CompileGguf(model.gguf_path, model.artifact_path, options));
+  return model;
+}
+
+// A 2-lane batched step of `model` (a SmallModel) gives each lane's logits
+// of its solo step bit for bit.
+void ExpectBatchedLanesEqualEachAlone(Model& model) {
+  std::unique_ptr<Sequence> a = *model.CreateSequence();
+  std::unique_ptr<Sequence> b = *model.CreateSequence();
+  ASSERT_TRUE(a->Forward(std::vector<int32_t>{5, 77, 300}).ok());
+  ASSERT_TRUE(b->Forward(std::vector<int32_t>{9, 140}).ok());
+  std::unique_ptr<Sequence> a_alone = *model.CreateSequence();
+  std::unique_ptr<Sequence> b_alone = *model.CreateSequence();
+  ASSERT_TRUE(a_alone->Forward(std::vector<int32_t>{5, 77, 300}).ok());
+  ASSERT_TRUE(b_alone->Forward(std::vector<int32_t>{9, 140}).ok());
+  Sequence* const lanes[] = {a.get(), b.get()};
+  absl::StatusOr<std::unique_ptr<DecodeBatch>> batch = model.CreateDecodeBatch(lanes);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  const int32_t next[] = {61, 18};
+  const absl::Status stepped = (*batch)->Step(next);
+  ASSERT_TRUE(stepped.ok()) << stepped;
+  EXPECT_EQ(Copy((*batch)->logits(0)), LogitsAfter(*a_alone, 61));
+  EXPECT_EQ(Copy((*batch)->logits(1)), LogitsAfter(*b_alone, 18));
+}
+
 class PanelWeightsTest : public ::testing::TestWithParam<gguf::GgmlType> {};
 
 TEST_P(PanelWeightsTest, CopiedMatricesRunAsPanelsWithTheSameResults) {
@@ -1047,16 +1090,11 @@ TEST_P(PanelWeightsTest, CopiedMatricesRunAsPanelsWithTheSameResults) {
   spec.vocab_size = 320;
   spec.seed = 44;
   const std::string dir = NewTempDir();
-  const std::string gguf_path = dir + "/model.gguf";
-  const std::string artifact_path = dir + "/model.lnpu";
-  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
-  compiler::CompileOptions options;
-  options.max_prompt_len = 40;
-  options.min_response_len = 8;
-  options.prefill_chunks = {8};
-  options.decode_batches = {2};
-  const absl::Status compiled = compiler::CompileGguf(gguf_path, artifact_path, options);
-  ASSERT_TRUE(compiled.ok()) << compiled;
+  absl::StatusOr<SmallModel> compiled =
+      CompileSmallModel(spec, compiler::CompileOptions::WeightType::kAuto, dir);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const std::string& gguf_path = compiled->gguf_path;
+  const std::string& artifact_path = compiled->artifact_path;
 
   absl::StatusOr<std::unique_ptr<Device>> opened = Device::Open(lnpu::testing::TestDevice());
   ASSERT_TRUE(opened.ok()) << opened.status();
@@ -1101,22 +1139,7 @@ TEST_P(PanelWeightsTest, CopiedMatricesRunAsPanelsWithTheSameResults) {
 
   // The batched decode graphs read the panels too: two lanes give what
   // each gives alone.
-  std::unique_ptr<Sequence> a = *panels->CreateSequence();
-  std::unique_ptr<Sequence> b = *panels->CreateSequence();
-  ASSERT_TRUE(a->Forward(std::vector<int32_t>{5, 77, 300}).ok());
-  ASSERT_TRUE(b->Forward(std::vector<int32_t>{9, 140}).ok());
-  std::unique_ptr<Sequence> a_alone = *panels->CreateSequence();
-  std::unique_ptr<Sequence> b_alone = *panels->CreateSequence();
-  ASSERT_TRUE(a_alone->Forward(std::vector<int32_t>{5, 77, 300}).ok());
-  ASSERT_TRUE(b_alone->Forward(std::vector<int32_t>{9, 140}).ok());
-  Sequence* const lanes[] = {a.get(), b.get()};
-  absl::StatusOr<std::unique_ptr<DecodeBatch>> batch = panels->CreateDecodeBatch(lanes);
-  ASSERT_TRUE(batch.ok()) << batch.status();
-  const int32_t next[] = {61, 18};
-  const absl::Status stepped = (*batch)->Step(next);
-  ASSERT_TRUE(stepped.ok()) << stepped;
-  EXPECT_EQ(Copy((*batch)->logits(0)), LogitsAfter(*a_alone, 61));
-  EXPECT_EQ(Copy((*batch)->logits(1)), LogitsAfter(*b_alone, 18));
+  ExpectBatchedLanesEqualEachAlone(*panels);
 
   panels.reset();
   layout.reset();
@@ -1146,17 +1169,11 @@ TEST(Q6_KWeightsTest, OutputProjectionRunsAndNeedsTheCapability) {
   spec.vocab_size = 320;
   spec.seed = 45;
   const std::string dir = NewTempDir();
-  const std::string gguf_path = dir + "/model.gguf";
-  const std::string artifact_path = dir + "/model.lnpu";
-  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
-  compiler::CompileOptions options;
-  options.weights = compiler::CompileOptions::WeightType::kKeep;
-  options.max_prompt_len = 40;
-  options.min_response_len = 8;
-  options.prefill_chunks = {8};
-  options.decode_batches = {2};
-  const absl::Status compiled = compiler::CompileGguf(gguf_path, artifact_path, options);
-  ASSERT_TRUE(compiled.ok()) << compiled;
+  absl::StatusOr<SmallModel> compiled =
+      CompileSmallModel(spec, compiler::CompileOptions::WeightType::kKeep, dir);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const std::string& gguf_path = compiled->gguf_path;
+  const std::string& artifact_path = compiled->artifact_path;
 
   absl::StatusOr<std::unique_ptr<Device>> opened = Device::Open(lnpu::testing::TestDevice());
   ASSERT_TRUE(opened.ok()) << opened.status();
@@ -1181,26 +1198,7 @@ TEST(Q6_KWeightsTest, OutputProjectionRunsAndNeedsTheCapability) {
   const std::vector<int32_t> tokens = greedy(**copied, prompt);
   EXPECT_EQ(tokens, greedy(**imported, prompt));
 
-  // Two lanes of one batched step against each lane alone.
-  std::unique_ptr<Sequence> a = *(*copied)->CreateSequence();
-  std::unique_ptr<Sequence> b = *(*copied)->CreateSequence();
-  std::unique_ptr<Sequence> a_alone = *(*copied)->CreateSequence();
-  std::unique_ptr<Sequence> b_alone = *(*copied)->CreateSequence();
-  for (Sequence* s : {a.get(), a_alone.get()}) {
-    ASSERT_TRUE(s->Forward(std::vector<int32_t>{5, 77, 300}).ok());
-  }
-  for (Sequence* s : {b.get(), b_alone.get()}) {
-    ASSERT_TRUE(s->Forward(std::vector<int32_t>{9, 140}).ok());
-  }
-  Sequence* const lanes[] = {a.get(), b.get()};
-  absl::StatusOr<std::unique_ptr<DecodeBatch>> batch = (*copied)->CreateDecodeBatch(lanes);
-  ASSERT_TRUE(batch.ok()) << batch.status();
-  const int32_t next[] = {61, 18};
-  const absl::Status stepped = (*batch)->Step(next);
-  ASSERT_TRUE(stepped.ok()) << stepped;
-  EXPECT_EQ(Copy((*batch)->logits(0)), LogitsAfter(*a_alone, 61));
-  EXPECT_EQ(Copy((*batch)->logits(1)), LogitsAfter(*b_alone, 18));
-  batch->reset();
+  ExpectBatchedLanesEqualEachAlone(**copied);
 
   auto without = std::make_shared<Device>(std::make_unique<ParamOverridingFile>(
       softnpu::SoftNpu::Default()->Open(), DRM_LNPU_PARAM_CAPABILITIES,

@@ -303,6 +303,21 @@ TEST_F(JobTimeoutTest, LongJobIsAbortedAndItsFileBanned) {
   EXPECT_EQ(WaitJob(*other, other_fence), 0);
 }
 
+// A MATMUL without bias or accumulation.
+lnpu_cmd_matmul MatmulCommand(uint64_t src, uint64_t weight, uint64_t dst, uint32_t rows,
+                              uint32_t k, uint32_t n, uint32_t dtype) {
+  lnpu_cmd_matmul matmul{};
+  matmul.hdr = {LNPU_OP_MATMUL, 0, sizeof(matmul)};
+  matmul.src = src;
+  matmul.weight = weight;
+  matmul.dst = dst;
+  matmul.rows = rows;
+  matmul.k = k;
+  matmul.n = n;
+  matmul.weight_dtype = dtype;
+  return matmul;
+}
+
 // The panel dtypes through real buffer objects: panel_dtype() (since
 // 1.4) and LNPU_DTYPE_Q4_0_P16 (since 1.5, the test's parameter), a weight
 // matrix of n = 40 rows (two whole panels and a partial one, padded to 48
@@ -351,16 +366,7 @@ class PanelTest : public ExecutionTest, public ::testing::WithParamInterface<uin
 
   static lnpu_cmd_matmul Matmul(uint64_t src, uint64_t weight, uint64_t dst,
                                 uint32_t n, uint32_t dtype) {
-    lnpu_cmd_matmul matmul{};
-    matmul.hdr = {LNPU_OP_MATMUL, 0, sizeof(matmul)};
-    matmul.src = src;
-    matmul.weight = weight;
-    matmul.dst = dst;
-    matmul.rows = kRows;
-    matmul.k = kK;
-    matmul.n = n;
-    matmul.weight_dtype = dtype;
-    return matmul;
+    return MatmulCommand(src, weight, dst, kRows, kK, n, dtype);
   }
 
   static lnpu_cmd_gather_rows Gather(uint64_t table, uint64_t indices,
@@ -677,16 +683,7 @@ class Q6_KTest : public ExecutionTest {
   }
 
   static lnpu_cmd_matmul Matmul(uint64_t src, uint64_t weight, uint64_t dst, uint32_t k) {
-    lnpu_cmd_matmul matmul{};
-    matmul.hdr = {LNPU_OP_MATMUL, 0, sizeof(matmul)};
-    matmul.src = src;
-    matmul.weight = weight;
-    matmul.dst = dst;
-    matmul.rows = kRows;
-    matmul.k = k;
-    matmul.n = kN;
-    matmul.weight_dtype = LNPU_DTYPE_Q6_K;
-    return matmul;
+    return MatmulCommand(src, weight, dst, kRows, k, kN, LNPU_DTYPE_Q6_K);
   }
 
   // Submits `command` alone on the compute engine: the SUBMIT's result.

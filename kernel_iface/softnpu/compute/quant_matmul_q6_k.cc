@@ -46,6 +46,15 @@ float SumLanes(const float (&acc)[kLanes]) {
   return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
 }
 
+// Prefetches the bytes of the block kPrefetchBytes after `block` of a
+// column (a column's blocks are one sequential stream).
+constexpr size_t kPrefetchBytes = 2048;
+inline __attribute__((always_inline)) void PrefetchAhead(const uint8_t* block) {
+  for (size_t line = 0; line < kQ6_KBlockBytes; line += 64) {
+    __builtin_prefetch(block + kPrefetchBytes + line);
+  }
+}
+
 // run.template operator()<kRows>() for kRows = rows (1 .. kQuantGemvMaxRows).
 template <class Run>
 inline __attribute__((always_inline)) void ForRows(size_t rows, const Run& run) {
@@ -126,9 +135,6 @@ namespace {
 #define LNPU_Q6K_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 #define LNPU_Q6K_AVX2_INLINE inline __attribute__((always_inline)) LNPU_Q6K_AVX2_TARGET
 
-// How far ahead of its reads a column prefetches (the columns of a range
-// are consecutive, so this is one sequential stream).
-constexpr size_t kPrefetchBytes = 2048;
 
 // Row r's activations prepared for the loops: q, block scales, per pair of
 // activations 32 * (x[2m] + x[2m + 1]) (subtracted from maddubs's pair
@@ -242,9 +248,7 @@ LNPU_Q6K_AVX2_INLINE void Avx2Columns(const MatmulArgs& a, const PreparedRows& x
 #pragma GCC unroll 4
     for (size_t j = 0; j < kCols; ++j) {
       const uint8_t* block = weights + cols[j] * row_bytes + s * kQ6_KBlockBytes;
-      for (size_t line = 0; line < kQ6_KBlockBytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + line), _MM_HINT_T0);
-      }
+      PrefetchAhead(block);
       __m256i q[kActBlocks];
       __m256i scales[kActBlocks];
       UnpackQuants(block, q);
@@ -355,9 +359,7 @@ LNPU_Q6K_AVX512_INLINE void Avx512Columns(const MatmulArgs& a, const PreparedRow
 #pragma GCC unroll 4
     for (size_t j = 0; j < kCols; ++j) {
       const uint8_t* block = weights + cols[j] * row_bytes + s * kQ6_KBlockBytes;
-      for (size_t line = 0; line < kQ6_KBlockBytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(block + kPrefetchBytes + line), _MM_HINT_T0);
-      }
+      PrefetchAhead(block);
       __m512i q[4];
       __m512i scales[4];
       UnpackQuantPairs(block, q);

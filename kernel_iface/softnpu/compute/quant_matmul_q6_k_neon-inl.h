@@ -3,8 +3,8 @@
 // (a namespace with `int32x4_t Dot4(int8x16_t q, int8x16_t x)`, lane j the
 // sum of products 4j .. 4j + 3), each time under that way's target. Both
 // ways give the same exact lanes, so the same bits. Not a standalone
-// header: the includer provides <arm_neon.h>, the constants, BlockScale
-// and ForRows.
+// header: the includer provides <arm_neon.h>, the constants, BlockScale,
+// PrefetchAhead and ForRows.
 
 // The q - 32 (-32 .. 31) of a block's activation blocks b = 0 .. 7, 32
 // each as two vectors of 16.
@@ -43,10 +43,7 @@ inline void NeonColumn(const MatmulArgs& a, const QuantizedActivations& x, size_
   }
   for (size_t s = 0; s < blocks; ++s) {
     const uint8_t* block = column + s * kQ6_KBlockBytes;
-    __builtin_prefetch(block + 1024);
-    __builtin_prefetch(block + 1024 + 64);
-    __builtin_prefetch(block + 1024 + 128);
-    __builtin_prefetch(block + 1024 + 192);
+    PrefetchAhead(block);
     int8x16_t q[kActBlocks][2];
     UnpackCenteredQuants(block, q);
     const auto* sc = reinterpret_cast<const int8_t*>(block + kQ6_KScalesOffset);
