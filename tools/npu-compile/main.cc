@@ -240,6 +240,7 @@ const char* DtypeName(uint32_t dtype) {
     case LNPU_DTYPE_F16: return "F16";
     case LNPU_DTYPE_Q8_0: return "Q8_0";
     case LNPU_DTYPE_Q4_0: return "Q4_0";
+    case LNPU_DTYPE_Q6_K: return "Q6_K";
     default: return "other";
   }
 }
