@@ -295,6 +295,16 @@ LNPU_Q6K_AVX2_TARGET void Avx2Gemv(const MatmulArgs& a, const QuantizedActivatio
   });
 }
 
+// GCC 12 reports the deliberate self-initialization of _mm512_undefined_*()
+// inside intrinsics such as _mm512_inserti64x4 as (maybe-)uninitialized
+// once inlined (GCC bug 105593). (Clang has no -Wmaybe-uninitialized and
+// would warn about the pragma.)
+#pragma GCC diagnostic push
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 #define LNPU_Q6K_AVX512_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define LNPU_Q6K_AVX512_INLINE inline __attribute__((always_inline)) LNPU_Q6K_AVX512_TARGET
@@ -402,6 +412,8 @@ LNPU_Q6K_AVX512_TARGET void Avx512Gemv(const MatmulArgs& a, const QuantizedActiv
         });
   });
 }
+
+#pragma GCC diagnostic pop
 
 }  // namespace
 
