@@ -21,7 +21,7 @@
 // 256-bit halves, the NEON loops as four 128-bit quarters,
 // PortableQ6_KGemv one by one.)
 //
-// Both loops take 1 <= a.rows <= kQuantGemvMaxRows, a.k a multiple of 256,
+// Every loop takes 1 <= a.rows <= kQuantGemvMaxRows, a.k a multiple of 256,
 // any n and column range, and write exactly dst rows [0, a.rows) x columns
 // [col_begin, col_end). Thread-safe on disjoint ranges (per-thread scratch
 // is thread_local).
@@ -37,8 +37,8 @@ namespace lnpu::softnpu::compute {
 using Q6_KGemvFn = void (*)(const MatmulArgs& a, const QuantizedActivations& x,
                             size_t col_begin, size_t col_end);
 
-// The order above in plain C++: the loop of CPUs without AVX2, and the
-// tests' reference.
+// The order above in plain C++: the loop of CPUs with neither AVX2 nor
+// NEON, and the tests' reference.
 void PortableQ6_KGemv(const MatmulArgs& a, const QuantizedActivations& x, size_t col_begin,
                       size_t col_end);
 
