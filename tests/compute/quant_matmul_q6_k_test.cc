@@ -56,6 +56,7 @@ Activations Quantize(const std::vector<float>& src, size_t rows, size_t k) {
 // byte random but the f16 block scale, a small positive or negative
 // finite), bias and an old dst.
 struct Case {
+  Case(size_t rows, size_t k, size_t n) : rows(rows), k(k), n(n) {}
   size_t rows, k, n;
   std::vector<float> src;
   Activations x;
@@ -66,7 +67,7 @@ struct Case {
 Case MakeCase(std::mt19937& rng, size_t rows, size_t k, size_t n) {
   std::uniform_real_distribution<float> dist(-2, 2);
   std::uniform_int_distribution<int> byte(0, 255);
-  Case t{rows, k, n};
+  Case t(rows, k, n);
   t.src.resize(rows * k);
   for (float& v : t.src) v = dist(rng);
   for (size_t i = 0; i < t.src.size(); i += 37) t.src[i] *= 20;  // outliers
@@ -255,7 +256,7 @@ TEST(Q6_KMatmulTest, ExtremeValuesDoNotOverflow) {
   const size_t k = 512, n = 4;
   for (const auto& [q, sc, x] : {std::tuple{0, -128, 127.0f}, {63, 127, 127.0f},
                                  {0, 127, -127.0f}, {63, -128, -127.0f}}) {
-    Case t{1, k, n};
+    Case t(1, k, n);
     t.src.assign(k, x);
     t.x = Quantize(t.src, 1, k);
     t.weight.assign(n * k / kQ6_KBlock * kQ6_KBlockBytes, 0);
