@@ -105,13 +105,13 @@ void ConvertToF32(WeightType type, const void* src, float* dst,
       }
       return;
     }
-    case WeightType::kQ6_K: {
-      const auto* bytes = static_cast<const uint8_t*>(src);
-      for (size_t b = 0; b < count / kQ6_KBlock; ++b) {
-        DequantizeQ6_KBlock(bytes + b * kQ6_KBlockBytes, dst + b * kQ6_KBlock);
-      }
-      return;
-    }
+    case WeightType::kQ6_K:
+      // Validation admits Q6_K as a MATMUL weight only (no table, no KV
+      // cache), and matmuls read it through their own loops.
+      std::fprintf(stderr,
+                   "softnpu: ConvertToF32 called with Q6_K (a MATMUL weight "
+                   "type only)\n");
+      std::abort();
     case WeightType::kQ8_0P16:
     case WeightType::kQ4_0P16:
       // A row's blocks are spread over its panel, not contiguous: callers

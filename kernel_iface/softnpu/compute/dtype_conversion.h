@@ -12,11 +12,12 @@
 
 namespace lnpu::softnpu::compute {
 
-// dst[i] = f32(src[i]) for `count` weights of `type` (for Q8_0 / Q4_0 /
-// Q6_K a whole number of blocks starting at a block boundary); no overlap. Not for
-// the panel types, whose rows are not contiguous (aborts): gather a row's
-// blocks with P16RowToBlocks (base/quant_blocks.h) and convert them as
-// their block type (BlockTypeOf).
+// dst[i] = f32(src[i]) for `count` weights of `type` (for Q8_0 / Q4_0 a
+// whole number of blocks starting at a block boundary); no overlap. Not for
+// Q6_K, a MATMUL weight type only, nor for the panel types, whose rows are
+// not contiguous (both abort): for a panel row, gather its blocks with
+// P16RowToBlocks (base/quant_blocks.h) and convert them as their block type
+// (BlockTypeOf).
 void ConvertToF32(WeightType type, const void* src, float* dst, size_t count);
 
 // dst[i] = binary16(src[i]) rounded to nearest even, for `count` values; no
