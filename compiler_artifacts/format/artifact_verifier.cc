@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/quant_blocks.h"
 #include "base/status_macros.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
@@ -614,7 +615,7 @@ bool IsBlockQuantized(uint32_t dtype) {
 uint64_t WeightBytes(uint32_t dtype, uint64_t row_len, uint64_t rows) {
   if (dtype == LNPU_DTYPE_Q6_K) {
     if (row_len % LNPU_Q6_K_BLOCK != 0) return 0;
-    return row_len / LNPU_Q6_K_BLOCK * 210 * rows;
+    return row_len / LNPU_Q6_K_BLOCK * kQ6_KBlockBytes * rows;
   }
   if (IsBlockQuantized(dtype)) {
     if (row_len % LNPU_QUANT_BLOCK != 0) return 0;

@@ -135,7 +135,6 @@ namespace {
 #define LNPU_Q6K_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 #define LNPU_Q6K_AVX2_INLINE inline __attribute__((always_inline)) LNPU_Q6K_AVX2_TARGET
 
-
 // Row r's activations prepared for the loops: q, block scales, per pair of
 // activations 32 * (x[2m] + x[2m + 1]) (subtracted from maddubs's pair
 // sums, it turns q into q - 32), and for the AVX-512 loop the block scales
