@@ -379,16 +379,23 @@ struct P16Operands {
 
 // The operands of group g of block b of a panel (first byte `panel`) for
 // pass `pass`: Q8_0 shifted by kWeightOffset<Q8_0>; Q4_0 low then high
-// nibbles (0..15). Pass 0 prefetches the group prefetch_offset ahead.
-template <class W>
+// nibbles (0..15). Pass 0 prefetches the group prefetch_offset ahead; with
+// kTied in one instruction pair with the load (Isa::LoadIPrefetching).
+// Separate _mm_prefetch calls let the compiler issue a block's prefetches
+// in bursts: on the Intel (AMX) VM the 1-row GEMVs then read up to 9% less
+// from DRAM, while the pairs cost the 4-row GEMV, which computes more per
+// byte, 10% in cache (docs/performance.md, "Panel prefetches").
+template <class W, bool kTied>
 LNPU_QM_INLINE P16Operands<W> P16GroupOperands(const uint8_t* panel, size_t b, size_t g,
                                                size_t pass, size_t prefetch_offset) {
   const uint8_t* group =
       panel + b * P16BlockQuantBytes(W::kBlockBytes) + g * kP16GroupBytes;
-  if (pass == 0) {
+  const auto* at = reinterpret_cast<const int32_t*>(group + pass * 4 * kP16Lanes);
+  if (pass == 0 && !kTied) {
     _mm_prefetch(reinterpret_cast<const char*>(group + prefetch_offset), _MM_HINT_T0);
   }
-  const auto w = Isa::LoadI(reinterpret_cast<const int32_t*>(group + pass * 4 * kP16Lanes));
+  const auto w =
+      pass == 0 && kTied ? Isa::LoadIPrefetching(at, group + prefetch_offset) : Isa::LoadI(at);
   if constexpr (W::kNibbles) {
     return {{Isa::LowNibbles(w), Isa::HighNibbles(w)}};
   } else if constexpr (kWeightOffset<Q8_0> == 0) {
@@ -397,6 +404,16 @@ LNPU_QM_INLINE P16Operands<W> P16GroupOperands(const uint8_t* panel, size_t b, s
     return {{Isa::XorByte0x80(w)}};
   }
 }
+
+// How far ahead P16Sums prefetches: `quants` bytes from each quant group
+// (P16GroupOperands), `scales` bytes from each block's scales. A panel's
+// scales follow all its quants, so prefetched only a few KiB ahead they
+// would be read before their prefetch (at the start of each panel); the
+// GEMV prefetches them from the same stream's next panel instead.
+struct P16PrefetchAhead {
+  size_t quants;
+  size_t scales;
+};
 
 // The f32 weight scales of pass `pass`'s columns of block b of a panel whose
 // scales start at `scales`; pass 0 prefetches them (every second block:
@@ -449,14 +466,15 @@ constexpr bool kP16WordsAcrossPanels =
 
 // acc[s][r] = the sums of pass `pass`'s columns of panels[s] (first bytes of
 // the kPanels panels) for the kRows rows, over all blocks in order; each
-// group is prefetched prefetch_offset bytes ahead. The integer sums are
+// quant group and block's scales are prefetched `ahead`. The integer sums are
 // exact in any order, so both loop orders give the same bits.
 template <class W, size_t kRows, size_t kPanels>
 LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t blocks, size_t pass,
-                            const P16Activations<kRows>& x, size_t prefetch_offset,
+                            const P16Activations<kRows>& x, P16PrefetchAhead ahead,
                             typename Isa::VF (&acc)[kPanels][kRows]) {
   using VI = typename Isa::VI;
   constexpr size_t kOperands = kP16GroupOperands<W>;
+  constexpr bool kTied = kRows <= 2;  // P16GroupOperands
   const size_t scales_offset = blocks * P16BlockQuantBytes(W::kBlockBytes);
   for (size_t b = 0; b < blocks; ++b) {
     if constexpr (kP16WordsAcrossPanels<kRows, kPanels>) {
@@ -476,7 +494,7 @@ LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t bloc
         }
 #pragma GCC unroll 4
         for (size_t s = 0; s < kPanels; ++s) {
-          const auto w = P16GroupOperands<W>(panels[s], b, g, pass, prefetch_offset);
+          const auto w = P16GroupOperands<W, kTied>(panels[s], b, g, pass, ahead.quants);
 #pragma GCC unroll 2
           for (size_t o = 0; o < kOperands; ++o) {
 #pragma GCC unroll 4
@@ -488,7 +506,7 @@ LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t bloc
       }
 #pragma GCC unroll 4
       for (size_t s = 0; s < kPanels; ++s) {
-        const auto dw = P16ScalesOfBlock(panels[s] + scales_offset, b, pass, prefetch_offset);
+        const auto dw = P16ScalesOfBlock(panels[s] + scales_offset, b, pass, ahead.scales);
 #pragma GCC unroll 4
         for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[s][r], dw, x, r, b, acc[s][r]);
       }
@@ -500,7 +518,7 @@ LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t bloc
         for (size_t r = 0; r < kRows; ++r) dot[r] = P16DotStart<W>(x, r, b);
 #pragma GCC unroll 8
         for (size_t g = 0; g < kP16Groups<W>; ++g) {
-          const auto w = P16GroupOperands<W>(panels[s], b, g, pass, prefetch_offset);
+          const auto w = P16GroupOperands<W, kTied>(panels[s], b, g, pass, ahead.quants);
 #pragma GCC unroll 2
           for (size_t o = 0; o < kOperands; ++o) {
 #pragma GCC unroll 4
@@ -509,7 +527,7 @@ LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t bloc
             }
           }
         }
-        const auto dw = P16ScalesOfBlock(panels[s] + scales_offset, b, pass, prefetch_offset);
+        const auto dw = P16ScalesOfBlock(panels[s] + scales_offset, b, pass, ahead.scales);
 #pragma GCC unroll 4
         for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[r], dw, x, r, b, acc[s][r]);
       }
@@ -550,7 +568,7 @@ LNPU_QM_INLINE void P16Store(const MatmulArgs& a, size_t first, size_t col_begin
 template <class W, size_t kRows, size_t kPanels>
 LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& x,
                               const size_t (&panel_index)[kPanels], size_t col_begin,
-                              size_t col_end, size_t prefetch_offset) {
+                              size_t col_end, P16PrefetchAhead ahead) {
   const size_t blocks = a.k / kQuantBlock;
   const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, blocks);
   const uint8_t* panels[kPanels];
@@ -566,7 +584,7 @@ LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& 
 #pragma GCC unroll 4
       for (size_t r = 0; r < kRows; ++r) acc[s][r] = Isa::ZeroF();
     }
-    P16Sums<W, kRows, kPanels>(panels, blocks, pass, x, prefetch_offset, acc);
+    P16Sums<W, kRows, kPanels>(panels, blocks, pass, x, ahead, acc);
 #pragma GCC unroll 4
     for (size_t s = 0; s < kPanels; ++s) {
       P16Store<kRows>(a, panel_index[s] * kP16Rows + pass * kP16Lanes, col_begin, col_end,
@@ -601,8 +619,10 @@ struct P16GemvOf {
       const P16Activations<kRows> rows = P16RowsOf<W, kRows>(a, x, 0, corrections.data());
       const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, a.k / kQuantBlock);
       const auto step = [&]<size_t kPanels>(const size_t (&panels)[kPanels], size_t group) {
-        P16Panels<W, kRows, kPanels>(a, rows, panels, col_begin, col_end,
-                                     std::min(group * panel_bytes, kP16GemvPrefetchBytes));
+        P16Panels<W, kRows, kPanels>(
+            a, rows, panels, col_begin, col_end,
+            {.quants = std::min(group * panel_bytes, kP16GemvPrefetchBytes),
+             .scales = group * panel_bytes});
       };
       size_t p = col_begin / kP16Rows;
       const size_t p_end = (col_end + kP16Rows - 1) / kP16Rows;
@@ -625,8 +645,9 @@ struct P16GemmOf {
       const P16Activations<kRows> rows = P16RowsOf<W, kRows>(a, x, row, corrections);
       MatmulArgs tile = a;
       tile.dst = a.dst + row * a.n;
+      const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, a.k / kQuantBlock);
       P16Panels<W, kRows, 1>(tile, rows, {panel}, col_begin, col_end,
-                             P16PanelBytes(W::kBlockBytes, a.k / kQuantBlock));
+                             {.quants = panel_bytes, .scales = panel_bytes});
     }
   };
 };

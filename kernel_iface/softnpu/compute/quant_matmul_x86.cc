@@ -43,8 +43,9 @@ struct Q4_0 {
 //                         count): p[i] += v[i] for i < count,
 //                         XorByte0x80 (every byte's sign bit flipped),
 //                         LowNibbles / HighNibbles (each byte's low / high
-//                         4 bits as 0..15) and LoadF16(p): kLanes f16 at
-//                         p as f32;
+//                         4 bits as 0..15), LoadF16(p): kLanes f16 at
+//                         p as f32, and LoadIPrefetching(p, ahead): LoadI(p)
+//                         followed by a T0 prefetch of `ahead`;
 //   kPanelVectors,        the GEMM register tile: kTileRows activation rows
 //   kTileRows             x kPanelVectors vectors of columns.
 
@@ -60,6 +61,14 @@ struct Vectors256 {
   static LNPU_QM_AVX2_INLINE VI Set1I(int32_t v) { return _mm256_set1_epi32(v); }
   static LNPU_QM_AVX2_INLINE VI LoadI(const int32_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  static LNPU_QM_AVX2_INLINE VI LoadIPrefetching(const int32_t* p, const void* ahead) {
+    VI v;
+    // The prefetch operand names its address only: nothing is read there.
+    asm("vmovdqu %1, %0\n\tprefetcht0 %2"
+        : "=x"(v)
+        : "m"(*reinterpret_cast<const VI*>(p)), "m"(*static_cast<const char*>(ahead)));
+    return v;
   }
   static LNPU_QM_AVX2_INLINE VF ZeroF() { return _mm256_setzero_ps(); }
   static LNPU_QM_AVX2_INLINE VF Set1F(float v) { return _mm256_set1_ps(v); }
@@ -154,6 +163,14 @@ struct Avx512VnniPolicy {
   static LNPU_QM_AVX512_INLINE VI ZeroI() { return _mm512_setzero_si512(); }
   static LNPU_QM_AVX512_INLINE VI Set1I(int32_t v) { return _mm512_set1_epi32(v); }
   static LNPU_QM_AVX512_INLINE VI LoadI(const int32_t* p) { return _mm512_loadu_si512(p); }
+  static LNPU_QM_AVX512_INLINE VI LoadIPrefetching(const int32_t* p, const void* ahead) {
+    VI v;
+    // The prefetch operand names its address only: nothing is read there.
+    asm("vmovdqu32 %1, %0\n\tprefetcht0 %2"
+        : "=v"(v)
+        : "m"(*reinterpret_cast<const VI*>(p)), "m"(*static_cast<const char*>(ahead)));
+    return v;
+  }
   static LNPU_QM_AVX512_INLINE VF ZeroF() { return _mm512_setzero_ps(); }
   static LNPU_QM_AVX512_INLINE VF Set1F(float v) { return _mm512_set1_ps(v); }
   static LNPU_QM_AVX512_INLINE VF LoadF(const float* p) { return _mm512_loadu_ps(p); }
