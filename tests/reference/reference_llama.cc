@@ -15,7 +15,29 @@
 #include "compiler_artifacts/gguf/gguf_file.h"
 
 namespace lnpu::reference {
+// Not in the anonymous namespace: ReferenceLlama::Weights, declared in the
+// header, holds Matrix fields.
+namespace internal {
+
+// A dense matrix stored row-major as `rows` rows of `cols` floats; y = W x maps
+// `cols` inputs to `rows` outputs. This is exactly the GGUF layout of a weight
+// with dims [cols, rows].
+struct Matrix {
+  int rows = 0;
+  int cols = 0;
+  std::vector<float> data;
+  bool int8_inputs = false;  // inputs rounded to int8 blocks first
+
+  const float* Row(int r) const {
+    return data.data() + static_cast<size_t>(r) * cols;
+  }
+};
+
+}  // namespace internal
+
 namespace {
+
+using internal::Matrix;
 
 // `x` rounded to the nearest binary16 value (ties to even), independent of
 // the product's conversion: through the compiler's binary16 type (g++ 12
@@ -43,20 +65,6 @@ float RoundToHalf(float x) {
 // Upper bound on every model dimension, so that products of two dimensions
 // and position * dimension offsets stay far from overflow.
 constexpr uint64_t kMaxDimension = uint64_t{1} << 24;
-
-// A dense matrix stored row-major as `rows` rows of `cols` floats; y = W x maps
-// `cols` inputs to `rows` outputs. This is exactly the GGUF layout of a weight
-// with dims [cols, rows].
-struct Matrix {
-  int rows = 0;
-  int cols = 0;
-  std::vector<float> data;
-  bool int8_inputs = false;  // inputs rounded to int8 blocks first
-
-  const float* Row(int r) const {
-    return data.data() + static_cast<size_t>(r) * cols;
-  }
-};
 
 // Rows [first, first + count) of `m`.
 Matrix RowsOf(const Matrix& m, int first, int count) {

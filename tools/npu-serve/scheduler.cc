@@ -76,8 +76,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const framework::Ll
 
 Scheduler::Scheduler(const framework::Llm& llm, const SchedulerOptions& options,
                      Metrics& metrics, SessionPool pool)
-    : llm_(llm),
-      options_(options),
+    : options_(options),
       prefill_chunk_(options.prefill_chunk != 0 ? options.prefill_chunk
                                                 : llm.info().prefill_chunks.back()),
       metrics_(metrics),

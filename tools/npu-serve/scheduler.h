@@ -165,7 +165,6 @@ class Scheduler {
                    int64_t end_ns = runtime::MonotonicNanos(),
                    const Active* active = nullptr) const;
 
-  const framework::Llm& llm_;
   const SchedulerOptions options_;
   const uint32_t prefill_chunk_;
   Metrics& metrics_;
