@@ -844,6 +844,7 @@ TEST(QuantMatmulPathsTest, PortablePathIsLastAndAlwaysSupported) {
   }
 }
 
+#if defined(__x86_64__)
 // The flags the kernel reports for this CPU (the first "flags" line of
 // /proc/cpuinfo; it lists a feature only when the OS supports its state):
 // an oracle independent of the library's CPUID code.
@@ -857,6 +858,7 @@ std::set<std::string> KernelCpuFlags() {
   }
   return {};
 }
+#endif
 
 // The parameterized tests above run every supported path; on an x86 CPU
 // with the instruction sets, the x86 paths must be among them, best first.
