@@ -146,8 +146,8 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   const size_t bytes = WeightBytes(dtype, n, k);
   const size_t copies =
       dram ? std::max<size_t>(1, (size_t{1} << 30) / bytes) : 1;
-  // 64 bytes of slack: panel weights must start 64-byte aligned (the
-  // copies follow at multiples of 64 bytes for these shapes).
+  // Panel weights must start 64-byte aligned: the storage is 2 MiB-aligned
+  // and the copies follow at multiples of 64 bytes for these shapes.
   HugePageBytes storage(bytes * copies);
   uint8_t* const weights = storage.data();
   if (dtype == LNPU_DTYPE_Q8_0_P16 || dtype == LNPU_DTYPE_Q4_0_P16) {
