@@ -1,7 +1,5 @@
 #include "kernel_iface/softnpu/buffer_object.h"
 
-#include <sys/mman.h>
-
 #include <cerrno>
 #include <string>
 #include <utility>
@@ -19,54 +17,21 @@ namespace {
 constexpr uint64_t kDeviceAddressBase = uint64_t{1} << 36;
 constexpr uint64_t kMmapOffsetBase = uint64_t{1} << 32;
 
-// Buffers of at least this size are backed by transparent huge pages, like
-// the large pages an NPU's IOMMU maps device memory with: streaming weights
-// through 4 KiB pages costs up to a third of the read bandwidth in page
-// walks (measured 17.6 vs 28.6 GB/s with two threads on a 2-core VM).
-constexpr uint64_t kHugePage = uint64_t{2} << 20;
-
-// Zeroed host memory for a buffer of `bytes` (a multiple of 4 KiB), 2 MiB
-// aligned and advised for huge pages when it is that large; nullptr when
-// the host is out of memory. Released with munmap(data, bytes).
-void* MapHostMemory(uint64_t bytes) {
-  const int prot = PROT_READ | PROT_WRITE;
-  const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-  if (bytes < kHugePage) {
-    void* data = mmap(nullptr, bytes, prot, flags, -1, 0);
-    return data == MAP_FAILED ? nullptr : data;
-  }
-  // Over-allocate by one huge page and trim both ends to the aligned range.
-  void* raw = mmap(nullptr, bytes + kHugePage, prot, flags, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
-  if (aligned > start) munmap(raw, aligned - start);
-  const uintptr_t end = start + bytes + kHugePage;
-  if (end > aligned + bytes) {
-    munmap(reinterpret_cast<void*>(aligned + bytes), end - (aligned + bytes));
-  }
-  void* data = reinterpret_cast<void*>(aligned);
-  // Advice only: without THP support the buffer keeps 4 KiB pages.
-  madvise(data, bytes, MADV_HUGEPAGE);
-  return data;
-}
-
 }  // namespace
 
 BufferObject::BufferObject(std::shared_ptr<DeviceMemory> memory,
-                           uint8_t* data, uint64_t size, uint32_t flags,
-                           uint64_t device_addr, uint64_t mmap_offset)
+                           HugePageMemory host_memory, uint8_t* data,
+                           uint64_t size, uint32_t flags, uint64_t device_addr,
+                           uint64_t mmap_offset)
     : memory_(std::move(memory)),
+      host_memory_(std::move(host_memory)),
       data_(data),
       size_(size),
       flags_(flags),
       device_addr_(device_addr),
       mmap_offset_(mmap_offset) {}
 
-BufferObject::~BufferObject() {
-  if (!imported()) munmap(data_, size_);
-  memory_->Release(*this);
-}
+BufferObject::~BufferObject() { memory_->Release(*this); }
 
 uint64_t AddressSpace::Allocate(uint64_t bytes) {
   const uint64_t stride = bytes + kBufferAlignment;  // plus the guard granule
@@ -115,15 +80,16 @@ int DeviceMemory::Allocate(uint64_t size, uint32_t flags, DiagnosticLog& log,
                       "BO_CREATE: the device address space is exhausted; "
                       "reopen the device");
   }
-  void* data = MapHostMemory(rounded);
-  if (data == nullptr) {
+  absl::StatusOr<HugePageMemory> host_memory = HugePageMemory::Map(rounded);
+  if (!host_memory.ok()) {
     used_.fetch_sub(rounded, std::memory_order_relaxed);
     return log.Reject(ENOMEM, "BO_CREATE: no host memory left for %u bytes",
                       rounded);
   }
-  buffer->reset(new BufferObject(shared_from_this(),
-                                 static_cast<uint8_t*>(data), rounded, flags,
-                                 device_addr, mmap_offset));
+  uint8_t* const data = host_memory->data();
+  buffer->reset(new BufferObject(shared_from_this(), *std::move(host_memory),
+                                 data, rounded, flags, device_addr,
+                                 mmap_offset));
   return 0;
 }
 
@@ -165,7 +131,7 @@ int DeviceMemory::Import(uint64_t user_ptr, uint64_t size, uint32_t flags,
   }
   imported_.fetch_add(size, std::memory_order_relaxed);
   buffer->reset(new BufferObject(
-      shared_from_this(),
+      shared_from_this(), HugePageMemory(),
       reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(user_ptr)), size,
       flags, device_addr, /*mmap_offset=*/0));
   return 0;

@@ -1,8 +1,9 @@
 // Buffer objects and the device memory they are carved from (the GEM layer
 // of the software NPU).
 //
-// A BufferObject is either zero-filled, page-aligned host memory (an
-// anonymous mapping) that stands in for device memory, or user memory
+// A BufferObject is either zero-filled host memory (HugePageMemory: 2 MiB
+// aligned and on huge pages where the kernel grants them) that stands in for
+// device memory, or user memory
 // imported in place (DRM_LNPU_BO_USERPTR), which it never frees and which
 // is accounted apart from device memory. It is reference counted: the
 // handle table of the file that created it, each mmap of it and each job
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "base/huge_page_memory.h"
 #include "kernel_iface/softnpu/diagnostic_log.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
@@ -57,11 +59,14 @@ class BufferObject {
 
  private:
   friend class DeviceMemory;
-  BufferObject(std::shared_ptr<DeviceMemory> memory, uint8_t* data,
-               uint64_t size, uint32_t flags, uint64_t device_addr,
-               uint64_t mmap_offset);
+  // `host_memory` holds the device memory of a created buffer (data is
+  // its start) and is empty for an imported one.
+  BufferObject(std::shared_ptr<DeviceMemory> memory, HugePageMemory host_memory,
+               uint8_t* data, uint64_t size, uint32_t flags,
+               uint64_t device_addr, uint64_t mmap_offset);
 
   const std::shared_ptr<DeviceMemory> memory_;
+  const HugePageMemory host_memory_;
   uint8_t* const data_;
   const uint64_t size_;
   const uint32_t flags_;
