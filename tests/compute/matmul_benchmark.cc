@@ -19,8 +19,6 @@
 // reuses one copy, which stays in cache: the kernel's compute rate (rows
 // 1, 2 and 4 of the matrices up to 896 x 896: how much arithmetic each
 // more batched row adds to the GEMV).
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -32,6 +30,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "base/huge_page_memory.h"
 #include "base/quant_blocks.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
@@ -53,33 +52,17 @@ uint64_t Address(const void* p) {
   return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
 }
 
-// Bytes on transparent huge pages where the kernel grants them, as the
-// device's buffer objects are (kernel_iface/softnpu/buffer_object.cc), so
-// that the streams do not also wait for 4 KiB page walks. 2 MiB-aligned.
-class HugePageBytes {
- public:
-  explicit HugePageBytes(size_t bytes) : mapped_(bytes + kHugePage) {
-    void* data = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (data == MAP_FAILED) {
-      std::perror("matmul_benchmark: mmap");
-      std::abort();
-    }
-    mapping_ = static_cast<uint8_t*>(data);
-    data_ = mapping_ + (kHugePage - Address(mapping_) % kHugePage) % kHugePage;
-    madvise(data_, bytes, MADV_HUGEPAGE);  // advice only
+// `bytes` on transparent huge pages where the kernel grants them, as the
+// device's buffer objects are, so that the streams do not also wait for
+// 4 KiB page walks. 2 MiB-aligned.
+HugePageMemory MapWeights(size_t bytes) {
+  absl::StatusOr<HugePageMemory> memory = HugePageMemory::Map(bytes);
+  if (!memory.ok()) {
+    std::fprintf(stderr, "matmul_benchmark: %s\n", std::string(memory.status().message()).c_str());
+    std::abort();
   }
-  ~HugePageBytes() { munmap(mapping_, mapped_); }
-  HugePageBytes(const HugePageBytes&) = delete;
-  HugePageBytes& operator=(const HugePageBytes&) = delete;
-
-  uint8_t* data() const { return data_; }
-
- private:
-  static constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t mapped_;
-  uint8_t* mapping_;
-  uint8_t* data_;
-};
+  return *std::move(memory);
+}
 
 // Bytes of an n x k weight matrix of `dtype`.
 size_t WeightBytes(uint32_t dtype, size_t n, size_t k) {
@@ -148,7 +131,7 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
       dram ? std::max<size_t>(1, (size_t{1} << 30) / bytes) : 1;
   // Panel weights must start 64-byte aligned: the storage is 2 MiB-aligned
   // and the copies follow at multiples of 64 bytes for these shapes.
-  HugePageBytes storage(bytes * copies);
+  const HugePageMemory storage = MapWeights(bytes * copies);
   uint8_t* const weights = storage.data();
   if (dtype == LNPU_DTYPE_Q8_0_P16 || dtype == LNPU_DTYPE_Q4_0_P16) {
     // Blocks repacked (n a multiple of 16 here: no padding rows).
@@ -226,7 +209,7 @@ void BM_Projections(benchmark::State& state, uint32_t dtype, std::vector<uint32_
     set_bytes += WeightBytes(dtype, n, k);
   }
   const size_t copies = std::max<size_t>(1, (size_t{1} << 30) / set_bytes);
-  HugePageBytes storage(set_bytes * copies);
+  const HugePageMemory storage = MapWeights(set_bytes * copies);
   uint8_t* const weights = storage.data();
   for (size_t m = 0; m < ns.size(); ++m) {
     const std::vector<uint8_t> blocks = PseudoRandomWeights(
@@ -289,7 +272,7 @@ void BM_Read(benchmark::State& state) {
   constexpr size_t kChunks = 64;
   constexpr size_t kTasks = 8;
   constexpr size_t kPrefetchWords = 2048 / sizeof(uint64_t);
-  HugePageBytes bytes(kChunk * kChunks);
+  const HugePageMemory bytes = MapWeights(kChunk * kChunks);
   auto* const buffer = reinterpret_cast<uint64_t*>(bytes.data());
   for (size_t i = 0; i < kChunk * kChunks / sizeof(uint64_t); ++i) {
     buffer[i] = i * 0x9e3779b97f4a7c15u;

@@ -1,10 +1,8 @@
 #include "tools/npu-bench/read_bandwidth.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <latch>
@@ -13,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "base/huge_page_memory.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
@@ -24,26 +23,6 @@ namespace hn = hwy::HWY_NAMESPACE;  // the baseline target: no dispatch needed
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kMaxBufferBytes = uint64_t{64} << 30;
-
-// An anonymous private mapping, unmapped on destruction.
-class Mapping {
- public:
-  explicit Mapping(uint64_t bytes)
-      : bytes_(bytes),
-        data_(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) {}
-  ~Mapping() {
-    if (ok()) munmap(data_, bytes_);
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-
-  bool ok() const { return data_ != MAP_FAILED; }
-  uint8_t* data() const { return static_cast<uint8_t*>(data_); }
-
- private:
-  const uint64_t bytes_;
-  void* const data_;
-};
 
 // Streams per reader thread that MeasureReadBandwidth tries. One stream is
 // a plain sequential read; several far-apart streams keep more cache misses
@@ -161,18 +140,16 @@ absl::StatusOr<ReadBandwidth> MeasureReadBandwidth(const ReadBandwidthOptions& o
         absl::StrFormat("bandwidth runs %d: give 1..100", options.runs));
   }
 
-  Mapping buffer(options.buffer_bytes);
+  // Huge pages where the kernel grants them keep TLB misses out of the
+  // figure, as they are for the device's weight buffers.
+  absl::StatusOr<HugePageMemory> buffer = HugePageMemory::Map(options.buffer_bytes);
   if (!buffer.ok()) {
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "cannot map %d bytes for the bandwidth measurement (%s): give a smaller "
-        "--bandwidth-mib",
-        options.buffer_bytes, std::strerror(errno)));
+        "%s for the bandwidth measurement: give a smaller --bandwidth-mib",
+        buffer.status().message()));
   }
-  // Transparent huge pages, when enabled, keep TLB misses out of the figure
-  // as they are for the device's large weight buffer; failure is harmless.
-  madvise(buffer.data(), options.buffer_bytes, MADV_HUGEPAGE);
   // First touch from the reading threads places each share near its reader.
-  RunShares(buffer.data(), options.buffer_bytes, options.threads,
+  RunShares(buffer->data(), options.buffer_bytes, options.threads,
             [](int t, uint8_t* begin, uint64_t bytes) {
               std::memset(begin, 0x5a + t, bytes);
             });
@@ -183,7 +160,7 @@ absl::StatusOr<ReadBandwidth> MeasureReadBandwidth(const ReadBandwidthOptions& o
   for (int run = 0; run < options.runs; ++run) {
     for (const int streams : kStreamCounts) {
       const double seconds =
-          RunShares(buffer.data(), options.buffer_bytes, options.threads,
+          RunShares(buffer->data(), options.buffer_bytes, options.threads,
                     [&sinks, streams](int t, uint8_t* begin, uint64_t bytes) {
                       sinks[t] ^= XorStreams(begin, bytes, streams);
                     });
