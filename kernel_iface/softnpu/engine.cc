@@ -15,13 +15,6 @@
 namespace lnpu::softnpu {
 namespace {
 
-// How long an idle engine polls its queue before sleeping. A decode step
-// submits its next jobs a few tens of microseconds after the previous ones
-// finished; catching them while polling saves a thread wake-up per job. It
-// yields between polls: the submitting thread may need the core, and a
-// waiter runs the job itself if this thread is not scheduled.
-constexpr MonotonicClock::duration kIdleSpin = std::chrono::microseconds(50);
-
 // Recycled job objects kept per engine; more than the usual queue depth.
 constexpr size_t kMaxFreeJobs = 32;
 
@@ -68,16 +61,19 @@ const char* EngineName(uint32_t id) {
 }
 
 Engine::Engine(uint32_t id, int threads, MonotonicClock::duration job_timeout,
+               MonotonicClock::duration start_delay, Doorbell doorbell,
                DiagnosticLog& log, JobCounters& counters,
-               std::function<void()> on_fence_signalled)
+               std::function<void(const FileContext* waiter)> on_fence_signalled)
     : id_(id),
       name_(EngineName(id)),
       job_timeout_(job_timeout),
+      start_delay_(start_delay),
       watchdog_period_(WatchdogPeriod(job_timeout)),
       log_(log),
       counters_(counters),
       on_fence_signalled_(std::move(on_fence_signalled)),
       compute_(threads),
+      doorbell_(std::move(doorbell)),
       worker_([this] { Run(); }),
       watchdog_([this] { Watch(); }) {}
 
@@ -102,11 +98,10 @@ void Engine::RecycleJob(std::unique_ptr<Job> job) {
 }
 
 void Engine::Push(std::unique_ptr<Job> job) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(job));
-  }
-  queue_waiters_.WakeAll();
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back(std::move(job));
+  // The submitter most likely waits for it next.
+  ScheduleHeadLocked(start_delay_);
 }
 
 void Engine::Pause() {
@@ -115,11 +110,10 @@ void Engine::Pause() {
 }
 
 void Engine::Resume() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    paused_ = false;
-  }
-  queue_waiters_.WakeAll();
+  std::lock_guard<std::mutex> lock(mu_);
+  paused_ = false;
+  // Its waiters may have given up polling meanwhile.
+  ScheduleHeadLocked(MonotonicClock::duration::zero());
 }
 
 void Engine::InjectFaults(FaultInjection::Kind kind, uint32_t count) {
@@ -128,10 +122,16 @@ void Engine::InjectFaults(FaultInjection::Kind kind, uint32_t count) {
   injected_jobs_.fetch_add(count, std::memory_order_relaxed);
 }
 
-void Engine::WakeForFences() {
+void Engine::ScheduleForFences(const FileContext* waiter) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (waiting_for_fences_.load(std::memory_order_relaxed)) {
-    queue_waiters_.WakeAll();
+    std::lock_guard<std::mutex> lock(mu_);
+    // The waiter that ran the signalling job goes on with the head job if
+    // it is of its file.
+    ScheduleHeadLocked(waiter != nullptr && !queue_.empty() &&
+                               &queue_.front()->context() == waiter
+                           ? start_delay_
+                           : MonotonicClock::duration::zero());
   }
 }
 
@@ -140,7 +140,7 @@ void Engine::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_.store(true, std::memory_order_relaxed);
   }
-  queue_waiters_.WakeAll();
+  doorbell_.Ring();
   {
     // Orders the wake-up after a hung job's or the watchdog's check of
     // stopping_, so that it cannot be lost.
@@ -161,70 +161,102 @@ void Engine::Stop() {
   }
   for (std::unique_ptr<Job>& job : cancelled) {
     job->ClearProfile(id_);
-    Finish(std::move(job), Outcome::kCancelled, {});
+    Finish(std::move(job), Outcome::kCancelled, {}, nullptr);
   }
 }
 
 void Engine::Run() {
   // "lnpu-compute" or "lnpu-dma" in top -H, perf and debuggers.
   pthread_setname_np(pthread_self(), absl::StrCat("lnpu-", name_).c_str());
-  while (WaitForStartableJob()) {
-    std::lock_guard<std::mutex> exec(exec_mu_);
-    // Null if a waiter took the job meanwhile (RunNextJob).
-    if (std::unique_ptr<Job> job = TakeStartableJob()) RunAndFinish(std::move(job));
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    doorbell_.Wait();
+    RunDueJobs();
+  }
+}
+
+void Engine::RunDueJobs() {
+  // A waiter may hold it (running a job, or looking for one of its file).
+  std::lock_guard<std::mutex> exec(exec_mu_);
+  Taker taker = Taker::kWorkerIfDue;
+  while (std::unique_ptr<Job> job = TakeStartableJob(taker)) {
+    RunAndFinish(std::move(job), nullptr);
+    taker = Taker::kWorkerAtOnce;
   }
 }
 
 bool Engine::RunNextJob(const FileContext& context) {
   std::unique_lock<std::mutex> exec(exec_mu_, std::try_to_lock);
   if (!exec.owns_lock()) return false;
-  std::unique_ptr<Job> job = TakeStartableJob(&context);
+  std::unique_ptr<Job> job = TakeStartableJob(Taker::kWaiter, &context);
   if (job == nullptr) return false;
-  RunAndFinish(std::move(job));
+  RunAndFinish(std::move(job), &context);
   return true;
 }
 
-bool Engine::WaitForStartableJob() {
-  return queue_waiters_.WaitUntil(
-      [&] {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stopping_.load(std::memory_order_relaxed)) return true;
-        if (paused_ || queue_.empty()) {
-          waiting_for_fences_.store(false, std::memory_order_relaxed);
-          return false;
-        }
-        waiting_for_fences_.store(true, std::memory_order_relaxed);
-        // Pairs with WakeForFences(): either the signaller sees the flag or
-        // this check sees the signalled fence.
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        if (!queue_.front()->InFencesSignalled()) return false;
-        waiting_for_fences_.store(false, std::memory_order_relaxed);
-        return true;
-      },
-      WaitQueue::Spin::kYield, kIdleSpin, MonotonicClock::time_point::max()) &&
-         !stopping_.load(std::memory_order_relaxed);
-}
-
-std::unique_ptr<Job> Engine::TakeStartableJob(const FileContext* context) {
+std::unique_ptr<Job> Engine::TakeStartableJob(Taker taker, const FileContext* context) {
   std::lock_guard<std::mutex> lock(mu_);
+  const MonotonicClock::time_point now =
+      taker == Taker::kWorkerIfDue ? MonotonicClock::now() : MonotonicClock::time_point{};
+  if (taker == Taker::kWorkerIfDue && bell_at_ <= now) {
+    bell_at_ = MonotonicClock::time_point::max();  // the doorbell rang
+  }
   if (stopping_.load(std::memory_order_relaxed) || paused_ || queue_.empty() ||
-      (context != nullptr && &queue_.front()->context() != context) ||
+      (taker == Taker::kWaiter && &queue_.front()->context() != context) ||
+      (taker == Taker::kWorkerIfDue && now < head_due_) ||
       !queue_.front()->InFencesSignalled()) {
+    ScheduleHeadLocked(start_delay_);
     return nullptr;
   }
   std::unique_ptr<Job> job = std::move(queue_.front());
   queue_.pop_front();
+  job_running_ = true;
+  head_due_ = MonotonicClock::time_point::max();
   return job;
 }
 
-void Engine::RunAndFinish(std::unique_ptr<Job> job) {
+void Engine::ScheduleHeadLocked(MonotonicClock::duration delay) {
+  waiting_for_fences_.store(false, std::memory_order_relaxed);
+  if (job_running_ || paused_ || queue_.empty() || stopping_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  waiting_for_fences_.store(true, std::memory_order_relaxed);
+  // Pairs with ScheduleForFences(): either the signaller sees the flag or
+  // this check sees the signalled fence.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!queue_.front()->InFencesSignalled()) return;
+  waiting_for_fences_.store(false, std::memory_order_relaxed);
+  // Kept from the first time this head could start (a pause between does
+  // not postpone it).
+  const MonotonicClock::time_point now = MonotonicClock::now();
+  if (head_due_ == MonotonicClock::time_point::max()) head_due_ = now + delay;
+  // A bell that rings no later stays: a spurious ring costs the worker a
+  // look at the queue; setting the timer costs a system call (and a VM exit
+  // to reprogram the timer hardware).
+  if (bell_at_ <= head_due_) return;
+  if (head_due_ <= now) {
+    doorbell_.Ring();
+  } else {
+    doorbell_.RingAt(head_due_);
+  }
+  bell_at_ = head_due_;
+}
+
+void Engine::RunAndFinish(std::unique_ptr<Job> job, const FileContext* waiter) {
   job->ClearProfile(id_);
   MonotonicClock::duration busy{};
   const Outcome outcome = job->context().banned.load(std::memory_order_relaxed) ||
                                   job->InFenceError() != 0
                               ? Outcome::kCancelled
                               : RunJob(*job, &busy);
-  Finish(std::move(job), outcome, busy);
+  Finish(std::move(job), outcome, busy, waiter);
+  std::lock_guard<std::mutex> lock(mu_);
+  job_running_ = false;
+  // The worker goes on with the next job itself (RunDueJobs).
+  if (waiter == nullptr) return;
+  // A waiter goes on with the next job only if it is of its file.
+  ScheduleHeadLocked(!queue_.empty() && &queue_.front()->context() == waiter
+                         ? start_delay_
+                         : MonotonicClock::duration::zero());
 }
 
 bool Engine::TakeInjection(FaultInjection::Kind* kind) {
@@ -364,7 +396,7 @@ void Engine::ResetLocked() {
 }
 
 void Engine::Finish(std::unique_ptr<Job> job, Outcome outcome,
-                    MonotonicClock::duration busy) {
+                    MonotonicClock::duration busy, const FileContext* waiter) {
   std::shared_ptr<FileContext> context = job->TakeContext();
   std::shared_ptr<Fence> fence = job->TakeFence();
   context->busy_ns[id_].fetch_add(
@@ -393,7 +425,7 @@ void Engine::Finish(std::unique_ptr<Job> job, Outcome outcome,
   RecycleJob(std::move(job));
   fence->Signal(error);
   context->fence_waiters.WakeAll();
-  on_fence_signalled_();
+  on_fence_signalled_(waiter);
 }
 
 }  // namespace lnpu::softnpu

@@ -25,6 +25,17 @@
 // wake-up of the worker nor of itself, which on a CPU shared with other
 // processes can each cost a scheduler tick.
 //
+// When the worker starts a job (the doorbell latency of this model): a job
+// that may start on an idle engine is left to a waiter of its file for
+// `start_delay`, and the worker starts it then (its Doorbell is set to that
+// time, which wakes no thread); a job that may start when the job before it
+// ends follows at once on the thread that ran that one, whether worker or
+// waiter (a waiter only while the job is of its file). The runtime waits
+// for each step's jobs right after submitting them, so they run on the
+// waiting thread and the worker is not woken at all: a wake-up per job (a
+// futex wake, then the woken thread competing with the compute threads for
+// the cores) cost 15% of stories260K's decode step on a 2-vCPU VM.
+//
 // Thread-safety: all public methods may be called concurrently, except that
 // Stop() and the destructor must not race with Push() or RunNextJob().
 #ifndef KERNEL_IFACE_SOFTNPU_ENGINE_H_
@@ -44,6 +55,7 @@
 #include "absl/base/thread_annotations.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/softnpu/diagnostic_log.h"
+#include "kernel_iface/softnpu/doorbell.h"
 #include "kernel_iface/softnpu/fault_injection.h"
 #include "kernel_iface/softnpu/job.h"
 #include "kernel_iface/softnpu/job_counters.h"
@@ -58,13 +70,17 @@ const char* EngineName(uint32_t id);
 class Engine {
  public:
   // `id` is a DRM_LNPU_ENGINE_*; `threads` (>= 1) is the number of compute
-  // workers per command. Every job outcome is counted in `counters`.
-  // `on_fence_signalled` runs on the engine thread after each fence the
-  // engine signals, to wake engines whose head job waits for it. Starts the
-  // worker and watchdog threads.
+  // workers per command; `start_delay` how long an idle engine leaves a job
+  // to a waiter (class comment); the worker sleeps on `doorbell`. Every job
+  // outcome is counted in `counters`. `on_fence_signalled` runs after each
+  // fence the engine signals, on the thread that ran the job, with the file
+  // of that thread if it is a waiter (else null), to schedule the head jobs
+  // of engines that wait for the fence. Starts the worker and watchdog
+  // threads.
   Engine(uint32_t id, int threads, MonotonicClock::duration job_timeout,
+         MonotonicClock::duration start_delay, Doorbell doorbell,
          DiagnosticLog& log, JobCounters& counters,
-         std::function<void()> on_fence_signalled);
+         std::function<void(const FileContext* waiter)> on_fence_signalled);
   // Stop()s.
   ~Engine();
   Engine(const Engine&) = delete;
@@ -95,9 +111,10 @@ class Engine {
   // (longer for a single long command).
   bool RunNextJob(const FileContext& context);
 
-  // A fence of some file signalled: re-check the head job's in-fences.
-  // Cheap unless the head job waits for fences.
-  void WakeForFences();
+  // A fence of some file signalled, on a thread that is a waiter of file
+  // `waiter` (null: not a waiter): re-check the head job's in-fences. Cheap
+  // unless the head job waits for fences.
+  void ScheduleForFences(const FileContext* waiter);
 
   // Stops the worker: a running job is aborted at its next command boundary
   // (a hung one at once) and queued jobs are cancelled, all with
@@ -109,14 +126,28 @@ class Engine {
 
   // The worker thread.
   void Run();
-  // Blocks until the head job may start; false once stopping.
-  bool WaitForStartableJob();
+  // The worker's turn after a ring of its doorbell: runs the head job if it
+  // is due, then every job that may start after it.
+  void RunDueJobs();
+  // Which thread takes a job.
+  enum class Taker {
+    kWaiter,        // RunNextJob's caller: jobs of its file only
+    kWorkerIfDue,   // the worker, once the head job's start delay passed
+    kWorkerAtOnce,  // the worker, right after it ran the job before
+  };
   // Pops the head job if it may start (not stopping or paused, in-fences
-  // signalled) and, given a `context`, belongs to it; else returns null.
-  std::unique_ptr<Job> TakeStartableJob(const FileContext* context = nullptr)
+  // signalled) and `taker` may take it (of `context` for a waiter); else
+  // returns null.
+  std::unique_ptr<Job> TakeStartableJob(Taker taker, const FileContext* context = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(exec_mu_);
-  // Runs (or cancels) a taken job and finishes it.
-  void RunAndFinish(std::unique_ptr<Job> job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(exec_mu_);
+  // If the head job may start on an idle engine: sets its start time
+  // (head_due_), `delay` from now the first time, and the doorbell by
+  // then. waiting_for_fences_ when its in-fences hold it back.
+  void ScheduleHeadLocked(MonotonicClock::duration delay) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs (or cancels) a taken job and finishes it; the taker is the worker
+  // (`waiter` null) or a waiter of file `waiter`.
+  void RunAndFinish(std::unique_ptr<Job> job, const FileContext* waiter)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(exec_mu_);
   // The injection for the job about to start, if any.
   bool TakeInjection(FaultInjection::Kind* kind);
   // Runs a job that may start, under the watchdog.
@@ -133,15 +164,16 @@ class Engine {
   // Counts the outcome, releases the job's resources, then signals its
   // fence.
   void Finish(std::unique_ptr<Job> job, Outcome outcome,
-              MonotonicClock::duration busy);
+              MonotonicClock::duration busy, const FileContext* waiter);
 
   const uint32_t id_;
   const char* const name_;
   const MonotonicClock::duration job_timeout_;
+  const MonotonicClock::duration start_delay_;
   const MonotonicClock::duration watchdog_period_;
   DiagnosticLog& log_;
   JobCounters& counters_;
-  const std::function<void()> on_fence_signalled_;
+  const std::function<void(const FileContext* waiter)> on_fence_signalled_;
   // Held while taking and running a job (see the class comment).
   std::mutex exec_mu_;
   ComputeContext compute_ ABSL_GUARDED_BY(exec_mu_);
@@ -155,9 +187,17 @@ class Engine {
       ABSL_GUARDED_BY(mu_);
   // Jobs left in injections_, readable without mu_.
   std::atomic<uint64_t> injected_jobs_{0};
+  // A taken job has not finished yet.
+  bool job_running_ ABSL_GUARDED_BY(mu_) = false;
+  // When the worker may start the head job; max() until it first may.
+  MonotonicClock::time_point head_due_ ABSL_GUARDED_BY(mu_) =
+      MonotonicClock::time_point::max();
+  // The doorbell's deadline (RingAt); max() when there is none or it passed.
+  MonotonicClock::time_point bell_at_ ABSL_GUARDED_BY(mu_) =
+      MonotonicClock::time_point::max();
   // The head job may start except that an in-fence has not signalled.
   std::atomic<bool> waiting_for_fences_{false};
-  WaitQueue queue_waiters_;  // the worker sleeps here
+  Doorbell doorbell_;  // the worker sleeps here
 
   // The running job, shared by the worker and the watchdog.
   std::mutex run_mu_;

@@ -20,6 +20,7 @@ namespace {
 constexpr uint64_t kMaxMemoryBytes = uint64_t{1} << 48;
 constexpr uint32_t kMaxJobTimeoutMs = 3'600'000;
 constexpr int kMaxComputeThreads = 1024;
+constexpr uint32_t kMaxStartDelayUs = 1'000'000;
 
 [[noreturn]] void Die(const char* what, const absl::Status& status) {
   std::fprintf(stderr, "softnpu: %s: %s\n", what,
@@ -74,6 +75,10 @@ absl::Status SoftNpuOptions::Validate() const {
         "compute_threads %d must lie in [0, %d] (0: one per CPU)",
         compute_threads, kMaxComputeThreads));
   }
+  if (start_delay_us > kMaxStartDelayUs) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "start_delay_us %u must lie in [0, %u]", start_delay_us, kMaxStartDelayUs));
+  }
   return absl::OkStatus();
 }
 
@@ -121,16 +126,19 @@ SoftNpu::SoftNpu(const SoftNpuOptions& options)
       log_(std::make_unique<DiagnosticLog>()),
       memory_(std::make_shared<DeviceMemory>(options.memory_bytes)) {
   const auto timeout = std::chrono::milliseconds(options_.job_timeout_ms);
-  auto wake_engines = [this] {
+  const auto start_delay = std::chrono::microseconds(options_.start_delay_us);
+  auto schedule_engines = [this](const FileContext* waiter) {
     for (const std::unique_ptr<Engine>& engine : engines_) {
-      engine->WakeForFences();
+      engine->ScheduleForFences(waiter);
     }
   };
-  engines_[DRM_LNPU_ENGINE_COMPUTE] = std::make_unique<Engine>(
-      DRM_LNPU_ENGINE_COMPUTE, options_.compute_threads, timeout, *log_,
-      counters_, wake_engines);
-  engines_[DRM_LNPU_ENGINE_DMA] = std::make_unique<Engine>(
-      DRM_LNPU_ENGINE_DMA, 1, timeout, *log_, counters_, wake_engines);
+  for (const uint32_t id : {DRM_LNPU_ENGINE_COMPUTE, DRM_LNPU_ENGINE_DMA}) {
+    absl::StatusOr<Doorbell> doorbell = Doorbell::Create();
+    if (!doorbell.ok()) Die("cannot create the device", doorbell.status());
+    engines_[id] = std::make_unique<Engine>(
+        id, id == DRM_LNPU_ENGINE_COMPUTE ? options_.compute_threads : 1, timeout,
+        start_delay, *std::move(doorbell), *log_, counters_, schedule_engines);
+  }
 }
 
 SoftNpu::~SoftNpu() {

@@ -66,6 +66,11 @@ struct SoftNpuOptions {
   // Compute-engine worker threads; 0 = std::thread::hardware_concurrency().
   // 0 .. 1024.
   int compute_threads = 0;
+  // How long an idle engine leaves a job that may start to a thread of its
+  // file that waits for it (WAIT runs it on that thread) before the
+  // engine's own worker starts it: the doorbell latency of this model
+  // (Engine). 0 .. 1'000'000.
+  uint32_t start_delay_us = 1000;
   // Reports DRM_LNPU_CAP_PROFILING and fills the profile BO of a SUBMIT
   // with DRM_LNPU_SUBMIT_PROFILE. false models a device without command
   // timestamps (the kernel module): the flag is refused with EOPNOTSUPP.

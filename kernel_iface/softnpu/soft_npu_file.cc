@@ -657,7 +657,7 @@ int SoftNpuFile::Wait(drm_lnpu_wait& args) {
     }
     spin = MonotonicClock::duration::zero();
   }
-  if (!context_->fence_waiters.WaitUntil(done, WaitQueue::Spin::kRelax, spin, deadline)) {
+  if (!context_->fence_waiters.WaitUntil(done, spin, deadline)) {
     return ETIMEDOUT;
   }
   int job_error = 0;

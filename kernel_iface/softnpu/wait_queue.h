@@ -6,8 +6,9 @@
 // predicate over that state. Waiters first spin for a short, caller-chosen
 // time, so a condition that becomes true within the window costs neither
 // side a context switch (the submit -> run -> signal -> wait round trip of a
-// decode step), and only then block on a condition variable. How a waiter
-// spins is its choice (Spin).
+// decode step), and only then block on a condition variable. The spin keeps
+// the core (no yield: on a CPU shared with busy processes a yield can give
+// the core away for a whole time slice).
 //
 // Thread-safety: all methods may be called concurrently.
 #ifndef KERNEL_IFACE_SOFTNPU_WAIT_QUEUE_H_
@@ -19,7 +20,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
-#include <thread>
 
 #include "base/cpu_relax.h"
 
@@ -31,20 +31,9 @@ using MonotonicClock = std::chrono::steady_clock;
 
 class WaitQueue {
  public:
-  // How a waiter polls before it blocks.
-  enum class Spin {
-    // std::this_thread::yield() between polls: the core goes to another
-    // runnable thread, possibly the one about to make the condition true.
-    // On a CPU shared with busy processes a yield can cost a whole
-    // scheduler time slice (milliseconds), so only for waits off the
-    // critical path.
-    kYield,
-    // RelaxBetweenPolls(): the waiter keeps its core.
-    kRelax,
-  };
-
-  // The pause of Spin::kRelax between two polls (a few hundred cycles), also
-  // for callers that poll on their own.
+  // The pause between two polls of WaitUntil's spin (a few hundred
+  // cycles; the waiter keeps its core), also for callers that poll on their
+  // own.
   static void RelaxBetweenPolls() {
     for (int i = 0; i < 32; ++i) CpuRelax();
   }
@@ -60,18 +49,14 @@ class WaitQueue {
   // locks. It may claim what it found (pop a job): once it returned true it
   // is not called again.
   template <typename Ready>
-  bool WaitUntil(Ready&& ready, Spin how, MonotonicClock::duration spin,
+  bool WaitUntil(Ready&& ready, MonotonicClock::duration spin,
                  MonotonicClock::time_point deadline) {
     const MonotonicClock::time_point spin_end =
         std::min(MonotonicClock::now() + spin, deadline);
     for (;;) {
       if (ready()) return true;
       if (MonotonicClock::now() >= spin_end) break;
-      if (how == Spin::kYield) {
-        std::this_thread::yield();
-      } else {
-        RelaxBetweenPolls();
-      }
+      RelaxBetweenPolls();
     }
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     // Pairs with the fence in WakeAll(): either the waker sees this sleeper

@@ -35,6 +35,12 @@ TEST(SoftNpuOptionsTest, RejectsEachFieldOutOfRange) {
   options.compute_threads = -1;
   EXPECT_THAT(std::string(options.Validate().message()),
               HasSubstr("compute_threads"));
+  options = SoftNpuOptions();
+  options.start_delay_us = 1'000'001;
+  EXPECT_THAT(std::string(options.Validate().message()),
+              HasSubstr("start_delay_us"));
+  options.start_delay_us = 0;
+  EXPECT_TRUE(options.Validate().ok());
 }
 
 TEST(SoftNpuOptionsTest, ComputeThreadsZeroMeansOnePerCpu) {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -337,6 +338,92 @@ TEST_F(WaitTest, NullFenceListIsEfault) {
   args.fence_count = 1;
   args.timeout_ns = LongDeadline();
   EXPECT_EQ(file_->Ioctl(DRM_IOCTL_LNPU_WAIT, &args), EFAULT);
+}
+
+// The doorbell latency (SoftNpuOptions::start_delay_us): an idle engine
+// leaves a job that may start to a waiter of its file for the start delay,
+// then its own worker starts it. Waits whose deadline lies within the job
+// timeout do not run jobs, so they see only the worker.
+class StartDelayTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kMs = 1'000'000;
+
+  // A device whose engines leave jobs to waiters for `delay_ms`, with files
+  // `own_` and `other_` and a NOP command buffer in each.
+  void Start(int64_t delay_ms) {
+    SoftNpuOptions options = SmallDeviceOptions();
+    options.start_delay_us = static_cast<uint32_t>(delay_ms * 1000);
+    npu_ = SoftNpu::Create(options);
+    own_ = npu_->Open();
+    other_ = npu_->Open();
+    own_cmd_ = CreateBuffer(*own_, 4096, DRM_LNPU_BO_CMDBUF);
+    other_cmd_ = CreateBuffer(*other_, 4096, DRM_LNPU_BO_CMDBUF);
+    CommandStream().Nop().WriteTo(own_cmd_);
+    CommandStream().Nop().WriteTo(other_cmd_);
+  }
+
+  uint64_t SubmitNop(KernelFile& file, const TestBuffer& cmd) {
+    Submission job;
+    job.cmd_handle = cmd.handle;
+    job.cmd_size = 8;
+    uint64_t fence = 0;
+    EXPECT_EQ(Submit(file, job, &fence), 0);
+    return fence;
+  }
+
+  std::shared_ptr<SoftNpu> npu_;
+  std::unique_ptr<KernelFile> own_;
+  std::unique_ptr<KernelFile> other_;
+  TestBuffer own_cmd_;
+  TestBuffer other_cmd_;
+};
+
+TEST_F(StartDelayTest, TheWorkerStartsAJobNoWaiterRunsAfterTheDelay) {
+  Start(50);
+  const int64_t start = MonotonicNowNs();
+  const uint64_t fence = SubmitNop(*own_, own_cmd_);
+  EXPECT_EQ(Wait(*own_, {fence}, DeadlineInMs(3000)), 0);
+  EXPECT_GE(MonotonicNowNs() - start, 50 * kMs - kMs) << "started before the delay";
+}
+
+TEST_F(StartDelayTest, AWaiterRunsItsJobWithoutTheDelay) {
+  Start(1000);
+  const int64_t start = MonotonicNowNs();
+  EXPECT_EQ(WaitJob(*own_, SubmitNop(*own_, own_cmd_)), 0);
+  EXPECT_LT(MonotonicNowNs() - start, 500 * kMs) << "the job waited for the worker";
+}
+
+TEST_F(StartDelayTest, AJobBehindAnotherFilesJobStartsWhenThatEnds) {
+  Start(1000);
+  const int64_t start = MonotonicNowNs();
+  const uint64_t own_fence = SubmitNop(*own_, own_cmd_);
+  const uint64_t other_fence = SubmitNop(*other_, other_cmd_);
+  // This waiter runs its own job, and leaves the other file's to the
+  // worker at once.
+  EXPECT_EQ(WaitJob(*own_, own_fence), 0);
+  EXPECT_EQ(Wait(*other_, {other_fence}, DeadlineInMs(3000)), 0);
+  EXPECT_LT(MonotonicNowNs() - start, 500 * kMs) << "the other file's job waited for the delay";
+}
+
+TEST_F(StartDelayTest, AResumedEngineStartsItsHeldJobAtOnce) {
+  Start(1000);
+  npu_->PauseEngine(DRM_LNPU_ENGINE_COMPUTE);
+  const uint64_t fence = SubmitNop(*own_, own_cmd_);
+  EXPECT_EQ(Wait(*own_, {fence}, DeadlineInMs(50)), ETIMEDOUT) << "ran while paused";
+  const int64_t resumed = MonotonicNowNs();
+  npu_->ResumeEngine(DRM_LNPU_ENGINE_COMPUTE);
+  EXPECT_EQ(Wait(*own_, {fence}, DeadlineInMs(3000)), 0);
+  EXPECT_LT(MonotonicNowNs() - resumed, 500 * kMs) << "the held job waited for the delay";
+}
+
+TEST_F(StartDelayTest, TheWorkerRunsQueuedJobsBackToBack) {
+  Start(50);
+  std::vector<uint64_t> fences;
+  for (int i = 0; i < 5; ++i) fences.push_back(SubmitNop(*own_, own_cmd_));
+  const int64_t start = MonotonicNowNs();
+  EXPECT_EQ(Wait(*own_, {fences.back()}, DeadlineInMs(3000)), 0);
+  // One delay for the first job, none between the others.
+  EXPECT_LT(MonotonicNowNs() - start, 4 * 50 * kMs) << "a delay before each job";
 }
 
 }  // namespace
