@@ -211,6 +211,12 @@ std::unique_ptr<Job> Engine::TakeStartableJob(Taker taker, const FileContext* co
   queue_.pop_front();
   job_running_ = true;
   head_due_ = MonotonicClock::time_point::max();
+  // The bell was for this job: a spurious ring would take a core from the
+  // job's compute threads.
+  if (bell_at_ != MonotonicClock::time_point::max()) {
+    doorbell_.Cancel();
+    bell_at_ = MonotonicClock::time_point::max();
+  }
   return job;
 }
 
@@ -229,9 +235,8 @@ void Engine::ScheduleHeadLocked(MonotonicClock::duration delay) {
   // not postpone it).
   const MonotonicClock::time_point now = MonotonicClock::now();
   if (head_due_ == MonotonicClock::time_point::max()) head_due_ = now + delay;
-  // A bell that rings no later stays: a spurious ring costs the worker a
-  // look at the queue; setting the timer costs a system call (and a VM exit
-  // to reprogram the timer hardware).
+  // A bell that rings no later stays (the worker then finds the head not
+  // due and sets the bell again).
   if (bell_at_ <= head_due_) return;
   if (head_due_ <= now) {
     doorbell_.Ring();

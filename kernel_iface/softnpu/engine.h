@@ -27,14 +27,16 @@
 //
 // When the worker starts a job (the doorbell latency of this model): a job
 // that may start on an idle engine is left to a waiter of its file for
-// `start_delay`, and the worker starts it then (its Doorbell is set to that
-// time, which wakes no thread); a job that may start when the job before it
-// ends follows at once on the thread that ran that one, whether worker or
-// waiter (a waiter only while the job is of its file). The runtime waits
-// for each step's jobs right after submitting them, so they run on the
-// waiting thread and the worker is not woken at all: a wake-up per job (a
-// futex wake, then the woken thread competing with the compute threads for
-// the cores) cost 15% of stories260K's decode step on a 2-vCPU VM.
+// `start_delay`, and the worker starts it then (its Doorbell's timer is set
+// to that time, which wakes no thread, and cancelled when a waiter takes
+// the job); a job that may start when the job before it ends follows at
+// once, on the worker if it ran that one, on a waiter if it ran that one
+// and the job is of its file, else on the worker woken at once. The
+// runtime waits for each step's jobs right after submitting them, so they
+// run on the waiting thread and the worker is not woken at all: a wake-up
+// per job (a futex wake, then the woken thread competing with the compute
+// threads for the cores) cost 7-15% of stories260K's decode step on a
+// 2-vCPU VM.
 //
 // Thread-safety: all public methods may be called concurrently, except that
 // Stop() and the destructor must not race with Push() or RunNextJob().

@@ -69,8 +69,12 @@ struct SoftNpuOptions {
   // How long an idle engine leaves a job that may start to a thread of its
   // file that waits for it (WAIT runs it on that thread) before the
   // engine's own worker starts it: the doorbell latency of this model
-  // (Engine). 0 .. 1'000'000.
-  uint32_t start_delay_us = 1000;
+  // (Engine). 0 .. 1'000'000. The default is longer than a scheduler tick
+  // (4 ms at HZ=250), so that setting and cancelling the doorbell's timer
+  // for each job leaves the timer hardware alone: at 1 ms each job cost a
+  // reprogramming (a VM exit in a VM) or a spurious ring, 15-20% of
+  // stories260K's decode step on a 2-vCPU VM.
+  uint32_t start_delay_us = 5000;
   // Reports DRM_LNPU_CAP_PROFILING and fills the profile BO of a SUBMIT
   // with DRM_LNPU_SUBMIT_PROFILE. false models a device without command
   // timestamps (the kernel module): the flag is refused with EOPNOTSUPP.
