@@ -83,8 +83,10 @@ int DeviceMemory::Allocate(uint64_t size, uint32_t flags, DiagnosticLog& log,
   absl::StatusOr<HugePageMemory> host_memory = HugePageMemory::Map(rounded);
   if (!host_memory.ok()) {
     used_.fetch_sub(rounded, std::memory_order_relaxed);
-    return log.Reject(ENOMEM, "BO_CREATE: no host memory left for %u bytes",
-                      rounded);
+    return log.Reject(ENOMEM,
+                      "BO_CREATE: no host memory for the buffer (%s); close "
+                      "buffers or ask for less",
+                      std::string(host_memory.status().message()));
   }
   uint8_t* const data = host_memory->data();
   buffer->reset(new BufferObject(shared_from_this(), *std::move(host_memory),
