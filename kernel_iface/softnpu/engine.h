@@ -33,10 +33,10 @@
 // once, on the worker if it ran that one, on a waiter if it ran that one
 // and the job is of its file, else on the worker woken at once. The
 // runtime waits for each step's jobs right after submitting them, so they
-// run on the waiting thread and the worker is not woken at all: a wake-up
-// per job (a futex wake, then the woken thread competing with the compute
-// threads for the cores) cost 7-15% of stories260K's decode step on a
-// 2-vCPU VM.
+// run on the waiting thread and the worker is not woken at all. It used to
+// be woken per job (a futex wake, then the woken thread competing with the
+// compute threads for the cores); without that, stories260K decodes 7.8%
+// faster on a 2-vCPU VM (docs/performance.md, "Engine wake-ups").
 //
 // Thread-safety: all public methods may be called concurrently, except that
 // Stop() and the destructor must not race with Push() or RunNextJob().
