@@ -1255,6 +1255,37 @@ TEST(WorkerPoolTest, RunsEveryTaskOnceOnDistinctWorkers) {
   }
 }
 
+// Loops far apart (the worker sleeps between them, and the loop must wake
+// it), each with a worker task that outlasts the caller's spin (the caller
+// sleeps until the worker leaves): every task runs once, and ParallelFor
+// returns only after all of them, with their writes visible.
+TEST(WorkerPoolTest, WakesASleepingWorkerAndWaitsForItAsleep) {
+  compute::WorkerPool pool(2);
+  for (int round = 0; round < 20; ++round) {
+    std::this_thread::sleep_for(compute::WorkerPool::kSpin * 10);
+    std::vector<int> done(2, 0);  // plain ints: the pool must order them
+    std::atomic<bool> worker_started{false};
+    bool worker_joined = false;
+    pool.ParallelFor(2, [&](size_t task, int worker) {
+      if (worker != 0) {
+        worker_started = true;
+        std::this_thread::sleep_for(compute::WorkerPool::kSpin * 20);
+      } else {
+        // The other task must go to the (woken) worker, not to the caller.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (!worker_started.load() && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::yield();
+        }
+        worker_joined = worker_started.load();
+      }
+      done[task] = round + 1;
+    });
+    ASSERT_TRUE(worker_joined) << "round " << round << ": the sleeping worker was not woken";
+    EXPECT_EQ(done[0], round + 1) << round;
+    EXPECT_EQ(done[1], round + 1) << round;
+  }
+}
+
 // A worker held in a signal handler stands for one the scheduler keeps off
 // the CPU (other processes' load).
 std::atomic<bool> worker_held{false};
@@ -1290,8 +1321,9 @@ TEST(WorkerPoolTest, ALoopDoesNotWaitForAWorkerThatIsNotRunning) {
   hold.sa_handler = HoldWorker;
   sigemptyset(&hold.sa_mask);
   ASSERT_EQ(sigaction(SIGUSR1, &hold, &previous), 0);
-  // The signal may land while the worker holds the pool's mutex (a few
-  // instructions per loop), which would block any loop; so a few attempts.
+  // The signal may land while the worker is inside a loop (it joined the
+  // last one and has not left it yet: a few instructions), which the next
+  // loop would wait for; so a few attempts.
   bool finished_while_held = false;
   for (int attempt = 0; attempt < 5 && !finished_while_held; ++attempt) {
     worker_held = false;

@@ -37,7 +37,7 @@ WorkerPool::WorkerPool(int threads) {
 WorkerPool::~WorkerPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    stopping_.store(true);
   }
   loop_started_.notify_all();
   for (std::thread& worker : workers_) worker.join();
@@ -49,25 +49,37 @@ void WorkerPool::ParallelFor(size_t tasks, TaskFn fn) {
     for (size_t task = 0; task < tasks; ++task) fn(task, 0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    current_fn_ = &fn;
-    current_tasks_ = tasks;
-    next_task_.store(0, std::memory_order_relaxed);
-    loop_closed_ = false;
-    generation_.fetch_add(1, std::memory_order_release);
+  // No worker is inside a loop here (the previous one ended with none), so
+  // these plain writes race with nothing; opening the loop publishes them.
+  current_fn_ = &fn;
+  current_tasks_ = tasks;
+  next_task_.store(0, std::memory_order_relaxed);
+  join_state_.store(0, std::memory_order_release);
+  // seq_cst with the load of sleeping_workers_ (and the workers' increment
+  // of it before they check generation_): either a worker sees the new
+  // generation or this thread sees it sleeping and wakes it.
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleeping_workers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    loop_started_.notify_all();
   }
-  loop_started_.notify_all();
   RunTasks(0, fn);
+  const uint32_t inside =
+      join_state_.fetch_or(kLoopClosed, std::memory_order_acq_rel) & ~kLoopClosed;
+  if (inside == 0) return;
+  // Acquire: the tasks the workers ran happen before the return.
+  auto finished = [this] {
+    return join_state_.load(std::memory_order_acquire) == kLoopClosed;
+  };
+  if (SpinUntil(finished)) return;
+  caller_sleeping_.store(true, std::memory_order_seq_cst);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    loop_closed_ = true;
+    std::unique_lock<std::mutex> lock(mutex_);
+    loop_finished_.wait(lock, [&] {
+      return join_state_.load(std::memory_order_seq_cst) == kLoopClosed;
+    });
   }
-  auto finished = [this] { return busy_workers_.load(std::memory_order_acquire) == 0; };
-  SpinUntil(finished);
-  std::unique_lock<std::mutex> lock(mutex_);
-  loop_finished_.wait(lock, finished);
-  current_fn_ = nullptr;
+  caller_sleeping_.store(false, std::memory_order_relaxed);
 }
 
 void WorkerPool::RunTasks(int worker, TaskFn fn) {
@@ -81,26 +93,44 @@ void WorkerPool::RunTasks(int worker, TaskFn fn) {
 void WorkerPool::WorkerLoop(int worker) {
   pthread_setname_np(pthread_self(), ("lnpu-worker-" + std::to_string(worker)).c_str());
   uint64_t seen_generation = 0;
+  auto new_loop_or_stop = [&] {
+    return stopping_.load(std::memory_order_seq_cst) ||
+           generation_.load(std::memory_order_seq_cst) != seen_generation;
+  };
   for (;;) {
-    const TaskFn* fn = nullptr;
-    SpinUntil([&] {
-      return generation_.load(std::memory_order_acquire) != seen_generation;
-    });
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      loop_started_.wait(lock, [&] {
-        return stopping_ ||
-               generation_.load(std::memory_order_relaxed) != seen_generation;
-      });
-      if (stopping_) return;
-      seen_generation = generation_.load(std::memory_order_relaxed);
-      if (loop_closed_) continue;  // the caller ran the loop without us
-      busy_workers_.fetch_add(1, std::memory_order_relaxed);
-      fn = current_fn_;
+    if (!SpinUntil(new_loop_or_stop)) {
+      sleeping_workers_.fetch_add(1, std::memory_order_seq_cst);
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        loop_started_.wait(lock, new_loop_or_stop);
+      }
+      sleeping_workers_.fetch_sub(1, std::memory_order_relaxed);
     }
-    RunTasks(worker, *fn);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1 && loop_closed_) {
+    if (stopping_.load(std::memory_order_relaxed)) return;
+    // The loop joined below may be a newer one than this generation (the
+    // caller may have ended this one and started the next meanwhile); the
+    // worker then sees that generation as new and tries again, which is
+    // harmless: a loop's tasks are claimed one by one.
+    seen_generation = generation_.load(std::memory_order_acquire);
+    uint32_t state = join_state_.load(std::memory_order_relaxed);
+    bool joined = false;
+    while ((state & kLoopClosed) == 0) {
+      // Acquire: current_fn_ and current_tasks_ of the loop joined.
+      if (join_state_.compare_exchange_weak(state, state + 1, std::memory_order_acquire,
+                                            std::memory_order_relaxed)) {
+        joined = true;
+        break;
+      }
+    }
+    if (!joined) continue;  // the caller ran the loop without us
+    RunTasks(worker, *current_fn_);
+    // Release: the tasks run happen before the caller's return. seq_cst
+    // with the load of caller_sleeping_ (and the caller's store of it
+    // before it checks join_state_): either the caller sees this worker
+    // gone or this worker sees it sleeping and wakes it.
+    const uint32_t left = join_state_.fetch_sub(1, std::memory_order_seq_cst) - 1;
+    if (left == kLoopClosed && caller_sleeping_.load(std::memory_order_seq_cst)) {
+      std::lock_guard<std::mutex> lock(mutex_);
       loop_finished_.notify_one();
     }
   }

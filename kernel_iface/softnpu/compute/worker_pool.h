@@ -25,6 +25,12 @@ namespace lnpu::softnpu::compute {
 // loop (tens of microseconds in a VM) would cost more than many of the
 // loops themselves.
 //
+// Starting, joining, closing and leaving a loop are atomic operations on
+// lock-free words; the mutex is taken only to sleep or to wake a sleeper.
+// (A mutex taken by both threads on every loop made them collide: a
+// qwen2.5-0.5b decode step put a thread to sleep on it about 20 times,
+// docs/performance.md "Pool without a mutex".)
+//
 // Workers join a loop only while it is open: once the caller has run out
 // of tasks it closes the loop and waits for the workers that joined (and
 // so hold claimed tasks), not for the others. A worker that is asleep or
@@ -63,24 +69,31 @@ class WorkerPool {
   // Claims and runs tasks of the current loop until none are left.
   void RunTasks(int worker, TaskFn fn);
 
-  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
-  // ThreadSanitizer, which then cannot see its synchronisation.
-  std::mutex mutex_;
-  std::condition_variable loop_started_;   // generation_ or stopping_ changed
-  std::condition_variable loop_finished_;  // busy_workers_ reached 0
-  // Incremented per loop; a worker joins a loop when it sees a new value.
-  // Written under mutex_; atomic so that spinning threads may poll it.
+  // join_state_: kLoopClosed, or'ed with the number of workers inside the
+  // current loop (joined and not yet left).
+  static constexpr uint32_t kLoopClosed = uint32_t{1} << 31;
+  std::atomic<uint32_t> join_state_{kLoopClosed};
+  // Incremented per loop, after the loop is open; a worker tries to join
+  // when it sees a new value.
   std::atomic<uint64_t> generation_{0};
-  // The current loop takes no more workers (guarded by mutex_).
-  bool loop_closed_ = true;
-  // Workers that joined the current loop and have not finished it (written
-  // under mutex_, polled like generation_).
-  std::atomic<int> busy_workers_{0};
-  bool stopping_ = false;          // guarded by mutex_
-  // The current loop's body; valid while busy_workers_ > 0.
-  const TaskFn* current_fn_ = nullptr;  // guarded by mutex_
+  // The current loop's body and size: written by the caller before it
+  // opens the loop, read by workers after they join it.
+  const TaskFn* current_fn_ = nullptr;
   size_t current_tasks_ = 0;
   std::atomic<size_t> next_task_{0};
+  std::atomic<bool> stopping_{false};
+
+  // Sleeping and waking only. std::mutex rather than absl::Mutex: Debian's
+  // Abseil is not built with ThreadSanitizer, which then cannot see its
+  // synchronisation.
+  std::mutex mutex_;
+  std::condition_variable loop_started_;   // generation_ or stopping_ changed
+  std::condition_variable loop_finished_;  // the last worker left a closed loop
+  // Workers sleeping (or about to) on loop_started_, and whether the caller
+  // sleeps (or is about to) on loop_finished_: the other side takes the
+  // mutex and notifies only then.
+  std::atomic<int> sleeping_workers_{0};
+  std::atomic<bool> caller_sleeping_{false};
   std::vector<std::thread> workers_;
 };
 
