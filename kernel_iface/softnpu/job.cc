@@ -13,9 +13,10 @@ void Job::Clear() {
   buffers_.clear();
   in_fences_.clear();
   command_bytes_ = 0;
-  command_count_ = 0;
+  verdict_.command_count = 0;
+  verdict_.group_sizes.clear();
+  validated_buffers_.clear();
   accesses_.clear();
-  group_sizes_.clear();
   group_accesses_.clear();
   context_.reset();
   fence_.reset();
@@ -40,11 +41,11 @@ uint64_t Nanoseconds(MonotonicClock::time_point time) {
 void Job::ClearProfile(uint32_t engine) {
   if (profile_ == nullptr) return;
   drm_lnpu_profile_header header{};
-  header.command_count = command_count_;
+  header.command_count = verdict_.command_count;
   header.engine = engine;
   std::memcpy(profile_->data(), &header, sizeof header);
   std::memset(profile_->data() + sizeof header, 0,
-              size_t{command_count_} * sizeof(drm_lnpu_profile_command));
+              size_t{verdict_.command_count} * sizeof(drm_lnpu_profile_command));
 }
 
 void Job::ProfileJob(MonotonicClock::time_point start,
@@ -72,7 +73,7 @@ void Job::AddInFence(std::shared_ptr<Fence> fence) {
 }
 
 int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
-                      DiagnosticLog& log) {
+                      ValidatedStreamCache& cache, DiagnosticLog& log) {
   std::sort(buffers_.begin(), buffers_.end(), [](const auto& a, const auto& b) {
     return a->device_addr() < b->device_addr();
   });
@@ -83,6 +84,18 @@ int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
   command_bytes_ = static_cast<uint32_t>(stream.size());
   const absl::Span<const uint8_t> snapshot(
       reinterpret_cast<const uint8_t*>(commands_.data()), command_bytes_);
+  validated_buffers_.clear();
+  for (const auto& buffer : buffers_) {
+    validated_buffers_.push_back({.device_addr = buffer->device_addr(),
+                                  .size = buffer->size(),
+                                  .read_only = buffer->read_only()});
+  }
+  if (cache.Lookup(engine, snapshot, validated_buffers_, &verdict_)) return 0;
+
+  uint32_t& command_count = verdict_.command_count;
+  std::vector<uint32_t>& group_sizes = verdict_.group_sizes;
+  command_count = 0;
+  group_sizes.clear();
 
   uint32_t offset = 0;
   uint32_t group_start = 0;   // index of the current group's first command
@@ -94,13 +107,13 @@ int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
     if (!size.ok()) {
       return log.Reject(EINVAL,
                         "SUBMIT: command %u at byte %u of the stream: %s",
-                        command_count_, offset, size.status().message());
+                        command_count, offset, size.status().message());
     }
     if (*size == 0 || *size % 8 != 0 || *size > command_bytes_ - offset) {
       return log.Reject(EINVAL,
                         "SUBMIT: command %u at byte %u has size %u, which "
                         "does not fit the %u-byte stream in 8-byte steps",
-                        command_count_, offset, *size, command_bytes_);
+                        command_count, offset, *size, command_bytes_);
     }
     for (const OperandAccess& access : accesses_) {
       const BufferObject* buffer = FindBuffer(access.addr, access.bytes);
@@ -110,7 +123,7 @@ int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
             "SUBMIT: command %u (opcode %u) %s %u bytes at device address "
             "0x%x, which is not inside one buffer of bo_handles; list every "
             "buffer the commands touch and keep each operand inside it",
-            command_count_, command_at(offset).opcode,
+            command_count, command_at(offset).opcode,
             access.write ? "writes" : "reads", access.bytes, access.addr);
       }
       if (access.write && buffer->read_only()) {
@@ -119,28 +132,29 @@ int Job::LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
             "SUBMIT: command %u (opcode %u) writes %u bytes at device "
             "address 0x%x, inside a DRM_LNPU_BO_READ_ONLY buffer; commands "
             "may only read it",
-            command_count_, command_at(offset).opcode, access.bytes,
+            command_count, command_at(offset).opcode, access.bytes,
             access.addr);
       }
     }
     // Join the group of the commands before, or start one.
-    const bool joins = !group_sizes_.empty() &&
-                       group_sizes_[group_start] < kMaxCommandGroup &&
+    const bool joins = !group_sizes.empty() &&
+                       group_sizes[group_start] < kMaxCommandGroup &&
                        JoinsCommandGroup(command_at(group_offset), group_accesses_,
                                          command_at(offset), accesses_);
     if (joins) {
-      ++group_sizes_[group_start];
-      group_sizes_.push_back(0);
+      ++group_sizes[group_start];
+      group_sizes.push_back(0);
     } else {
-      group_start = command_count_;
+      group_start = command_count;
       group_offset = offset;
       group_accesses_.clear();
-      group_sizes_.push_back(1);
+      group_sizes.push_back(1);
     }
     group_accesses_.insert(group_accesses_.end(), accesses_.begin(), accesses_.end());
     offset += *size;
-    ++command_count_;
+    ++command_count;
   }
+  cache.Insert(engine, snapshot, validated_buffers_, command_count, group_sizes);
   return 0;
 }
 

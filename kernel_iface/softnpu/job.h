@@ -26,6 +26,7 @@
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/softnpu/diagnostic_log.h"
 #include "kernel_iface/softnpu/fence.h"
+#include "kernel_iface/softnpu/validated_stream_cache.h"
 #include "kernel_iface/softnpu/wait_queue.h"
 #include "kernel_iface/softnpu/file_context.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -49,11 +50,13 @@ class Job final : public DeviceMemoryView {
   // Copies `stream` and validates it for `engine`: every command must pass
   // ValidateCommand, every range it touches must lie inside one buffer
   // added before, and no range it writes may lie in a read-only buffer.
-  // Then forms the command groups (group_size()).
+  // Then forms the command groups (group_size()). A stream `cache` holds
+  // the verdict of (the same bytes over the same buffers) is not validated
+  // again; an accepted one is added to it.
   // Returns 0 or EINVAL (reason in `log`). `stream` is a non-empty multiple
   // of 8 bytes.
   int LoadCommands(uint32_t engine, absl::Span<const uint8_t> stream,
-                   DiagnosticLog& log);
+                   ValidatedStreamCache& cache, DiagnosticLog& log);
 
   // With DRM_LNPU_SUBMIT_PROFILE: the BO the engine writes the job's
   // timings into (at least DRM_LNPU_PROFILE_BYTES(command_count()) bytes,
@@ -79,11 +82,11 @@ class Job final : public DeviceMemoryView {
     return *reinterpret_cast<const lnpu_cmd_header*>(
         reinterpret_cast<const uint8_t*>(commands_.data()) + offset);
   }
-  uint32_t command_count() const { return command_count_; }
+  uint32_t command_count() const { return verdict_.command_count; }
   // How many commands, starting with command `index`, the engine runs as
   // one group (JoinsCommandGroup): >= 1 where a group starts, 0 for the
   // later members of a group.
-  uint32_t group_size(uint32_t index) const { return group_sizes_[index]; }
+  uint32_t group_size(uint32_t index) const { return verdict_.group_sizes[index]; }
 
   // Profiling (struct drm_lnpu_profile_header), all no-ops without a
   // profile BO. Times are CLOCK_MONOTONIC.
@@ -110,9 +113,10 @@ class Job final : public DeviceMemoryView {
   // aligned, as the command structs require.
   std::vector<uint64_t> commands_;
   uint32_t command_bytes_ = 0;
-  uint32_t command_count_ = 0;
+  // command_count() and, per command, group_size().
+  StreamVerdict verdict_;
+  std::vector<ValidatedBuffer> validated_buffers_;  // the cache's key
   std::vector<OperandAccess> accesses_;  // validation scratch
-  std::vector<uint32_t> group_sizes_;    // per command, group_size()
   // The ranges the commands of the last group touch (validation scratch).
   std::vector<OperandAccess> group_accesses_;
   std::shared_ptr<FileContext> context_;

@@ -570,7 +570,7 @@ int SoftNpuFile::PrepareJob(const drm_lnpu_submit& args, Job& job) {
   if (const int error = job.LoadCommands(
           args.engine,
           absl::MakeConstSpan(cmd->data() + args.cmd_offset, args.cmd_size),
-          log);
+          validated_streams_, log);
       error != 0) {
     return error;
   }

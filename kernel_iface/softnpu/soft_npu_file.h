@@ -33,6 +33,7 @@
 #include "kernel_iface/softnpu/file_context.h"
 #include "kernel_iface/softnpu/job.h"
 #include "kernel_iface/softnpu/soft_npu.h"
+#include "kernel_iface/softnpu/validated_stream_cache.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu::softnpu {
@@ -111,6 +112,8 @@ class SoftNpuFile final : public KernelFile {
   // Retired fences that failed, by id.
   absl::flat_hash_map<uint64_t, std::shared_ptr<Fence>> failed_fences_
       ABSL_GUARDED_BY(mu_);
+  // The verdicts of the streams this file submitted (its own lock).
+  ValidatedStreamCache validated_streams_;
 };
 
 }  // namespace lnpu::softnpu

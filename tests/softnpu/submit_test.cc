@@ -364,5 +364,42 @@ TEST_F(SubmitTest, RewritingTheStreamAfterSubmitHasNoEffect) {
   for (int i = 0; i < 128; ++i) ASSERT_EQ(decoy.data[i], 0) << i;
 }
 
+// A stream accepted before is not validated again when it comes back with
+// the same bytes over the same buffers (ValidatedStreamCache). Anything
+// else about it is.
+TEST_F(SubmitTest, AcceptedStreamWithoutTheBufferItWritesIsEinval) {
+  uint64_t fence = 0;
+  ASSERT_EQ(Submit(*file_, CopyJob(), &fence), 0);
+  ASSERT_EQ(WaitJob(*file_, fence), 0);
+  Submission job = CopyJob();
+  job.bo_handles = {src_.handle};
+  EXPECT_EQ(Submit(*file_, job), EINVAL);
+  EXPECT_REJECTION(npu_, HasSubstr("bo_handles"));
+}
+
+TEST_F(SubmitTest, AcceptedStreamChangedInOneFieldIsValidatedAgain) {
+  uint64_t fence = 0;
+  ASSERT_EQ(Submit(*file_, CopyJob(256), &fence), 0);
+  ASSERT_EQ(WaitJob(*file_, fence), 0);
+  EXPECT_EQ(Submit(*file_, CopyJob(4097)), EINVAL);
+  EXPECT_REJECTION(npu_, HasSubstr("not inside one buffer"));
+}
+
+TEST_F(SubmitTest, AcceptedStreamAfterItsBufferIsClosedIsEinval) {
+  TestBuffer out = CreateBuffer(*file_, 4096);
+  Submission job = CopyJob();
+  job.bo_handles = {src_.handle, out.handle};
+  job.cmd_size = CommandStream().Copy(src_.device_addr, out.device_addr, 256).WriteTo(cmd_);
+  uint64_t fence = 0;
+  ASSERT_EQ(Submit(*file_, job, &fence), 0);
+  ASSERT_EQ(WaitJob(*file_, fence), 0);
+  ASSERT_EQ(file_->Munmap(out.data, out.size), 0);
+  ASSERT_EQ(CloseHandle(*file_, out.handle), 0);
+  const TestBuffer replacement = CreateBuffer(*file_, 4096);
+  job.bo_handles = {src_.handle, replacement.handle};
+  EXPECT_EQ(Submit(*file_, job), EINVAL);
+  EXPECT_REJECTION(npu_, HasSubstr("not inside one buffer"));
+}
+
 }  // namespace
 }  // namespace lnpu::softnpu::testing
