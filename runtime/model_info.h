@@ -44,7 +44,8 @@ struct ModelInfo {
   uint32_t min_response_len = 0;
   // Row counts of the compiled prefill graphs, strictly ascending.
   std::vector<uint32_t> prefill_chunks;
-  // Rows of the Verify graph (Sequence::ForwardAllRows), 0 without one.
+  // Rows of the largest Verify graph (Sequence::ForwardAllRows), 0 without
+  // one; a run takes the verify graph with the fewest rows that hold it.
   uint32_t verify_rows = 0;
   // Lane counts of the batched decode graphs (DecodeBatch), strictly
   // ascending; empty when the artifact has none.

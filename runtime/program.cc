@@ -145,11 +145,12 @@ absl::StatusOr<Program> Program::FromArtifact(const artifact::Artifact& artifact
     graph.io.last_row = LocationOf(*g->io()->last_row());
     if (graph.decode) program.decode_graph_ = program.graphs_.size();
     if (graph.verify) {
-      program.verify_graph_ = program.graphs_.size();
-      program.info_.verify_rows = graph.rows;
+      program.verify_graphs_.emplace_back(graph.rows, program.graphs_.size());
+      program.info_.verify_rows = std::max(program.info_.verify_rows, graph.rows);
     }
     program.graphs_.push_back(std::move(graph));
   }
+  std::sort(program.verify_graphs_.begin(), program.verify_graphs_.end());
   if (model.decode_batches() != nullptr) {
     std::vector<const fb::Graph*> batches(model.decode_batches()->begin(),
                                           model.decode_batches()->end());
@@ -380,6 +381,12 @@ uint32_t Program::decode_batch_command_bytes(size_t graphs) const {
 void Program::RecordDecodeBatches(size_t graphs, absl::Span<const uint64_t> lane_buffer_addrs,
                                   absl::Span<uint8_t> image) const {
   decode_batch_commands_.Record(lane_buffer_addrs, decode_batch_command_bytes(graphs), image);
+}
+
+size_t Program::verify_graph(uint32_t rows) const {
+  return std::lower_bound(verify_graphs_.begin(), verify_graphs_.end(),
+                          std::make_pair(rows, size_t{0}))
+      ->second;
 }
 
 }  // namespace lnpu::runtime

@@ -140,9 +140,9 @@ class Program {
   absl::Span<const uint32_t> run_chunks() const { return run_chunks_; }
   // The graph that runs a chunk of run_chunks()[i] rows.
   size_t run_chunk_graph(size_t i) const { return run_chunk_graphs_[i]; }
-  // The verify graph (logits of every row); info().verify_rows > 0 when
-  // there is one.
-  size_t verify_graph() const { return verify_graph_; }
+  // The verify graph (logits of every row) with the fewest rows >= `rows`;
+  // requires 1 <= rows <= info().verify_rows (the most rows of any).
+  size_t verify_graph(uint32_t rows) const;
 
   uint32_t kv_capacity() const { return info_.kv_capacity; }
   uint32_t kv_cache_buffer() const { return kv_cache_buffer_; }
@@ -233,7 +233,8 @@ class Program {
   std::vector<BufferSpec> buffers_;
   std::vector<GraphSpec> graphs_;
   size_t decode_graph_ = 0;
-  size_t verify_graph_ = 0;
+  // (rows, graph) of the verify graphs, by ascending rows.
+  std::vector<std::pair<uint32_t, size_t>> verify_graphs_;
   std::vector<uint32_t> run_chunks_;
   std::vector<size_t> run_chunk_graphs_;
   uint32_t kv_cache_buffer_ = 0;

@@ -191,16 +191,16 @@ absl::StatusOr<absl::Span<const float>> Sequence::ForwardAllRows(absl::Span<cons
   }
   if (tokens.size() > info.verify_rows) {
     return absl::InvalidArgumentError(
-        absl::StrCat("ForwardAllRows() of ", tokens.size(), " tokens; the verify graph has ",
-                     info.verify_rows, " rows: give at most that many"));
+        absl::StrCat("ForwardAllRows() of ", tokens.size(), " tokens; the largest verify graph "
+                     "has ", info.verify_rows, " rows: give at most that many"));
   }
   LNPU_RETURN_IF_ERROR(CheckTokens(tokens));
   const uint32_t n = static_cast<uint32_t>(tokens.size());
   const absl::Duration device_time_before = stats_.submit_time + stats_.wait_time;
-  LNPU_RETURN_IF_ERROR(RunGraph(program_->verify_graph(), tokens));
+  const size_t graph = program_->verify_graph(n);
+  LNPU_RETURN_IF_ERROR(RunGraph(graph, tokens));
   CountForwardCall(n, start, device_time_before);
-  return absl::Span<const float>(graphs_[program_->verify_graph()].logits,
-                                 uint64_t{n} * info.vocab_size);
+  return absl::Span<const float>(graphs_[graph].logits, uint64_t{n} * info.vocab_size);
 }
 
 absl::Status Sequence::Truncate(uint32_t tokens) {

@@ -82,8 +82,10 @@ class Sequence {
   // error stay in the cache, slots evicted for the failed run stay masked.
   absl::StatusOr<absl::Span<const float>> Forward(absl::Span<const int32_t> tokens);
 
-  // Runs `tokens` (1 to info().verify_rows) through the verify graph at
-  // the next cache slots, in one run, and returns the logits of every token:
+  // Runs `tokens` (1 to info().verify_rows) through the verify graph with
+  // the fewest rows that hold them (padding rows run too and are dropped)
+  // at the next cache slots, in one run, and returns the logits of every
+  // token:
   // row i (vocab_size floats at i * vocab_size) predicts the token after
   // tokens[i]. Valid until the next run, Reset() or RestoreState(). All
   // tokens are committed; Truncate() drops the ones that should not have

@@ -124,6 +124,13 @@ absl::StatusOr<CompileOptions::WeightType> ParseWeightType(
       "': expected auto, keep, q8, q4, f16 or f32"));
 }
 
+std::vector<uint32_t> VerifyGraphRows(uint32_t verify_rows) {
+  std::vector<uint32_t> rows;
+  for (uint32_t r = 2; r < verify_rows; r *= 2) rows.push_back(r);
+  if (verify_rows > 0) rows.push_back(verify_rows);
+  return rows;
+}
+
 absl::Status CompileGguf(const std::string& gguf_path,
                          const std::string& output_path,
                          const CompileOptions& options) {
@@ -225,12 +232,13 @@ absl::Status CompileGguf(const std::string& gguf_path,
                      size, {}});
   }
   specs.push_back({"decode", fb::GraphKind::Decode, 1, {}});
-  if (options.verify_rows > 0) {
-    specs.push_back({absl::StrCat("verify_", options.verify_rows),
-                     fb::GraphKind::Verify,
-                     options.verify_rows,
-                     {}});
+  for (uint32_t rows : VerifyGraphRows(options.verify_rows)) {
+    specs.push_back({absl::StrCat("verify_", rows), fb::GraphKind::Verify, rows, {}});
   }
+  // The Verify graphs run one at a time: they share the logits of the
+  // largest.
+  const fb::Operand verify_logits =
+      io.Allocate(uint64_t{options.verify_rows} * hparams.vocab_size * 4);
   for (GraphSpec& spec : specs) {
     const uint64_t rows_bytes = uint64_t{spec.tokens} * 4;
     spec.io.tokens = io.Allocate(rows_bytes);
@@ -238,9 +246,7 @@ absl::Status CompileGguf(const std::string& gguf_path,
     spec.io.slots = io.Allocate(rows_bytes);
     if (buffers.window_ring) spec.io.window_slots = io.Allocate(rows_bytes);
     spec.io.last_row = io.Allocate(4);
-    spec.io.logits = spec.kind == fb::GraphKind::Verify
-                         ? io.Allocate(uint64_t{spec.tokens} * hparams.vocab_size * 4)
-                         : logits;
+    spec.io.logits = spec.kind == fb::GraphKind::Verify ? verify_logits : logits;
   }
   std::vector<GraphSpec> batch_specs;
   for (uint32_t lanes : batch_sizes) {

@@ -64,10 +64,12 @@ struct CompileOptions {
   // 4 G multiply-adds, is about 2 s at 2 GMAC/s, a small board's portable
   // int8 path. Decode graphs of models up to ~4 B parameters stay one job.
   uint64_t max_job_macs = uint64_t{4} << 30;
-  // Rows of the Verify graph (model.fbs), which computes the logits of
-  // every row so that speculative decoding checks verify_rows - 1 proposed
-  // tokens in one run; 0 (the default) compiles none. At most the KV-cache
-  // capacity.
+  // Rows of the largest Verify graph (model.fbs), which computes the
+  // logits of every row so that speculative decoding checks up to
+  // verify_rows - 1 proposed tokens in one run; smaller ones of 2, 4, 8, ...
+  // rows come with it (VerifyGraphRows), so that a step with fewer
+  // proposals runs fewer rows. 0 (the default) compiles none. At most the
+  // KV-cache capacity.
   uint32_t verify_rows = 0;
   // Compiles only the first keep_layers transformer layers (0 = all), e.g.
   // a cheap self-draft model for speculative decoding that shares the
@@ -96,6 +98,11 @@ struct CompileOptions {
 // names otherwise.
 absl::StatusOr<CompileOptions::WeightType> ParseWeightType(
     const std::string& name);
+
+// The row counts of the Verify graphs compiled for
+// CompileOptions::verify_rows: the powers of two from 2 below it, then
+// verify_rows itself (8: 2, 4, 8; 6: 2, 4, 6; 1: 1; 0: none).
+std::vector<uint32_t> VerifyGraphRows(uint32_t verify_rows);
 
 // Compiles the GGUF model at `gguf_path` (architecture "llama" or "qwen2";
 // tensors of gguf::DequantizableTypeNames()) into `output_path`,

@@ -484,7 +484,7 @@ absl::Status VerifyGraphs(const fb::Model& model) {
   const fb::HParams* h = model.hparams();
   const uint32_t max_prompt_len = model.kv_cache()->max_prompt_len();
   int decode_graphs = 0;
-  int verify_graphs = 0;
+  absl::flat_hash_set<uint32_t> verify_tokens;
   absl::flat_hash_set<uint32_t> prefill_tokens;
   absl::flat_hash_set<std::string> names;
   for (uint32_t g = 0; g < graphs->size(); ++g) {
@@ -514,7 +514,9 @@ absl::Status VerifyGraphs(const fb::Model& model) {
         }
         break;
       case fb::GraphKind::Verify:
-        if (++verify_graphs > 1) return Invalid("%s: a second Verify graph", where);
+        if (!verify_tokens.insert(graph->tokens()).second) {
+          return Invalid("%s: another Verify graph also has %u tokens", where, graph->tokens());
+        }
         if (graph->tokens() > model.kv_cache()->capacity()) {
           return Invalid("%s: %u tokens exceed the KV-cache capacity %u", where, graph->tokens(),
                          model.kv_cache()->capacity());

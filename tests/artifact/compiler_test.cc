@@ -531,7 +531,7 @@ TEST(CompilerTest, RejectsBadOptions) {
   ExpectCompileFails(Stories260KPath(), options, "max_job_macs is 0");
 }
 
-TEST(CompilerTest, VerifyGraphComputesEveryRowsLogits) {
+TEST(CompilerTest, VerifyGraphsComputeEveryRowsLogits) {
   CompileOptions options;
   options.max_prompt_len = 40;
   options.min_response_len = 8;
@@ -540,26 +540,42 @@ TEST(CompilerTest, VerifyGraphComputesEveryRowsLogits) {
   std::unique_ptr<Artifact> artifact = CompileAndOpen(Stories260KPath(), options);
   ASSERT_NE(artifact, nullptr);
   const fb::Model& model = artifact->model();
-  const fb::Graph* verify = FindGraph(model, "verify_6");
-  ASSERT_NE(verify, nullptr);
-  EXPECT_EQ(verify->kind(), fb::GraphKind::Verify);
-  EXPECT_EQ(verify->tokens(), 6u);
-  // Its own logits operand of 6 rows, apart from the shared one of the
-  // other graphs.
   const fb::Graph* decode = FindGraph(model, "decode");
   ASSERT_NE(decode, nullptr);
-  EXPECT_NE(verify->io()->logits()->offset(), decode->io()->logits()->offset());
   const fb::Graph* prefill = FindGraph(model, "prefill_16");
   ASSERT_NE(prefill, nullptr);
   EXPECT_EQ(prefill->io()->logits()->offset(), decode->io()->logits()->offset());
-  // The last command is the output matmul over all 6 rows.
-  const fb::CommandStream& compute = *verify->streams()->Get(verify->streams()->size() - 2);
-  const std::vector<Command> commands = Commands(compute);
-  ASSERT_FALSE(commands.empty());
-  ASSERT_EQ(commands.back().header.opcode, LNPU_OP_MATMUL);
-  const auto matmul = Decode<lnpu_cmd_matmul>(compute, commands.back());
-  EXPECT_EQ(matmul.rows, 6u);
-  EXPECT_EQ(matmul.n, model.hparams()->vocab_size());
+  // 2, 4 and 6 rows; they share one logits operand of 6 rows, apart from
+  // the one of the other graphs.
+  EXPECT_EQ(compiler::VerifyGraphRows(6), (std::vector<uint32_t>{2, 4, 6}));
+  int verify_graphs = 0;
+  for (const fb::Graph* graph : *model.graphs()) {
+    verify_graphs += graph->kind() == fb::GraphKind::Verify;
+  }
+  EXPECT_EQ(verify_graphs, 3);
+  const fb::Graph* largest = FindGraph(model, "verify_6");
+  ASSERT_NE(largest, nullptr);
+  for (uint32_t rows : {2u, 4u, 6u}) {
+    SCOPED_TRACE(rows);
+    const fb::Graph* verify = FindGraph(model, absl::StrCat("verify_", rows));
+    ASSERT_NE(verify, nullptr);
+    EXPECT_EQ(verify->kind(), fb::GraphKind::Verify);
+    EXPECT_EQ(verify->tokens(), rows);
+    EXPECT_NE(verify->io()->logits()->offset(), decode->io()->logits()->offset());
+    EXPECT_EQ(verify->io()->logits()->offset(), largest->io()->logits()->offset());
+    // The last command is the output matmul over all rows.
+    const fb::CommandStream& compute = *verify->streams()->Get(verify->streams()->size() - 2);
+    const std::vector<Command> commands = Commands(compute);
+    ASSERT_FALSE(commands.empty());
+    ASSERT_EQ(commands.back().header.opcode, LNPU_OP_MATMUL);
+    const auto matmul = Decode<lnpu_cmd_matmul>(compute, commands.back());
+    EXPECT_EQ(matmul.rows, rows);
+    EXPECT_EQ(matmul.n, model.hparams()->vocab_size());
+  }
+  EXPECT_EQ(compiler::VerifyGraphRows(8), (std::vector<uint32_t>{2, 4, 8}));
+  EXPECT_EQ(compiler::VerifyGraphRows(2), (std::vector<uint32_t>{2}));
+  EXPECT_EQ(compiler::VerifyGraphRows(1), (std::vector<uint32_t>{1}));
+  EXPECT_TRUE(compiler::VerifyGraphRows(0).empty());
 
   options.verify_rows = 49;
   ExpectCompileFails(Stories260KPath(), options, "verify_rows 49 exceeds the KV-cache capacity");

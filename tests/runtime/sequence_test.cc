@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,6 +27,7 @@
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/model.h"
 #include "runtime/sequence.h"
+#include "runtime/step_timeline.h"
 #include "tests/runtime/runtime_test_util.h"
 #include "runtime/cache_snapshot.h"
 #include "tests/test_device.h"
@@ -794,6 +796,59 @@ TEST_F(RuntimeTest, VerifyRowsMatchDecodingAndTruncateDropsRowsCleanly) {
   EXPECT_EQ(verified->ForwardAllRows(std::vector<int32_t>(6, 5)).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(verified->cache().next_position(), 12);
+}
+
+// With verify graphs of 2, 4 and 5 rows, each run takes the smallest that
+// holds its tokens; the padding rows change nothing: every row count gives
+// the logits of decoding its tokens one by one and commits only them.
+TEST_F(RuntimeTest, VerifyRunsTakeTheSmallestVerifyGraph) {
+  const std::string path = stories_->dir + "/stories_verify_sizes.lnpu";
+  compiler::CompileOptions options;
+  options.max_prompt_len = kMaxPromptLen;
+  options.min_response_len = kMinResponseLen;
+  options.prefill_chunks = {4, 16};
+  options.kv_dtype = compiler::CompileOptions::KvType::kF32;
+  options.verify_rows = 5;
+  const absl::Status compiled =
+      compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", path, options);
+  ASSERT_TRUE(compiled.ok()) << compiled;
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      Model::Load(device_, path, {.weights = WeightPlacement::kImport});
+  std::remove(path.c_str());
+  ASSERT_TRUE(model.ok()) << model.status();
+  const uint32_t vocab = (*model)->info().vocab_size;
+  const std::vector<int32_t> tokens = FillGreedy(**(*model)->CreateSequence(), 12);
+  const std::map<size_t, std::string> graph_of = {
+      {1, "verify_2"}, {2, "verify_2"}, {3, "verify_4"}, {4, "verify_4"}, {5, "verify_5"}};
+  for (const auto& [n, graph] : graph_of) {
+    SCOPED_TRACE(n);
+    std::unique_ptr<Sequence> verified = *(*model)->CreateSequence();
+    ASSERT_TRUE(verified->Forward(absl::MakeConstSpan(tokens).first(6)).ok());
+    std::string ran;
+    ASSERT_TRUE(verified
+                    ->SetStepObserver([&](const StepTimeline& timeline) {
+                      ran = timeline.graph_spec->name;
+                    })
+                    .ok());
+    const absl::Span<const int32_t> rows = absl::MakeConstSpan(tokens).subspan(6, n);
+    absl::StatusOr<absl::Span<const float>> logits = verified->ForwardAllRows(rows);
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    EXPECT_EQ(ran, graph);
+    ASSERT_EQ(logits->size(), n * vocab);
+    EXPECT_EQ(verified->cache().next_position(), static_cast<int32_t>(6 + n));
+    std::unique_ptr<Sequence> reference = *(*model)->CreateSequence();
+    ASSERT_TRUE(reference->Forward(absl::MakeConstSpan(tokens).first(6)).ok());
+    for (size_t i = 0; i < n; ++i) {
+      const std::vector<float> expected = LogitsAfter(*reference, rows[i]);
+      EXPECT_LE(RelativeDifference(Copy(logits->subspan(i * vocab, vocab)), expected), 1e-4)
+          << "row " << i;
+    }
+    // The next step continues from the committed rows only.
+    ASSERT_TRUE(verified->SetStepObserver(nullptr).ok());
+    EXPECT_LE(RelativeDifference(LogitsAfter(*verified, tokens[6 + n]),
+                                 LogitsAfter(*reference, tokens[6 + n])),
+              1e-4);
+  }
 }
 
 TEST_F(RuntimeTest, StatesOfOtherModelsAndCapacitiesAreRefused) {

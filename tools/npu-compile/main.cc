@@ -92,10 +92,12 @@ options:
                              compute job (default 4096); long prefill graphs
                              are cut into several jobs so that each stays
                              inside the device's job timeout on slow devices
-  --verify-rows K            also compile a verify graph of K rows, which
-                             computes every row's logits, for speculative
-                             decoding (npu-llm --speculative) with up to
-                             K - 1 proposed tokens per step (default: none)
+  --verify-rows K            also compile verify graphs, which compute every
+                             row's logits, for speculative decoding (npu-llm
+                             --speculative) with up to K - 1 proposed tokens
+                             per step: one of K rows and smaller ones of 2,
+                             4, 8, ... rows for steps with fewer proposals
+                             (default: none)
   --keep-layers N            compile only the first N layers, e.g. a cheap
                              self-draft model of the same vocabulary for
                              npu-llm --speculative draft (default: all)
