@@ -47,7 +47,10 @@ struct SpeculativeConfig {
     kDraftModel,
   };
   Kind kind = Kind::kNone;
-  int max_draft_tokens = 4;  // >= 1; at most the verify graph's rows - 1
+  // >= 1; at most the largest verify graph's rows - 1. 3 proposals and the
+  // last token fill a 4-row verify graph, the most rows the software NPU
+  // streams the weights for in one pass (docs/speculative-decoding.md).
+  int max_draft_tokens = 3;
   int min_ngram = 1;         // kPromptLookup: 1 <= min_ngram <= max_ngram
   int max_ngram = 3;
   // kDraftModel: a session of the draft model (same vocabulary), not

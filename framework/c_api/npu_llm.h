@@ -108,7 +108,7 @@ typedef struct npu_llm_config {
    * --verify-rows K); greedy replies are unchanged, sampled ones keep the
    * model's distribution. */
   npu_llm_speculative speculative; /* default NPU_LLM_SPECULATIVE_NONE */
-  int32_t draft_tokens;            /* tokens proposed per step, >= 1; default 4 */
+  int32_t draft_tokens;            /* tokens proposed per step, >= 1; default 3 */
   npu_llm_session* draft_session;  /* NPU_LLM_SPECULATIVE_DRAFT: a session of a
                                       model of the same vocabulary, used only by
                                       this call (its conversation is replaced) */

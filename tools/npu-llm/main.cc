@@ -84,7 +84,8 @@ ABSL_FLAG(std::string, speculative, "none",
 ABSL_FLAG(std::string, draft_model, "",
           "--speculative draft: a small artifact of the same vocabulary (e.g. npu-compile "
           "--keep-layers N of the same model)");
-ABSL_FLAG(int, draft_tokens, 4, "--speculative: tokens proposed per step (>= 1)");
+ABSL_FLAG(int, draft_tokens, lnpu::framework::SpeculativeConfig{}.max_draft_tokens,
+          "--speculative: tokens proposed per step (>= 1)");
 ABSL_FLAG(std::string, trace, "",
           "write a Chrome/Perfetto trace (JSON, for ui.perfetto.dev) of the run to this file: "
           "jobs and commands on the NPU's engines, submits, waits, tokenizer and sampling on "
