@@ -240,11 +240,13 @@ class Conversation {
   std::string held_;  // rendered text the session holds
 };
 
-// The --trace of the run: the writer (null without --trace) and the end of
-// the last graph run, where sampling the next token starts.
+// The --trace of the run: the writer (null without --trace) and where the
+// host's work on the next token starts: after the last graph run and the
+// trace's own recording of it, or after the previous token of the same run
+// (a speculative step emits several).
 struct Trace {
   std::unique_ptr<lnpu::tools::TraceWriter> writer;
-  int64_t last_step_end_ns = 0;
+  int64_t token_work_start_ns = 0;
 };
 
 // Tokenizes `prompt` for the session (printing the ids with
@@ -278,9 +280,11 @@ absl::StatusOr<GenerationResult> Reply(lnpu::framework::Session& session,
   bool echoed = false;
   absl::StatusOr<GenerationResult> result =
       session.GenerateFromTokens(tokens, config, [&](int32_t, std::string_view piece) {
-        if (trace.writer) {  // from the end of the graph run to the token's text
+        if (trace.writer) {
+          const int64_t now = lnpu::runtime::MonotonicNanos();
           trace.writer->AddHostSpan("sample + detokenize", "sampling", "main",
-                                    {trace.last_step_end_ns, lnpu::runtime::MonotonicNanos()});
+                                    {trace.token_work_start_ns, now});
+          trace.token_work_start_ns = now;
         }
         if (!echoed) std::cout << echo;
         echoed = true;
@@ -405,7 +409,12 @@ int Main(int argc, char** argv) {
     absl::Status observed =
         (*session)->SetStepObserver([&trace](const lnpu::runtime::StepTimeline& step) {
           trace.writer->AddStep(step, "main");
-          trace.last_step_end_ns = step.step.end_ns;
+          // Recording a step's hundreds of command events takes as long as
+          // a small model's step: shown as such, not as sampling.
+          const int64_t recorded = lnpu::runtime::MonotonicNanos();
+          trace.writer->AddHostSpan("trace recording", "trace", "main",
+                                    {step.step.end_ns, recorded});
+          trace.token_work_start_ns = recorded;
         });
     if (!observed.ok()) return Fail(std::string(observed.message()));
   }
