@@ -158,6 +158,23 @@ class RuntimeTest : public ::testing::Test {
     return session.ok() ? *std::move(session) : nullptr;
   }
 
+  // The suite's model compiled again with verify graphs of up to 5 rows
+  // (2, 4 and 5).
+  absl::StatusOr<std::unique_ptr<Model>> LoadVerifyModel() {
+    const std::string path = stories_->dir + "/stories_verify.lnpu";
+    compiler::CompileOptions options;
+    options.max_prompt_len = kMaxPromptLen;
+    options.min_response_len = kMinResponseLen;
+    options.prefill_chunks = {4, 16};
+    options.kv_dtype = compiler::CompileOptions::KvType::kF32;
+    options.verify_rows = 5;
+    LNPU_RETURN_IF_ERROR(compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", path, options));
+    absl::StatusOr<std::unique_ptr<Model>> model =
+        Model::Load(device_, path, {.weights = WeightPlacement::kImport});
+    std::remove(path.c_str());
+    return model;
+  }
+
   // Pieces of a SentencePiece vocabulary joined into text.
   std::string Detokenize(const std::vector<int32_t>& tokens) const {
     std::string text;
@@ -737,19 +754,7 @@ TEST_F(RuntimeTest, ForwardAllRowsNeedsAVerifyGraph) {
 // one does, and dropping its last rows leaves the cache as if they had
 // never run.
 TEST_F(RuntimeTest, VerifyRowsMatchDecodingAndTruncateDropsRowsCleanly) {
-  const std::string path = stories_->dir + "/stories_verify.lnpu";
-  compiler::CompileOptions options;
-  options.max_prompt_len = kMaxPromptLen;
-  options.min_response_len = kMinResponseLen;
-  options.prefill_chunks = {4, 16};
-  options.kv_dtype = compiler::CompileOptions::KvType::kF32;
-  options.verify_rows = 5;
-  const absl::Status compiled =
-      compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", path, options);
-  ASSERT_TRUE(compiled.ok()) << compiled;
-  absl::StatusOr<std::unique_ptr<Model>> model =
-      Model::Load(device_, path, {.weights = WeightPlacement::kImport});
-  std::remove(path.c_str());
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadVerifyModel();
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ((*model)->info().verify_rows, 5u);
   EXPECT_EQ((*model)->info().prefill_chunks, (std::vector<uint32_t>{4, 16}));
@@ -802,19 +807,7 @@ TEST_F(RuntimeTest, VerifyRowsMatchDecodingAndTruncateDropsRowsCleanly) {
 // holds its tokens; the padding rows change nothing: every row count gives
 // the logits of decoding its tokens one by one and commits only them.
 TEST_F(RuntimeTest, VerifyRunsTakeTheSmallestVerifyGraph) {
-  const std::string path = stories_->dir + "/stories_verify_sizes.lnpu";
-  compiler::CompileOptions options;
-  options.max_prompt_len = kMaxPromptLen;
-  options.min_response_len = kMinResponseLen;
-  options.prefill_chunks = {4, 16};
-  options.kv_dtype = compiler::CompileOptions::KvType::kF32;
-  options.verify_rows = 5;
-  const absl::Status compiled =
-      compiler::CompileGguf(ModelsDir() + "/stories260K.gguf", path, options);
-  ASSERT_TRUE(compiled.ok()) << compiled;
-  absl::StatusOr<std::unique_ptr<Model>> model =
-      Model::Load(device_, path, {.weights = WeightPlacement::kImport});
-  std::remove(path.c_str());
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadVerifyModel();
   ASSERT_TRUE(model.ok()) << model.status();
   const uint32_t vocab = (*model)->info().vocab_size;
   const std::vector<int32_t> tokens = FillGreedy(**(*model)->CreateSequence(), 12);
