@@ -51,6 +51,11 @@ struct SpeculativeConfig {
   // last token fill a 4-row verify graph, the most rows the software NPU
   // streams the weights for in one pass (docs/speculative-decoding.md).
   int max_draft_tokens = 3;
+  // kDraftModel: the draft stops proposing at a token it is less sure of
+  // than this (Sampler::TopProbability of its logits below it), so that a
+  // step does not pay verify rows for guesses; 0 always proposes
+  // max_draft_tokens. In [0, 1]. (llama.cpp's --draft-p-min, 0.75 there.)
+  float min_draft_probability = 0.75f;
   int min_ngram = 1;         // kPromptLookup: 1 <= min_ngram <= max_ngram
   int max_ngram = 3;
   // kDraftModel: a session of the draft model (same vocabulary), not

@@ -92,6 +92,12 @@ absl::Status Generator::CheckSpeculative(const Session& session, const Generatio
                      speculative.max_ngram, "] are invalid: use 1 <= min_ngram <= max_ngram"));
   }
   if (speculative.kind == SpeculativeConfig::Kind::kDraftModel) {
+    if (!(speculative.min_draft_probability >= 0.0f &&
+          speculative.min_draft_probability <= 1.0f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("speculative min_draft_probability is ", speculative.min_draft_probability,
+                       ": use a probability in [0, 1] (0: no threshold)"));
+    }
     const Session* draft = speculative.draft;
     if (draft == nullptr || draft == &session) {
       return absl::InvalidArgumentError(
@@ -282,7 +288,9 @@ std::vector<int32_t> Generator::ProposeWithDraftModel(absl::Span<const int32_t> 
   std::vector<int32_t> proposals;
   const bool sampling = config_.temperature != 0.0f && config_.top_k != 1;
   const uint32_t vocab = draft.info().vocab_size;
+  const float min_probability = config_.speculative.min_draft_probability;
   while (logits.ok()) {
+    if (min_probability > 0.0f && Sampler::TopProbability(*logits) < min_probability) break;
     draft_sampler_->Distribution(*logits, history_, {}, &target_probabilities_);
     const int32_t token = draft_sampler_->Draw(target_probabilities_);
     proposals.push_back(token);

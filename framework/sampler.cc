@@ -255,6 +255,14 @@ void Sampler::AdjustLogits(absl::Span<const float> logits,
   }
 }
 
+float Sampler::TopProbability(absl::Span<const float> logits) {
+  const float max = logits[static_cast<size_t>(Argmax(logits))];
+  if (!std::isfinite(max)) return 0.0f;
+  double sum = 0.0;
+  for (float logit : logits) sum += std::exp(static_cast<double>(logit - max));
+  return static_cast<float>(1.0 / sum);
+}
+
 int32_t Sampler::Sample(absl::Span<const float> logits,
                         absl::Span<const int32_t> history,
                         absl::Span<const uint64_t> allowed_tokens) {

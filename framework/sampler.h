@@ -66,6 +66,12 @@ class Sampler {
   void Distribution(absl::Span<const float> logits, absl::Span<const int32_t> history,
                     absl::Span<const uint64_t> allowed_tokens, std::vector<float>* probabilities);
 
+  // The probability of the most likely token under the softmax of
+  // `logits` at temperature 1 (the model's own confidence, whatever the
+  // sampling settings); 0 when no logit is finite. `logits` must be
+  // non-empty.
+  static float TopProbability(absl::Span<const float> logits);
+
   // Whether the last Sample() or Distribution() found no token with a
   // finite adjusted logit (every token masked out, banned by a -infinity
   // logit bias, or non-finite): its pick, token 0, then is no pick.

@@ -126,8 +126,14 @@ class SpeculativeTest : public ::testing::Test {
   static SpeculativeConfig Lookup(int max_draft_tokens = 5) {
     return {.kind = Kind::kPromptLookup, .max_draft_tokens = max_draft_tokens};
   }
-  static SpeculativeConfig Draft(Session& draft, int max_draft_tokens = 5) {
-    return {.kind = Kind::kDraftModel, .max_draft_tokens = max_draft_tokens, .draft = &draft};
+  // Proposes max_draft_tokens whatever the draft's confidence, unless
+  // `min_probability` says otherwise.
+  static SpeculativeConfig Draft(Session& draft, int max_draft_tokens = 5,
+                                 float min_probability = 0.0f) {
+    return {.kind = Kind::kDraftModel,
+            .max_draft_tokens = max_draft_tokens,
+            .min_draft_probability = min_probability,
+            .draft = &draft};
   }
 
   // A prompt that repeats a text, so that prompt lookup proposes the
@@ -176,6 +182,32 @@ TEST_F(SpeculativeTest, GreedyDraftModelEqualsPlain) {
     EXPECT_GT(result.stats.drafted_tokens, 20);
     EXPECT_EQ(result.stats.accepted_tokens, result.stats.drafted_tokens);
   }
+}
+
+// The draft stops proposing at a token it gives less than
+// min_draft_probability: 1 leaves no proposal at all (a softmax of finite
+// logits over several tokens never reaches 1), the default some; greedy
+// output stays the plain one either way.
+TEST_F(SpeculativeTest, DraftProposesOnlyTokensItIsSureOf) {
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  std::unique_ptr<Session> same = NewSession(*stories_->same);
+  GenerationResult never = ExpectSameAsPlain(*stories_, prompt, Greedy(40), Draft(*same, 5, 1.0f));
+  EXPECT_EQ(never.stats.drafted_tokens, 0);
+  const GenerationResult always = ExpectSameAsPlain(*stories_, prompt, Greedy(40), Draft(*same));
+  const GenerationResult sure = ExpectSameAsPlain(
+      *stories_, prompt, Greedy(40),
+      Draft(*same, 5, SpeculativeConfig{}.min_draft_probability));
+  EXPECT_GT(sure.stats.drafted_tokens, 0) << "stories260K is sure of some tokens";
+  EXPECT_LT(sure.stats.drafted_tokens, always.stats.drafted_tokens);
+  EXPECT_EQ(sure.stats.accepted_tokens, sure.stats.drafted_tokens);
+
+  std::unique_ptr<Session> few = NewSession(*stories_->few_layers);
+  GenerationConfig config = Greedy(8);
+  config.speculative = Draft(*few, 5, 1.5f);
+  absl::StatusOr<GenerationResult> refused =
+      NewSession(*stories_->target)->GenerateFromTokens(prompt, config);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("min_draft_probability"));
 }
 
 TEST_F(SpeculativeTest, RepliesEndInsideAnAcceptedRunAsWithoutSpeculation) {

@@ -86,6 +86,10 @@ ABSL_FLAG(std::string, draft_model, "",
           "--keep-layers N of the same model)");
 ABSL_FLAG(int, draft_tokens, lnpu::framework::SpeculativeConfig{}.max_draft_tokens,
           "--speculative: tokens proposed per step (>= 1)");
+ABSL_FLAG(float, draft_min_p, lnpu::framework::SpeculativeConfig{}.min_draft_probability,
+          "--speculative draft: the draft model stops proposing at a token whose most likely "
+          "candidate it gives less than this probability (0..1; 0 = always propose "
+          "--draft-tokens)");
 ABSL_FLAG(std::string, trace, "",
           "write a Chrome/Perfetto trace (JSON, for ui.perfetto.dev) of the run to this file: "
           "jobs and commands on the NPU's engines, submits, waits, tokenizer and sampling on "
@@ -339,6 +343,7 @@ int Main(int argc, char** argv) {
   const std::string speculative = absl::GetFlag(FLAGS_speculative);
   const std::string draft_model = absl::GetFlag(FLAGS_draft_model);
   config->speculative.max_draft_tokens = absl::GetFlag(FLAGS_draft_tokens);
+  config->speculative.min_draft_probability = absl::GetFlag(FLAGS_draft_min_p);
   if (speculative == "lookup") {
     config->speculative.kind = SpeculativeKind::kPromptLookup;
   } else if (speculative == "draft") {
