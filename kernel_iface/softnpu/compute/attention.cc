@@ -628,8 +628,11 @@ void Attention(const AttentionArgs& args, WorkerPool& pool,
 
   // One task per (tile of rows, kv head, key split): the GQA group's query
   // heads of the tile's rows share every K/V row read. Several new rows
-  // without a window take the transposed scores (AttendKeys), in tiles of
-  // up to kMaxTileRows rows, about four tasks per thread. Otherwise a tile
+  // without a window take the transposed scores (AttendKeys), in tiles as
+  // large as leave a task per thread (up to kMaxTileRows rows): each tile
+  // converts and reads every K/V block once, so fewer, larger tiles read
+  // less (4 rows over 128-512 slots: a third less time than with four
+  // tasks per thread, tests/compute/attention_benchmark.cc). Otherwise a tile
   // is one row; when there are fewer (row, kv head) pairs than two per
   // thread (decode), each row's keys are split into ranges whose partial
   // softmax states are merged at the end (flash-decoding).
@@ -639,7 +642,7 @@ void Attention(const AttentionArgs& args, WorkerPool& pool,
   const bool tiled = args.window == 0 && args.rows > 1;
   const bool transposed = tiled || dim <= kKeyLanesMaxDim;
   const size_t tile_rows =
-      tiled ? std::clamp<size_t>(args.rows * args.kv_heads / (4 * threads), 1, kMaxTileRows)
+      tiled ? std::min({CeilDiv(args.rows * args.kv_heads, threads), kMaxTileRows, args.rows})
             : 1;
   const size_t tiles = CeilDiv(args.rows, tile_rows);
   const size_t pairs = tiles * args.kv_heads;
