@@ -269,6 +269,10 @@ std::vector<int32_t> Generator::ProposeTokens(size_t max_tokens) {
 
 std::vector<int32_t> Generator::ProposeWithDraftModel(absl::Span<const int32_t> context,
                                                       size_t max_tokens) {
+  if (draft_skips_ > 0) {
+    --draft_skips_;
+    return {};
+  }
   runtime::Sequence& draft = *config_.speculative.draft->runtime_;
   // Keep the draft's cache where it agrees with the conversation, but run
   // at least the last token, whose logits give the first proposal.
@@ -300,6 +304,12 @@ std::vector<int32_t> Generator::ProposeWithDraftModel(absl::Span<const int32_t> 
     }
     if (proposals.size() == max_tokens) break;
     logits = draft.Forward(absl::MakeConstSpan(&proposals.back(), 1));
+  }
+  if (logits.ok() && proposals.empty()) {  // unsure of its first token
+    draft_skips_ = draft_next_skips_;
+    draft_next_skips_ = std::min(2 * draft_next_skips_, kMaxDraftSkips);
+  } else if (!proposals.empty()) {
+    draft_next_skips_ = 1;
   }
   return proposals;
 }

@@ -162,6 +162,14 @@ class Generator {
   // each proposal, vocab_size floats each.
   std::vector<float> draft_probabilities_;
   std::unique_ptr<Sampler> draft_sampler_;  // draws the draft model's proposals
+  // A draft unsure of its first token proposes nothing, yet costs a run of
+  // the draft model. After such a step the next draft_skips_ steps run
+  // without it; each unsure step in a row doubles the skip (1, 2, 4, ...
+  // up to kMaxDraftSkips), a proposal resets it. The draft catches up on
+  // the skipped tokens when it runs again.
+  static constexpr int kMaxDraftSkips = 16;
+  int draft_skips_ = 0;       // steps left to run without the draft
+  int draft_next_skips_ = 1;  // the skip after the next unsure step
   // Heap-held so that a moved Generator keeps them in place.
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<StreamingDetokenizer> detokenizer_;

@@ -210,6 +210,23 @@ TEST_F(SpeculativeTest, DraftProposesOnlyTokensItIsSureOf) {
   EXPECT_THAT(refused.status().message(), HasSubstr("min_draft_probability"));
 }
 
+// A draft unsure of its first token every time (threshold 1) is run less
+// and less often: after 1, 2, 4, 8 and 16 skipped steps, so 6 times in a
+// 40-token reply instead of 39; it still catches up on the conversation
+// each time, and the reply is the plain one.
+TEST_F(SpeculativeTest, AnUnsureDraftRunsLessAndLessOften) {
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  for (const ModelSet* models : {stories_, random_}) {
+    std::unique_ptr<Session> few = NewSession(*models->few_layers);
+    const GenerationResult result =
+        ExpectSameAsPlain(*models, prompt, Greedy(40), Draft(*few, 3, 1.0f));
+    EXPECT_EQ(result.stats.drafted_tokens, 0);
+    EXPECT_EQ(few->runtime_stats().forward_calls, 6u);
+    // Its cache holds the conversation up to its last run (step 37).
+    EXPECT_GE(few->runtime_stats().tokens, prompt.size() + 36);
+  }
+}
+
 TEST_F(SpeculativeTest, RepliesEndInsideAnAcceptedRunAsWithoutSpeculation) {
   const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
   const GenerationResult plain = Run(*stories_, prompt, Greedy(30));
