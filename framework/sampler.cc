@@ -260,7 +260,8 @@ float Sampler::TopProbability(absl::Span<const float> logits) {
   if (!std::isfinite(max)) return 0.0f;
   double sum = 0.0;
   for (float logit : logits) sum += std::exp(static_cast<double>(logit - max));
-  return static_cast<float>(1.0 / sum);
+  const double top = 1.0 / sum;  // NaN when a logit is
+  return std::isnan(top) ? 0.0f : static_cast<float>(top);
 }
 
 int32_t Sampler::Sample(absl::Span<const float> logits,

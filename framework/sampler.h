@@ -68,8 +68,8 @@ class Sampler {
 
   // The probability of the most likely token under the softmax of
   // `logits` at temperature 1 (the model's own confidence, whatever the
-  // sampling settings); 0 when no logit is finite. `logits` must be
-  // non-empty.
+  // sampling settings); 0 when no logit is finite, or one is NaN or
+  // +infinity (no confidence to speak of). `logits` must be non-empty.
   static float TopProbability(absl::Span<const float> logits);
 
   // Whether the last Sample() or Distribution() found no token with a

@@ -35,6 +35,15 @@ TEST(SamplerTest, GreedySkipsNonFiniteLogits) {
   EXPECT_EQ(sampler.Sample(std::vector<float>{NAN, 1.0f, INFINITY, 0.5f}), 1);
 }
 
+TEST(SamplerTest, TopProbabilityIsTheSoftmaxOfTheBestLogit) {
+  EXPECT_FLOAT_EQ(Sampler::TopProbability(std::vector<float>(8, 0.5f)), 0.125f);
+  EXPECT_FLOAT_EQ(Sampler::TopProbability(std::vector<float>{std::log(3.0f), 0.0f}), 0.75f);
+  EXPECT_FLOAT_EQ(Sampler::TopProbability(std::vector<float>{-INFINITY, 2.0f, -INFINITY}), 1.0f);
+  EXPECT_EQ(Sampler::TopProbability(std::vector<float>{-INFINITY, -INFINITY}), 0.0f);
+  EXPECT_EQ(Sampler::TopProbability(std::vector<float>{1.0f, NAN}), 0.0f);
+  EXPECT_EQ(Sampler::TopProbability(std::vector<float>{1.0f, INFINITY}), 0.0f);
+}
+
 TEST(SamplerTest, TopKOneIsGreedyAtAnyTemperature) {
   Sampler sampler(Config(5.0f, /*top_k=*/1));
   for (int i = 0; i < 50; ++i) {
