@@ -256,12 +256,28 @@ void Sampler::AdjustLogits(absl::Span<const float> logits,
 }
 
 float Sampler::TopProbability(absl::Span<const float> logits) {
-  const float max = logits[static_cast<size_t>(Argmax(logits))];
-  if (!std::isfinite(max)) return 0.0f;
-  double sum = 0.0;
-  for (float logit : logits) sum += std::exp(static_cast<double>(logit - max));
-  const double top = 1.0 / sum;  // NaN when a logit is
-  return std::isnan(top) ? 0.0f : static_cast<float>(top);
+  const float max = MaxFinite(logits);
+  if (max == -INFINITY) return 0.0f;
+  // Per draft token, over the whole vocabulary: four exps at a time
+  // (151,936 logits: std::exp in double took 708 us).
+  const size_t n = logits.size();
+  F4 sums{};
+  I4 above{};  // a NaN or +infinity logit (max is the largest finite one)
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    F4 logit;
+    std::memcpy(&logit, logits.data() + i, sizeof(logit));
+    const I4 below = logit <= max;
+    above |= ~below;
+    sums += ExpNonPositive(below ? logit - max : F4{});
+  }
+  double sum = static_cast<double>(sums[0]) + sums[1] + sums[2] + sums[3];
+  bool not_finite = (above[0] | above[1] | above[2] | above[3]) != 0;
+  for (; i < n; ++i) {
+    not_finite = not_finite || !(logits[i] <= max);
+    if (logits[i] <= max) sum += ExpNonPositive(logits[i] - max);
+  }
+  return not_finite ? 0.0f : static_cast<float>(1.0 / sum);
 }
 
 int32_t Sampler::Sample(absl::Span<const float> logits,
