@@ -27,8 +27,8 @@ namespace lnpu::softnpu::compute {
 //
 // Starting, joining, closing and leaving a loop are atomic operations on
 // lock-free words; the mutex is taken only to sleep or to wake a sleeper.
-// (A mutex taken by both threads on every loop made them collide: a
-// qwen2.5-0.5b decode step put a thread to sleep on it about 20 times,
+// (A mutex taken by both threads on every loop made them collide: 80% of
+// the 32,849 futex calls of one qwen2.5-0.5b npu-bench run were on it,
 // docs/performance.md "Pool without a mutex".)
 //
 // Workers join a loop only while it is open: once the caller has run out
