@@ -462,15 +462,18 @@ TEST_P(QuantMatmulPathTest, MatmulGroupEqualsMatmulsInTurnBitForBit) {
 // each row of a call of 1..4 rows equals, bit for bit, a one-row call of
 // that row over all columns, whatever the range's start (odd offsets,
 // ranges shorter than the kernels' column step, single columns, ranges
-// starting, ending or crossing inside a Q8_0P16 panel) and for block counts
-// that leave blocks after the avx512vnni block groups; it writes nothing
-// outside the range. The panel types' one-row calls equal PortableP16Matmul.
+// starting, ending or crossing inside a Q8_0P16 panel, ranges of 1 to 7
+// panels, which the panel GEMVs take in steps of 4, 3, 2 and 1 streams) and
+// for block counts that leave blocks after the avx512vnni block groups; it
+// writes nothing outside the range. The panel types' one-row calls equal
+// PortableP16Matmul.
 TEST_P(QuantMatmulPathTest, GemvRowsEqualOneRowCallsOverAnyColumnRange) {
   const auto gemv = ActiveQuantGemv();
-  constexpr size_t kRows = kQuantGemvMaxRows, kN = 23;
+  constexpr size_t kRows = kQuantGemvMaxRows, kN = 7 * 16 + 5;
   const std::pair<size_t, size_t> ranges[] = {
-      {0, kN}, {1, kN}, {3, kN - 2}, {5, 6},   {2, 11},  {kN - 1, kN}, {7, 10},
-      {0, 16}, {16, kN}, {15, 17},   {14, 19}, {16, 17}, {0, 1},       {17, 22}};
+      {0, kN},   {1, kN},  {3, kN - 2}, {5, 6},   {2, 11},  {kN - 1, kN}, {7, 10},
+      {0, 16},   {16, kN}, {15, 17},    {14, 19}, {16, 17}, {0, 1},       {17, 22},
+      {0, 48},   {16, 64}, {0, 112},    {20, 100}, {5, 80}, {32, 96}};
   for (size_t blocks : {1, 2, 3, 5, 6, 7, 9, 13}) {
     for (WeightType type : kQuantTypes) {
       const size_t k = blocks * kQuantBlock;
