@@ -105,6 +105,7 @@ lnpu::framework::GenerationConfig ConfigOf(const npu_llm_config& c) {
                                                                          : Kind::kNone;
   config.speculative.max_draft_tokens = c.draft_tokens;
   config.speculative.draft = c.draft_session != nullptr ? c.draft_session->session.get() : nullptr;
+  config.speculative.min_draft_probability = c.draft_min_probability;
   return config;
 }
 
@@ -196,6 +197,7 @@ void npu_llm_config_init(npu_llm_config* config) {
   config->stop_at_eos = defaults.stop_at_eos ? 1 : 0;
   config->speculative = NPU_LLM_SPECULATIVE_NONE;
   config->draft_tokens = defaults.speculative.max_draft_tokens;
+  config->draft_min_probability = defaults.speculative.min_draft_probability;
 }
 
 void npu_llm_result_clear(npu_llm_result* result) {

@@ -112,6 +112,9 @@ typedef struct npu_llm_config {
   npu_llm_session* draft_session;  /* NPU_LLM_SPECULATIVE_DRAFT: a session of a
                                       model of the same vocabulary, used only by
                                       this call (its conversation is replaced) */
+  float draft_min_probability;     /* NPU_LLM_SPECULATIVE_DRAFT: stop proposing at a
+                                      token the draft gives less than this, [0, 1];
+                                      default 0.75, 0 = always draft_tokens */
 } npu_llm_config;
 void npu_llm_config_init(npu_llm_config* config);
 

@@ -106,6 +106,21 @@ int main(int argc, char** argv) {
             drafted.accepted_tokens == drafted.drafted_tokens,
         "draft-model speculation: the same reply, every proposal accepted");
   npu_llm_result_clear(&drafted);
+  check(config.draft_min_probability == 0.75f, "the draft's probability threshold defaults to 0.75");
+  speculative.draft_min_probability = 1.5f;
+  check(npu_llm_session_generate(fresh, "x", &speculative, NULL, NULL, &drafted) ==
+                NPU_LLM_INVALID_ARGUMENT &&
+            strstr(npu_llm_last_error(), "min_draft_probability is 1.5") != NULL &&
+            drafted.text == NULL,
+        "a draft probability threshold outside [0, 1] is refused");
+  npu_llm_result_clear(&drafted);
+  speculative.draft_min_probability = 0.0f;
+  npu_llm_session_reset(fresh);
+  check(npu_llm_session_generate(fresh, "Once upon a time", &speculative, NULL, NULL,
+                                 &drafted) == NPU_LLM_OK &&
+            strcmp(drafted.text, first_reply) == 0 && drafted.drafted_tokens > 0,
+        "draft-model speculation without a threshold: the same reply");
+  npu_llm_result_clear(&drafted);
   npu_llm_session_reset(fresh);
   speculative.speculative = NPU_LLM_SPECULATIVE_LOOKUP;
   speculative.draft_session = NULL;
