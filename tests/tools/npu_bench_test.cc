@@ -677,6 +677,46 @@ TEST(NpuBenchProfile, CostCountsMatmulBytesAndOperations) {
                    .ok());
 }
 
+// Roofline 1 GB/s and 1 TOP/s: a MATMUL of 1 MB (bound 1 ms) that took
+// 1.25 ms, an RMS_NORM of 1 kB (bound 1 us) that took 5 us, an ATTENTION
+// of 10 GOP (compute-bound: 10 ms) that took 12 ms, and a MATMUL of 1 MB
+// from cache that took 0.5 ms, faster than its bound, so it counts at its
+// own time; the step 100 us longer than its commands.
+TEST(NpuBenchProfile, BudgetSplitsTheStepAgainstTheRoofline) {
+  StepProfile p;
+  const auto add = [&](uint16_t opcode, int64_t ns, uint64_t bytes, uint64_t ops) {
+    ProfiledCommand c;
+    c.opcode = opcode;
+    c.ns = ns;
+    c.cost = {.bytes = bytes, .ops = ops};
+    p.commands.push_back(c);
+    p.commands_ns += ns;
+  };
+  add(LNPU_OP_MATMUL, 1'250'000, 1'000'000, 2'000'000);
+  add(LNPU_OP_RMS_NORM, 5'000, 1'000, 250);
+  add(LNPU_OP_ATTENTION, 12'000'000, 100'000, 10'000'000'000);
+  add(LNPU_OP_MATMUL, 500'000, 1'000'000, 2'000'000);
+  p.step_ns = p.commands_ns + 100'000;
+  const Roofline roof{.bytes_per_second = 1e9, .ops_per_second = 1e12};
+
+  const StepBudget b = BudgetOf(p, roof);
+  EXPECT_EQ(b.roofline_ns, 1'000'000 + 1'000 + 10'000'000 + 500'000);
+  EXPECT_EQ(b.matmul_excess_ns, 250'000);
+  EXPECT_EQ(b.other_excess_ns, 4'000 + 2'000'000);
+  EXPECT_EQ(b.outside_ns, 100'000);
+  EXPECT_EQ(b.roofline_ns + b.matmul_excess_ns + b.other_excess_ns + b.outside_ns, p.step_ns);
+  EXPECT_THAT(FormatStepProfile(p, roof),
+              HasSubstr("the step against the roofline: 11501.0 us (83.0%) at the limits, "
+                        "MATMUL +250.0 us (1.8%), other commands +2004.0 us (14.5%), outside "
+                        "the commands 100.0 us (0.7%)"));
+
+  // Without a measured roofline nothing counts as a limit.
+  const StepBudget none = BudgetOf(p, Roofline{});
+  EXPECT_EQ(none.roofline_ns, 0);
+  EXPECT_EQ(none.matmul_excess_ns, 1'750'000);
+  EXPECT_EQ(none.other_excess_ns, 12'005'000);
+}
+
 TEST(NpuBenchProgram, ProfilePrintsOpcodesLayersAndTheRoofline) {
   std::vector<std::string> args = {"-m", CompileTinyModel(), "--device", "soft", "--profile",
                                    "--prompt-lengths", "16", "--bandwidth-mib", "8",
@@ -684,7 +724,8 @@ TEST(NpuBenchProgram, ProfilePrintsOpcodesLayersAndTheRoofline) {
   const ToolRun run = RunBench(args);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   for (const char* text : {"roofline: read bandwidth", "graph prefill_16, 16 token(s)",
-                           "graph decode, 1 token(s)", "by opcode", "by layer",
+                           "graph decode, 1 token(s)", "the step against the roofline: ",
+                           "by opcode", "by layer",
                            "LNPU_OP_MATMUL", "LNPU_OP_ATTENTION", "layer 1", "other"}) {
     EXPECT_THAT(run.out, HasSubstr(text));
   }

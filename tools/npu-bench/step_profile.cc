@@ -1,6 +1,7 @@
 #include "tools/npu-bench/step_profile.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -67,17 +68,22 @@ void Add(ProfileGroup& group, const ProfiledCommand& command) {
 
 double Rate(uint64_t amount, int64_t ns) { return ns > 0 ? amount * 1e9 / ns : 0; }
 
+// The roofline bound of `cost`: whichever of memory and compute takes
+// longer at the machine's peak.
+double BoundNs(const CommandCost& cost, const Roofline& roof) {
+  return std::max(roof.bytes_per_second > 0 ? cost.bytes / roof.bytes_per_second : 0,
+                  roof.ops_per_second > 0 ? cost.ops / roof.ops_per_second : 0) *
+         1e9;
+}
+
+double Percent(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * part / whole : 0; }
+
 std::string GroupRow(const ProfileGroup& g, int64_t total_ns, const Roofline& roof) {
   const double bytes_per_s = Rate(g.cost.bytes, g.ns);
   const double ops_per_s = Rate(g.cost.ops, g.ns);
-  // The roofline bound of the group: whichever of memory and compute takes
-  // longer at the machine's peak.
-  const double bound_ns =
-      std::max(roof.bytes_per_second > 0 ? g.cost.bytes / roof.bytes_per_second : 0,
-               roof.ops_per_second > 0 ? g.cost.ops / roof.ops_per_second : 0) *
-      1e9;
+  const double bound_ns = BoundNs(g.cost, roof);
   return absl::StrFormat("  %-22s %5u %10.1f %6.1f%% %12.3f %9.2f %9.2f %8.1f%%\n", g.name,
-                         g.commands, g.ns / 1e3, total_ns > 0 ? 100.0 * g.ns / total_ns : 0,
+                         g.commands, g.ns / 1e3, Percent(g.ns, total_ns),
                          g.cost.bytes / 1e6, bytes_per_s / 1e9, ops_per_s / 1e9,
                          g.ns > 0 ? 100.0 * bound_ns / g.ns : 0);
 }
@@ -179,12 +185,33 @@ absl::StatusOr<StepProfile> SummarizeStep(const runtime::StepTimeline& timeline,
   return profile;
 }
 
+StepBudget BudgetOf(const StepProfile& p, const Roofline& roof) {
+  StepBudget budget;
+  for (const ProfiledCommand& c : p.commands) {
+    const int64_t bound = std::min<int64_t>(c.ns, std::llround(BoundNs(c.cost, roof)));
+    budget.roofline_ns += bound;
+    (c.opcode == LNPU_OP_MATMUL ? budget.matmul_excess_ns : budget.other_excess_ns) +=
+        c.ns - bound;
+  }
+  budget.outside_ns = p.step_ns - p.commands_ns;
+  return budget;
+}
+
 std::string FormatStepProfile(const StepProfile& p, const Roofline& roof) {
   std::string out = absl::StrFormat(
       "graph %s, %d token(s): step %.1f us on the host, jobs %.1f us on the device, "
       "%d commands %.1f us (%.1f%% of the step)\n",
       p.graph, p.tokens, p.step_ns / 1e3, p.device_ns / 1e3, p.command_count,
-      p.commands_ns / 1e3, p.step_ns > 0 ? 100.0 * p.commands_ns / p.step_ns : 0);
+      p.commands_ns / 1e3, Percent(p.commands_ns, p.step_ns));
+  const StepBudget b = BudgetOf(p, roof);
+  absl::StrAppendFormat(
+      &out,
+      "the step against the roofline: %.1f us (%.1f%%) at the limits, MATMUL +%.1f us "
+      "(%.1f%%), other commands +%.1f us (%.1f%%), outside the commands %.1f us (%.1f%%)\n",
+      b.roofline_ns / 1e3, Percent(b.roofline_ns, p.step_ns), b.matmul_excess_ns / 1e3,
+      Percent(b.matmul_excess_ns, p.step_ns), b.other_excess_ns / 1e3,
+      Percent(b.other_excess_ns, p.step_ns), b.outside_ns / 1e3,
+      Percent(b.outside_ns, p.step_ns));
   const std::string header =
       "                         cmds    time us   share     MB moved      GB/s     GOP/s  "
       "roofline\n";

@@ -78,6 +78,23 @@ struct Roofline {
   double ops_per_second = 0;    // compute peak
 };
 
+// A step's time against the roofline, in four parts that sum to step_ns:
+// what its commands would take at the machine's limits (per command the
+// larger of its bytes at the read bandwidth and its operations at the
+// compute peak; a command faster than that, its operands in cache, counts
+// at its own time), how much longer the MATMULs and the other commands
+// took, and the step's time outside the commands (runtime, submits, fence
+// wake-ups; negative only if commands of different engines overlapped).
+struct StepBudget {
+  int64_t roofline_ns = 0;
+  int64_t matmul_excess_ns = 0;
+  int64_t other_excess_ns = 0;
+  int64_t outside_ns = 0;
+};
+StepBudget BudgetOf(const StepProfile& profile, const Roofline& roofline);
+
+// The profile as text: the step's budget (BudgetOf), then the groups by
+// opcode and by layer.
 std::string FormatStepProfile(const StepProfile& profile, const Roofline& roofline);
 
 // Runs one prefill of `prompt_tokens` random tokens (seeded) and one
