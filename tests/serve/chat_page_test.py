@@ -64,6 +64,7 @@ class DevTools:
     """The DevTools protocol over Chromium's fds 3 (commands) and 4 (replies)."""
 
     def __init__(self, chromium, url, profile):
+        self.profile = profile
         os.makedirs(profile, exist_ok=True)
         to_chrome_r, self.to_chrome = os.pipe()
         self.from_chrome, from_chrome_w = os.pipe()
@@ -72,6 +73,9 @@ class DevTools:
         to_chrome_r, from_chrome_w = high_fd(to_chrome_r), high_fd(from_chrome_w)
 
         def child_fds():
+            # A process group of its own, so that close() ends its helper
+            # processes (zygote, renderer, utility) with it.
+            os.setsid()
             os.dup2(to_chrome_r, 3)
             os.dup2(from_chrome_w, 4)
 
@@ -109,8 +113,25 @@ class DevTools:
                 return reply["result"]
 
     def close(self):
-        self.process.kill()
+        """Ends Chromium and its helpers, and removes the profile: helpers
+        that were exiting on their own may still write into it for a moment
+        (once a cleanup failed with 'Directory not empty: Default')."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.process.wait()
+        deadline = time.time() + TIMEOUT_S
+        while True:
+            try:
+                shutil.rmtree(self.profile)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
 
 
 def main():
