@@ -2,9 +2,7 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -15,16 +13,10 @@
 
 namespace lnpu::bench {
 
-TemporaryArtifact::TemporaryArtifact(std::string directory)
+TemporaryArtifact::TemporaryArtifact(std::unique_ptr<tools::TempDirectory> directory)
     : directory_(std::move(directory)),
-      gguf_path_(directory_ + "/model.gguf"),
-      artifact_path_(directory_ + "/model.lnpu") {}
-
-TemporaryArtifact::~TemporaryArtifact() {
-  unlink(gguf_path_.c_str());
-  unlink(artifact_path_.c_str());
-  rmdir(directory_.c_str());
-}
+      gguf_path_(directory_->path() + "/model.gguf"),
+      artifact_path_(directory_->path() + "/model.lnpu") {}
 
 absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
     const std::string& preset, const std::string& weights, const std::string& models_dir,
@@ -52,14 +44,10 @@ absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
       const synthetic::RandomLlamaSpec spec,
       synthetic::SyntheticPresetSpec(preset, models_dir, source_type, /*seed=*/1));
 
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string pattern = absl::StrCat(tmpdir && *tmpdir ? tmpdir : "/tmp", "/npu-bench.XXXXXX");
-  if (mkdtemp(pattern.data()) == nullptr) {
-    return absl::UnavailableError(absl::StrCat("cannot create a temporary directory ", pattern,
-                                               ": ", std::strerror(errno),
-                                               "; set TMPDIR to a writable directory"));
-  }
-  auto artifact = std::unique_ptr<TemporaryArtifact>(new TemporaryArtifact(pattern));
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<tools::TempDirectory> directory,
+                        tools::TempDirectory::Create("npu-bench"));
+  auto artifact =
+      std::unique_ptr<TemporaryArtifact>(new TemporaryArtifact(std::move(directory)));
   LNPU_RETURN_IF_ERROR(synthetic::WriteRandomLlamaGguf(spec, artifact->gguf_path_));
   LNPU_RETURN_IF_ERROR(compiler::CompileGguf(artifact->gguf_path_, artifact->path(), options));
   unlink(artifact->gguf_path_.c_str());  // the source is no longer needed

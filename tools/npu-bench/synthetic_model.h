@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tools/common/temp_directory.h"
 
 namespace lnpu::bench {
 
@@ -18,19 +19,15 @@ namespace lnpu::bench {
 // artifact; removed with its content on destruction. Not thread-safe.
 class TemporaryArtifact {
  public:
-  ~TemporaryArtifact();
-  TemporaryArtifact(const TemporaryArtifact&) = delete;
-  TemporaryArtifact& operator=(const TemporaryArtifact&) = delete;
-
   const std::string& path() const { return artifact_path_; }
 
  private:
   friend absl::StatusOr<std::unique_ptr<TemporaryArtifact>> CompileSyntheticModel(
       const std::string& preset, const std::string& weights, const std::string& models_dir,
       const std::vector<uint32_t>& decode_batches);
-  explicit TemporaryArtifact(std::string directory);
+  explicit TemporaryArtifact(std::unique_ptr<tools::TempDirectory> directory);
 
-  const std::string directory_;
+  const std::unique_ptr<tools::TempDirectory> directory_;
   const std::string gguf_path_;
   const std::string artifact_path_;
 };

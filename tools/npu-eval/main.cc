@@ -30,9 +30,9 @@
 #include "framework/tokenizer/tokenizer.h"
 #include "tools/common/json.h"
 #include "tools/common/model_tokenizer.h"
+#include "tools/common/temp_directory.h"
 #include "tools/common/tool_main.h"
 #include "tools/npu-eval/quantization_eval.h"
-#include "tools/npu-eval/temp_directory.h"
 
 namespace {
 
@@ -231,7 +231,7 @@ std::string FormatJson(const std::string& model, const std::string& source,
 }
 
 absl::Status Run(CommandLine line) {
-  std::unique_ptr<lnpu::eval::TempDirectory> synthetic_dir;
+  std::unique_ptr<lnpu::tools::TempDirectory> synthetic_dir;
   std::string gguf_path = line.model;
   std::string model_name = line.model;
   if (!line.preset.empty()) {
@@ -243,8 +243,8 @@ absl::Status Run(CommandLine line) {
     LNPU_ASSIGN_OR_RETURN(lnpu::synthetic::RandomLlamaSpec spec,
                           lnpu::synthetic::SyntheticPresetSpec(
                               line.preset, models_dir, lnpu::gguf::GgmlType::kF32, /*seed=*/1));
-    LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::eval::TempDirectory> dir,
-                          lnpu::eval::TempDirectory::Create());
+    LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::tools::TempDirectory> dir,
+                          lnpu::tools::TempDirectory::Create("npu-eval"));
     synthetic_dir = std::move(dir);
     gguf_path = synthetic_dir->path() + "/model.gguf";
     if (!line.json) std::cerr << "npu-eval: writing the synthetic " << line.preset << " model\n";

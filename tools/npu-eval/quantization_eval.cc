@@ -13,7 +13,7 @@
 #include "kernel_iface/driver/device.h"
 #include "runtime/sequence.h"
 #include "tools/common/tool_device.h"
-#include "tools/npu-eval/temp_directory.h"
+#include "tools/common/temp_directory.h"
 
 namespace lnpu::eval {
 namespace {
@@ -93,8 +93,8 @@ absl::StatusOr<EvalResult> EvaluateWeights(const std::string& gguf_path,
     variants.push_back(type);
   }
   LNPU_ASSIGN_OR_RETURN(KvType kv_dtype, ParseKvDtype(options.kv_dtype));
-  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<TempDirectory> directory,
-                        TempDirectory::Create(options.temp_parent));
+  LNPU_ASSIGN_OR_RETURN(std::unique_ptr<tools::TempDirectory> directory,
+                        tools::TempDirectory::Create("npu-eval", options.temp_parent));
   LNPU_ASSIGN_OR_RETURN(std::unique_ptr<Device> opened, tools::OpenToolDevice(options.device));
   const std::shared_ptr<Device> device = std::move(opened);
   const auto n = static_cast<uint32_t>(tokens.size());

@@ -1,4 +1,4 @@
-#include "tools/npu-eval/temp_directory.h"
+#include "tools/common/temp_directory.h"
 
 #include <stdlib.h>
 
@@ -12,14 +12,15 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace lnpu::eval {
+namespace lnpu::tools {
 
-absl::StatusOr<std::unique_ptr<TempDirectory>> TempDirectory::Create(std::string parent) {
+absl::StatusOr<std::unique_ptr<TempDirectory>> TempDirectory::Create(std::string_view prefix,
+                                                                      std::string parent) {
   if (parent.empty()) {
     const char* tmpdir = std::getenv("TMPDIR");
     parent = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
   }
-  std::string pattern = parent + "/npu-eval.XXXXXX";
+  std::string pattern = parent + "/" + std::string(prefix) + ".XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {
     return absl::UnavailableError(absl::StrCat("cannot create a temporary directory ", pattern,
                                                ": ", std::strerror(errno),
@@ -33,4 +34,4 @@ TempDirectory::~TempDirectory() {
   std::filesystem::remove_all(path_, ignored);
 }
 
-}  // namespace lnpu::eval
+}  // namespace lnpu::tools
