@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "tests/tools/tool_test_support.h"
 #include "tools/common/model_tokenizer.h"
+#include "tools/common/temp_directory.h"
 #include "tools/npu-eval/logit_accuracy.h"
 #include "tools/npu-eval/quantization_eval.h"
 
@@ -246,6 +249,33 @@ TEST(EvaluateWeights, RejectsBadInput) {
   absl::Status outside = EvaluateWeights(gguf, std::vector<int32_t>{1, 512}, options).status();
   EXPECT_EQ(outside.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(outside.message(), HasSubstr("token 1"));
+}
+
+// The temporary directory of npu-eval's synthetic models (and npu-bench's):
+// named by its prefix under the parent, removed with its content, and an
+// error naming the path and TMPDIR when it cannot be made.
+TEST(TempDirectory, LivesUnderItsParentUntilDestroyed) {
+  const std::string parent = TestDirectory::Path("temp_parent");
+  ASSERT_TRUE(std::filesystem::create_directory(parent));
+  std::string path;
+  {
+    absl::StatusOr<std::unique_ptr<tools::TempDirectory>> dir =
+        tools::TempDirectory::Create("npu-eval", parent);
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    path = (*dir)->path();
+    EXPECT_EQ(std::filesystem::path(path).parent_path(), std::filesystem::path(parent));
+    EXPECT_THAT(std::filesystem::path(path).filename().string(), ::testing::StartsWith("npu-eval."));
+    ASSERT_TRUE(std::filesystem::is_directory(path));
+    ASSERT_TRUE(std::filesystem::create_directory(path + "/sub"));
+    std::ofstream(path + "/sub/model.gguf") << "bytes";
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+
+  absl::StatusOr<std::unique_ptr<tools::TempDirectory>> missing =
+      tools::TempDirectory::Create("npu-eval", parent + "/no/such/dir");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(missing.status().message(), HasSubstr(parent + "/no/such/dir/npu-eval."));
+  EXPECT_THAT(missing.status().message(), HasSubstr("set TMPDIR"));
 }
 
 // ---- the program ----
