@@ -345,7 +345,7 @@ TEST_P(QuantMatmulPathTest, NonFiniteActivationsMakeTheirRowNaN) {
 }
 
 // The GEMV of 2..4 rows (a batched decode step), and the GEMV passes of up
-// to the path's gemv_passes_max_rows rows, give each row exactly what a
+// to the path's GemvPassesMaxRows rows, give each row exactly what a
 // call with that row alone gives, bit for bit, on odd column counts and
 // block counts that are not multiples of the kernels' block groups. The
 // 8-row shape's k makes each worker's columns span several L2 pieces.
@@ -355,8 +355,8 @@ TEST_P(QuantMatmulPathTest, SeveralRowGemvEqualsOneRowCallsBitForBit) {
                           {13, 96, 41},  {16, 416, 130}};
   int variant = 0;
   for (const Shape& s : shapes) {
-    if (s.rows > GetParam()->gemv_passes_max_rows) continue;  // the GEMM's rows
     for (WeightType type : kQuantTypes) {
+      if (s.rows > GemvPassesMaxRows(*GetParam(), type)) continue;  // the GEMM's rows
       SCOPED_TRACE(std::string(GetParam()->name) + " rows=" + std::to_string(s.rows) +
                    " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
                    TypeName(type));

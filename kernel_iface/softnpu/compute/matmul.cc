@@ -668,7 +668,7 @@ bool RunsOnQuantGemv(const MatmulArgs& args) {
   // Q6_K has no GEMM: every row count runs as GEMV passes.
   return args.weight_type == WeightType::kQ6_K ||
          (QuantizedWeights(args.weight_type) &&
-          args.rows <= std::max(kQuantGemvMaxRows, ActiveQuantMatmulPath().gemv_passes_max_rows));
+          args.rows <= GemvPassesMaxRows(ActiveQuantMatmulPath(), args.weight_type));
 }
 
 void MatmulGroup(absl::Span<const MatmulArgs> group, WorkerPool& pool, KernelScratch* scratch) {

@@ -23,6 +23,7 @@
 #ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_QUANT_MATMUL_H_
 #define KERNEL_IFACE_SOFTNPU_COMPUTE_QUANT_MATMUL_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -117,6 +118,10 @@ struct QuantMatmulPath {
   // the passes beat the path's GEMM (docs/performance.md); the default
   // keeps every row count above kQuantGemvMaxRows on the GEMM.
   size_t gemv_passes_max_rows = kQuantGemvMaxRows;
+  // The same for Q4_0P16 weights where that is larger (0: as the others):
+  // `amx` unpacks a task's 4-bit panels into tiles, which 16 rows do not
+  // repay. Read both through GemvPassesMaxRows.
+  size_t q4_0_p16_gemv_passes_max_rows = 0;
   // Q8_0P16 / Q4_0P16 have loops of their own here, faster than the
   // path's Q8_0 / Q4_0 ones (matmul_benchmark), rather than
   // PortableP16Matmul: the software NPU then reports
@@ -124,6 +129,15 @@ struct QuantMatmulPath {
   bool q8_0_p16_kernels = false;
   bool q4_0_p16_kernels = false;
 };
+
+// The most rows `path` runs as GEMV passes for weights of `type`
+// (>= kQuantGemvMaxRows).
+inline size_t GemvPassesMaxRows(const QuantMatmulPath& path, WeightType type) {
+  const size_t rows = type == WeightType::kQ4_0P16
+                          ? std::max(path.gemv_passes_max_rows, path.q4_0_p16_gemv_passes_max_rows)
+                          : path.gemv_passes_max_rows;
+  return std::max(kQuantGemvMaxRows, rows);
+}
 
 // dst rows [row_begin, row_end) x columns [col_begin, col_end) of a
 // Q8_0P16 or Q4_0P16 matmul in the order of the contract above, in plain

@@ -461,6 +461,12 @@ const QuantMatmulPath kAmxQuantMatmulPath = {
     .gemm = Gemm,
     .gemm_tile_rows = kAmxTileRows,
     .gemm_tile_cols = kAmxTileCols,
+    // The next path's GEMV passes against this GEMM on the Intel VM
+    // (docs/performance.md, "GEMV passes on Intel (AMX)"): 8 rows of the
+    // panel types 1.2-1.9x faster, of Q4_0 1.2-1.6x, of Q8_0 0.9-1.2x;
+    // 16 rows of Q4_0P16 1.0-1.26x faster, of the other types slower.
+    .gemv_passes_max_rows = 8,
+    .q4_0_p16_gemv_passes_max_rows = 16,
     .q8_0_p16_kernels = true,
     .q4_0_p16_kernels = true,
 };
