@@ -637,7 +637,8 @@ const QuantMatmulPath kAvxVnniQuantMatmulPath = {
     .gemm_tile_cols = 32,
     // 8 rows as GEMV passes: on the Intel VM (its 256-bit loops), 1.06-1.21x
     // faster than this GEMM on the panel types, 0.82-1.30x on Q8_0 / Q4_0
-    // (docs/performance.md, "GEMV passes on Intel (AMX)"); 16 rows even.
+    // (docs/performance.md, "GEMV passes on Intel (AMX)"); 16 rows of the
+    // panel types even.
     .gemv_passes_max_rows = 8,
     .q8_0_p16_kernels = true,
     .q4_0_p16_kernels = true,
@@ -651,7 +652,8 @@ const QuantMatmulPath kAvx2QuantMatmulPath = {
     .gemm_tile_rows = 64,
     .gemm_tile_cols = 32,
     // 8 rows as GEMV passes: on the Intel VM 1.00-1.13x faster than this
-    // GEMM on the panel types, 0.99-1.76x on Q8_0 / Q4_0; 16 rows even.
+    // GEMM on the panel types, 0.99-1.76x on Q8_0 / Q4_0; 16 rows of the
+    // panel types even.
     .gemv_passes_max_rows = 8,
     .q8_0_p16_kernels = true,
     .q4_0_p16_kernels = true,
