@@ -19,8 +19,9 @@
 //
 // The rows do not interact: a lane's logits do not depend on the other
 // lanes' tokens. On the software NPU they equal the lane's solo decode
-// step bit for bit for batches of up to 4 lanes, and up to 16 where the
-// quantized path runs GEMV passes (avx512vnni: MATMUL runs each row's GEMV,
+// step bit for bit for batches of up to 4 lanes, and up to as many as the
+// quantized path runs as GEMV passes (8 on amx, avxvnni and avx2, 16 on
+// avx512vnni: MATMUL runs each row's GEMV, GemvPassesMaxRows in
 // kernel_iface/softnpu/compute/quant_matmul.h); larger batches take the
 // multi-row GEMM path, whose rounding differs in the last bits, except on
 // Q8_0_P16 / Q4_0_P16 weights (the panels Model::Load makes of copied
