@@ -126,36 +126,25 @@ double RunShares(uint8_t* buffer, uint64_t bytes, int threads, const Body& body)
 // consecutive loops of loop_bytes, each loop's pages split over `threads`
 // threads as RunShares splits the buffer, read as `streams` streams per
 // share; no thread starts a loop before every thread has finished the one
-// before (a spin barrier: the worker pool's joins spin too). Returns the
-// seconds from the release until the last loop ended.
-double RunLoops(const uint8_t* buffer, uint64_t bytes, uint64_t loop_bytes, int threads,
-                int streams, std::vector<uint64_t>& sinks) {
+// before (a spin barrier: the worker pool's joins spin too). Returns
+// RunShares' seconds.
+double RunLoops(uint8_t* buffer, uint64_t bytes, uint64_t loop_bytes, int threads, int streams,
+                std::vector<uint64_t>& sinks) {
   const uint64_t loops = bytes / loop_bytes;
   const uint64_t pages = loop_bytes / kPage;
   std::atomic<uint64_t> finished{0};  // thread-loops done
-  std::latch ready(threads + 1);
-  std::latch go(1);
-  std::vector<std::thread> workers;
-  workers.reserve(threads);
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      const uint64_t first = pages * t / threads;
-      const uint64_t share = (pages * (t + 1) / threads - first) * kPage;
-      ready.count_down();
-      go.wait();
-      for (uint64_t loop = 0; loop < loops; ++loop) {
-        sinks[t] ^= XorStreams(buffer + loop * loop_bytes + first * kPage, share, streams);
-        finished.fetch_add(1, std::memory_order_acq_rel);
-        const uint64_t all_done = (loop + 1) * static_cast<uint64_t>(threads);
-        while (finished.load(std::memory_order_acquire) < all_done) CpuRelax();
-      }
-    });
-  }
-  ready.arrive_and_wait();
-  const auto start = std::chrono::steady_clock::now();
-  go.count_down();
-  for (std::thread& worker : workers) worker.join();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Each thread's share of the whole buffer is not used: it reads its
+  // share of every loop instead.
+  return RunShares(buffer, bytes, threads, [&](int t, uint8_t*, uint64_t) {
+    const uint64_t first = pages * t / threads;
+    const uint64_t share = (pages * (t + 1) / threads - first) * kPage;
+    for (uint64_t loop = 0; loop < loops; ++loop) {
+      sinks[t] ^= XorStreams(buffer + loop * loop_bytes + first * kPage, share, streams);
+      finished.fetch_add(1, std::memory_order_acq_rel);
+      const uint64_t all_done = (loop + 1) * static_cast<uint64_t>(threads);
+      while (finished.load(std::memory_order_acquire) < all_done) CpuRelax();
+    }
+  });
 }
 
 }  // namespace
