@@ -12,7 +12,9 @@
 // (quant_matmul.h), Q8_0_P16 (Q8_0 in panels) the paths with panel loops;
 // Read/threads:T is the read bandwidth to compare the GEMV with;
 // Projections/<model>/<qkv|gate_up>/<dtype>/grouped:0|1 a layer's
-// projections of one src as commands in turn and as one command group.
+// projections of one src as commands in turn and as one command group;
+// DecodeMatmuls/<model>/<dtype>/one:0|1 all of a decode step's layer
+// MATMULs in turn, and the same bytes as one MATMUL.
 // Matmul arguments: {n, k, rows, threads, dram}. With dram = 1
 // GEMV cycles through copies of the weights totalling >= 1 GiB, so that
 // they stream from DRAM as in decoding (not from the large L3); dram = 0
@@ -27,6 +29,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -113,6 +116,33 @@ const char* DtypeName(uint32_t dtype) {
   }
 }
 
+// Writes pseudo-random n x k weights of panel `dtype` (Q8_0_P16 or
+// Q4_0_P16; n a multiple of 16) to dst, WeightBytes(dtype, n, k) bytes.
+void WritePanelWeights(uint32_t dtype, uint32_t n, uint32_t k, uint8_t* dst) {
+  const bool q8 = dtype == LNPU_DTYPE_Q8_0_P16;
+  const uint32_t block_dtype = q8 ? LNPU_DTYPE_Q8_0 : LNPU_DTYPE_Q4_0;
+  const std::vector<uint8_t> blocks =
+      PseudoRandomWeights(block_dtype, WeightBytes(block_dtype, n, k));
+  RepackToP16(q8 ? kQ8_0BlockBytes : kQ4_0BlockBytes, blocks.data(), n, k / 32, dst);
+}
+
+// The MATMUL dst[rows][n] = src[rows][k] x weight.
+lnpu_cmd_matmul MatmulCommand(uint32_t dtype, uint32_t rows, uint32_t n, uint32_t k,
+                              const float* src, const uint8_t* weight, float* dst) {
+  lnpu_cmd_matmul cmd;
+  std::memset(&cmd, 0, sizeof(cmd));
+  cmd.hdr.opcode = LNPU_OP_MATMUL;
+  cmd.hdr.size = sizeof(cmd);
+  cmd.src = Address(src);
+  cmd.weight = Address(weight);
+  cmd.dst = Address(dst);
+  cmd.rows = rows;
+  cmd.k = k;
+  cmd.n = n;
+  cmd.weight_dtype = dtype;
+  return cmd;
+}
+
 // path: the quantized-matmul path to use (Q8_0 / Q4_0), nullptr otherwise.
 void BM_Matmul(benchmark::State& state, uint32_t dtype,
                const compute::QuantMatmulPath* path) {
@@ -135,31 +165,15 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   uint8_t* const weights = storage.data();
   if (dtype == LNPU_DTYPE_Q8_0_P16 || dtype == LNPU_DTYPE_Q4_0_P16) {
     // Blocks repacked (n a multiple of 16 here: no padding rows).
-    const bool q8 = dtype == LNPU_DTYPE_Q8_0_P16;
-    const uint32_t block_dtype = q8 ? LNPU_DTYPE_Q8_0 : LNPU_DTYPE_Q4_0;
-    const std::vector<uint8_t> blocks =
-        PseudoRandomWeights(block_dtype, WeightBytes(block_dtype, n, k));
-    for (size_t c = 0; c < copies; ++c) {
-      RepackToP16(q8 ? kQ8_0BlockBytes : kQ4_0BlockBytes, blocks.data(), n, k / 32,
-                  weights + c * bytes);
-    }
+    WritePanelWeights(dtype, n, k, weights);
+    for (size_t c = 1; c < copies; ++c) std::memcpy(weights + c * bytes, weights, bytes);
   } else {
     const std::vector<uint8_t> random = PseudoRandomWeights(dtype, bytes * copies);
     std::memcpy(weights, random.data(), random.size());
   }
   std::vector<float> dst(size_t{rows} * n);
 
-  lnpu_cmd_matmul cmd;
-  std::memset(&cmd, 0, sizeof(cmd));
-  cmd.hdr.opcode = LNPU_OP_MATMUL;
-  cmd.hdr.size = sizeof(cmd);
-  cmd.src = Address(src.data());
-  cmd.weight = Address(weights);
-  cmd.dst = Address(dst.data());
-  cmd.rows = rows;
-  cmd.k = k;
-  cmd.n = n;
-  cmd.weight_dtype = dtype;
+  lnpu_cmd_matmul cmd = MatmulCommand(dtype, rows, n, k, src.data(), weights, dst.data());
   std::vector<OperandAccess> accesses;
   const auto valid = ValidateCommand(
       DRM_LNPU_ENGINE_COMPUTE,
@@ -201,7 +215,6 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
 // command_set.h). GB/s of weight bytes.
 void BM_Projections(benchmark::State& state, uint32_t dtype, std::vector<uint32_t> ns, uint32_t k) {
   const bool grouped = state.range(0) != 0;
-  const size_t block_bytes = dtype == LNPU_DTYPE_Q8_0_P16 ? kQ8_0BlockBytes : kQ4_0BlockBytes;
   std::vector<size_t> offsets;
   size_t set_bytes = 0;
   for (uint32_t n : ns) {
@@ -211,14 +224,8 @@ void BM_Projections(benchmark::State& state, uint32_t dtype, std::vector<uint32_
   const size_t copies = std::max<size_t>(1, (size_t{1} << 30) / set_bytes);
   const HugePageMemory storage = MapWeights(set_bytes * copies);
   uint8_t* const weights = storage.data();
-  for (size_t m = 0; m < ns.size(); ++m) {
-    const std::vector<uint8_t> blocks = PseudoRandomWeights(
-        block_bytes == kQ8_0BlockBytes ? LNPU_DTYPE_Q8_0 : LNPU_DTYPE_Q4_0,
-        ns[m] * size_t{k} / 32 * block_bytes);
-    for (size_t c = 0; c < copies; ++c) {
-      RepackToP16(block_bytes, blocks.data(), ns[m], k / 32, weights + c * set_bytes + offsets[m]);
-    }
-  }
+  for (size_t m = 0; m < ns.size(); ++m) WritePanelWeights(dtype, ns[m], k, weights + offsets[m]);
+  for (size_t c = 1; c < copies; ++c) std::memcpy(weights + c * set_bytes, weights, set_bytes);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> src(k);
@@ -228,17 +235,8 @@ void BM_Projections(benchmark::State& state, uint32_t dtype, std::vector<uint32_
   std::vector<const lnpu_cmd_header*> group;
   for (size_t m = 0; m < ns.size(); ++m) {
     dst[m].resize(ns[m]);
-    lnpu_cmd_matmul& cmd = cmds[m];
-    std::memset(&cmd, 0, sizeof(cmd));
-    cmd.hdr.opcode = LNPU_OP_MATMUL;
-    cmd.hdr.size = sizeof(cmd);
-    cmd.src = Address(src.data());
-    cmd.dst = Address(dst[m].data());
-    cmd.rows = 1;
-    cmd.k = k;
-    cmd.n = ns[m];
-    cmd.weight_dtype = dtype;
-    group.push_back(&cmd.hdr);
+    cmds[m] = MatmulCommand(dtype, 1, ns[m], k, src.data(), weights + offsets[m], dst[m].data());
+    group.push_back(&cmds[m].hdr);
   }
   ComputeContext context(2);
   IdentityMemory memory;
@@ -259,6 +257,100 @@ void BM_Projections(benchmark::State& state, uint32_t dtype, std::vector<uint32_
   }
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(set_bytes) * 1e-9,
                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Shapes of a decoder layer's projections.
+struct LayerShape {
+  uint32_t dim, kv_dim, ffn, layers;
+};
+
+// Every MATMUL of one decode step's layers (not the output projection), on
+// the default quantized path with 2 threads, streaming from DRAM (a step's
+// weights, 380-545 MB here, are far beyond the last-level cache):
+//   one = 0: per layer Q/K/V and gate/up as the command groups the engine
+//            runs and O and down as single commands, each joined before
+//            the next starts, as in a decode step;
+//   one = 1: the same weight bytes (to within a panel) as one MATMUL of
+//            k = dim, with no joins and no cold starts between commands.
+// GB/s of weight bytes. one = 1 against npu-bench's read bandwidth is the
+// GEMV's own streaming rate; one = 0 against one = 1 what the step's
+// loop structure costs (docs/performance.md, "Where a decode step's
+// MATMULs lose").
+void BM_DecodeMatmuls(benchmark::State& state, uint32_t dtype, LayerShape shape) {
+  const bool one = state.range(0) != 0;
+  struct Projection {
+    uint32_t n, k;
+    size_t offset;
+    int group;  // projections with the same group id read one src together
+  };
+  std::vector<Projection> projections;
+  size_t step_bytes = 0;
+  for (uint32_t layer = 0; layer < shape.layers; ++layer) {
+    const int qkv = static_cast<int>(4 * layer), o = qkv + 1, gate_up = qkv + 2, down = qkv + 3;
+    for (const auto& [n, k, group] :
+         {std::tuple{shape.dim, shape.dim, qkv}, {shape.kv_dim, shape.dim, qkv},
+          {shape.kv_dim, shape.dim, qkv}, {shape.dim, shape.dim, o},
+          {shape.ffn, shape.dim, gate_up}, {shape.ffn, shape.dim, gate_up},
+          {shape.dim, shape.ffn, down}}) {
+      projections.push_back({n, k, step_bytes, group});
+      step_bytes += WeightBytes(dtype, n, k);
+    }
+  }
+  const HugePageMemory storage = MapWeights(step_bytes);
+  uint8_t* const weights = storage.data();
+  // Each shape's weights written once and copied into the other layers:
+  // their values do not change the speed.
+  for (size_t p = 0; p < projections.size(); ++p) {
+    const Projection& projection = projections[p];
+    const size_t bytes = WeightBytes(dtype, projection.n, projection.k);
+    if (p < 7) {
+      WritePanelWeights(dtype, projection.n, projection.k, weights + projection.offset);
+    } else {
+      std::memcpy(weights + projection.offset, weights + projections[p % 7].offset, bytes);
+    }
+  }
+  const std::vector<float> src(std::max(shape.dim, shape.ffn), 0.5f);
+  const uint32_t one_n =
+      static_cast<uint32_t>(step_bytes / WeightBytes(dtype, kP16Rows, shape.dim) * kP16Rows);
+  std::vector<float> dst(one ? one_n : shape.ffn);
+  // Commands in step order; groups as spans of it.
+  std::vector<lnpu_cmd_matmul> cmds;
+  if (one) {
+    cmds.push_back(MatmulCommand(dtype, 1, one_n, shape.dim, src.data(), weights, dst.data()));
+  } else {
+    for (const Projection& projection : projections) {
+      cmds.push_back(MatmulCommand(dtype, 1, projection.n, projection.k, src.data(),
+                                   weights + projection.offset, dst.data()));
+    }
+  }
+  // Members of one group write distinct outputs (command_set.h): each
+  // member of a group gets its own dst.
+  std::vector<std::vector<float>> member_dst(3, std::vector<float>(shape.ffn));
+  std::vector<std::vector<const lnpu_cmd_header*>> steps;
+  for (size_t c = 0; c < cmds.size(); ++c) {
+    if (!one && c > 0 && projections[c].group == projections[c - 1].group) {
+      cmds[c].dst = Address(member_dst[steps.back().size() - 1].data());
+      steps.back().push_back(&cmds[c].hdr);
+    } else {
+      steps.push_back({&cmds[c].hdr});
+    }
+  }
+  ComputeContext context(2);
+  IdentityMemory memory;
+  for (auto _ : state) {
+    absl::Status status;
+    for (const auto& step : steps) {
+      status.Update(step.size() == 1 ? ExecuteCommand(*step[0], memory, context)
+                                     : ExecuteCommandGroup(step, memory, context));
+    }
+    if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
+    benchmark::ClobberMemory();
+  }
+  const double bytes = one ? static_cast<double>(WeightBytes(dtype, one_n, shape.dim))
+                           : static_cast<double>(step_bytes);
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["commands"] = static_cast<double>(cmds.size());
 }
 
 // The machine's read bandwidth through the WorkerPool: each iteration
@@ -377,6 +469,21 @@ void RegisterBenchmarks() {
       {"Projections/qwen2.5-0.5b/gate_up/Q8_0_P16", LNPU_DTYPE_Q8_0_P16, {4864, 4864}, 896},
       {"Projections/tinyllama-1.1b/qkv/Q4_0_P16", LNPU_DTYPE_Q4_0_P16, {2048, 256, 256}, 2048},
       {"Projections/tinyllama-1.1b/gate_up/Q4_0_P16", LNPU_DTYPE_Q4_0_P16, {5632, 5632}, 2048}};
+  const struct {
+    const char* name;
+    uint32_t dtype;
+    LayerShape shape;
+  } steps[] = {
+      {"DecodeMatmuls/qwen2.5-0.5b/Q8_0_P16", LNPU_DTYPE_Q8_0_P16, {896, 128, 4864, 24}},
+      {"DecodeMatmuls/tinyllama-1.1b/Q4_0_P16", LNPU_DTYPE_Q4_0_P16, {2048, 256, 5632, 22}}};
+  for (const auto& step : steps) {
+    benchmark::RegisterBenchmark(step.name, BM_DecodeMatmuls, step.dtype, step.shape)
+        ->ArgName("one")
+        ->Arg(0)
+        ->Arg(1)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
   for (const auto& p : projections) {
     benchmark::RegisterBenchmark(p.name, BM_Projections, p.dtype, p.ns, p.k)
         ->ArgName("grouped")
