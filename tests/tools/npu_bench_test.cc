@@ -265,55 +265,6 @@ TEST(NpuBenchReadBandwidth, MeasuresAPositiveRate) {
   EXPECT_GE(DefaultBufferBytes(), uint64_t{1} << 30);
 }
 
-TEST(NpuBenchReadBandwidth, MeasuresEachLoopSize) {
-  ReadBandwidthOptions options;
-  options.buffer_bytes = 4u << 20;
-  options.threads = 2;
-  options.runs = 1;
-  options.loop_bytes = {1u << 20, 64u << 10};
-  absl::StatusOr<ReadBandwidth> bandwidth = MeasureReadBandwidth(options);
-  ASSERT_TRUE(bandwidth.ok()) << bandwidth.status();
-  ASSERT_EQ(bandwidth->loops.size(), 2u);
-  for (size_t i = 0; i < 2; ++i) {
-    const LoopReadBandwidth& loop = bandwidth->loops[i];
-    EXPECT_EQ(loop.loop_bytes, options.loop_bytes[i]);
-    // As MeasuresAPositiveRate: a plausibility floor, not a speed test.
-    EXPECT_TRUE(std::isfinite(loop.bytes_per_second));
-    EXPECT_GT(loop.bytes_per_second, 1e6);
-    EXPECT_THAT(loop.streams_per_thread, testing::AnyOf(1, 4, 8));
-  }
-  EXPECT_THAT(FormatLoopReads(*bandwidth),
-              testing::MatchesRegex("read bandwidth in parallel loops \\(each split over the 2 "
-                                    "threads, joined before the next\\): 1 MiB [0-9.]+, "
-                                    "0.0625 MiB [0-9.]+ GB/s"));
-  bandwidth->loops.clear();
-  EXPECT_EQ(FormatLoopReads(*bandwidth), "");
-}
-
-TEST(NpuBenchReadBandwidth, RejectsLoopsItCannotSplit) {
-  for (const uint64_t loop_bytes : {uint64_t{(1u << 20) + 512},  // not whole pages
-                                    uint64_t{32u << 10},         // 16 KiB per thread
-                                    uint64_t{8u << 20}}) {       // beyond the buffer
-    ReadBandwidthOptions options;
-    options.buffer_bytes = 4u << 20;
-    options.threads = 2;
-    options.runs = 1;
-    options.loop_bytes = {loop_bytes};
-    const absl::Status status = MeasureReadBandwidth(options).status();
-    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << loop_bytes;
-    EXPECT_THAT(status.message(), HasSubstr("read loops of")) << loop_bytes;
-  }
-}
-
-TEST(NpuBenchReadBandwidth, DefaultLoopsAreThoseTheThreadsCanSplit) {
-  constexpr uint64_t kMiB = 1u << 20;
-  EXPECT_EQ(DefaultLoopBytes(2, 2048 * kMiB), (std::vector<uint64_t>{kMiB, 4 * kMiB, 16 * kMiB}));
-  // 64 threads need 2 MiB for 32 KiB each.
-  EXPECT_EQ(DefaultLoopBytes(64, 2048 * kMiB), (std::vector<uint64_t>{4 * kMiB, 16 * kMiB}));
-  // A small --bandwidth-mib buffer holds only the small loops.
-  EXPECT_EQ(DefaultLoopBytes(2, 8 * kMiB), (std::vector<uint64_t>{kMiB, 4 * kMiB}));
-}
-
 TEST(NpuBenchReadBandwidth, RejectsBadOptions) {
   for (const auto& [bytes, threads, runs] :
        std::vector<std::tuple<uint64_t, int, int>>{{4096, 1, 1},
@@ -335,7 +286,7 @@ TEST(NpuBenchProgram, TextHasEverySection) {
   for (const char* section :
        {"npu-bench: ", "device: ", "model: ", "weights: ", "\nprefill\n", "time to first token",
         "placement: ", "loaded in ", "\ndecode\n", "of limit", "decode speed 50% vs 0% fill", "peak RSS: ",
-        "read bandwidth: ", "read bandwidth in parallel loops (", "cpu steal: "}) {
+        "read bandwidth: ", "cpu steal: "}) {
     EXPECT_THAT(run.out, HasSubstr(section));
   }
   // One row per prefill length and per fill.
@@ -392,11 +343,6 @@ TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
       "assert d[\"read_bandwidth\"][\"bytes_per_second\"] > 0\n"
       "assert d[\"read_bandwidth\"][\"buffer_bytes\"] == 8 << 20\n"
       "assert d[\"read_bandwidth\"][\"streams_per_thread\"] in (1, 4, 8)\n"
-      "loops = d[\"read_bandwidth\"][\"loops\"]\n"
-      "assert [l[\"loop_bytes\"] for l in loops] == "
-      "[m << 20 for m in (1, 4) if m << 20 >= d[\"compute_units\"] * 32768]\n"
-      "assert all(l[\"bytes_per_second\"] > 0 and l[\"streams_per_thread\"] in (1, 4, 8) "
-      "for l in loops)\n"
       "assert 0 <= d[\"cpu_stolen_fraction\"] <= 1\n"
       "' <'" + json_path + "'");
   EXPECT_EQ(check.exit_code, 0) << check.err << "\n" << run.out;

@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "tools/common/json.h"
 #include "tools/npu-bench/cpu_contention.h"
 
@@ -180,9 +179,6 @@ std::string FormatText(const BenchReport& r) {
                       r.peak_rss_mib, r.bandwidth.bytes_per_second / kGB, r.bandwidth.threads,
                       r.bandwidth.streams_per_thread, r.bandwidth.buffer_bytes / double(1 << 20),
                       r.bandwidth.runs));
-  if (!r.bandwidth.loops.empty()) {
-    absl::StrAppend(&out, FormatLoopReads(r.bandwidth), "\n");
-  }
   if (r.cpu_stolen_fraction < 0) {
     absl::StrAppend(&out, "cpu steal: unknown (/proc/stat unreadable)\n");
   } else {
@@ -277,23 +273,12 @@ std::string FormatJson(const BenchReport& r) {
       absl::StrFormat("  \"decode_fill_ratio\": %s,\n"
                       "  \"peak_rss_mib\": %s,\n"
                       "  \"read_bandwidth\": {\"bytes_per_second\": %s, \"buffer_bytes\": %d, "
-                      "\"threads\": %d, \"streams_per_thread\": %d, \"runs\": %d, "
-                      "\"loops\": [%s]},\n"
+                      "\"threads\": %d, \"streams_per_thread\": %d, \"runs\": %d},\n"
                       "  \"cpu_stolen_fraction\": %s\n}\n",
                       r.results.decode.size() >= 2 ? JsonNumber(FillRatio(r.results)) : "null",
                       JsonNumber(r.peak_rss_mib), JsonNumber(r.bandwidth.bytes_per_second),
                       r.bandwidth.buffer_bytes, r.bandwidth.threads,
                       r.bandwidth.streams_per_thread, r.bandwidth.runs,
-                      absl::StrJoin(r.bandwidth.loops, ", ",
-                                    [](std::string* json, const LoopReadBandwidth& loop) {
-                                      absl::StrAppend(
-                                          json, absl::StrFormat(
-                                                    "{\"loop_bytes\": %d, \"bytes_per_second\": "
-                                                    "%s, \"streams_per_thread\": %d}",
-                                                    loop.loop_bytes,
-                                                    JsonNumber(loop.bytes_per_second),
-                                                    loop.streams_per_thread));
-                                    }),
                       r.cpu_stolen_fraction < 0 ? "null" : JsonNumber(r.cpu_stolen_fraction)));
   return out;
 }

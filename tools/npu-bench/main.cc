@@ -104,7 +104,6 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   bandwidth.buffer_bytes = line.bandwidth_bytes ? line.bandwidth_bytes : DefaultBufferBytes();
   bandwidth.threads = static_cast<int>(std::clamp<uint64_t>(units, 1, 1024));
   bandwidth.runs = line.bandwidth_runs;
-  bandwidth.loop_bytes = DefaultLoopBytes(bandwidth.threads, bandwidth.buffer_bytes);
 
   if (line.profile) {
     LNPU_ASSIGN_OR_RETURN(
@@ -122,7 +121,6 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
         "best MATMUL of the prefill); \"roofline\" = time at those limits / measured time\n",
         report.model, model->device().Describe(), roofline.bytes_per_second / 1e9, measured.threads,
         roofline.ops_per_second / 1e9);
-    if (!measured.loops.empty()) std::cout << FormatLoopReads(measured) << "\n";
     for (const StepProfile& profile : profiles) {
       std::cout << "\n" << FormatStepProfile(profile, roofline);
     }

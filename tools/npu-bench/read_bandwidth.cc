@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <latch>
@@ -11,9 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "base/cpu_relax.h"
 #include "base/huge_page_memory.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -26,9 +23,6 @@ namespace hn = hwy::HWY_NAMESPACE;  // the baseline target: no dispatch needed
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kMaxBufferBytes = uint64_t{64} << 30;
-// The smallest share of a parallel loop per thread: a page for each of the
-// most streams.
-constexpr uint64_t kMinLoopShare = 8 * kPage;
 
 // Streams per reader thread that MeasureReadBandwidth tries. One stream is
 // a plain sequential read; several far-apart streams keep more cache misses
@@ -122,59 +116,7 @@ double RunShares(uint8_t* buffer, uint64_t bytes, int threads, const Body& body)
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Reads the first bytes / loop_bytes * loop_bytes bytes of buffer as
-// consecutive loops of loop_bytes, each loop's pages split over `threads`
-// threads as RunShares splits the buffer, read as `streams` streams per
-// share; no thread starts a loop before every thread has finished the one
-// before (a spin barrier: the worker pool's joins spin too). Returns
-// RunShares' seconds.
-double RunLoops(uint8_t* buffer, uint64_t bytes, uint64_t loop_bytes, int threads, int streams,
-                std::vector<uint64_t>& sinks) {
-  const uint64_t loops = bytes / loop_bytes;
-  const uint64_t pages = loop_bytes / kPage;
-  std::atomic<uint64_t> finished{0};  // thread-loops done
-  // Each thread's share of the whole buffer is not used: it reads its
-  // share of every loop instead.
-  return RunShares(buffer, bytes, threads, [&](int t, uint8_t*, uint64_t) {
-    const uint64_t first = pages * t / threads;
-    const uint64_t share = (pages * (t + 1) / threads - first) * kPage;
-    for (uint64_t loop = 0; loop < loops; ++loop) {
-      sinks[t] ^= XorStreams(buffer + loop * loop_bytes + first * kPage, share, streams);
-      finished.fetch_add(1, std::memory_order_acq_rel);
-      const uint64_t all_done = (loop + 1) * static_cast<uint64_t>(threads);
-      while (finished.load(std::memory_order_acquire) < all_done) CpuRelax();
-    }
-  });
-}
-
 }  // namespace
-
-std::vector<uint64_t> DefaultLoopBytes(int threads, uint64_t buffer_bytes) {
-  std::vector<uint64_t> sizes;
-  for (const uint64_t mib : {1, 4, 16}) {
-    const uint64_t bytes = mib * kMiB;
-    if (bytes >= static_cast<uint64_t>(threads) * kMinLoopShare && bytes <= buffer_bytes) {
-      sizes.push_back(bytes);
-    }
-  }
-  return sizes;
-}
-
-std::string FormatLoopReads(const ReadBandwidth& bandwidth) {
-  if (bandwidth.loops.empty()) return "";
-  std::string line = absl::StrFormat(
-      "read bandwidth in parallel loops (each split over the %d threads, joined before the "
-      "next):",
-      bandwidth.threads);
-  for (size_t i = 0; i < bandwidth.loops.size(); ++i) {
-    const LoopReadBandwidth& loop = bandwidth.loops[i];
-    absl::StrAppend(&line, i == 0 ? " " : ", ",
-                    absl::StrFormat("%g MiB %.2f", loop.loop_bytes / double(kMiB),
-                                    loop.bytes_per_second / 1e9));
-  }
-  absl::StrAppend(&line, " GB/s");
-  return line;
-}
 
 uint64_t DefaultBufferBytes() {
   const long llc = std::max({sysconf(_SC_LEVEL3_CACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE), 0L});
@@ -196,15 +138,6 @@ absl::StatusOr<ReadBandwidth> MeasureReadBandwidth(const ReadBandwidthOptions& o
   if (options.runs < 1 || options.runs > 100) {
     return absl::InvalidArgumentError(
         absl::StrFormat("bandwidth runs %d: give 1..100", options.runs));
-  }
-  for (const uint64_t loop_bytes : options.loop_bytes) {
-    if (loop_bytes % kPage != 0 || loop_bytes < options.threads * kMinLoopShare ||
-        loop_bytes > options.buffer_bytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "read loops of %d bytes: give a multiple of 4096 of at least %d bytes (32 KiB per "
-          "thread) and at most the %d-byte buffer",
-          loop_bytes, options.threads * kMinLoopShare, options.buffer_bytes));
-    }
   }
 
   // Huge pages where the kernel grants them keep TLB misses out of the
@@ -237,23 +170,6 @@ absl::StatusOr<ReadBandwidth> MeasureReadBandwidth(const ReadBandwidthOptions& o
       }
     }
   }
-  std::vector<LoopReadBandwidth> loops;
-  for (const uint64_t loop_bytes : options.loop_bytes) {
-    LoopReadBandwidth best{.loop_bytes = loop_bytes};
-    const uint64_t bytes = options.buffer_bytes / loop_bytes * loop_bytes;
-    for (int run = 0; run < options.runs; ++run) {
-      for (const int streams : kStreamCounts) {
-        const double rate = static_cast<double>(bytes) /
-                            RunLoops(buffer->data(), bytes, loop_bytes, options.threads, streams,
-                                     sinks);
-        if (rate > best.bytes_per_second) {
-          best.bytes_per_second = rate;
-          best.streams_per_thread = streams;
-        }
-      }
-    }
-    loops.push_back(best);
-  }
   // The sums must be observable, or the reads could be optimized away.
   volatile uint64_t sink = 0;
   for (uint64_t s : sinks) sink = sink ^ s;
@@ -264,7 +180,6 @@ absl::StatusOr<ReadBandwidth> MeasureReadBandwidth(const ReadBandwidthOptions& o
   result.threads = options.threads;
   result.streams_per_thread = best_streams;
   result.runs = options.runs;
-  result.loops = std::move(loops);
   return result;
 }
 
