@@ -29,7 +29,6 @@
 #include <random>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -278,57 +277,55 @@ struct LayerShape {
 // MATMULs lose").
 void BM_DecodeMatmuls(benchmark::State& state, uint32_t dtype, LayerShape shape) {
   const bool one = state.range(0) != 0;
+  // A layer's projections in step order; with_previous: read the previous
+  // one's src in the same command group (K and V with Q, up with gate).
   struct Projection {
     uint32_t n, k;
-    size_t offset;
-    int group;  // projections with the same group id read one src together
+    bool with_previous;
   };
-  std::vector<Projection> projections;
-  size_t step_bytes = 0;
-  for (uint32_t layer = 0; layer < shape.layers; ++layer) {
-    const int qkv = static_cast<int>(4 * layer), o = qkv + 1, gate_up = qkv + 2, down = qkv + 3;
-    for (const auto& [n, k, group] :
-         {std::tuple{shape.dim, shape.dim, qkv}, {shape.kv_dim, shape.dim, qkv},
-          {shape.kv_dim, shape.dim, qkv}, {shape.dim, shape.dim, o},
-          {shape.ffn, shape.dim, gate_up}, {shape.ffn, shape.dim, gate_up},
-          {shape.dim, shape.ffn, down}}) {
-      projections.push_back({n, k, step_bytes, group});
-      step_bytes += WeightBytes(dtype, n, k);
-    }
+  const Projection layer[] = {{shape.dim, shape.dim, false},    {shape.kv_dim, shape.dim, true},
+                              {shape.kv_dim, shape.dim, true},  {shape.dim, shape.dim, false},
+                              {shape.ffn, shape.dim, false},    {shape.ffn, shape.dim, true},
+                              {shape.dim, shape.ffn, false}};
+  size_t layer_bytes = 0;
+  for (const Projection& projection : layer) {
+    layer_bytes += WeightBytes(dtype, projection.n, projection.k);
   }
+  const size_t step_bytes = layer_bytes * shape.layers;
   const HugePageMemory storage = MapWeights(step_bytes);
   uint8_t* const weights = storage.data();
-  // Each shape's weights written once and copied into the other layers:
-  // their values do not change the speed.
-  for (size_t p = 0; p < projections.size(); ++p) {
-    const Projection& projection = projections[p];
-    const size_t bytes = WeightBytes(dtype, projection.n, projection.k);
-    if (p < 7) {
-      WritePanelWeights(dtype, projection.n, projection.k, weights + projection.offset);
-    } else {
-      std::memcpy(weights + projection.offset, weights + projections[p % 7].offset, bytes);
-    }
+  // The first layer's weights written and copied into the others: their
+  // values do not change the speed.
+  for (size_t offset = 0; const Projection& projection : layer) {
+    WritePanelWeights(dtype, projection.n, projection.k, weights + offset);
+    offset += WeightBytes(dtype, projection.n, projection.k);
+  }
+  for (uint32_t l = 1; l < shape.layers; ++l) {
+    std::memcpy(weights + l * layer_bytes, weights, layer_bytes);
   }
   const std::vector<float> src(std::max(shape.dim, shape.ffn), 0.5f);
   const uint32_t one_n =
       static_cast<uint32_t>(step_bytes / WeightBytes(dtype, kP16Rows, shape.dim) * kP16Rows);
   std::vector<float> dst(one ? one_n : shape.ffn);
-  // Commands in step order; groups as spans of it.
+  // Members after a group's first write outputs of their own (command_set.h:
+  // no member's dst overlaps another member's operands).
+  std::vector<std::vector<float>> member_dst(2, std::vector<float>(shape.ffn));
   std::vector<lnpu_cmd_matmul> cmds;
   if (one) {
     cmds.push_back(MatmulCommand(dtype, 1, one_n, shape.dim, src.data(), weights, dst.data()));
   } else {
-    for (const Projection& projection : projections) {
-      cmds.push_back(MatmulCommand(dtype, 1, projection.n, projection.k, src.data(),
-                                   weights + projection.offset, dst.data()));
+    for (size_t offset = 0, l = 0; l < shape.layers; ++l) {
+      for (const Projection& projection : layer) {
+        cmds.push_back(MatmulCommand(dtype, 1, projection.n, projection.k, src.data(),
+                                     weights + offset, dst.data()));
+        offset += WeightBytes(dtype, projection.n, projection.k);
+      }
     }
   }
-  // Members of one group write distinct outputs (command_set.h): each
-  // member of a group gets its own dst.
-  std::vector<std::vector<float>> member_dst(3, std::vector<float>(shape.ffn));
+  // The commands as the engine runs them: single commands and groups.
   std::vector<std::vector<const lnpu_cmd_header*>> steps;
   for (size_t c = 0; c < cmds.size(); ++c) {
-    if (!one && c > 0 && projections[c].group == projections[c - 1].group) {
+    if (!one && layer[c % std::size(layer)].with_previous) {
       cmds[c].dst = Address(member_dst[steps.back().size() - 1].data());
       steps.back().push_back(&cmds[c].hdr);
     } else {
