@@ -6,33 +6,18 @@
 #include "base/half.h"
 
 namespace lnpu {
-namespace {
-
-// Offsets inside a panel of rows of `blocks` blocks of block_bytes each.
-constexpr size_t QuantOffset(size_t block_bytes, size_t block, size_t row_in_panel,
-                             size_t byte_in_block) {
-  return block * P16BlockQuantBytes(block_bytes) + byte_in_block / 4 * kP16GroupBytes +
-         row_in_panel * 4 + byte_in_block % 4;
-}
-constexpr size_t ScaleOffset(size_t block_bytes, size_t blocks, size_t block,
-                             size_t row_in_panel) {
-  return blocks * P16BlockQuantBytes(block_bytes) + (block * kP16Rows + row_in_panel) * 2;
-}
-
-}  // namespace
-
-void RepackToP16(size_t block_bytes, const uint8_t* src, size_t rows, size_t blocks,
-                 uint8_t* dst) {
-  // Panel by panel, each output byte written once and in order: a 64-byte
-  // group gathers 4 bytes of each of the panel's 16 source rows.
+void RepackToP16(size_t block_bytes, P16Scales scales, const uint8_t* src, size_t rows,
+                 size_t blocks, uint8_t* dst) {
+  // Panel by panel and block by block, each output byte written once: a
+  // 64-byte group gathers 4 bytes of each of the panel's 16 source rows.
   const size_t row_bytes = blocks * block_bytes;
   const size_t quant_bytes = block_bytes - 2;
   for (size_t first = 0; first < rows; first += kP16Rows) {
     uint8_t* panel = dst + first / kP16Rows * P16PanelBytes(block_bytes, blocks);
     const size_t valid = std::min(kP16Rows, rows - first);
     const uint8_t* row0 = src + first * row_bytes;
-    uint8_t* out = panel;
     for (size_t b = 0; b < blocks; ++b) {
+      uint8_t* out = panel + P16QuantsOffset(block_bytes, scales, b);
       for (size_t i = 0; i < quant_bytes; i += 4) {
         for (size_t r = 0; r < kP16Rows; ++r, out += 4) {
           if (r < valid) {
@@ -42,8 +27,7 @@ void RepackToP16(size_t block_bytes, const uint8_t* src, size_t rows, size_t blo
           }
         }
       }
-    }
-    for (size_t b = 0; b < blocks; ++b) {
+      out = panel + P16ScalesOffset(block_bytes, scales, blocks, b);
       for (size_t r = 0; r < kP16Rows; ++r, out += 2) {
         if (r < valid) {
           std::memcpy(out, row0 + r * row_bytes + b * block_bytes, 2);
@@ -55,15 +39,16 @@ void RepackToP16(size_t block_bytes, const uint8_t* src, size_t rows, size_t blo
   }
 }
 
-void P16RowToBlocks(size_t block_bytes, const uint8_t* matrix, size_t row, size_t blocks,
-                    uint8_t* dst) {
+void P16RowToBlocks(size_t block_bytes, P16Scales scales, const uint8_t* matrix, size_t row,
+                    size_t blocks, uint8_t* dst) {
   const uint8_t* panel = matrix + row / kP16Rows * P16PanelBytes(block_bytes, blocks);
   const size_t r = row % kP16Rows;
   for (size_t b = 0; b < blocks; ++b) {
     uint8_t* block = dst + b * block_bytes;
-    std::memcpy(block, panel + ScaleOffset(block_bytes, blocks, b, r), 2);
+    std::memcpy(block, panel + P16ScalesOffset(block_bytes, scales, blocks, b) + 2 * r, 2);
+    const uint8_t* quants = panel + P16QuantsOffset(block_bytes, scales, b) + 4 * r;
     for (size_t i = 0; i < block_bytes - 2; i += 4) {
-      std::memcpy(block + 2 + i, panel + QuantOffset(block_bytes, b, r, i), 4);
+      std::memcpy(block + 2 + i, quants + i / 4 * kP16GroupBytes, 4);
     }
   }
 }

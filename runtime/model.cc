@@ -79,7 +79,8 @@ void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst,
     for (size_t row = 0; row < m.rows; row += piece_rows) {
       const size_t rows = std::min<size_t>(piece_rows, m.rows - row);
       const size_t offset = m.offset + row * row_bytes;
-      RepackToP16(block_bytes, src.data() + offset, rows, blocks, dst + offset);
+      RepackToP16(block_bytes, P16Scales::kAfterPanel, src.data() + offset, rows, blocks,
+                  dst + offset);
       ReleaseMappedPages(src.subspan(offset, rows * row_bytes));
     }
     done = m.offset + size_t{m.rows} * row_bytes;

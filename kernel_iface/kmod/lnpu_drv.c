@@ -151,7 +151,9 @@ static int lnpu_get_param_ioctl(struct drm_device *drm, void *data,
 			      DRM_LNPU_CAP_USERPTR |
 			      DRM_LNPU_CAP_DTYPE_Q8_0_P16 |
 			      DRM_LNPU_CAP_DTYPE_Q4_0_P16 |
-			      DRM_LNPU_CAP_DTYPE_Q6_K;
+			      DRM_LNPU_CAP_DTYPE_Q6_K |
+			      DRM_LNPU_CAP_DTYPE_Q8_0_P16S |
+			      DRM_LNPU_CAP_DTYPE_Q4_0_P16S;
 		break;
 	case DRM_LNPU_PARAM_MEMORY_SIZE:
 		args->value = ldev->memory_size;

@@ -211,6 +211,8 @@ static int weight_layout(struct lnpu_checker *c, const char *field, u32 dtype,
 	case LNPU_DTYPE_Q4_0:
 	case LNPU_DTYPE_Q8_0_P16:
 	case LNPU_DTYPE_Q4_0_P16:
+	case LNPU_DTYPE_Q8_0_P16S:
+	case LNPU_DTYPE_Q4_0_P16S:
 		if (row_len % LNPU_QUANT_BLOCK)
 			return lnpu_reject(c, len_field,
 					   "not a multiple of the quantization block");
@@ -225,6 +227,20 @@ static int weight_layout(struct lnpu_checker *c, const char *field, u32 dtype,
 			*layout = (struct lnpu_weight_layout){
 				LNPU_QUANT_BLOCK, 18, 64, LNPU_Q4_0_P16_ROWS,
 				"address not aligned to 64 bytes (LNPU_DTYPE_Q4_0_P16 panels)"
+			};
+			return 0;
+		}
+		if (dtype == LNPU_DTYPE_Q8_0_P16S) {
+			*layout = (struct lnpu_weight_layout){
+				LNPU_QUANT_BLOCK, 34, 64, LNPU_Q8_0_P16_ROWS,
+				"address not aligned to 64 bytes (LNPU_DTYPE_Q8_0_P16S panels)"
+			};
+			return 0;
+		}
+		if (dtype == LNPU_DTYPE_Q4_0_P16S) {
+			*layout = (struct lnpu_weight_layout){
+				LNPU_QUANT_BLOCK, 18, 64, LNPU_Q4_0_P16_ROWS,
+				"address not aligned to 64 bytes (LNPU_DTYPE_Q4_0_P16S panels)"
 			};
 			return 0;
 		}

@@ -194,12 +194,13 @@ int SoftNpuFile::GetParam(drm_lnpu_get_param& args) {
       args.value = DRM_LNPU_CAP_DTYPE_F16 | DRM_LNPU_CAP_IN_FENCES |
                    DRM_LNPU_CAP_SOFTWARE | DRM_LNPU_CAP_USERPTR |
                    DRM_LNPU_CAP_DTYPE_Q8_0_P16 | DRM_LNPU_CAP_DTYPE_Q4_0_P16 |
-                   DRM_LNPU_CAP_DTYPE_Q6_K |
+                   DRM_LNPU_CAP_DTYPE_Q6_K | DRM_LNPU_CAP_DTYPE_Q8_0_P16S |
+                   DRM_LNPU_CAP_DTYPE_Q4_0_P16S |
                    (compute::ActiveQuantMatmulPath().q8_0_p16_kernels
-                        ? DRM_LNPU_CAP_Q8_0_P16_PREFERRED
+                        ? DRM_LNPU_CAP_Q8_0_P16_PREFERRED | DRM_LNPU_CAP_Q8_0_P16S_PREFERRED
                         : 0) |
                    (compute::ActiveQuantMatmulPath().q4_0_p16_kernels
-                        ? DRM_LNPU_CAP_Q4_0_P16_PREFERRED
+                        ? DRM_LNPU_CAP_Q4_0_P16_PREFERRED | DRM_LNPU_CAP_Q4_0_P16S_PREFERRED
                         : 0) |
                    (options.profiling ? DRM_LNPU_CAP_PROFILING : 0);
       return 0;

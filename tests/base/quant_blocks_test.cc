@@ -11,9 +11,16 @@
 namespace lnpu {
 namespace {
 
-// The panel formats by their block bytes: Q8_0 (LNPU_DTYPE_Q8_0_P16) and
-// Q4_0 (LNPU_DTYPE_Q4_0_P16).
+// The panel formats by their block bytes: Q8_0 (LNPU_DTYPE_Q8_0_P16,
+// _Q8_0_P16S) and Q4_0 (LNPU_DTYPE_Q4_0_P16, _Q4_0_P16S), and by where
+// they keep their scales.
 constexpr size_t kBlockBytes[] = {kQ8_0BlockBytes, kQ4_0BlockBytes};
+constexpr P16Scales kLayouts[] = {P16Scales::kAfterPanel, P16Scales::kAfterPair};
+
+std::string LayoutName(size_t block_bytes, P16Scales scales) {
+  return std::string(block_bytes == kQ8_0BlockBytes ? "Q8_0" : "Q4_0") +
+         (scales == P16Scales::kAfterPair ? "_P16S" : "_P16");
+}
 
 // Random rows of blocks: any bytes (the repack only moves them).
 std::vector<uint8_t> RandomRows(size_t rows, size_t blocks, size_t block_bytes) {
@@ -37,29 +44,31 @@ TEST(QuantBlocksTest, P16SizesAreWholePanels) {
 }
 
 // Every row of a 37-row matrix (two whole panels and a partial one) comes
-// back unchanged; the 11 padding rows of the last panel are zero.
+// back unchanged in every layout, with odd and even block counts; the 11
+// padding rows of the last panel are zero.
 TEST(QuantBlocksTest, P16RepackRoundTripsEveryRow) {
   constexpr size_t kRows = 37;
   for (size_t block_bytes : kBlockBytes) {
-    for (size_t blocks : {1u, 3u}) {
-      SCOPED_TRACE("block bytes " + std::to_string(block_bytes) + ", blocks " +
-                   std::to_string(blocks));
+    for (P16Scales scales : kLayouts) {
+    for (size_t blocks : {1u, 2u, 3u, 4u}) {
+      SCOPED_TRACE(LayoutName(block_bytes, scales) + ", blocks " + std::to_string(blocks));
       const std::vector<uint8_t> src = RandomRows(kRows, blocks, block_bytes);
       const size_t row_bytes = blocks * block_bytes;
       std::vector<uint8_t> packed(P16MatrixBytes(block_bytes, kRows, blocks), 0xa5);
-      RepackToP16(block_bytes, src.data(), kRows, blocks, packed.data());
+      RepackToP16(block_bytes, scales, src.data(), kRows, blocks, packed.data());
       std::vector<uint8_t> row(row_bytes);
       for (size_t r = 0; r < kRows; ++r) {
         std::memset(row.data(), 0xa5, row.size());
-        P16RowToBlocks(block_bytes, packed.data(), r, blocks, row.data());
+        P16RowToBlocks(block_bytes, scales, packed.data(), r, blocks, row.data());
         EXPECT_EQ(0, std::memcmp(row.data(), src.data() + r * row_bytes, row_bytes))
             << "row " << r;
       }
       const std::vector<uint8_t> zero(row_bytes, 0);
       for (size_t r = kRows; r < 48; ++r) {
-        P16RowToBlocks(block_bytes, packed.data(), r, blocks, row.data());
+        P16RowToBlocks(block_bytes, scales, packed.data(), r, blocks, row.data());
         EXPECT_EQ(row, zero) << "padding row " << r;
       }
+    }
     }
   }
 }
@@ -78,7 +87,7 @@ TEST(QuantBlocksTest, P16LayoutMatchesTheUapi) {
     const size_t groups = quant_bytes / 64;
     const std::vector<uint8_t> src = RandomRows(kRows, kBlocks, block_bytes);
     std::vector<uint8_t> packed(P16MatrixBytes(block_bytes, kRows, kBlocks), 0xa5);
-    RepackToP16(block_bytes, src.data(), kRows, kBlocks, packed.data());
+    RepackToP16(block_bytes, P16Scales::kAfterPanel, src.data(), kRows, kBlocks, packed.data());
     const size_t panel_bytes = P16PanelBytes(block_bytes, kBlocks);
     ASSERT_EQ(panel_bytes, kBlocks * (quant_bytes + 32));
     for (size_t p = 0; p < 3; ++p) {
@@ -98,6 +107,53 @@ TEST(QuantBlocksTest, P16LayoutMatchesTheUapi) {
               EXPECT_EQ(panel[quant_bytes * b + 64 * g + 4 * r + i],
                         block ? block[2 + 4 * g + i] : 0)
                   << "row " << row << " block " << b << " quant byte " << 4 * g + i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The LNPU_DTYPE_Q8_0_P16S / _Q4_0_P16S layouts of the UAPI header, byte
+// for byte, for an even and an odd block count: pair j of a panel (blocks
+// 2j, 2j + 1) starts at j * (2Q + 64); block 2j + e's quant bytes are as in
+// the _P16 format from pair start + eQ, and d[16p + r][2j + e] is the f16
+// at pair start + nQ + 2 * (16e + r), with n the pair's block count (2, or
+// 1 for a last odd block).
+TEST(QuantBlocksTest, P16SLayoutMatchesTheUapi) {
+  constexpr size_t kRows = 37;
+  for (size_t block_bytes : kBlockBytes) {
+    for (size_t blocks : {4u, 5u}) {
+      SCOPED_TRACE(LayoutName(block_bytes, P16Scales::kAfterPair) + ", blocks " +
+                   std::to_string(blocks));
+      const size_t quant_bytes = block_bytes == kQ8_0BlockBytes ? 512 : 256;
+      const size_t groups = quant_bytes / 64;
+      const std::vector<uint8_t> src = RandomRows(kRows, blocks, block_bytes);
+      std::vector<uint8_t> packed(P16MatrixBytes(block_bytes, kRows, blocks), 0xa5);
+      RepackToP16(block_bytes, P16Scales::kAfterPair, src.data(), kRows, blocks, packed.data());
+      const size_t panel_bytes = P16PanelBytes(block_bytes, blocks);
+      for (size_t p = 0; p < 3; ++p) {
+        const uint8_t* panel = packed.data() + p * panel_bytes;
+        for (size_t r = 0; r < 16; ++r) {
+          const size_t row = 16 * p + r;
+          for (size_t b = 0; b < blocks; ++b) {
+            const uint8_t* block =
+                row < kRows ? src.data() + (row * blocks + b) * block_bytes : nullptr;
+            const size_t pair = (b / 2) * (2 * quant_bytes + 64);
+            const size_t in_pair = b / 2 * 2 + 1 < blocks ? 2 : 1;
+            const size_t e = b % 2;
+            for (size_t k = 0; k < 2; ++k) {
+              EXPECT_EQ(panel[pair + in_pair * quant_bytes + 2 * (16 * e + r) + k],
+                        block ? block[k] : 0)
+                  << "scale of row " << row << " block " << b;
+            }
+            for (size_t g = 0; g < groups; ++g) {
+              for (size_t i = 0; i < 4; ++i) {
+                EXPECT_EQ(panel[pair + e * quant_bytes + 64 * g + 4 * r + i],
+                          block ? block[2 + 4 * g + i] : 0)
+                    << "row " << row << " block " << b << " quant byte " << 4 * g + i;
+              }
             }
           }
         }

@@ -724,7 +724,11 @@ void ExpectPanelGatherMatchesBlocks(uint32_t block_dtype, uint32_t panel_dtype) 
     for (size_t i = 2; i < block_bytes; ++i) block[i] = static_cast<uint8_t>(byte(rng));
   }
   std::vector<uint8_t> panels(P16MatrixBytes(block_bytes, kRows, kBlocks));
-  RepackToP16(block_bytes, blocks.data(), kRows, kBlocks, panels.data());
+  const P16Scales scales =
+      panel_dtype == LNPU_DTYPE_Q8_0_P16S || panel_dtype == LNPU_DTYPE_Q4_0_P16S
+          ? P16Scales::kAfterPair
+          : P16Scales::kAfterPanel;
+  RepackToP16(block_bytes, scales, blocks.data(), kRows, kBlocks, panels.data());
   const std::vector<int32_t> indices = {36, 0, 15, 16, 31, 32, 35, 7, 36};
 
   testing::HostDeviceMemory memory;
@@ -819,6 +823,74 @@ TEST(CommandValidationTest, Q4_0P16IsNoKvCacheDtype) {
 
 TEST(CommandValidationTest, GatherRowsQ4_0P16MatchesQ4_0) {
   ExpectPanelGatherMatchesBlocks(LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q4_0_P16);
+}
+
+// Since 1.7: LNPU_DTYPE_Q8_0_P16S / _Q4_0_P16S, the _P16 panels with their
+// scales in the quant stream: the same operand sizes, alignment and rules.
+TEST(CommandValidationTest, MatmulP16SWeightsAreWholePanels) {
+  for (const auto& [dtype, block_bytes] : {std::pair{LNPU_DTYPE_Q8_0_P16S, 34u},
+                                           std::pair{LNPU_DTYPE_Q4_0_P16S, 18u}}) {
+    SCOPED_TRACE(dtype);
+    auto v = ValidP16Matmul();
+    v.weight_dtype = dtype;
+    ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                         OperandAccess{kB, 32 * 2 * block_bytes, false});
+    v.n = 1;  // one row still takes a whole panel
+    ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
+                         OperandAccess{kB, 16 * 2 * block_bytes, false});
+  }
+}
+
+TEST(CommandValidationTest, MatmulP16SRules) {
+  for (const auto& [dtype, name] : {std::pair{LNPU_DTYPE_Q8_0_P16S, "LNPU_DTYPE_Q8_0_P16S"},
+                                    std::pair{LNPU_DTYPE_Q4_0_P16S, "LNPU_DTYPE_Q4_0_P16S"}}) {
+    SCOPED_TRACE(name);
+    auto valid = ValidP16Matmul();
+    valid.weight_dtype = dtype;
+    ExpectEachRejected<lnpu_cmd_matmul>(valid, "LNPU_OP_MATMUL",
+                                        {{"weight", [](auto& c) { c.weight = kB + 2; }},
+                                         {"weight", [](auto& c) { c.weight = kB + 32; }},
+                                         {"k", [](auto& c) { c.k = 48; }}});
+    auto v = valid;
+    v.weight = kB + 32;
+    std::vector<OperandAccess> accesses;
+    EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).status().message()),
+                HasSubstr(std::string(name) + " panel alignment of 64"));
+    v = valid;
+    v.n = 0xffffffffu;
+    v.k = 0xffffffe0u;
+    v.weight = 64;
+    EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).status().message()),
+                HasSubstr("whole panels of 16"));
+  }
+}
+
+TEST(CommandValidationTest, GatherRowsP16STableRules) {
+  for (const auto& [dtype, block_bytes] : {std::pair{LNPU_DTYPE_Q8_0_P16S, 34u},
+                                           std::pair{LNPU_DTYPE_Q4_0_P16S, 18u}}) {
+    SCOPED_TRACE(dtype);
+    auto valid = ValidP16Gather();
+    valid.table_dtype = dtype;
+    ExpectAccessReported(valid, DRM_LNPU_ENGINE_COMPUTE,
+                         OperandAccess{kA, 48 * 2 * block_bytes, false});
+    ExpectEachRejected<lnpu_cmd_gather_rows>(
+        valid, "LNPU_OP_GATHER_ROWS",
+        {{"row_len", [](auto& c) { c.row_len = 48; }},
+         {"table", [](auto& c) { c.table = kA + 32; }}});
+  }
+}
+
+TEST(CommandValidationTest, P16SIsNoKvCacheDtype) {
+  for (uint32_t dtype : {LNPU_DTYPE_Q8_0_P16S, LNPU_DTYPE_Q4_0_P16S}) {
+    ExpectEachRejected<lnpu_cmd_attention>(
+        ValidAttention(LNPU_DTYPE_F32, kD, kE), "LNPU_OP_ATTENTION",
+        {{"kv_dtype", [dtype](auto& c) { c.kv_dtype = dtype; }}});
+  }
+}
+
+TEST(CommandValidationTest, GatherRowsP16SMatchesBlocks) {
+  ExpectPanelGatherMatchesBlocks(LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q8_0_P16S);
+  ExpectPanelGatherMatchesBlocks(LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q4_0_P16S);
 }
 
 // Since 1.6: LNPU_DTYPE_Q6_K matmul weights, 210 bytes per 256 elements,

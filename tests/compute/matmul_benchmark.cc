@@ -9,7 +9,8 @@
 //   (2 * rows * k * n per command).
 // Benchmarks are named Matmul/<dtype>/<path>: F32 and F16 run the Highway
 // kernels, Q8_0 and Q4_0 every quantized-matmul path this CPU supports
-// (quant_matmul.h), Q8_0_P16 (Q8_0 in panels) the paths with panel loops;
+// (quant_matmul.h), the panel dtypes (Q8_0_P16, Q4_0_P16 and their _P16S
+// forms, scales in the quant stream) the paths with panel loops;
 // Read/threads:T is the read bandwidth to compare the GEMV with;
 // Projections/<model>/<qkv|gate_up>/<dtype>/grouped:0|1 a layer's
 // projections of one src as commands in turn and as one command group;
@@ -72,8 +73,10 @@ size_t WeightBytes(uint32_t dtype, size_t n, size_t k) {
     case LNPU_DTYPE_F32: return n * k * 4;
     case LNPU_DTYPE_F16: return n * k * 2;
     case LNPU_DTYPE_Q8_0: return n * k / 32 * 34;
-    case LNPU_DTYPE_Q8_0_P16: return P16MatrixBytes(kQ8_0BlockBytes, n, k / 32);
-    case LNPU_DTYPE_Q4_0_P16: return P16MatrixBytes(kQ4_0BlockBytes, n, k / 32);
+    case LNPU_DTYPE_Q8_0_P16:
+    case LNPU_DTYPE_Q8_0_P16S: return P16MatrixBytes(kQ8_0BlockBytes, n, k / 32);
+    case LNPU_DTYPE_Q4_0_P16:
+    case LNPU_DTYPE_Q4_0_P16S: return P16MatrixBytes(kQ4_0BlockBytes, n, k / 32);
     case LNPU_DTYPE_Q6_K: return n * k / kQ6_KBlock * kQ6_KBlockBytes;
     default: return n * k / 32 * 18;
   }
@@ -110,19 +113,29 @@ const char* DtypeName(uint32_t dtype) {
     case LNPU_DTYPE_Q8_0: return "Q8_0";
     case LNPU_DTYPE_Q8_0_P16: return "Q8_0_P16";
     case LNPU_DTYPE_Q4_0_P16: return "Q4_0_P16";
+    case LNPU_DTYPE_Q8_0_P16S: return "Q8_0_P16S";
+    case LNPU_DTYPE_Q4_0_P16S: return "Q4_0_P16S";
     case LNPU_DTYPE_Q6_K: return "Q6_K";
     default: return "Q4_0";
   }
 }
 
-// Writes pseudo-random n x k weights of panel `dtype` (Q8_0_P16 or
-// Q4_0_P16; n a multiple of 16) to dst, WeightBytes(dtype, n, k) bytes.
+bool IsPanelDtype(uint32_t dtype) {
+  return dtype == LNPU_DTYPE_Q8_0_P16 || dtype == LNPU_DTYPE_Q4_0_P16 ||
+         dtype == LNPU_DTYPE_Q8_0_P16S || dtype == LNPU_DTYPE_Q4_0_P16S;
+}
+
+// Writes pseudo-random n x k weights of panel `dtype` (IsPanelDtype; n a
+// multiple of 16) to dst, WeightBytes(dtype, n, k) bytes.
 void WritePanelWeights(uint32_t dtype, uint32_t n, uint32_t k, uint8_t* dst) {
-  const bool q8 = dtype == LNPU_DTYPE_Q8_0_P16;
+  const bool q8 = dtype == LNPU_DTYPE_Q8_0_P16 || dtype == LNPU_DTYPE_Q8_0_P16S;
+  const P16Scales scales = dtype == LNPU_DTYPE_Q8_0_P16S || dtype == LNPU_DTYPE_Q4_0_P16S
+                               ? P16Scales::kAfterPair
+                               : P16Scales::kAfterPanel;
   const uint32_t block_dtype = q8 ? LNPU_DTYPE_Q8_0 : LNPU_DTYPE_Q4_0;
   const std::vector<uint8_t> blocks =
       PseudoRandomWeights(block_dtype, WeightBytes(block_dtype, n, k));
-  RepackToP16(q8 ? kQ8_0BlockBytes : kQ4_0BlockBytes, blocks.data(), n, k / 32, dst);
+  RepackToP16(q8 ? kQ8_0BlockBytes : kQ4_0BlockBytes, scales, blocks.data(), n, k / 32, dst);
 }
 
 // The MATMUL dst[rows][n] = src[rows][k] x weight.
@@ -162,7 +175,7 @@ void BM_Matmul(benchmark::State& state, uint32_t dtype,
   // and the copies follow at multiples of 64 bytes for these shapes.
   const HugePageMemory storage = MapWeights(bytes * copies);
   uint8_t* const weights = storage.data();
-  if (dtype == LNPU_DTYPE_Q8_0_P16 || dtype == LNPU_DTYPE_Q4_0_P16) {
+  if (IsPanelDtype(dtype)) {
     // Blocks repacked (n a multiple of 16 here: no padding rows).
     WritePanelWeights(dtype, n, k, weights);
     for (size_t c = 1; c < copies; ++c) std::memcpy(weights + c * bytes, weights, bytes);
@@ -449,11 +462,15 @@ void RegisterBenchmarks() {
   }
   // Panels on the paths with loops of their own (the others run the
   // portable C++ loop, quant_matmul.h).
-  for (const compute::QuantMatmulPath* path : compute::SupportedQuantMatmulPaths()) {
-    if (path->q8_0_p16_kernels) add(LNPU_DTYPE_Q8_0_P16, path);
+  for (uint32_t dtype : {LNPU_DTYPE_Q8_0_P16, LNPU_DTYPE_Q8_0_P16S}) {
+    for (const compute::QuantMatmulPath* path : compute::SupportedQuantMatmulPaths()) {
+      if (path->q8_0_p16_kernels) add(dtype, path);
+    }
   }
-  for (const compute::QuantMatmulPath* path : compute::SupportedQuantMatmulPaths()) {
-    if (path->q4_0_p16_kernels) add(LNPU_DTYPE_Q4_0_P16, path);
+  for (uint32_t dtype : {LNPU_DTYPE_Q4_0_P16, LNPU_DTYPE_Q4_0_P16S}) {
+    for (const compute::QuantMatmulPath* path : compute::SupportedQuantMatmulPaths()) {
+      if (path->q4_0_p16_kernels) add(dtype, path);
+    }
   }
   add(LNPU_DTYPE_Q6_K, nullptr);
   const struct {
@@ -462,17 +479,21 @@ void RegisterBenchmarks() {
     std::vector<uint32_t> ns;
     uint32_t k;
   } projections[] = {
-      {"Projections/qwen2.5-0.5b/qkv/Q8_0_P16", LNPU_DTYPE_Q8_0_P16, {896, 128, 128}, 896},
-      {"Projections/qwen2.5-0.5b/gate_up/Q8_0_P16", LNPU_DTYPE_Q8_0_P16, {4864, 4864}, 896},
-      {"Projections/tinyllama-1.1b/qkv/Q4_0_P16", LNPU_DTYPE_Q4_0_P16, {2048, 256, 256}, 2048},
-      {"Projections/tinyllama-1.1b/gate_up/Q4_0_P16", LNPU_DTYPE_Q4_0_P16, {5632, 5632}, 2048}};
+      {"Projections/qwen2.5-0.5b/qkv/Q8_0_P16S", LNPU_DTYPE_Q8_0_P16S, {896, 128, 128}, 896},
+      {"Projections/qwen2.5-0.5b/gate_up/Q8_0_P16S", LNPU_DTYPE_Q8_0_P16S, {4864, 4864}, 896},
+      {"Projections/tinyllama-1.1b/qkv/Q4_0_P16S", LNPU_DTYPE_Q4_0_P16S, {2048, 256, 256},
+       2048},
+      {"Projections/tinyllama-1.1b/gate_up/Q4_0_P16S", LNPU_DTYPE_Q4_0_P16S, {5632, 5632},
+       2048}};
   const struct {
     const char* name;
     uint32_t dtype;
     LayerShape shape;
   } steps[] = {
       {"DecodeMatmuls/qwen2.5-0.5b/Q8_0_P16", LNPU_DTYPE_Q8_0_P16, {896, 128, 4864, 24}},
-      {"DecodeMatmuls/tinyllama-1.1b/Q4_0_P16", LNPU_DTYPE_Q4_0_P16, {2048, 256, 5632, 22}}};
+      {"DecodeMatmuls/qwen2.5-0.5b/Q8_0_P16S", LNPU_DTYPE_Q8_0_P16S, {896, 128, 4864, 24}},
+      {"DecodeMatmuls/tinyllama-1.1b/Q4_0_P16", LNPU_DTYPE_Q4_0_P16, {2048, 256, 5632, 22}},
+      {"DecodeMatmuls/tinyllama-1.1b/Q4_0_P16S", LNPU_DTYPE_Q4_0_P16S, {2048, 256, 5632, 22}}};
   for (const auto& step : steps) {
     benchmark::RegisterBenchmark(step.name, BM_DecodeMatmuls, step.dtype, step.shape)
         ->ArgName("one")

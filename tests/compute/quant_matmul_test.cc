@@ -4,7 +4,8 @@
 // with the documented rule and sums d_w * d_x * (int32 block dot) in double.
 // Paths may differ from it only by f32 rounding of the scale-and-add steps:
 // |got - ref| <= 1e-5 * sum_b |d_w d_x| * sum_i |q_w q_x| + 1e-6.
-// Panel weights (Q8_0P16, Q4_0P16) have one exact f32 order (quant_matmul.h):
+// Panel weights (Q8_0P16, Q4_0P16 and their _P16S forms) have one exact f32
+// order (quant_matmul.h):
 // PortableP16Matmul is checked against a double reference and a
 // transcription of that order, and every path against it bit for bit.
 #include <algorithm>
@@ -48,14 +49,18 @@ std::string TypeName(WeightType type) {
     case WeightType::kQ4_0: return " q4_0";
     case WeightType::kQ8_0P16: return " q8_0p16";
     case WeightType::kQ4_0P16: return " q4_0p16";
+    case WeightType::kQ8_0P16S: return " q8_0p16s";
+    case WeightType::kQ4_0P16S: return " q4_0p16s";
     default: return " ?";
   }
 }
 
 // Every quantized weight type.
-constexpr WeightType kQuantTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0,
-                                      WeightType::kQ8_0P16, WeightType::kQ4_0P16};
-constexpr WeightType kPanelTypes[] = {WeightType::kQ8_0P16, WeightType::kQ4_0P16};
+constexpr WeightType kQuantTypes[] = {WeightType::kQ8_0,     WeightType::kQ4_0,
+                                      WeightType::kQ8_0P16,  WeightType::kQ4_0P16,
+                                      WeightType::kQ8_0P16S, WeightType::kQ4_0P16S};
+constexpr WeightType kPanelTypes[] = {WeightType::kQ8_0P16, WeightType::kQ4_0P16,
+                                      WeightType::kQ8_0P16S, WeightType::kQ4_0P16S};
 
 // The panel form (`panel_type`) of n rows of k elements of its block type.
 std::vector<uint8_t> RepackP16(WeightType panel_type, const std::vector<uint8_t>& rows,
@@ -64,7 +69,7 @@ std::vector<uint8_t> RepackP16(WeightType panel_type, const std::vector<uint8_t>
   const size_t block_bytes = WeightBytes(BlockTypeOf(panel_type), kQuantBlock);
   EXPECT_EQ(rows.size(), n * blocks * block_bytes);
   std::vector<uint8_t> out(lnpu::P16MatrixBytes(block_bytes, n, blocks));
-  lnpu::RepackToP16(block_bytes, rows.data(), n, blocks, out.data());
+  lnpu::RepackToP16(block_bytes, PanelScalesOf(panel_type), rows.data(), n, blocks, out.data());
   return out;
 }
 
@@ -211,8 +216,8 @@ class QuantMatmulPathTest
     for (size_t c = 0; c < s.n; ++c) {
       if (IsPanelType(type)) {
         std::vector<uint8_t> row(row_bytes);
-        lnpu::P16RowToBlocks(WeightBytes(BlockTypeOf(type), kQuantBlock), weight.data(), c,
-                             s.k / kQuantBlock, row.data());
+        lnpu::P16RowToBlocks(WeightBytes(BlockTypeOf(type), kQuantBlock), PanelScalesOf(type),
+                             weight.data(), c, s.k / kQuantBlock, row.data());
         weight_rows.push_back(DecodeWeightRow(row.data(), s.k, BlockTypeOf(type)));
       } else {
         weight_rows.push_back(DecodeWeightRow(weight.data() + c * row_bytes, s.k, type));
@@ -406,8 +411,9 @@ TEST_P(QuantMatmulPathTest, SeveralRowGemvEqualsOneRowCallsBitForBit) {
 // the GEMV passes (8, 16) to a prefill (40, where the group runs its
 // members one by one on the GEMM).
 TEST_P(QuantMatmulPathTest, MatmulGroupEqualsMatmulsInTurnBitForBit) {
-  constexpr WeightType kAll[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ8_0P16,
-                                 WeightType::kQ4_0P16};
+  constexpr WeightType kAll[] = {WeightType::kQ8_0,     WeightType::kQ4_0,
+                                 WeightType::kQ8_0P16,  WeightType::kQ4_0P16,
+                                 WeightType::kQ8_0P16S, WeightType::kQ4_0P16S};
   const size_t ns[] = {300, 5, 33, 1, 131, 64, 17};
   int variant = 0;
   for (size_t rows : {1, 2, 3, 4, 8, 16, 40}) {
@@ -599,8 +605,9 @@ TEST(PortableP16MatmulTest, MatchesDoubleReferenceOfDequantizedWeights) {
                        (accumulate ? " accumulate" : "") + TypeName(type));
           const P16Case t = MakeP16Case(rng, type, rows, k, n);
           std::vector<float> w(n * k);
-          ASSERT_TRUE(gguf::DequantizeRow(type == WeightType::kQ4_0P16 ? gguf::GgmlType::kQ4_0
-                                                                       : gguf::GgmlType::kQ8_0,
+          ASSERT_TRUE(gguf::DequantizeRow(BlockTypeOf(type) == WeightType::kQ4_0
+                                              ? gguf::GgmlType::kQ4_0
+                                              : gguf::GgmlType::kQ8_0,
                                           t.blocks, absl::MakeSpan(w))
                           .ok());
           std::vector<float> dst = t.old_dst;
@@ -646,25 +653,38 @@ TEST(PortableP16MatmulTest, FollowsTheContractOrderOverAnyRange) {
   std::mt19937 rng(77);
   const size_t rows = 6, n = 37;
   for (WeightType type : kPanelTypes) {
-    const bool q4 = type == WeightType::kQ4_0P16;
+    const bool q4 = BlockTypeOf(type) == WeightType::kQ4_0;
     // The UAPI header's numbers: per block of a panel, 512 (Q8_0) or 256
-    // (Q4_0) quant bytes in 8 or 4 groups, 544 or 288 bytes with the scales.
+    // (Q4_0) quant bytes in 8 or 4 groups, 544 or 288 bytes with the
+    // scales; _P16: all quants, then all scales; _P16S: pairs of blocks of
+    // 2 * quant_bytes + 64 bytes (a last odd block alone), each pair's
+    // quants then its 32 scales.
     const size_t block_bytes = q4 ? 18 : 34, groups = q4 ? 4 : 8, quant_bytes = 64 * groups;
-    for (size_t k : {32, 160, 1056}) {
+    const bool paired = PanelScalesOf(type) == P16Scales::kAfterPair;
+    const size_t pair_bytes = 2 * quant_bytes + 64;
+    for (size_t k : {32, 160, 192, 1056}) {
       SCOPED_TRACE("k=" + std::to_string(k) + TypeName(type));
       const size_t blocks = k / kQuantBlock;
+      const auto quants_at = [&](size_t b) {
+        return paired ? b / 2 * pair_bytes + b % 2 * quant_bytes : quant_bytes * b;
+      };
+      const auto scales_at = [&](size_t b) {
+        const size_t in_pair = b / 2 * 2 + 1 < blocks ? 2 : 1;
+        return paired ? b / 2 * pair_bytes + in_pair * quant_bytes + 32 * (b % 2)
+                      : blocks * quant_bytes + 32 * b;
+      };
       const P16Case t = MakeP16Case(rng, type, rows, k, n);
       ASSERT_EQ(t.p16.size(), 3 * blocks * 16 * block_bytes);
       for (size_t c = 0; c < 48; ++c) {
         const uint8_t* panel = t.p16.data() + c / 16 * blocks * 16 * block_bytes;
         for (size_t b = 0; b < blocks; ++b) {
           const uint8_t* block = t.blocks.data() + (c * blocks + b) * block_bytes;
-          const uint8_t* scale = panel + blocks * quant_bytes + 2 * (16 * b + c % 16);
+          const uint8_t* scale = panel + scales_at(b) + 2 * (c % 16);
           ASSERT_EQ(scale[0], c < n ? block[0] : 0) << "column " << c << " block " << b;
           ASSERT_EQ(scale[1], c < n ? block[1] : 0) << "column " << c << " block " << b;
           for (size_t g = 0; g < groups; ++g) {
             for (size_t i = 0; i < 4; ++i) {
-              ASSERT_EQ(panel[quant_bytes * b + 64 * g + 4 * (c % 16) + i],
+              ASSERT_EQ(panel[quants_at(b) + 64 * g + 4 * (c % 16) + i],
                         c < n ? block[2 + 4 * g + i] : 0)
                   << "column " << c << " block " << b << " group " << g << " byte " << i;
             }

@@ -63,6 +63,10 @@ struct WideDtype {
 constexpr WideDtype kDtypeQ8_0P16{LNPU_DTYPE_Q8_0_P16};
 // Since 1.5: Q4_0 blocks in the same panels.
 constexpr WideDtype kDtypeQ4_0P16{LNPU_DTYPE_Q4_0_P16};
+// Since 1.7: both with the scales in the quant stream (the same sizes and
+// rules).
+constexpr WideDtype kDtypeQ8_0P16S{LNPU_DTYPE_Q8_0_P16S};
+constexpr WideDtype kDtypeQ4_0P16S{LNPU_DTYPE_Q4_0_P16S};
 
 class ProgramWriter {
  public:
@@ -250,7 +254,8 @@ std::vector<uint8_t> Faults() {
   return p.Take();
 }
 
-// Panel operands (LNPU_DTYPE_Q8_0_P16 since 1.4, _Q4_0_P16 since 1.5, B
+// Panel operands (LNPU_DTYPE_Q8_0_P16 since 1.4, _Q4_0_P16 since 1.5, the
+// _P16S forms since 1.7, B
 // bytes per block and row: 34 or 18) SUBMIT rejects (EINVAL), each in a
 // job of its own: a MATMUL weight and a GATHER_ROWS table 32 bytes past
 // the 64-byte alignment; a weight one panel short of the data buffer's end
@@ -625,6 +630,8 @@ std::vector<Seed> SeedCorpus() {
   seeds.push_back({"params_and_errors", ParamsAndErrors()});
   seeds.push_back({"q8_0_p16_rejections", PanelRejections(kDtypeQ8_0P16, 34)});
   seeds.push_back({"q4_0_p16_rejections", PanelRejections(kDtypeQ4_0P16, 18)});
+  seeds.push_back({"q8_0_p16s_rejections", PanelRejections(kDtypeQ8_0P16S, 34)});
+  seeds.push_back({"q4_0_p16s_rejections", PanelRejections(kDtypeQ4_0P16S, 18)});
   seeds.push_back({"userptr_and_files", UserptrAndFiles()});
   for (const OpcodeSeed& op : OpcodeSeeds()) {
     seeds.push_back({op.name, op.program()});

@@ -158,10 +158,13 @@ TEST_F(GetParamTest, ReportsEveryParameter) {
       DRM_LNPU_CAP_DTYPE_F16 | DRM_LNPU_CAP_IN_FENCES | DRM_LNPU_CAP_SOFTWARE |
           DRM_LNPU_CAP_USERPTR | DRM_LNPU_CAP_PROFILING |
           DRM_LNPU_CAP_DTYPE_Q8_0_P16 | DRM_LNPU_CAP_DTYPE_Q4_0_P16 | DRM_LNPU_CAP_DTYPE_Q6_K |
-          (compute::ActiveQuantMatmulPath().q8_0_p16_kernels ? DRM_LNPU_CAP_Q8_0_P16_PREFERRED
-                                                             : 0) |
-          (compute::ActiveQuantMatmulPath().q4_0_p16_kernels ? DRM_LNPU_CAP_Q4_0_P16_PREFERRED
-                                                             : 0));
+          DRM_LNPU_CAP_DTYPE_Q8_0_P16S | DRM_LNPU_CAP_DTYPE_Q4_0_P16S |
+          (compute::ActiveQuantMatmulPath().q8_0_p16_kernels
+               ? DRM_LNPU_CAP_Q8_0_P16_PREFERRED | DRM_LNPU_CAP_Q8_0_P16S_PREFERRED
+               : 0) |
+          (compute::ActiveQuantMatmulPath().q4_0_p16_kernels
+               ? DRM_LNPU_CAP_Q4_0_P16_PREFERRED | DRM_LNPU_CAP_Q4_0_P16S_PREFERRED
+               : 0));
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_MEMORY_SIZE), 64ull << 20);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_MEMORY_USED), 0u);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_ENGINE_MASK), 3u);

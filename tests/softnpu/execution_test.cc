@@ -318,8 +318,9 @@ lnpu_cmd_matmul MatmulCommand(uint64_t src, uint64_t weight, uint64_t dst, uint3
   return matmul;
 }
 
-// The panel dtypes through real buffer objects: panel_dtype() (since
-// 1.4) and LNPU_DTYPE_Q4_0_P16 (since 1.5, the test's parameter), a weight
+// The panel dtypes through real buffer objects: panel_dtype(), the test's
+// parameter (LNPU_DTYPE_Q8_0_P16 since 1.4, _Q4_0_P16 since 1.5, their
+// _P16S forms since 1.7), a weight
 // matrix of n = 40 rows (two whole panels and a partial one, padded to 48
 // rows) of k = 96 (3 blocks), the same weights in the block dtype (Q8_0,
 // Q4_0) for comparison.
@@ -328,14 +329,21 @@ class PanelTest : public ExecutionTest, public ::testing::WithParamInterface<uin
   static constexpr uint32_t kRows = 3, kK = 96, kN = 40;
   static constexpr size_t kBlocks = kK / kQuantBlock;
 
-  bool q4() const { return GetParam() == LNPU_DTYPE_Q4_0_P16; }
+  bool q4() const {
+    return GetParam() == LNPU_DTYPE_Q4_0_P16 || GetParam() == LNPU_DTYPE_Q4_0_P16S;
+  }
+  bool scales_in_stream() const {
+    return GetParam() == LNPU_DTYPE_Q8_0_P16S || GetParam() == LNPU_DTYPE_Q4_0_P16S;
+  }
   uint32_t panel_dtype() const { return GetParam(); }
   uint32_t block_dtype() const { return q4() ? LNPU_DTYPE_Q4_0 : LNPU_DTYPE_Q8_0; }
   size_t block_bytes() const { return q4() ? kQ4_0BlockBytes : kQ8_0BlockBytes; }
 
   void SetUp() override {
     ExecutionTest::SetUp();
-    const uint64_t cap = q4() ? DRM_LNPU_CAP_DTYPE_Q4_0_P16 : DRM_LNPU_CAP_DTYPE_Q8_0_P16;
+    const uint64_t cap = scales_in_stream()
+                             ? (q4() ? DRM_LNPU_CAP_DTYPE_Q4_0_P16S : DRM_LNPU_CAP_DTYPE_Q8_0_P16S)
+                             : (q4() ? DRM_LNPU_CAP_DTYPE_Q4_0_P16 : DRM_LNPU_CAP_DTYPE_Q8_0_P16);
     if ((::lnpu::softnpu::testing::GetParam(*file_, DRM_LNPU_PARAM_CAPABILITIES) & cap) == 0) {
       GTEST_SKIP() << "the device lacks the capability of dtype " << panel_dtype();
     }
@@ -358,7 +366,8 @@ class PanelTest : public ExecutionTest, public ::testing::WithParamInterface<uin
       }
     }
     p16_.resize(p16_bytes_);
-    RepackToP16(block_bytes(), blocks_.data(), kN, kBlocks, p16_.data());
+    RepackToP16(block_bytes(), scales_in_stream() ? P16Scales::kAfterPair : P16Scales::kAfterPanel,
+                blocks_.data(), kN, kBlocks, p16_.data());
     std::uniform_real_distribution<float> value(-2.0f, 2.0f);
     src_.resize(kRows * kK);
     for (float& x : src_) x = value(rng);
@@ -647,9 +656,15 @@ TEST_P(PanelTest, GatherOfAPaddingRowFaults) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PanelDtypes, PanelTest,
-                         ::testing::Values(LNPU_DTYPE_Q8_0_P16, LNPU_DTYPE_Q4_0_P16),
+                         ::testing::Values(LNPU_DTYPE_Q8_0_P16, LNPU_DTYPE_Q4_0_P16,
+                                           LNPU_DTYPE_Q8_0_P16S, LNPU_DTYPE_Q4_0_P16S),
                          [](const ::testing::TestParamInfo<uint32_t>& info) {
-                           return info.param == LNPU_DTYPE_Q4_0_P16 ? "Q4_0_P16" : "Q8_0_P16";
+                           switch (info.param) {
+                             case LNPU_DTYPE_Q4_0_P16: return "Q4_0_P16";
+                             case LNPU_DTYPE_Q8_0_P16S: return "Q8_0_P16S";
+                             case LNPU_DTYPE_Q4_0_P16S: return "Q4_0_P16S";
+                             default: return "Q8_0_P16";
+                           }
                          });
 
 // LNPU_DTYPE_Q6_K weights (since 1.6) through real buffer objects: a

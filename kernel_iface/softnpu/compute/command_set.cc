@@ -254,7 +254,9 @@ absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
     case LNPU_DTYPE_Q8_0:
     case LNPU_DTYPE_Q4_0:
     case LNPU_DTYPE_Q8_0_P16:
-    case LNPU_DTYPE_Q4_0_P16: {
+    case LNPU_DTYPE_Q4_0_P16:
+    case LNPU_DTYPE_Q8_0_P16S:
+    case LNPU_DTYPE_Q4_0_P16S: {
       if (row_len % LNPU_QUANT_BLOCK != 0) {
         return check.Error(len_field,
                            absl::StrCat(row_len, " is not a multiple of ",
@@ -271,6 +273,16 @@ absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
         return WeightLayout{WeightType::kQ4_0P16, LNPU_QUANT_BLOCK, 18, 64,
                             LNPU_Q4_0_P16_ROWS,
                             "the LNPU_DTYPE_Q4_0_P16 panel alignment of"};
+      }
+      if (dtype == LNPU_DTYPE_Q8_0_P16S) {
+        return WeightLayout{WeightType::kQ8_0P16S, LNPU_QUANT_BLOCK, 34, 64,
+                            LNPU_Q8_0_P16_ROWS,
+                            "the LNPU_DTYPE_Q8_0_P16S panel alignment of"};
+      }
+      if (dtype == LNPU_DTYPE_Q4_0_P16S) {
+        return WeightLayout{WeightType::kQ4_0P16S, LNPU_QUANT_BLOCK, 18, 64,
+                            LNPU_Q4_0_P16_ROWS,
+                            "the LNPU_DTYPE_Q4_0_P16S panel alignment of"};
       }
       // Blocks start with an f16 scale: 2-byte alignment.
       if (dtype == LNPU_DTYPE_Q8_0) {
@@ -296,7 +308,8 @@ absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
       return check.Error(field, absl::StrCat("dtype ", dtype,
                                              " not supported; use "
                                              "LNPU_DTYPE_F32, _F16, _Q8_0, "
-                                             "_Q4_0, _Q8_0_P16, _Q4_0_P16 or "
+                                             "_Q4_0, _Q8_0_P16, _Q4_0_P16, "
+                                             "_Q8_0_P16S, _Q4_0_P16S or "
                                              "(MATMUL weights) _Q6_K"));
   }
 }
@@ -657,6 +670,8 @@ WeightType WeightTypeOf(uint32_t dtype) {
     case LNPU_DTYPE_Q4_0: return WeightType::kQ4_0;
     case LNPU_DTYPE_Q8_0_P16: return WeightType::kQ8_0P16;
     case LNPU_DTYPE_Q4_0_P16: return WeightType::kQ4_0P16;
+    case LNPU_DTYPE_Q8_0_P16S: return WeightType::kQ8_0P16S;
+    case LNPU_DTYPE_Q4_0_P16S: return WeightType::kQ4_0P16S;
     case LNPU_DTYPE_Q6_K: return WeightType::kQ6_K;
     default: return WeightType::kF32;
   }
@@ -691,8 +706,8 @@ absl::Status ExecuteGatherRows(const lnpu_cmd_gather_rows& c,
     thread_local std::vector<uint8_t> row;
     if (row.size() < row_bytes) row.resize(row_bytes);
     for (uint32_t i = 0; i < c.count; ++i) {
-      P16RowToBlocks(block_bytes, table, size_t(indices[i]), row_len / kQuantBlock,
-                     row.data());
+      P16RowToBlocks(block_bytes, compute::PanelScalesOf(type), table, size_t(indices[i]),
+                     row_len / kQuantBlock, row.data());
       compute::ConvertToF32(block_type, row.data(), dst + i * row_len, row_len);
     }
     return absl::OkStatus();

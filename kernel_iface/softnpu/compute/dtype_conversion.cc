@@ -66,8 +66,10 @@ size_t WeightBytes(WeightType type, size_t elements) {
     case WeightType::kF16: return elements * sizeof(uint16_t);
     case WeightType::kQ8_0: return elements / kQuantBlock * kQ8_0BlockBytes;
     case WeightType::kQ4_0: return elements / kQuantBlock * kQ4_0BlockBytes;
-    case WeightType::kQ8_0P16: return elements / kQuantBlock * kQ8_0BlockBytes;
-    case WeightType::kQ4_0P16: return elements / kQuantBlock * kQ4_0BlockBytes;
+    case WeightType::kQ8_0P16:
+    case WeightType::kQ8_0P16S: return elements / kQuantBlock * kQ8_0BlockBytes;
+    case WeightType::kQ4_0P16:
+    case WeightType::kQ4_0P16S: return elements / kQuantBlock * kQ4_0BlockBytes;
     case WeightType::kQ6_K: return elements / kQ6_KBlock * kQ6_KBlockBytes;
   }
   return 0;
@@ -114,6 +116,8 @@ void ConvertToF32(WeightType type, const void* src, float* dst,
       std::abort();
     case WeightType::kQ8_0P16:
     case WeightType::kQ4_0P16:
+    case WeightType::kQ8_0P16S:
+    case WeightType::kQ4_0P16S:
       // A row's blocks are spread over its panel, not contiguous: callers
       // gather them first (P16RowToBlocks) and convert those as the block
       // type (BlockTypeOf).

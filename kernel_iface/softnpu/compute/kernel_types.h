@@ -16,7 +16,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/quant_blocks.h"
+
 namespace lnpu::softnpu::compute {
+
+using ::lnpu::P16Scales;
 
 // Memory a kernel reuses across calls instead of allocating per command;
 // kernels resize the vectors as needed.
@@ -44,22 +48,41 @@ struct KernelScratch {
 // block formats (rows of whole 32-element blocks: f16 scale + 32 int8, or
 // f16 scale + 16 bytes of nibbles); Q8_0P16 / Q4_0P16 are
 // LNPU_DTYPE_Q8_0_P16 / _Q4_0_P16, the Q8_0 / Q4_0 blocks of each 16 rows
-// rearranged into a panel (base/quant_blocks.h; weights and tables only,
-// never a KV cache); Q6_K is LNPU_DTYPE_Q6_K (256-element blocks; matmul
-// weights only).
-enum class WeightType { kF32, kF16, kQ8_0, kQ4_0, kQ8_0P16, kQ4_0P16, kQ6_K };
+// rearranged into a panel, and Q8_0P16S / Q4_0P16S the LNPU_DTYPE_*_P16S
+// panels with their scales in the quant stream (base/quant_blocks.h;
+// weights and tables only, never a KV cache); Q6_K is LNPU_DTYPE_Q6_K
+// (256-element blocks; matmul weights only).
+enum class WeightType {
+  kF32,
+  kF16,
+  kQ8_0,
+  kQ4_0,
+  kQ8_0P16,
+  kQ4_0P16,
+  kQ8_0P16S,
+  kQ4_0P16S,
+  kQ6_K
+};
 
-// Whether `type` stores its rows in panels (Q8_0P16, Q4_0P16).
+// Whether `type` stores its rows in panels (Q8_0P16, Q4_0P16, Q8_0P16S,
+// Q4_0P16S).
 constexpr bool IsPanelType(WeightType type) {
-  return type == WeightType::kQ8_0P16 || type == WeightType::kQ4_0P16;
+  return type == WeightType::kQ8_0P16 || type == WeightType::kQ4_0P16 ||
+         type == WeightType::kQ8_0P16S || type == WeightType::kQ4_0P16S;
 }
 
 // The block format of a panel type's blocks (Q8_0 or Q4_0); other types
 // are their own.
 constexpr WeightType BlockTypeOf(WeightType type) {
-  if (type == WeightType::kQ8_0P16) return WeightType::kQ8_0;
-  if (type == WeightType::kQ4_0P16) return WeightType::kQ4_0;
+  if (type == WeightType::kQ8_0P16 || type == WeightType::kQ8_0P16S) return WeightType::kQ8_0;
+  if (type == WeightType::kQ4_0P16 || type == WeightType::kQ4_0P16S) return WeightType::kQ4_0;
   return type;
+}
+
+// Where a panel type keeps its scales.
+constexpr P16Scales PanelScalesOf(WeightType type) {
+  return type == WeightType::kQ8_0P16S || type == WeightType::kQ4_0P16S ? P16Scales::kAfterPair
+                                                                        : P16Scales::kAfterPanel;
 }
 
 // Bytes of `elements` weights of `type` (a multiple of 32 for the quantized

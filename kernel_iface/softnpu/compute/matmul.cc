@@ -466,15 +466,14 @@ void PortableP16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
   constexpr size_t kP = lnpu::kP16Rows;
   constexpr size_t kRowStep = 4;
   if (row_begin >= row_end || col_begin >= col_end) return;
-  const bool nibbles = a.weight_type == WeightType::kQ4_0P16;
+  const bool nibbles = BlockTypeOf(a.weight_type) == WeightType::kQ4_0;
+  const P16Scales layout = PanelScalesOf(a.weight_type);
   const size_t block_bytes = WeightBytes(BlockTypeOf(a.weight_type), kQuantBlock);
-  const size_t block_quant_bytes = lnpu::P16BlockQuantBytes(block_bytes);
   const size_t blocks = a.k / kQuantBlock;
   const size_t panel_bytes = lnpu::P16PanelBytes(block_bytes, blocks);
   const auto* weight = static_cast<const uint8_t*>(a.weight);
   for (size_t p = col_begin / kP; p * kP < col_end; ++p) {
     const uint8_t* panel = weight + p * panel_bytes;
-    const uint8_t* scales = panel + blocks * block_quant_bytes;
     const size_t c_lo = std::max(col_begin, p * kP) - p * kP;
     const size_t c_hi = std::min(col_end, p * kP + kP) - p * kP;
     for (size_t r0 = row_begin; r0 < row_end; r0 += kRowStep) {
@@ -482,11 +481,12 @@ void PortableP16Matmul(const MatmulArgs& a, const QuantizedActivations& x,
       float acc[kRowStep][kP];
       for (auto& row : acc) std::fill(row, row + kP, +0.0f);
       for (size_t b = 0; b < blocks; ++b) {
-        const uint8_t* wq = panel + b * block_quant_bytes;
+        const uint8_t* wq = panel + lnpu::P16QuantsOffset(block_bytes, layout, b);
+        const uint8_t* scales = panel + lnpu::P16ScalesOffset(block_bytes, layout, blocks, b);
         float dw[kP];
         for (size_t col = 0; col < kP; ++col) {
           uint16_t half;
-          std::memcpy(&half, scales + (b * kP + col) * 2, sizeof(half));
+          std::memcpy(&half, scales + col * 2, sizeof(half));
           dw[col] = Float16ToFloat(half);
         }
         for (size_t i = 0; i < rows; ++i) {

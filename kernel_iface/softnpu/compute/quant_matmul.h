@@ -10,7 +10,8 @@
 // int8 block dot products are exact in int32, so paths differ only in the
 // order of the f32 scale-and-add steps.
 //
-// Panel weights (Q8_0P16, Q4_0P16: kernel_types.h) have one order for
+// Panel weights (Q8_0P16, Q4_0P16 and their _P16S forms: kernel_types.h)
+// have one order for
 // every path, GEMV and GEMM alike, so that their results agree bit for bit
 // whichever path, row count and column range computes them (prefill and
 // decode give the same numbers): for dst row r and column c, over the
@@ -84,7 +85,7 @@ inline void InitMatmulOutputTile(const MatmulArgs& a, size_t row_begin,
 // entry and Q8_0 / Q4_0 dispatch (alike across files): its kernels are
 // compiled for its own instruction set (target attributes, #pragma GCC
 // target or a Highway namespace), which a shared dispatcher would cross.
-// Both loops handle Q8_0, Q4_0, Q8_0P16 and Q4_0P16 weights
+// Both loops handle Q8_0, Q4_0 and the four panel types' weights
 // (a.weight_type), any n, any k that is a multiple of 32, and write
 // dst = MatmulOutputBase + dot for exactly the given range. They may be
 // called concurrently on disjoint ranges; per-thread state, if any, is
@@ -118,14 +119,16 @@ struct QuantMatmulPath {
   // the passes beat the path's GEMM (docs/performance.md); the default
   // keeps every row count above kQuantGemvMaxRows on the GEMM.
   size_t gemv_passes_max_rows = kQuantGemvMaxRows;
-  // The same for Q4_0P16 weights where that is larger (0: as the others):
+  // The same for Q4_0 panels (Q4_0P16, Q4_0P16S) where that is larger (0:
+  // as the others):
   // `amx` unpacks a task's 4-bit panels into tiles, which 16 rows do not
   // repay. Read both through GemvPassesMaxRows.
   size_t q4_0_p16_gemv_passes_max_rows = 0;
-  // Q8_0P16 / Q4_0P16 have loops of their own here, faster than the
-  // path's Q8_0 / Q4_0 ones (matmul_benchmark), rather than
-  // PortableP16Matmul: the software NPU then reports
-  // DRM_LNPU_CAP_Q8_0_P16_PREFERRED / _Q4_0_P16_PREFERRED.
+  // Q8_0 / Q4_0 panels (both layouts) have loops of their own here,
+  // faster than the path's Q8_0 / Q4_0 ones (matmul_benchmark), rather
+  // than PortableP16Matmul: the software NPU then reports
+  // DRM_LNPU_CAP_Q8_0_P16_PREFERRED and _Q8_0_P16S_PREFERRED /
+  // DRM_LNPU_CAP_Q4_0_P16_PREFERRED and _Q4_0_P16S_PREFERRED.
   bool q8_0_p16_kernels = false;
   bool q4_0_p16_kernels = false;
 };
@@ -133,14 +136,14 @@ struct QuantMatmulPath {
 // The most rows `path` runs as GEMV passes for weights of `type`
 // (>= kQuantGemvMaxRows).
 inline size_t GemvPassesMaxRows(const QuantMatmulPath& path, WeightType type) {
-  const size_t rows = type == WeightType::kQ4_0P16
+  const size_t rows = IsPanelType(type) && BlockTypeOf(type) == WeightType::kQ4_0
                           ? std::max(path.gemv_passes_max_rows, path.q4_0_p16_gemv_passes_max_rows)
                           : path.gemv_passes_max_rows;
   return std::max(kQuantGemvMaxRows, rows);
 }
 
 // dst rows [row_begin, row_end) x columns [col_begin, col_end) of a
-// Q8_0P16 or Q4_0P16 matmul in the order of the contract above, in plain
+// panel-type matmul in the order of the contract above, in plain
 // C++: the loops of the paths that have no panel kernels of their own
 // (highway, the Arm paths), and the tests' reference for the others.
 // Thread-safe on disjoint ranges.

@@ -9,11 +9,11 @@
 // (the block's 32 k x 16 weight columns in the VNNI layout: 8 rows of 16
 // columns x 4 consecutive k). Q8_0 / Q4_0 weights stay in their GGUF block
 // format; each task repacks its column panel (Q4_0: nibbles minus 8) into a
-// thread_local buffer once and reuses it for all of its row tiles. Q8_0P16
-// panels are B tiles in place (only their scales are converted); Q4_0P16
-// panels are unpacked per task without gathers (a group's low nibbles are a
-// B tile row, its high nibbles the row 4 further). For both panel types the
-// order of the f32 steps is quant_matmul.h's.
+// thread_local buffer once and reuses it for all of its row tiles. Q8_0
+// panels (Q8_0P16, Q8_0P16S) are B tiles in place (only their scales are
+// converted); Q4_0 panels are unpacked per task without gathers (a group's
+// low nibbles are a B tile row, its high nibbles the row 4 further). For
+// the panel types the order of the f32 steps is quant_matmul.h's.
 //
 // Only the functions marked LNPU_AMX_TARGET use AMX / AVX-512 instructions,
 // and they run only after Supported() has checked the CPU and obtained the
@@ -231,13 +231,14 @@ LNPU_AMX_TARGET __attribute__((always_inline)) inline void StoreRows(
 }
 
 // Starts block `block`'s int32 products in tile C from tiles A and B
-// (literal tile numbers).
-#define LNPU_AMX_START_BLOCK(C, A, B, block)                             \
-  do {                                                                   \
-    _tile_zero(C);                                                       \
-    _tile_loadd(A, x_q + (block) * kQuantBlock, k);                      \
-    _tile_loadd(B, packed + (block) * kPackedBlockBytes, kTile * 4);     \
-    _tile_dpbssd(C, A, B);                                               \
+// (literal tile numbers). B tiles lie in pairs `pair_bytes` apart.
+#define LNPU_AMX_START_BLOCK(C, A, B, block)                                     \
+  do {                                                                           \
+    _tile_zero(C);                                                               \
+    _tile_loadd(A, x_q + (block) * kQuantBlock, k);                              \
+    _tile_loadd(B, packed + (block) / 2 * pair_bytes + (block) % 2 * kPackedBlockBytes, \
+                kTile * 4);                                                      \
+    _tile_dpbssd(C, A, B);                                                       \
   } while (0)
 
 // Scales the stored C tiles of blocks [block, min(block + 2, blocks)).
@@ -256,7 +257,9 @@ LNPU_AMX_TARGET __attribute__((always_inline)) inline void ScaleBlockPair(
 // most one 16 x 16 tile, over all of k. x_q points at the tile's first
 // activation row (row stride k; 16 readable rows), x_scales at its scales
 // as [block][16 rows], packed / packed_scales at the column group's first
-// block.
+// block; the B tiles of blocks 2j and 2j + 1 are at packed + j * pair_bytes
+// and kPackedBlockBytes further (2 * kPackedBlockBytes apart when packed,
+// P16PairBytes in a Q8_0P16S panel).
 //
 // Software-pipelined in pairs of blocks: while the tiles compute pair p + 1,
 // AVX-512 scales pair p - 1, whose C tiles were stored one step earlier
@@ -265,7 +268,7 @@ LNPU_AMX_TARGET __attribute__((always_inline)) inline void ScaleBlockPair(
 // escapes (the tile stores clobber memory).
 LNPU_AMX_TARGET void DstTile(const MatmulArgs& a, size_t row, size_t valid_rows,
                              size_t col, size_t valid_cols, const int8_t* x_q,
-                             const float* x_scales, const int8_t* packed,
+                             const float* x_scales, const int8_t* packed, size_t pair_bytes,
                              const float* packed_scales) {
   const size_t k = a.k;
   const size_t blocks = k / kQuantBlock;
@@ -316,34 +319,38 @@ void PrefetchNextDstTile(const MatmulArgs& a, size_t row, size_t col,
 }
 
 // The f16 scales of the panels of columns [col_begin, col_end) (col_begin a
-// multiple of 16) of a Q8_0P16 or Q4_0P16 matrix, converted to f32 into
-// s.packed_scales as [panel][block][16 columns]; returns the first byte of
-// column col_begin's panel.
+// multiple of 16) of a panel-type matrix (blocks of block_bytes, scales
+// where `layout` keeps them), converted to f32 into s.packed_scales as
+// [panel][block][16 columns]; returns the first byte of column col_begin's
+// panel.
 LNPU_AMX_TARGET const uint8_t* PanelScales(const MatmulArgs& a, size_t block_bytes,
-                                           size_t col_begin, size_t col_end, AmxScratch& s) {
+                                           P16Scales layout, size_t col_begin, size_t col_end,
+                                           AmxScratch& s) {
   const size_t blocks = a.k / kQuantBlock;
   const size_t panel_bytes = P16PanelBytes(block_bytes, blocks);
   const size_t groups = (col_end - col_begin + kTile - 1) / kTile;
   s.packed_scales.resize(groups * blocks * kTile);
   const auto* first = static_cast<const uint8_t*>(a.weight) + col_begin / kTile * panel_bytes;
   for (size_t g = 0; g < groups; ++g) {
-    const uint8_t* scales = first + g * panel_bytes + blocks * P16BlockQuantBytes(block_bytes);
+    const uint8_t* panel = first + g * panel_bytes;
     for (size_t b = 0; b < blocks; ++b) {
+      const uint8_t* scales = panel + P16ScalesOffset(block_bytes, layout, blocks, b);
       _mm512_storeu_ps(s.packed_scales.data() + (g * blocks + b) * kTile,
                        _mm512_cvtph_ps(_mm256_loadu_si256(
-                           reinterpret_cast<const __m256i*>(scales + b * 2 * kTile))));
+                           reinterpret_cast<const __m256i*>(scales))));
     }
   }
   return first;
 }
 
-// Q4_0P16 quants of the panels of columns [col_begin, col_end) (col_begin a
-// multiple of 16) as B tiles in s.packed, [panel][block]: group j of a
-// block is StoreQ4_0TileRows' `bytes` as stored. `first` is PanelScales'
-// return value. The panels are read side by side, each its own memory
-// stream.
-LNPU_AMX_TARGET void UnpackQ4_0Panels(const MatmulArgs& a, const uint8_t* first,
-                                      size_t col_begin, size_t col_end, AmxScratch& s) {
+// Q4_0 panel quants (Q4_0P16, Q4_0P16S: `layout`) of the panels of columns
+// [col_begin, col_end) (col_begin a multiple of 16) as B tiles in s.packed,
+// [panel][block]: group j of a block is StoreQ4_0TileRows' `bytes` as
+// stored. `first` is PanelScales' return value. The panels are read side by
+// side, each its own memory stream.
+LNPU_AMX_TARGET void UnpackQ4_0Panels(const MatmulArgs& a, P16Scales layout,
+                                      const uint8_t* first, size_t col_begin, size_t col_end,
+                                      AmxScratch& s) {
   const size_t blocks = a.k / kQuantBlock;
   const size_t groups = (col_end - col_begin + kTile - 1) / kTile;
   const size_t panel_bytes = P16PanelBytes(kQ4_0BlockBytes, blocks);
@@ -351,7 +358,8 @@ LNPU_AMX_TARGET void UnpackQ4_0Panels(const MatmulArgs& a, const uint8_t* first,
   for (size_t b = 0; b < blocks; ++b) {
     for (size_t j = 0; j < 4; ++j) {
       for (size_t g = 0; g < groups; ++g) {
-        const uint8_t* group = first + g * panel_bytes + (4 * b + j) * kP16GroupBytes;
+        const uint8_t* group = first + g * panel_bytes +
+                               P16QuantsOffset(kQ4_0BlockBytes, layout, b) + j * kP16GroupBytes;
         StoreQ4_0TileRows(_mm512_loadu_si512(group), j,
                           s.packed.data() + (g * blocks + b) * kPackedBlockBytes);
       }
@@ -366,16 +374,20 @@ LNPU_AMX_TARGET void GemmT(const MatmulArgs& a, const QuantizedActivations& x,
   AmxScratch& s = scratch;
   const size_t blocks = a.k / kQuantBlock;
   // The weight panel of group g (16 columns from col_begin) and its f32
-  // scales: repacked into scratch, or in place for Q8_0P16.
+  // scales: repacked into scratch, or in place for the Q8_0 panels.
   const int8_t* panel = nullptr;
   size_t group_bytes = blocks * kPackedBlockBytes;
-  if constexpr (kType == WeightType::kQ8_0P16) {
+  size_t pair_bytes = 2 * kPackedBlockBytes;
+  constexpr P16Scales kLayout = PanelScalesOf(kType);
+  if constexpr (kType == WeightType::kQ8_0P16 || kType == WeightType::kQ8_0P16S) {
     panel = reinterpret_cast<const int8_t*>(
-        PanelScales(a, kQ8_0BlockBytes, col_begin, col_end, s));
+        PanelScales(a, kQ8_0BlockBytes, kLayout, col_begin, col_end, s));
     group_bytes = P16PanelBytes(kQ8_0BlockBytes, blocks);
-  } else if constexpr (kType == WeightType::kQ4_0P16) {
-    UnpackQ4_0Panels(a, PanelScales(a, kQ4_0BlockBytes, col_begin, col_end, s), col_begin,
-                     col_end, s);
+    if constexpr (kLayout == P16Scales::kAfterPair) pair_bytes = P16PairBytes(kQ8_0BlockBytes);
+  } else if constexpr (kType == WeightType::kQ4_0P16 || kType == WeightType::kQ4_0P16S) {
+    UnpackQ4_0Panels(a, kLayout,
+                     PanelScales(a, kQ4_0BlockBytes, kLayout, col_begin, col_end, s),
+                     col_begin, col_end, s);
     panel = s.packed.data();
   } else {
     PackWeights<kType == WeightType::kQ4_0>(a, col_begin, col_end, s);
@@ -408,13 +420,13 @@ LNPU_AMX_TARGET void GemmT(const MatmulArgs& a, const QuantizedActivations& x,
       const size_t g = (c - col_begin) / kTile;
       PrefetchNextDstTile(a, r, c, row_end, col_begin, col_end);
       DstTile(a, r, valid_rows, c, std::min(kTile, col_end - c), x_q,
-              s.tile_scales.data(), panel + g * group_bytes,
+              s.tile_scales.data(), panel + g * group_bytes, pair_bytes,
               s.packed_scales.data() + g * blocks * kTile);
     }
   }
 }
 
-// Q8_0P16 / Q4_0P16: the whole panels of the range on the tiles (a last
+// The panel types: the whole panels of the range on the tiles (a last
 // partial one only where the matrix ends: its padding columns are in
 // memory); columns of a panel cut by the range go to the avx512vnni GEMM,
 // which gives the same bits (quant_matmul.h).
@@ -445,6 +457,12 @@ void Gemm(const MatmulArgs& a, const QuantizedActivations& x,
       return;
     case WeightType::kQ4_0P16:
       PanelGemm<WeightType::kQ4_0P16>(a, x, row_begin, row_end, col_begin, col_end);
+      return;
+    case WeightType::kQ8_0P16S:
+      PanelGemm<WeightType::kQ8_0P16S>(a, x, row_begin, row_end, col_begin, col_end);
+      return;
+    case WeightType::kQ4_0P16S:
+      PanelGemm<WeightType::kQ4_0P16S>(a, x, row_begin, row_end, col_begin, col_end);
       return;
     default:
       GemmT<WeightType::kQ4_0>(a, x, row_begin, row_end, col_begin, col_end);

@@ -305,8 +305,8 @@ struct GemvOfRows {
 
 // ---------------------------------------------------------------- Panels
 //
-// Panel weights (Q8_0P16, Q4_0P16: base/quant_blocks.h): each of a panel
-// block's groups holds 4 quant bytes of 16 columns side by side, so one DotN
+// Panel weights (Q8_0P16, Q4_0P16, Q8_0P16S, Q4_0P16S: base/quant_blocks.h):
+// each of a panel block's groups holds 4 quant bytes of 16 columns side by side, so one DotN
 // of a group operand with 4 broadcast activation bytes adds 4 products to
 // each of its columns' int32 sums; no horizontal sums. A Q8_0 group is one
 // operand (activation word g); a Q4_0 group is two, its low nibbles (word
@@ -314,7 +314,8 @@ struct GemvOfRows {
 // shift. The f32 steps follow the one order of quant_matmul.h's contract,
 // so every path, GEMV and GEMM, gives the same bits. 512-bit vectors take a
 // panel's 16 columns at once, 256-bit ones in two passes of 8 (the panel's
-// second pass reads from cache). W is Q8_0 or Q4_0, the panels' block type.
+// second pass reads from cache). W is Q8_0 or Q4_0, the panels' block type;
+// kLayout where the panels keep their scales (the _P16 or _P16S format).
 
 // Panel columns per vector, and passes over a panel.
 constexpr size_t kP16Lanes = Isa::kLanes;
@@ -385,11 +386,11 @@ struct P16Operands {
 // in bursts: on the Intel (AMX) VM the 1-row GEMVs then read up to 9% less
 // from DRAM, while the pairs cost the 4-row GEMV, which computes more per
 // byte, 10% in cache (docs/performance.md, "Panel prefetches").
-template <class W, bool kTied>
+template <class W, P16Scales kLayout, bool kTied>
 LNPU_QM_INLINE P16Operands<W> P16GroupOperands(const uint8_t* panel, size_t b, size_t g,
                                                size_t pass, size_t prefetch_offset) {
   const uint8_t* group =
-      panel + b * P16BlockQuantBytes(W::kBlockBytes) + g * kP16GroupBytes;
+      panel + P16QuantsOffset(W::kBlockBytes, kLayout, b) + g * kP16GroupBytes;
   const auto* at = reinterpret_cast<const int32_t*>(group + pass * 4 * kP16Lanes);
   if (pass == 0 && !kTied) {
     _mm_prefetch(reinterpret_cast<const char*>(group + prefetch_offset), _MM_HINT_T0);
@@ -406,23 +407,32 @@ LNPU_QM_INLINE P16Operands<W> P16GroupOperands(const uint8_t* panel, size_t b, s
 }
 
 // How far ahead P16Sums prefetches: `quants` bytes from each quant group
-// (P16GroupOperands), `scales` bytes from each block's scales. A panel's
-// scales follow all its quants, so prefetched only a few KiB ahead they
-// would be read before their prefetch (at the start of each panel); the
-// GEMV prefetches them from the same stream's next panel instead.
+// (P16GroupOperands), `scales` bytes from each block's scales where they
+// follow all of the panel's quants (P16Scales::kAfterPanel): prefetched
+// only a few KiB ahead they would be read before their prefetch (at the
+// start of each panel), so the GEMV prefetches them from the same stream's
+// next panel instead. Scales in the quant stream (kAfterPair) are
+// prefetched `quants` ahead like the quants around them.
 struct P16PrefetchAhead {
   size_t quants;
   size_t scales;
 };
 
-// The f32 weight scales of pass `pass`'s columns of block b of a panel whose
-// scales start at `scales`; pass 0 prefetches them (every second block:
-// two blocks' scales are one cache line) prefetch_offset ahead.
-LNPU_QM_INLINE typename Isa::VF P16ScalesOfBlock(const uint8_t* scales, size_t b, size_t pass,
-                                                 size_t prefetch_offset) {
-  const uint8_t* block = scales + b * kP16BlockScaleBytes;
+// The f32 weight scales of pass `pass`'s columns of block b of a panel
+// (first byte `panel`) of `blocks` blocks, with kLone the last block of an
+// odd count in the kAfterPair layout (alone in its pair); pass 0 prefetches
+// them `ahead` (every second block: two blocks' scales are one cache line).
+template <class W, P16Scales kLayout, bool kLone>
+LNPU_QM_INLINE typename Isa::VF P16ScalesOfBlock(const uint8_t* panel, size_t blocks, size_t b,
+                                                 size_t pass, P16PrefetchAhead ahead) {
+  // (The pair's size known at compile time: no test per block.)
+  const uint8_t* block =
+      panel + (kLayout == P16Scales::kAfterPanel
+                   ? P16ScalesOffset(W::kBlockBytes, kLayout, blocks, b)
+                   : P16PairScalesOffset(W::kBlockBytes, b, kLone ? 1 : 2));
   if (pass == 0 && b % 2 == 0) {
-    _mm_prefetch(reinterpret_cast<const char*>(block + prefetch_offset), _MM_HINT_T0);
+    const size_t offset = kLayout == P16Scales::kAfterPanel ? ahead.scales : ahead.quants;
+    _mm_prefetch(reinterpret_cast<const char*>(block + offset), _MM_HINT_T0);
   }
   return Isa::LoadF16(block + pass * 2 * kP16Lanes);
 }
@@ -454,7 +464,7 @@ LNPU_QM_INLINE void P16AddBlock(typename Isa::VI dot, typename Isa::VF dw,
   acc = Isa::FmaF(Isa::CvtF(dot), Isa::MulF(dw, Isa::Set1F(x.scales[r][b])), acc);
 }
 
-// Whether P16Sums takes each block group by group across its panels, one
+// Whether P16BlockSums takes a block group by group across its panels, one
 // broadcast of a row's word serving every panel (several panels of 3-4
 // rows on 512-bit vectors: the 4-row Q8_0 GEMV 15% faster in cache on Zen
 // 5, where the compiler had spilled the per-panel broadcasts), or panel by
@@ -464,74 +474,88 @@ template <size_t kRows, size_t kPanels>
 constexpr bool kP16WordsAcrossPanels =
     sizeof(typename Isa::VI) == 64 && kRows >= 3 && kPanels >= 2;
 
-// acc[s][r] = the sums of pass `pass`'s columns of panels[s] (first bytes of
-// the kPanels panels) for the kRows rows, over all blocks in order; each
-// quant group and block's scales are prefetched `ahead`. The integer sums are
-// exact in any order, so both loop orders give the same bits.
-template <class W, size_t kRows, size_t kPanels>
-LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t blocks, size_t pass,
-                            const P16Activations<kRows>& x, P16PrefetchAhead ahead,
-                            typename Isa::VF (&acc)[kPanels][kRows]) {
+// acc[s][r] += the sums of pass `pass`'s columns of block b of panels[s]
+// (first bytes of the kPanels panels) for the kRows rows (kLone:
+// P16ScalesOfBlock); each quant group and the block's scales are
+// prefetched `ahead`. The integer sums are exact in any order, so both
+// loop orders give the same bits.
+template <class W, P16Scales kLayout, bool kLone, size_t kRows, size_t kPanels>
+LNPU_QM_INLINE void P16BlockSums(const uint8_t* const (&panels)[kPanels], size_t blocks, size_t b,
+                                 size_t pass, const P16Activations<kRows>& x,
+                                 P16PrefetchAhead ahead, typename Isa::VF (&acc)[kPanels][kRows]) {
   using VI = typename Isa::VI;
   constexpr size_t kOperands = kP16GroupOperands<W>;
   constexpr bool kTied = kRows <= 2;  // P16GroupOperands
-  const size_t scales_offset = blocks * P16BlockQuantBytes(W::kBlockBytes);
-  for (size_t b = 0; b < blocks; ++b) {
-    if constexpr (kP16WordsAcrossPanels<kRows, kPanels>) {
-      VI dot[kPanels][kRows];
+  if constexpr (kP16WordsAcrossPanels<kRows, kPanels>) {
+    VI dot[kPanels][kRows];
+#pragma GCC unroll 4
+    for (size_t s = 0; s < kPanels; ++s) {
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) dot[s][r] = P16DotStart<W>(x, r, b);
+    }
+#pragma GCC unroll 8
+    for (size_t g = 0; g < kP16Groups<W>; ++g) {
+      VI words[kOperands][kRows];
+#pragma GCC unroll 2
+      for (size_t o = 0; o < kOperands; ++o) {
+#pragma GCC unroll 4
+        for (size_t r = 0; r < kRows; ++r) words[o][r] = P16Word(x, r, b, P16WordOf(g, o));
+      }
 #pragma GCC unroll 4
       for (size_t s = 0; s < kPanels; ++s) {
-#pragma GCC unroll 4
-        for (size_t r = 0; r < kRows; ++r) dot[s][r] = P16DotStart<W>(x, r, b);
-      }
-#pragma GCC unroll 8
-      for (size_t g = 0; g < kP16Groups<W>; ++g) {
-        VI words[kOperands][kRows];
+        const auto w = P16GroupOperands<W, kLayout, kTied>(panels[s], b, g, pass, ahead.quants);
 #pragma GCC unroll 2
         for (size_t o = 0; o < kOperands; ++o) {
 #pragma GCC unroll 4
-          for (size_t r = 0; r < kRows; ++r) words[o][r] = P16Word(x, r, b, P16WordOf(g, o));
-        }
-#pragma GCC unroll 4
-        for (size_t s = 0; s < kPanels; ++s) {
-          const auto w = P16GroupOperands<W, kTied>(panels[s], b, g, pass, ahead.quants);
-#pragma GCC unroll 2
-          for (size_t o = 0; o < kOperands; ++o) {
-#pragma GCC unroll 4
-            for (size_t r = 0; r < kRows; ++r) {
-              dot[s][r] = Isa::template DotN<W>(dot[s][r], w.v[o], words[o][r]);
-            }
+          for (size_t r = 0; r < kRows; ++r) {
+            dot[s][r] = Isa::template DotN<W>(dot[s][r], w.v[o], words[o][r]);
           }
         }
-      }
-#pragma GCC unroll 4
-      for (size_t s = 0; s < kPanels; ++s) {
-        const auto dw = P16ScalesOfBlock(panels[s] + scales_offset, b, pass, ahead.scales);
-#pragma GCC unroll 4
-        for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[s][r], dw, x, r, b, acc[s][r]);
-      }
-    } else {
-#pragma GCC unroll 4
-      for (size_t s = 0; s < kPanels; ++s) {
-        VI dot[kRows];
-#pragma GCC unroll 4
-        for (size_t r = 0; r < kRows; ++r) dot[r] = P16DotStart<W>(x, r, b);
-#pragma GCC unroll 8
-        for (size_t g = 0; g < kP16Groups<W>; ++g) {
-          const auto w = P16GroupOperands<W, kTied>(panels[s], b, g, pass, ahead.quants);
-#pragma GCC unroll 2
-          for (size_t o = 0; o < kOperands; ++o) {
-#pragma GCC unroll 4
-            for (size_t r = 0; r < kRows; ++r) {
-              dot[r] = Isa::template DotN<W>(dot[r], w.v[o], P16Word(x, r, b, P16WordOf(g, o)));
-            }
-          }
-        }
-        const auto dw = P16ScalesOfBlock(panels[s] + scales_offset, b, pass, ahead.scales);
-#pragma GCC unroll 4
-        for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[r], dw, x, r, b, acc[s][r]);
       }
     }
+#pragma GCC unroll 4
+    for (size_t s = 0; s < kPanels; ++s) {
+      const auto dw = P16ScalesOfBlock<W, kLayout, kLone>(panels[s], blocks, b, pass, ahead);
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[s][r], dw, x, r, b, acc[s][r]);
+    }
+  } else {
+#pragma GCC unroll 4
+    for (size_t s = 0; s < kPanels; ++s) {
+      VI dot[kRows];
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) dot[r] = P16DotStart<W>(x, r, b);
+#pragma GCC unroll 8
+      for (size_t g = 0; g < kP16Groups<W>; ++g) {
+        const auto w = P16GroupOperands<W, kLayout, kTied>(panels[s], b, g, pass, ahead.quants);
+#pragma GCC unroll 2
+        for (size_t o = 0; o < kOperands; ++o) {
+#pragma GCC unroll 4
+          for (size_t r = 0; r < kRows; ++r) {
+            dot[r] = Isa::template DotN<W>(dot[r], w.v[o], P16Word(x, r, b, P16WordOf(g, o)));
+          }
+        }
+      }
+      const auto dw = P16ScalesOfBlock<W, kLayout, kLone>(panels[s], blocks, b, pass, ahead);
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[r], dw, x, r, b, acc[s][r]);
+    }
+  }
+}
+
+// acc[s][r] = the sums of pass `pass`'s columns of panels[s] for the kRows
+// rows, over all blocks in order (P16BlockSums).
+template <class W, P16Scales kLayout, size_t kRows, size_t kPanels>
+LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t blocks, size_t pass,
+                            const P16Activations<kRows>& x, P16PrefetchAhead ahead,
+                            typename Isa::VF (&acc)[kPanels][kRows]) {
+  // kAfterPair: the blocks of whole pairs, then a last odd block alone.
+  const size_t paired = kLayout == P16Scales::kAfterPair ? blocks / 2 * 2 : blocks;
+  for (size_t b = 0; b < paired; ++b) {
+    P16BlockSums<W, kLayout, false, kRows, kPanels>(panels, blocks, b, pass, x, ahead, acc);
+  }
+  if (paired < blocks) {
+    P16BlockSums<W, kLayout, true, kRows, kPanels>(panels, blocks, paired, pass, x, ahead, acc);
   }
 }
 
@@ -565,7 +589,7 @@ LNPU_QM_INLINE void P16Store(const MatmulArgs& a, size_t first, size_t col_begin
 
 // Rows [0, kRows) x the columns of [col_begin, col_end) in the kPanels
 // panels panel_index[s].
-template <class W, size_t kRows, size_t kPanels>
+template <class W, P16Scales kLayout, size_t kRows, size_t kPanels>
 LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& x,
                               const size_t (&panel_index)[kPanels], size_t col_begin,
                               size_t col_end, P16PrefetchAhead ahead) {
@@ -584,7 +608,7 @@ LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& 
 #pragma GCC unroll 4
       for (size_t r = 0; r < kRows; ++r) acc[s][r] = Isa::ZeroF();
     }
-    P16Sums<W, kRows, kPanels>(panels, blocks, pass, x, ahead, acc);
+    P16Sums<W, kLayout, kRows, kPanels>(panels, blocks, pass, x, ahead, acc);
 #pragma GCC unroll 4
     for (size_t s = 0; s < kPanels; ++s) {
       P16Store<kRows>(a, panel_index[s] * kP16Rows + pass * kP16Lanes, col_begin, col_end,
@@ -611,7 +635,7 @@ constexpr size_t kP16Streams = kRows <= 2 ? 4 : 2;
 // others up to 8% less (performance.md "Q4_0 panels on Intel (AMX)").
 constexpr size_t kP16GemvPrefetchBytes = 4096;
 
-template <class W>
+template <class W, P16Scales kLayout>
 struct P16GemvOf {
   template <size_t kRows>
   struct Rows {
@@ -622,7 +646,7 @@ struct P16GemvOf {
       const P16Activations<kRows> rows = P16RowsOf<W, kRows>(a, x, 0, corrections.data());
       const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, a.k / kQuantBlock);
       const auto step = [&]<size_t kPanels>(const size_t (&panels)[kPanels], size_t group) {
-        P16Panels<W, kRows, kPanels>(
+        P16Panels<W, kLayout, kRows, kPanels>(
             a, rows, panels, col_begin, col_end,
             {.quants = std::min(group * panel_bytes, kP16GemvPrefetchBytes),
              .scales = group * panel_bytes});
@@ -642,7 +666,7 @@ struct P16GemvOf {
 // Rows row .. row + kRows - 1 of one panel (P16Gemm: each panel once for
 // all row tiles, so that it stays in L2 between them; the next panel is
 // prefetched meanwhile).
-template <class W>
+template <class W, P16Scales kLayout>
 struct P16GemmOf {
   template <size_t kRows>
   struct Rows {
@@ -653,13 +677,13 @@ struct P16GemmOf {
       MatmulArgs tile = a;
       tile.dst = a.dst + row * a.n;
       const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, a.k / kQuantBlock);
-      P16Panels<W, kRows, 1>(tile, rows, {panel}, col_begin, col_end,
+      P16Panels<W, kLayout, kRows, 1>(tile, rows, {panel}, col_begin, col_end,
                              {.quants = panel_bytes, .scales = panel_bytes});
     }
   };
 };
 
-template <class W>
+template <class W, P16Scales kLayout>
 LNPU_QM_TARGET void P16Gemm(const MatmulArgs& a, const QuantizedActivations& x,
                             size_t row_begin, size_t row_end, size_t col_begin,
                             size_t col_end) {
@@ -672,8 +696,9 @@ LNPU_QM_TARGET void P16Gemm(const MatmulArgs& a, const QuantizedActivations& x,
       // (No corrections without an offset: P16RowsOf then ignores the pointer.)
       const int32_t* rows_corrections =
           kWeightOffset<W> != 0 ? corrections.data() + (r - row_begin) * blocks : nullptr;
-      WithGemvRows<P16GemmOf<W>::template Rows>(std::min(kQuantGemvMaxRows, row_end - r), a, x,
-                                                r, p, col_begin, col_end, rows_corrections);
+      WithGemvRows<P16GemmOf<W, kLayout>::template Rows>(std::min(kQuantGemvMaxRows, row_end - r),
+                                                         a, x, r, p, col_begin, col_end,
+                                                         rows_corrections);
     }
   }
 }
@@ -863,10 +888,16 @@ LNPU_QM_TARGET void Gemm(const MatmulArgs& a, const QuantizedActivations& x,
       GemmRange<Q8_0>(a, x, row_begin, row_end, col_begin, col_end);
       return;
     case WeightType::kQ8_0P16:
-      P16Gemm<Q8_0>(a, x, row_begin, row_end, col_begin, col_end);
+      P16Gemm<Q8_0, P16Scales::kAfterPanel>(a, x, row_begin, row_end, col_begin, col_end);
       return;
     case WeightType::kQ4_0P16:
-      P16Gemm<Q4_0>(a, x, row_begin, row_end, col_begin, col_end);
+      P16Gemm<Q4_0, P16Scales::kAfterPanel>(a, x, row_begin, row_end, col_begin, col_end);
+      return;
+    case WeightType::kQ8_0P16S:
+      P16Gemm<Q8_0, P16Scales::kAfterPair>(a, x, row_begin, row_end, col_begin, col_end);
+      return;
+    case WeightType::kQ4_0P16S:
+      P16Gemm<Q4_0, P16Scales::kAfterPair>(a, x, row_begin, row_end, col_begin, col_end);
       return;
     default:
       GemmRange<Q4_0>(a, x, row_begin, row_end, col_begin, col_end);
@@ -882,9 +913,13 @@ struct GemvOfType {
   static LNPU_QM_INLINE void Run(const MatmulArgs& a, const QuantizedActivations& x,
                                  size_t col_begin, size_t col_end) {
     if (a.weight_type == WeightType::kQ8_0P16) {
-      P16GemvOf<Q8_0>::Rows<kRows>::Run(a, x, col_begin, col_end);
+      P16GemvOf<Q8_0, P16Scales::kAfterPanel>::Rows<kRows>::Run(a, x, col_begin, col_end);
     } else if (a.weight_type == WeightType::kQ4_0P16) {
-      P16GemvOf<Q4_0>::Rows<kRows>::Run(a, x, col_begin, col_end);
+      P16GemvOf<Q4_0, P16Scales::kAfterPanel>::Rows<kRows>::Run(a, x, col_begin, col_end);
+    } else if (a.weight_type == WeightType::kQ8_0P16S) {
+      P16GemvOf<Q8_0, P16Scales::kAfterPair>::Rows<kRows>::Run(a, x, col_begin, col_end);
+    } else if (a.weight_type == WeightType::kQ4_0P16S) {
+      P16GemvOf<Q4_0, P16Scales::kAfterPair>::Rows<kRows>::Run(a, x, col_begin, col_end);
     } else {
       GemvOfRows<kRows>::Run(a, x, col_begin, col_end);
     }

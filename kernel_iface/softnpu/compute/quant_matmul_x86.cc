@@ -578,10 +578,20 @@ LNPU_QM_AVX512_TARGET void GroupedGemv(const MatmulArgs& a, const QuantizedActiv
       WithGemvRows<Q8ColumnPairsGemv>(a.rows, a, x, col_begin, col_end);
       return;
     case WeightType::kQ8_0P16:
-      WithGemvRows<P16GemvOf<Q8_0>::Rows>(a.rows, a, x, col_begin, col_end);
+      WithGemvRows<P16GemvOf<Q8_0, P16Scales::kAfterPanel>::Rows>(a.rows, a, x, col_begin,
+                                                                  col_end);
       return;
     case WeightType::kQ4_0P16:
-      WithGemvRows<P16GemvOf<Q4_0>::Rows>(a.rows, a, x, col_begin, col_end);
+      WithGemvRows<P16GemvOf<Q4_0, P16Scales::kAfterPanel>::Rows>(a.rows, a, x, col_begin,
+                                                                  col_end);
+      return;
+    case WeightType::kQ8_0P16S:
+      WithGemvRows<P16GemvOf<Q8_0, P16Scales::kAfterPair>::Rows>(a.rows, a, x, col_begin,
+                                                                 col_end);
+      return;
+    case WeightType::kQ4_0P16S:
+      WithGemvRows<P16GemvOf<Q4_0, P16Scales::kAfterPair>::Rows>(a.rows, a, x, col_begin,
+                                                                 col_end);
       return;
     default:
       WithGemvRows<Q4GroupGemv>(a.rows, a, x, col_begin, col_end);

@@ -41,7 +41,7 @@ extern "C" {
 /* UAPI version, reported by DRM_LNPU_PARAM_UAPI_VERSION as
  * (major << 16) | minor. Minor bumps are backwards compatible. */
 #define LNPU_UAPI_VERSION_MAJOR 1
-#define LNPU_UAPI_VERSION_MINOR 6 /* 1.1: userptr, read-only BOs, counters;
+#define LNPU_UAPI_VERSION_MINOR 7 /* 1.1: userptr, read-only BOs, counters;
                                      1.2: int8 KV cache (LNPU_DTYPE_I8);
                                      1.3: submit out-fence fd, command
                                      profiling, GEGLU, SCALE, attention
@@ -50,7 +50,10 @@ extern "C" {
                                      (LNPU_DTYPE_Q8_0_P16);
                                      1.5: Q4_0 weights in panels
                                      (LNPU_DTYPE_Q4_0_P16);
-                                     1.6: Q6_K weights (LNPU_DTYPE_Q6_K) */
+                                     1.6: Q6_K weights (LNPU_DTYPE_Q6_K);
+                                     1.7: panels with their scales in
+                                     the quant stream
+                                     (LNPU_DTYPE_Q8_0_P16S, _Q4_0_P16S) */
 
 #define DRM_LNPU_GET_PARAM 0x00
 #define DRM_LNPU_BO_CREATE 0x01
@@ -151,6 +154,24 @@ extern "C" {
 /* Since 1.6. */
 #define DRM_LNPU_CAP_DTYPE_Q6_K (1ull << 9) /* since 1.6: MATMUL weights of
                                                LNPU_DTYPE_Q6_K */
+/* Since 1.7. A runtime that finds both a _P16S and the matching _P16
+ * format preferred should store the _P16S one. */
+#define DRM_LNPU_CAP_DTYPE_Q8_0_P16S (1ull << 10) /* since 1.7: MATMUL
+                                                     weights and GATHER_ROWS
+                                                     tables of
+                                                     LNPU_DTYPE_Q8_0_P16S */
+#define DRM_LNPU_CAP_Q8_0_P16S_PREFERRED (1ull << 11) /* since 1.7: the
+                                                         device computes
+                                                         Q8_0_P16S faster
+                                                         than Q8_0 */
+#define DRM_LNPU_CAP_DTYPE_Q4_0_P16S (1ull << 12) /* since 1.7: MATMUL
+                                                     weights and GATHER_ROWS
+                                                     tables of
+                                                     LNPU_DTYPE_Q4_0_P16S */
+#define DRM_LNPU_CAP_Q4_0_P16S_PREFERRED (1ull << 13) /* since 1.7: the
+                                                         device computes
+                                                         Q4_0_P16S faster
+                                                         than Q4_0 */
 
 /**
  * struct drm_lnpu_get_param - read one device parameter
@@ -533,6 +554,20 @@ struct drm_lnpu_wait {
  * multiple of 256; the operand is 2-byte aligned. */
 #define LNPU_DTYPE_Q6_K 9
 #define LNPU_Q6_K_BLOCK 256
+/* Since 1.7 (DRM_LNPU_CAP_DTYPE_Q8_0_P16S / _Q4_0_P16S). MATMUL weights
+ * and GATHER_ROWS tables only: LNPU_DTYPE_Q8_0_P16 / _Q4_0_P16 with each
+ * panel's scales moved into its quant stream, so that a device reading a
+ * panel front to back meets each block's scales next to its quants (one
+ * stream, no second one to prefetch). A panel's blocks are taken in pairs
+ * 2j, 2j + 1; a pair is both blocks' quants (as in the _P16 format, block
+ * 2j first), then both blocks' 16 f16 scales (d[16p + r][b] at index
+ * 16 (b - 2j) + r). With an odd block count the last block is alone: its
+ * quants, then its 16 scales. With QB = 512 (Q8_0) or 256 (Q4_0) quant
+ * bytes per block, pair j starts at byte j * (2 QB + 64) of the panel. The
+ * panel, the operand and their sizes and alignment are those of the _P16
+ * format; a pair's quants are 64-byte aligned when its panel is. */
+#define LNPU_DTYPE_Q8_0_P16S 10
+#define LNPU_DTYPE_Q4_0_P16S 11
 
 /* Opcodes. Engines: C = compute, D = DMA. */
 #define LNPU_OP_NOP 0          /* C D */
@@ -577,8 +612,9 @@ struct lnpu_cmd_nop {
  * @table: table_rows x row_len, table_dtype
  * @indices: I32[count]
  * @dst: F32[count][row_len]
- * @table_dtype: F32, F16, Q8_0, Q4_0, (since 1.4) Q8_0_P16 or (since 1.5)
- *   Q4_0_P16 (the quantized types: row_len a multiple of 32)
+ * @table_dtype: F32, F16, Q8_0, Q4_0, (since 1.4) Q8_0_P16, (since 1.5)
+ *   Q4_0_P16 or (since 1.7) Q8_0_P16S, Q4_0_P16S (the quantized types:
+ *   row_len a multiple of 32)
  * @row_len: elements per row
  * @table_rows: rows of the table
  * @count: rows to gather
@@ -635,8 +671,8 @@ struct lnpu_cmd_rms_norm {
  * @k: inner dimension
  * @n: output columns
  * @weight_dtype: F32, F16, Q8_0, Q4_0, (since 1.4) Q8_0_P16, (since 1.5)
- *   Q4_0_P16 (the quantized types: k a multiple of 32) or (since 1.6) Q6_K
- *   (k a multiple of 256)
+ *   Q4_0_P16, (since 1.7) Q8_0_P16S, Q4_0_P16S (the quantized types: k a
+ *   multiple of 32) or (since 1.6) Q6_K (k a multiple of 256)
  *
  * dst[r][n] = sum_k src[r][k] * weight[n][k] (+ bias[n]) (+ dst[r][n] if
  * LNPU_MATMUL_ACCUMULATE). src and dst must not overlap.
