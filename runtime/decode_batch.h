@@ -24,7 +24,7 @@
 // avx512vnni: MATMUL runs each row's GEMV, GemvPassesMaxRows in
 // kernel_iface/softnpu/compute/quant_matmul.h); larger batches take the
 // multi-row GEMM path, whose rounding differs in the last bits, except on
-// Q8_0_P16 / Q4_0_P16 weights (the panels Model::Load makes of copied
+// panel weights (LNPU_DTYPE_*_P16 / *_P16S, what Model::Load makes of copied
 // Q8_0 / Q4_0 weights where the device prefers them), whose GEMV and GEMM
 // agree bit for bit.
 //

@@ -53,14 +53,36 @@ absl::StatusOr<std::shared_ptr<const Buffer>> ImportWeights(
   return std::shared_ptr<const Buffer>(holder, &holder->buffer);
 }
 
+// The panel dtypes a device with `capabilities` prefers for Q8_0 and Q4_0
+// matrices: the _P16S form over the _P16 one (the UAPI header's advice),
+// none where the device prefers neither.
+PanelDtypes PreferredPanelDtypes(uint64_t capabilities) {
+  const auto prefers = [&](uint64_t dtype_cap, uint64_t preferred_cap) {
+    return (capabilities & dtype_cap) != 0 && (capabilities & preferred_cap) != 0;
+  };
+  PanelDtypes dtypes;
+  if (prefers(DRM_LNPU_CAP_DTYPE_Q8_0_P16S, DRM_LNPU_CAP_Q8_0_P16S_PREFERRED)) {
+    dtypes.q8_0 = LNPU_DTYPE_Q8_0_P16S;
+  } else if (prefers(DRM_LNPU_CAP_DTYPE_Q8_0_P16, DRM_LNPU_CAP_Q8_0_P16_PREFERRED)) {
+    dtypes.q8_0 = LNPU_DTYPE_Q8_0_P16;
+  }
+  if (prefers(DRM_LNPU_CAP_DTYPE_Q4_0_P16S, DRM_LNPU_CAP_Q4_0_P16S_PREFERRED)) {
+    dtypes.q4_0 = LNPU_DTYPE_Q4_0_P16S;
+  } else if (prefers(DRM_LNPU_CAP_DTYPE_Q4_0_P16, DRM_LNPU_CAP_Q4_0_P16_PREFERRED)) {
+    dtypes.q4_0 = LNPU_DTYPE_Q4_0_P16;
+  }
+  return dtypes;
+}
+
 // Copies the mapped `src` (part of a read-only file mapping) to `dst` in
 // pieces, dropping each copied piece's file pages from this process
 // (MADV_DONTNEED; the page cache keeps them and a later read faults them in
 // again), so that peak RSS holds the weights once rather than twice.
 // The matrices in `panels` (sorted, disjoint, whole panels of Q8_0 or Q4_0
-// rows) are written as LNPU_DTYPE_Q8_0_P16 / _Q4_0_P16 instead of copied.
+// rows) are written in the panel dtype `dtypes` gives theirs instead of
+// copied.
 void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst,
-                         absl::Span<const WeightMatrix> panels) {
+                         absl::Span<const WeightMatrix> panels, const PanelDtypes& dtypes) {
   constexpr size_t kPiece = size_t{32} << 20;
   size_t done = 0;
   const auto copy_to = [&](size_t end) {
@@ -74,13 +96,17 @@ void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst,
     copy_to(m.offset);
     const size_t blocks = m.row_len / kQuantBlock;
     const size_t block_bytes = m.dtype == LNPU_DTYPE_Q4_0 ? kQ4_0BlockBytes : kQ8_0BlockBytes;
+    const uint32_t panel_dtype = dtypes.Of(m.dtype);
+    const P16Scales scales =
+        panel_dtype == LNPU_DTYPE_Q8_0_P16S || panel_dtype == LNPU_DTYPE_Q4_0_P16S
+            ? P16Scales::kAfterPair
+            : P16Scales::kAfterPanel;
     const size_t row_bytes = blocks * block_bytes;
     const size_t piece_rows = std::max(kP16Rows, kPiece / row_bytes / kP16Rows * kP16Rows);
     for (size_t row = 0; row < m.rows; row += piece_rows) {
       const size_t rows = std::min<size_t>(piece_rows, m.rows - row);
       const size_t offset = m.offset + row * row_bytes;
-      RepackToP16(block_bytes, P16Scales::kAfterPanel, src.data() + offset, rows, blocks,
-                  dst + offset);
+      RepackToP16(block_bytes, scales, src.data() + offset, rows, blocks, dst + offset);
       ReleaseMappedPages(src.subspan(offset, rows * row_bytes));
     }
     done = m.offset + size_t{m.rows} * row_bytes;
@@ -156,22 +182,14 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
     LNPU_RETURN_IF_ERROR_WITH_PREFIX(mapped.status(), "loading model '", artifact_path, "': ");
     // A copy may take the device's preferred layout of Q8_0 / Q4_0
     // matrices.
-    std::vector<uint32_t> panel_dtypes;
-    const auto prefers = [&](uint64_t dtype_cap, uint64_t preferred_cap) {
-      return (capabilities & dtype_cap) != 0 && (capabilities & preferred_cap) != 0;
-    };
-    if (options.panel_weights) {
-      if (prefers(DRM_LNPU_CAP_DTYPE_Q8_0_P16, DRM_LNPU_CAP_Q8_0_P16_PREFERRED)) {
-        panel_dtypes.push_back(LNPU_DTYPE_Q8_0);
-      }
-      if (prefers(DRM_LNPU_CAP_DTYPE_Q4_0_P16, DRM_LNPU_CAP_Q4_0_P16_PREFERRED)) {
-        panel_dtypes.push_back(LNPU_DTYPE_Q4_0);
-      }
-    }
+    PanelDtypes panel_dtypes;
+    if (options.panel_weights) panel_dtypes = PreferredPanelDtypes(capabilities);
     std::vector<WeightMatrix> panels;
-    if (!panel_dtypes.empty()) panels = program->PanelMatrices(panel_dtypes);
-    CopyReleasingSource(data, mapped->data(), panels);
-    program->UsePanels(panels);
+    if (panel_dtypes.q8_0 != 0 || panel_dtypes.q4_0 != 0) {
+      panels = program->PanelMatrices(panel_dtypes);
+    }
+    CopyReleasingSource(data, mapped->data(), panels, panel_dtypes);
+    program->UsePanels(panels, panel_dtypes);
     panel_matrices = panels.size();
     *weights = std::make_shared<const Buffer>(*std::move(copy));
   }

@@ -45,11 +45,11 @@ enum class WeightPlacement {
 
 struct LoadOptions {
   WeightPlacement weights = WeightPlacement::kAuto;
-  // With copied weights on a device that prefers LNPU_DTYPE_Q8_0_P16 /
-  // _Q4_0_P16 (DRM_LNPU_CAP_Q8_0_P16_PREFERRED / _Q4_0_P16_PREFERRED):
-  // store the Q8_0 / Q4_0 matrices that allow it (Program::PanelMatrices)
-  // in that layout while copying, and run their commands on it. Off: the
-  // artifact's layout (A/B figures).
+  // With copied weights on a device that prefers a panel layout of Q8_0 /
+  // Q4_0 (DRM_LNPU_CAP_Q8_0_P16S_PREFERRED, else _Q8_0_P16_PREFERRED; the
+  // same for Q4_0): store the matrices that allow it
+  // (Program::PanelMatrices) in that layout while copying, and run their
+  // commands on it. Off: the artifact's layout (A/B figures).
   bool panel_weights = true;
   // Check the weights against the artifact's CRC-32C checksums before
   // placing them (Artifact::VerifyData): reads the whole data section once
@@ -89,7 +89,7 @@ class Model {
   uint64_t device_memory_bytes() const { return weights_->size(); }
   // True when the weights are the imported file mapping, not a copy.
   bool weights_imported() const { return (weights_->flags() & DRM_LNPU_BO_USERPTR) != 0; }
-  // Q8_0 matrices stored as LNPU_DTYPE_Q8_0_P16 (LoadOptions::panel_weights).
+  // Q8_0 / Q4_0 matrices stored as panels (LoadOptions::panel_weights).
   size_t panel_matrices() const { return panel_matrices_; }
 
  private:

@@ -295,7 +295,7 @@ std::vector<Program::MatrixRead> Program::MatrixReads() const {
   return reads;
 }
 
-std::vector<WeightMatrix> Program::PanelMatrices(absl::Span<const uint32_t> dtypes) const {
+std::vector<WeightMatrix> Program::PanelMatrices(const PanelDtypes& panels) const {
   std::vector<MatrixRead> reads = MatrixReads();
   // The end of the bytes a read covers (the verifier bounded every
   // operand by its buffer; a panel matrix is only ever one made here).
@@ -305,9 +305,11 @@ std::vector<WeightMatrix> Program::PanelMatrices(absl::Span<const uint32_t> dtyp
     switch (r.matrix.dtype) {
       case LNPU_DTYPE_F16: row_bytes = row_len * 2; break;
       case LNPU_DTYPE_Q4_0:
-      case LNPU_DTYPE_Q4_0_P16: row_bytes = row_len / kQuantBlock * kQ4_0BlockBytes; break;
+      case LNPU_DTYPE_Q4_0_P16:
+      case LNPU_DTYPE_Q4_0_P16S: row_bytes = row_len / kQuantBlock * kQ4_0BlockBytes; break;
       case LNPU_DTYPE_Q8_0:
-      case LNPU_DTYPE_Q8_0_P16: row_bytes = row_len / kQuantBlock * kQ8_0BlockBytes; break;
+      case LNPU_DTYPE_Q8_0_P16:
+      case LNPU_DTYPE_Q8_0_P16S: row_bytes = row_len / kQuantBlock * kQ8_0BlockBytes; break;
       case LNPU_DTYPE_Q6_K: row_bytes = row_len / kQ6_KBlock * kQ6_KBlockBytes; break;
     }
     return r.matrix.offset + r.matrix.rows * row_bytes;
@@ -318,14 +320,14 @@ std::vector<WeightMatrix> Program::PanelMatrices(absl::Span<const uint32_t> dtyp
   std::vector<WeightMatrix> matrices;
   uint64_t covered_end = 0;  // end of the reads before the current group
   for (size_t i = 0; i < reads.size();) {
-    // The reads at one offset; they must all be the same matrix of one of
-    // `dtypes` and overlap no other read.
+    // The reads at one offset; they must all be the same matrix of a dtype
+    // `panels` takes and overlap no other read.
     size_t j = i;
     uint64_t end = 0;
     bool same = true;
     for (; j < reads.size() && reads[j].matrix.offset == reads[i].matrix.offset; ++j) {
       end = std::max(end, end_of(reads[j]));
-      same = same && absl::c_linear_search(dtypes, reads[j].matrix.dtype) &&
+      same = same && panels.Of(reads[j].matrix.dtype) != 0 &&
              reads[j].matrix.dtype == reads[i].matrix.dtype &&
              reads[j].matrix.rows == reads[i].matrix.rows &&
              reads[j].matrix.row_len == reads[i].matrix.row_len;
@@ -347,12 +349,9 @@ bool Program::ReadsWeightDtype(uint32_t dtype) const {
                         [dtype](const MatrixRead& r) { return r.matrix.dtype == dtype; });
 }
 
-void Program::UsePanels(absl::Span<const WeightMatrix> matrices) {
+void Program::UsePanels(absl::Span<const WeightMatrix> matrices, const PanelDtypes& panels) {
   absl::flat_hash_map<uint64_t, uint32_t> panel_dtype;  // by offset
-  for (const WeightMatrix& m : matrices) {
-    panel_dtype[m.offset] =
-        m.dtype == LNPU_DTYPE_Q4_0 ? LNPU_DTYPE_Q4_0_P16 : LNPU_DTYPE_Q8_0_P16;
-  }
+  for (const WeightMatrix& m : matrices) panel_dtype[m.offset] = panels.Of(m.dtype);
   for (const MatrixRead& read : MatrixReads()) {
     const auto it = panel_dtype.find(read.matrix.offset);
     if (it == panel_dtype.end()) continue;

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/model_info.h"
 
 namespace lnpu::artifact {
@@ -111,6 +112,19 @@ struct WeightMatrix {
   uint32_t dtype = 0;    // LNPU_DTYPE_* the commands read it as
 };
 
+// The panel dtype Q8_0 and Q4_0 matrices are stored in (LNPU_DTYPE_*_P16
+// or LNPU_DTYPE_*_P16S), 0 for none: the matrices of that block dtype stay
+// as they are.
+struct PanelDtypes {
+  uint32_t q8_0 = 0;
+  uint32_t q4_0 = 0;
+
+  // The panel dtype of block dtype `dtype` (0: none, or not a block dtype).
+  uint32_t Of(uint32_t dtype) const {
+    return dtype == LNPU_DTYPE_Q8_0 ? q8_0 : dtype == LNPU_DTYPE_Q4_0 ? q4_0 : 0;
+  }
+};
+
 // Limits of the device the program will run on (DRM_LNPU_PARAM_*).
 struct DeviceLimits {
   uint64_t max_cmd_size = 0;  // MAX_CMD_SIZE
@@ -174,21 +188,21 @@ class Program {
                            absl::Span<uint8_t> image) const;
 
   // The LNPU_DTYPE_Q8_0 / _Q4_0 matrices of the weights buffer that can be
-  // stored as LNPU_DTYPE_Q8_0_P16 / _Q4_0_P16 instead (the same bytes
-  // rearranged in panels of 16 rows, base/quant_blocks.h): every MATMUL /
-  // GATHER_ROWS command that reads bytes of one reads all of it as the same
-  // matrix of one dtype, its rows are whole panels (a multiple of 16) and
-  // it starts 64-byte aligned. `dtypes` selects the block dtypes
-  // (LNPU_DTYPE_Q8_0, _Q4_0) taken. Sorted by offset, disjoint.
-  std::vector<WeightMatrix> PanelMatrices(absl::Span<const uint32_t> dtypes) const;
+  // stored in a panel dtype instead (LNPU_DTYPE_*_P16 or *_P16S: the same
+  // bytes rearranged in panels of 16 rows, base/quant_blocks.h): every
+  // MATMUL / GATHER_ROWS command that reads bytes of one reads all of it as
+  // the same matrix of one dtype, its rows are whole panels (a multiple of
+  // 16) and it starts 64-byte aligned. Only the block dtypes that `panels`
+  // gives a panel dtype are taken. Sorted by offset, disjoint.
+  std::vector<WeightMatrix> PanelMatrices(const PanelDtypes& panels) const;
   // Whether any MATMUL / GATHER_ROWS command reads a weights matrix as
   // `dtype` (a device must support it to run the program).
   bool ReadsWeightDtype(uint32_t dtype) const;
   // Makes every command that reads one of `matrices` (a subset of
-  // PanelMatrices()) read it as the panel dtype of its dtype; the weights
-  // buffer must then hold those matrices repacked (RepackToP16). Not
-  // thread-safe: call it before the program is shared.
-  void UsePanels(absl::Span<const WeightMatrix> matrices);
+  // PanelMatrices(panels)) read it as the panel dtype `panels` gives its
+  // dtype; the weights buffer must then hold those matrices repacked
+  // (RepackToP16). Not thread-safe: call it before the program is shared.
+  void UsePanels(absl::Span<const WeightMatrix> matrices, const PanelDtypes& panels);
 
   // Size of the command image that holds every graph's streams.
   uint32_t command_bytes() const { return static_cast<uint32_t>(commands_.commands.size()); }

@@ -1079,8 +1079,8 @@ TEST_P(RandomModelTest, ChunkingDoesNotChangeTheLogits) {
   std::remove(dir.c_str());
 }
 
-// Copied Q8_0 / Q4_0 weights on a device that prefers LNPU_DTYPE_Q8_0_P16 /
-// _Q4_0_P16 are stored as panels: every matrix with whole panels of rows
+// Copied Q8_0 / Q4_0 weights on a device that prefers a panel layout
+// (LNPU_DTYPE_*_P16S or *_P16) are stored as panels: every matrix with whole panels of rows
 // (here all of them, the tied embedding gathered and multiplied alike), and
 // the model decodes what the artifact's layout decodes (the f32 sums differ
 // only in their order). Imported weights and panel_weights = false keep the
@@ -1148,8 +1148,10 @@ TEST_P(PanelWeightsTest, CopiedMatricesRunAsPanelsWithTheSameResults) {
   ASSERT_TRUE(opened.ok()) << opened.status();
   std::shared_ptr<Device> device = *std::move(opened);
   const uint64_t capabilities = *device->GetParam(DRM_LNPU_PARAM_CAPABILITIES);
-  const bool preferred =
-      (capabilities & (q4 ? DRM_LNPU_CAP_Q4_0_P16_PREFERRED : DRM_LNPU_CAP_Q8_0_P16_PREFERRED)) != 0;
+  const uint64_t preferred_caps =
+      q4 ? DRM_LNPU_CAP_Q4_0_P16_PREFERRED | DRM_LNPU_CAP_Q4_0_P16S_PREFERRED
+         : DRM_LNPU_CAP_Q8_0_P16_PREFERRED | DRM_LNPU_CAP_Q8_0_P16S_PREFERRED;
+  const bool preferred = (capabilities & preferred_caps) != 0;
   const auto load = [&](LoadOptions load_options) {
     absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(device, artifact_path, load_options);
     EXPECT_TRUE(model.ok()) << model.status();
@@ -1164,6 +1166,15 @@ TEST_P(PanelWeightsTest, CopiedMatricesRunAsPanelsWithTheSameResults) {
   EXPECT_EQ(panels->panel_matrices(), preferred ? 2u * 7 + 1 : 0u);
   EXPECT_EQ(layout->panel_matrices(), 0u);
   EXPECT_EQ(imported->panel_matrices(), 0u);
+  // The layout the device prefers: the _P16S one where it prefers both.
+  const bool p16s_preferred =
+      (capabilities & (q4 ? DRM_LNPU_CAP_Q4_0_P16S_PREFERRED : DRM_LNPU_CAP_Q8_0_P16S_PREFERRED)) !=
+      0;
+  const uint32_t p16s = q4 ? LNPU_DTYPE_Q4_0_P16S : LNPU_DTYPE_Q8_0_P16S;
+  const uint32_t p16 = q4 ? LNPU_DTYPE_Q4_0_P16 : LNPU_DTYPE_Q8_0_P16;
+  EXPECT_EQ(panels->program().ReadsWeightDtype(p16s), p16s_preferred);
+  EXPECT_EQ(panels->program().ReadsWeightDtype(p16), preferred && !p16s_preferred);
+  EXPECT_FALSE(layout->program().ReadsWeightDtype(p16s));
 
   // A prompt (prefill chunks), then greedy decoding one token at a time.
   const auto run = [](Model& model, std::vector<std::vector<float>>* logits) {

@@ -57,7 +57,8 @@ std::string JsonBreakdown(const StepBreakdown& b) {
 std::string PlacementLabel(const BenchReport& r) {
   if (r.weights_imported) return "the artifact's file mapping imported (not copied)";
   if (r.panel_matrices == 0) return "copied into device memory";
-  return absl::StrFormat("copied into device memory, %d matrices as panels (Q8_0_P16, Q4_0_P16)",
+  return absl::StrFormat("copied into device memory, %d matrices as panels of the device's "
+                         "preferred layout",
                          r.panel_matrices);
 }
 

@@ -38,7 +38,7 @@ struct BenchReport {
   std::string device;   // Device::Describe()
   std::string placement_requested;  // auto, copy or import
   bool weights_imported = false;    // the placement Model::Load chose
-  size_t panel_matrices = 0;        // matrices stored as Q8_0_P16 / Q4_0_P16
+  size_t panel_matrices = 0;        // matrices stored as panels (Model::Load)
   double load_ms = 0;               // Model::Load, weights placed and checked
   uint64_t compute_units = 0;
   ModelShape shape;

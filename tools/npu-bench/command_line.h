@@ -49,8 +49,9 @@ measurement:
                            the load time
   --copy-weights           the same as --placement copy
   --weight-panels on|off   with copied weights on a device that prefers it,
-                           store Q8_0 / Q4_0 matrices as LNPU_DTYPE_Q8_0_P16
-                           / _Q4_0_P16 panels (default on; off: the
+                           store Q8_0 / Q4_0 matrices as panels
+                           (LNPU_DTYPE_*_P16S, else *_P16: the layout the
+                           device prefers; default on; off: the
                            artifact's layout)
   --contention N           run N competing busy-loop processes (normal
                            priority) during the decode measurements and

@@ -58,6 +58,10 @@ constexpr struct {
     {DRM_LNPU_CAP_DTYPE_Q4_0_P16, "dtype-q4_0-p16"},
     {DRM_LNPU_CAP_Q4_0_P16_PREFERRED, "q4_0-p16-preferred"},
     {DRM_LNPU_CAP_DTYPE_Q6_K, "dtype-q6_k"},
+    {DRM_LNPU_CAP_DTYPE_Q8_0_P16S, "dtype-q8_0-p16s"},
+    {DRM_LNPU_CAP_Q8_0_P16S_PREFERRED, "q8_0-p16s-preferred"},
+    {DRM_LNPU_CAP_DTYPE_Q4_0_P16S, "dtype-q4_0-p16s"},
+    {DRM_LNPU_CAP_Q4_0_P16S_PREFERRED, "q4_0-p16s-preferred"},
 };
 
 std::vector<std::string> CapabilityNames(uint64_t mask) {

@@ -540,7 +540,8 @@ int Main(int argc, char** argv) {
       (*llm)->weights_imported() ? std::string(" (imported file mapping, not copied)")
       : (*llm)->weight_panel_matrices() == 0
           ? std::string(" (copied from the model file)")
-          : absl::StrFormat(" (copied from the model file, %d matrices as panels, Q8_0_P16 / Q4_0_P16)",
+          : absl::StrFormat(" (copied from the model file, %d matrices as panels of the device's "
+                            "preferred layout)",
                             (*llm)->weight_panel_matrices()),
       (*session)->device_memory_bytes() / 1048576.0, PeakRssMiB());
   if (lnpu::InterruptRequested()) return lnpu::InterruptExitCode();
