@@ -54,12 +54,16 @@ absl::StatusOr<std::shared_ptr<const Buffer>> ImportWeights(
 }
 
 // The panel dtypes a device with `capabilities` prefers for Q8_0 and Q4_0
-// matrices: the _P16S form over the _P16 one (the UAPI header's advice),
-// none where the device prefers neither.
-PanelDtypes PreferredPanelDtypes(uint64_t capabilities) {
+// matrices: the _P16S form over the _P16 one (the UAPI header's advice;
+// only the _P16 one without scales_in_stream), none where the device
+// prefers neither.
+PanelDtypes PreferredPanelDtypes(uint64_t capabilities, bool scales_in_stream) {
   const auto prefers = [&](uint64_t dtype_cap, uint64_t preferred_cap) {
     return (capabilities & dtype_cap) != 0 && (capabilities & preferred_cap) != 0;
   };
+  if (!scales_in_stream) {
+    capabilities &= ~(DRM_LNPU_CAP_DTYPE_Q8_0_P16S | DRM_LNPU_CAP_DTYPE_Q4_0_P16S);
+  }
   PanelDtypes dtypes;
   if (prefers(DRM_LNPU_CAP_DTYPE_Q8_0_P16S, DRM_LNPU_CAP_Q8_0_P16S_PREFERRED)) {
     dtypes.q8_0 = LNPU_DTYPE_Q8_0_P16S;
@@ -183,7 +187,9 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
     // A copy may take the device's preferred layout of Q8_0 / Q4_0
     // matrices.
     PanelDtypes panel_dtypes;
-    if (options.panel_weights) panel_dtypes = PreferredPanelDtypes(capabilities);
+    if (options.panel_weights) {
+      panel_dtypes = PreferredPanelDtypes(capabilities, options.panel_scales_in_stream);
+    }
     std::vector<WeightMatrix> panels;
     if (panel_dtypes.q8_0 != 0 || panel_dtypes.q4_0 != 0) {
       panels = program->PanelMatrices(panel_dtypes);

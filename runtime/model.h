@@ -51,6 +51,10 @@ struct LoadOptions {
   // (Program::PanelMatrices) in that layout while copying, and run their
   // commands on it. Off: the artifact's layout (A/B figures).
   bool panel_weights = true;
+  // With panel_weights: take the _P16S layouts (scales in the quant
+  // stream, UAPI 1.7) where the device prefers them; false: only the _P16
+  // layouts (A/B figures, or a device whose _P16S loops lose).
+  bool panel_scales_in_stream = true;
   // Check the weights against the artifact's CRC-32C checksums before
   // placing them (Artifact::VerifyData): reads the whole data section once
   // (cost: docs/artifact-format.md). DataLoss naming the weight on a

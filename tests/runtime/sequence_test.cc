@@ -1160,6 +1160,8 @@ TEST_P(PanelWeightsTest, CopiedMatricesRunAsPanelsWithTheSameResults) {
   std::unique_ptr<Model> panels = load({.weights = WeightPlacement::kCopy});
   std::unique_ptr<Model> layout =
       load({.weights = WeightPlacement::kCopy, .panel_weights = false});
+  std::unique_ptr<Model> p16_only =
+      load({.weights = WeightPlacement::kCopy, .panel_scales_in_stream = false});
   std::unique_ptr<Model> imported = load({.weights = WeightPlacement::kImport});
   ASSERT_TRUE(panels && layout && imported);
   // 7 matrices per layer and the tied embedding / output matrix.
@@ -1175,6 +1177,12 @@ TEST_P(PanelWeightsTest, CopiedMatricesRunAsPanelsWithTheSameResults) {
   EXPECT_EQ(panels->program().ReadsWeightDtype(p16s), p16s_preferred);
   EXPECT_EQ(panels->program().ReadsWeightDtype(p16), preferred && !p16s_preferred);
   EXPECT_FALSE(layout->program().ReadsWeightDtype(p16s));
+  // Without panel_scales_in_stream, the _P16 layout where the device
+  // prefers it, with the same decisions as to which matrices.
+  ASSERT_TRUE(p16_only);
+  EXPECT_EQ(p16_only->panel_matrices(), panels->panel_matrices());
+  EXPECT_FALSE(p16_only->program().ReadsWeightDtype(p16s));
+  EXPECT_EQ(p16_only->program().ReadsWeightDtype(p16), preferred);
 
   // A prompt (prefill chunks), then greedy decoding one token at a time.
   const auto run = [](Model& model, std::vector<std::vector<float>>* logits) {
@@ -1195,12 +1203,18 @@ TEST_P(PanelWeightsTest, CopiedMatricesRunAsPanelsWithTheSameResults) {
   for (size_t i = 0; i < panel_logits.size(); ++i) {
     EXPECT_LE(RelativeDifference(panel_logits[i], layout_logits[i]), 1e-4) << "step " << i;
   }
+  // Both panel layouts compute in one order (quant_matmul.h): the same
+  // tokens and logits bit for bit.
+  std::vector<std::vector<float>> p16_logits, p16s_logits;
+  EXPECT_EQ(run(*p16_only, &p16_logits), run(*panels, &p16s_logits));
+  EXPECT_EQ(p16_logits, p16s_logits);
 
   // The batched decode graphs read the panels too: two lanes give what
   // each gives alone.
   ExpectBatchedLanesEqualEachAlone(*panels);
 
   panels.reset();
+  p16_only.reset();
   layout.reset();
   imported.reset();
   std::remove(artifact_path.c_str());

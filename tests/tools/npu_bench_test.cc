@@ -153,6 +153,17 @@ TEST(NpuBenchCommandLine, PlacementDefaultsToAutoAndCopyWeightsMeansCopy) {
   EXPECT_EQ((*line)->placement, "copy");
 }
 
+TEST(NpuBenchCommandLine, WeightPanelsDefaultToOnAndTakeP16AndOff) {
+  absl::StatusOr<std::optional<CommandLine>> line = Parse({"-m", "a.lnpu"});
+  ASSERT_TRUE(line.ok() && line->has_value()) << line.status();
+  EXPECT_EQ((*line)->weight_panels, "on");
+  for (const char* value : {"p16", "off", "on"}) {
+    line = Parse({"-m", "a.lnpu", "--weight-panels", value});
+    ASSERT_TRUE(line.ok() && line->has_value()) << line.status();
+    EXPECT_EQ((*line)->weight_panels, value);
+  }
+}
+
 TEST(NpuBenchCommandLine, RejectsBadArguments) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "exactly one model"},
@@ -163,6 +174,7 @@ TEST(NpuBenchCommandLine, RejectsBadArguments) {
       {{"-m", "a.lnpu", "--prompt-lengths", "16,,32"}, "--prompt-lengths"},
       {{"-m", "a.lnpu", "--reps", "0"}, "--reps"},
       {{"-m", "a.lnpu", "--placement", "mmap"}, "--placement expects auto, copy or import"},
+      {{"-m", "a.lnpu", "--weight-panels", "p16s"}, "--weight-panels expects on, p16 or off"},
       {{"-m", "a.lnpu", "--reps"}, "--reps needs a value"},
       {{"-m", "a.lnpu", "--frobnicate", "1"}, "unknown option --frobnicate"},
       {{"a.lnpu"}, "unexpected argument"},

@@ -99,11 +99,11 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
       }
       line.placement = value;
     } else if (arg == "--weight-panels") {
-      if (value != "on" && value != "off") {
-        return absl::InvalidArgumentError("--weight-panels expects on or off, got '" + value +
-                                          "'");
+      if (value != "on" && value != "p16" && value != "off") {
+        return absl::InvalidArgumentError("--weight-panels expects on, p16 or off, got '" +
+                                          value + "'");
       }
-      line.weight_panels = value == "on";
+      line.weight_panels = value;
     } else if (arg == "--models-dir") {
       line.models_dir = value;
     } else if (arg == "--device") {

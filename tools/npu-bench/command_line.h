@@ -48,10 +48,12 @@ measurement:
                            or "import"; the report names the one used and
                            the load time
   --copy-weights           the same as --placement copy
-  --weight-panels on|off   with copied weights on a device that prefers it,
-                           store Q8_0 / Q4_0 matrices as panels
-                           (LNPU_DTYPE_*_P16S, else *_P16: the layout the
-                           device prefers; default on; off: the
+  --weight-panels on|p16|off
+                           with copied weights on a device that prefers it,
+                           store Q8_0 / Q4_0 matrices as panels (on, the
+                           default: LNPU_DTYPE_*_P16S, else *_P16, the
+                           layout the device prefers; p16: only *_P16, the
+                           scales after each panel's quants; off: the
                            artifact's layout)
   --contention N           run N competing busy-loop processes (normal
                            priority) during the decode measurements and
@@ -91,7 +93,7 @@ struct CommandLine {
   std::string device = "auto";
   bool json = false;
   std::string placement = "auto";  // --placement: auto, copy or import
-  bool weight_panels = true;       // --weight-panels
+  std::string weight_panels = "on";  // --weight-panels: on, p16 or off
   bool profile = false;    // --profile
   std::string trace_path;  // --trace; empty = no trace
   uint64_t bandwidth_bytes = 0;  // 0 = DefaultBufferBytes()

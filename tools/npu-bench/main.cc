@@ -74,7 +74,8 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   lnpu::runtime::LoadOptions load;
   if (line.placement == "copy") load.weights = lnpu::runtime::WeightPlacement::kCopy;
   if (line.placement == "import") load.weights = lnpu::runtime::WeightPlacement::kImport;
-  load.panel_weights = line.weight_panels;
+  load.panel_weights = line.weight_panels != "off";
+  load.panel_scales_in_stream = line.weight_panels == "on";
   const absl::Time load_start = absl::Now();
   LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::runtime::Model> model,
                         lnpu::runtime::Model::Load(std::move(device), artifact_path, load));

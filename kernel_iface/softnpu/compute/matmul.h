@@ -16,9 +16,9 @@ namespace lnpu::softnpu::compute {
 
 // dst[r][c] = sum_i src[r][i] * weight[c][i] (+ bias[c]) (+ old dst[r][c])
 // with f32 accumulation. weight is n x k of weight_type (F16 as IEEE binary16
-// bits; Q8_0 / Q4_0 rows of k / 32 blocks, k a multiple of 32; Q8_0P16 /
-// Q4_0P16 those rows in panels of 16, kernel_types.h). src and dst must
-// not overlap.
+// bits; Q8_0 / Q4_0 rows of k / 32 blocks, k a multiple of 32; the panel
+// types those rows in panels of 16, kernel_types.h). src and dst must not
+// overlap.
 //
 // Precision: F32 / F16 weights multiply the f32 activations directly. With
 // quantized weights every src row is first quantized to int8 per block of

@@ -12,8 +12,9 @@
 // per path), never for the whole file, so the library runs on any Armv8-A
 // CPU; supported() checks the kernel's hwcaps.
 //
-// Panel weights (Q8_0P16, Q4_0P16) go to PortableP16Matmul on both paths: its
-// one f32 order is the contract's (quant_matmul.h).
+// Panel weights (Q8_0P16, Q4_0P16 and their _P16S forms) go to
+// PortableP16Matmul on both paths: its one f32 order is the contract's
+// (quant_matmul.h).
 //
 // Both paths run the same register-tile loop (quant_matmul_arm-inl.h):
 // kRows activation rows (1, 2 or 4 for GEMV, 4 for GEMM) times 4 weight
