@@ -196,10 +196,31 @@ struct lnpu_weight_layout {
 	const char *align_why;
 };
 
+/* The panel dtypes: whole panels of 16 rows of blocks, 64-byte aligned. */
+static const struct {
+	u32 dtype;
+	struct lnpu_weight_layout layout;
+} lnpu_panel_dtypes[] = {
+	{ LNPU_DTYPE_Q8_0_P16,
+	  { LNPU_QUANT_BLOCK, 34, 64, LNPU_Q8_0_P16_ROWS,
+	    "address not aligned to 64 bytes (LNPU_DTYPE_Q8_0_P16 panels)" } },
+	{ LNPU_DTYPE_Q4_0_P16,
+	  { LNPU_QUANT_BLOCK, 18, 64, LNPU_Q4_0_P16_ROWS,
+	    "address not aligned to 64 bytes (LNPU_DTYPE_Q4_0_P16 panels)" } },
+	{ LNPU_DTYPE_Q8_0_P16S,
+	  { LNPU_QUANT_BLOCK, 34, 64, LNPU_Q8_0_P16_ROWS,
+	    "address not aligned to 64 bytes (LNPU_DTYPE_Q8_0_P16S panels)" } },
+	{ LNPU_DTYPE_Q4_0_P16S,
+	  { LNPU_QUANT_BLOCK, 18, 64, LNPU_Q4_0_P16_ROWS,
+	    "address not aligned to 64 bytes (LNPU_DTYPE_Q4_0_P16S panels)" } },
+};
+
 static int weight_layout(struct lnpu_checker *c, const char *field, u32 dtype,
 			 const char *len_field, u32 row_len,
 			 struct lnpu_weight_layout *layout)
 {
+	size_t i;
+
 	switch (dtype) {
 	case LNPU_DTYPE_F32:
 		*layout = (struct lnpu_weight_layout){ 1, 4, 4, 1, NULL };
@@ -216,33 +237,11 @@ static int weight_layout(struct lnpu_checker *c, const char *field, u32 dtype,
 		if (row_len % LNPU_QUANT_BLOCK)
 			return lnpu_reject(c, len_field,
 					   "not a multiple of the quantization block");
-		if (dtype == LNPU_DTYPE_Q8_0_P16) {
-			*layout = (struct lnpu_weight_layout){
-				LNPU_QUANT_BLOCK, 34, 64, LNPU_Q8_0_P16_ROWS,
-				"address not aligned to 64 bytes (LNPU_DTYPE_Q8_0_P16 panels)"
-			};
-			return 0;
-		}
-		if (dtype == LNPU_DTYPE_Q4_0_P16) {
-			*layout = (struct lnpu_weight_layout){
-				LNPU_QUANT_BLOCK, 18, 64, LNPU_Q4_0_P16_ROWS,
-				"address not aligned to 64 bytes (LNPU_DTYPE_Q4_0_P16 panels)"
-			};
-			return 0;
-		}
-		if (dtype == LNPU_DTYPE_Q8_0_P16S) {
-			*layout = (struct lnpu_weight_layout){
-				LNPU_QUANT_BLOCK, 34, 64, LNPU_Q8_0_P16_ROWS,
-				"address not aligned to 64 bytes (LNPU_DTYPE_Q8_0_P16S panels)"
-			};
-			return 0;
-		}
-		if (dtype == LNPU_DTYPE_Q4_0_P16S) {
-			*layout = (struct lnpu_weight_layout){
-				LNPU_QUANT_BLOCK, 18, 64, LNPU_Q4_0_P16_ROWS,
-				"address not aligned to 64 bytes (LNPU_DTYPE_Q4_0_P16S panels)"
-			};
-			return 0;
+		for (i = 0; i < ARRAY_SIZE(lnpu_panel_dtypes); i++) {
+			if (lnpu_panel_dtypes[i].dtype == dtype) {
+				*layout = lnpu_panel_dtypes[i].layout;
+				return 0;
+			}
 		}
 		*layout = (struct lnpu_weight_layout){
 			LNPU_QUANT_BLOCK, dtype == LNPU_DTYPE_Q8_0 ? 34 : 18, 2, 1,

@@ -73,86 +73,57 @@ TEST(QuantBlocksTest, P16RepackRoundTripsEveryRow) {
   }
 }
 
-// The layouts of the UAPI header (LNPU_DTYPE_Q8_0_P16, _Q4_0_P16), byte for
-// byte: with Q = 512 (Q8_0: 8 groups) or 256 (Q4_0: 4 groups) quant bytes
-// per block, byte Q b + 64g + 4r + i of panel p is byte 4g + i of the quant
-// bytes of row 16p + r's block b (Q8_0: q[32b + 4g + i]; Q4_0: the nibbles
-// of elements 32b + 4g + i and 32b + 16 + 4g + i), and d[16p + r][b] is the
-// f16 at blocks * Q + 2 * (16b + r).
-TEST(QuantBlocksTest, P16LayoutMatchesTheUapi) {
-  constexpr size_t kRows = 37, kBlocks = 3;
-  for (size_t block_bytes : kBlockBytes) {
-    SCOPED_TRACE("block bytes " + std::to_string(block_bytes));
-    const size_t quant_bytes = block_bytes == kQ8_0BlockBytes ? 512 : 256;
-    const size_t groups = quant_bytes / 64;
-    const std::vector<uint8_t> src = RandomRows(kRows, kBlocks, block_bytes);
-    std::vector<uint8_t> packed(P16MatrixBytes(block_bytes, kRows, kBlocks), 0xa5);
-    RepackToP16(block_bytes, P16Scales::kAfterPanel, src.data(), kRows, kBlocks, packed.data());
-    const size_t panel_bytes = P16PanelBytes(block_bytes, kBlocks);
-    ASSERT_EQ(panel_bytes, kBlocks * (quant_bytes + 32));
-    for (size_t p = 0; p < 3; ++p) {
-      const uint8_t* panel = packed.data() + p * panel_bytes;
-      for (size_t r = 0; r < 16; ++r) {
-        const size_t row = 16 * p + r;
-        for (size_t b = 0; b < kBlocks; ++b) {
-          const uint8_t* block =
-              row < kRows ? src.data() + (row * kBlocks + b) * block_bytes : nullptr;
-          for (size_t k = 0; k < 2; ++k) {
-            EXPECT_EQ(panel[kBlocks * quant_bytes + 2 * (16 * b + r) + k],
-                      block ? block[k] : 0)
-                << "scale of row " << row << " block " << b;
-          }
-          for (size_t g = 0; g < groups; ++g) {
-            for (size_t i = 0; i < 4; ++i) {
-              EXPECT_EQ(panel[quant_bytes * b + 64 * g + 4 * r + i],
-                        block ? block[2 + 4 * g + i] : 0)
-                  << "row " << row << " block " << b << " quant byte " << 4 * g + i;
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
-// The LNPU_DTYPE_Q8_0_P16S / _Q4_0_P16S layouts of the UAPI header, byte
-// for byte, for an even and an odd block count: pair j of a panel (blocks
-// 2j, 2j + 1) starts at j * (2Q + 64); block 2j + e's quant bytes are as in
-// the _P16 format from pair start + eQ, and d[16p + r][2j + e] is the f16
-// at pair start + nQ + 2 * (16e + r), with n the pair's block count (2, or
-// 1 for a last odd block).
-TEST(QuantBlocksTest, P16SLayoutMatchesTheUapi) {
+// The layouts of the UAPI header, byte for byte, for an even and an odd
+// block count. With Q = 512 (Q8_0: 8 groups) or 256 (Q4_0: 4 groups)
+// quant bytes per block, byte 64g + 4r + i of block b's quants in panel p
+// is byte 4g + i of the quant bytes of row 16p + r's block b (Q8_0:
+// q[32b + 4g + i]; Q4_0: the nibbles of elements 32b + 4g + i and
+// 32b + 16 + 4g + i), and row 16p + r's scale d of block b is the f16 at
+// 2r of block b's scales. LNPU_DTYPE_*_P16: block b's quants at Qb, its
+// scales at blocks * Q + 32b. LNPU_DTYPE_*_P16S: pair j (blocks 2j,
+// 2j + 1) at j * (2Q + 64); block 2j + e's quants at pair start + eQ, its
+// scales at pair start + nQ + 32e, n the pair's block count (2, or 1 for
+// a last odd block).
+TEST(QuantBlocksTest, P16LayoutsMatchTheUapi) {
   constexpr size_t kRows = 37;
   for (size_t block_bytes : kBlockBytes) {
-    for (size_t blocks : {4u, 5u}) {
-      SCOPED_TRACE(LayoutName(block_bytes, P16Scales::kAfterPair) + ", blocks " +
-                   std::to_string(blocks));
-      const size_t quant_bytes = block_bytes == kQ8_0BlockBytes ? 512 : 256;
-      const size_t groups = quant_bytes / 64;
-      const std::vector<uint8_t> src = RandomRows(kRows, blocks, block_bytes);
-      std::vector<uint8_t> packed(P16MatrixBytes(block_bytes, kRows, blocks), 0xa5);
-      RepackToP16(block_bytes, P16Scales::kAfterPair, src.data(), kRows, blocks, packed.data());
-      const size_t panel_bytes = P16PanelBytes(block_bytes, blocks);
-      for (size_t p = 0; p < 3; ++p) {
-        const uint8_t* panel = packed.data() + p * panel_bytes;
-        for (size_t r = 0; r < 16; ++r) {
-          const size_t row = 16 * p + r;
-          for (size_t b = 0; b < blocks; ++b) {
-            const uint8_t* block =
-                row < kRows ? src.data() + (row * blocks + b) * block_bytes : nullptr;
-            const size_t pair = (b / 2) * (2 * quant_bytes + 64);
-            const size_t in_pair = b / 2 * 2 + 1 < blocks ? 2 : 1;
-            const size_t e = b % 2;
-            for (size_t k = 0; k < 2; ++k) {
-              EXPECT_EQ(panel[pair + in_pair * quant_bytes + 2 * (16 * e + r) + k],
-                        block ? block[k] : 0)
-                  << "scale of row " << row << " block " << b;
-            }
-            for (size_t g = 0; g < groups; ++g) {
-              for (size_t i = 0; i < 4; ++i) {
-                EXPECT_EQ(panel[pair + e * quant_bytes + 64 * g + 4 * r + i],
-                          block ? block[2 + 4 * g + i] : 0)
-                    << "row " << row << " block " << b << " quant byte " << 4 * g + i;
+    for (P16Scales scales : kLayouts) {
+      for (size_t blocks : {4u, 5u}) {
+        SCOPED_TRACE(LayoutName(block_bytes, scales) + ", blocks " + std::to_string(blocks));
+        const size_t quant_bytes = block_bytes == kQ8_0BlockBytes ? 512 : 256;
+        const size_t groups = quant_bytes / 64;
+        const bool paired = scales == P16Scales::kAfterPair;
+        const size_t pair_bytes = 2 * quant_bytes + 64;
+        const auto quants_at = [&](size_t b) {
+          return paired ? b / 2 * pair_bytes + b % 2 * quant_bytes : quant_bytes * b;
+        };
+        const auto scales_at = [&](size_t b) {
+          const size_t in_pair = b / 2 * 2 + 1 < blocks ? 2 : 1;
+          return paired ? b / 2 * pair_bytes + in_pair * quant_bytes + 32 * (b % 2)
+                        : blocks * quant_bytes + 32 * b;
+        };
+        const std::vector<uint8_t> src = RandomRows(kRows, blocks, block_bytes);
+        std::vector<uint8_t> packed(P16MatrixBytes(block_bytes, kRows, blocks), 0xa5);
+        RepackToP16(block_bytes, scales, src.data(), kRows, blocks, packed.data());
+        const size_t panel_bytes = P16PanelBytes(block_bytes, blocks);
+        ASSERT_EQ(panel_bytes, blocks * (quant_bytes + 32));
+        for (size_t p = 0; p < 3; ++p) {
+          const uint8_t* panel = packed.data() + p * panel_bytes;
+          for (size_t r = 0; r < 16; ++r) {
+            const size_t row = 16 * p + r;
+            for (size_t b = 0; b < blocks; ++b) {
+              const uint8_t* block =
+                  row < kRows ? src.data() + (row * blocks + b) * block_bytes : nullptr;
+              for (size_t k = 0; k < 2; ++k) {
+                EXPECT_EQ(panel[scales_at(b) + 2 * r + k], block ? block[k] : 0)
+                    << "scale of row " << row << " block " << b;
+              }
+              for (size_t g = 0; g < groups; ++g) {
+                for (size_t i = 0; i < 4; ++i) {
+                  EXPECT_EQ(panel[quants_at(b) + 64 * g + 4 * r + i],
+                            block ? block[2 + 4 * g + i] : 0)
+                      << "row " << row << " block " << b << " quant byte " << 4 * g + i;
+                }
               }
             }
           }

@@ -770,92 +770,54 @@ TEST(CommandValidationTest, GatherRowsQ8_0P16MatchesQ8_0) {
 }
 
 // Since 1.5: LNPU_DTYPE_Q4_0_P16 weights and tables, the Q4_0 blocks in
-// whole panels of 16 rows (18 bytes per block and row), 64-byte aligned.
-TEST(CommandValidationTest, MatmulQ4_0P16WeightIsWholePanels) {
-  auto v = ValidP16Matmul();
-  v.weight_dtype = LNPU_DTYPE_Q4_0_P16;
-  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE, OperandAccess{kB, 32 * 2 * 18, false});
-  v.n = 1;  // one row still takes a whole panel
-  ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE, OperandAccess{kB, 16 * 2 * 18, false});
-}
+// whole panels of 16 rows (18 bytes per block and row), 64-byte aligned;
+// since 1.7: LNPU_DTYPE_Q8_0_P16S / _Q4_0_P16S, the _P16 panels with their
+// scales in the quant stream, with the sizes, alignment and rules of the
+// _P16 types. Each case below runs for all three.
+struct PanelDtypeCase {
+  uint32_t dtype;
+  uint32_t block_dtype;
+  uint64_t block_bytes;  // per block and row
+  const char* name;
+};
+constexpr PanelDtypeCase kMorePanelDtypes[] = {
+    {LNPU_DTYPE_Q4_0_P16, LNPU_DTYPE_Q4_0, 18, "LNPU_DTYPE_Q4_0_P16"},
+    {LNPU_DTYPE_Q8_0_P16S, LNPU_DTYPE_Q8_0, 34, "LNPU_DTYPE_Q8_0_P16S"},
+    {LNPU_DTYPE_Q4_0_P16S, LNPU_DTYPE_Q4_0, 18, "LNPU_DTYPE_Q4_0_P16S"},
+};
 
-TEST(CommandValidationTest, MatmulQ4_0P16Rules) {
-  auto valid = ValidP16Matmul();
-  valid.weight_dtype = LNPU_DTYPE_Q4_0_P16;
-  ExpectEachRejected<lnpu_cmd_matmul>(
-      valid, "LNPU_OP_MATMUL",
-      {{"weight", [](auto& c) { c.weight = kB + 2; }},  // enough for Q4_0
-       {"weight", [](auto& c) { c.weight = kB + 32; }},
-       {"weight", [](auto& c) { c.weight = 0 - 32 * 2 * 18; }},
-       {"dst", [](auto& c) { c.dst = kB + 32 * 2 * 18 - 4; }},
-       {"dst", [](auto& c) { c.dst = kB + 17 * 2 * 18; }},  // 17 Q4_0 rows' end
-       {"k", [](auto& c) { c.k = 48; }}});
-  auto v = valid;
-  v.weight = kB + 32;
-  std::vector<OperandAccess> accesses;
-  EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).status().message()),
-              HasSubstr("LNPU_DTYPE_Q4_0_P16 panel alignment of 64"));
-  v = valid;
-  v.n = 0xffffffffu;
-  v.k = 0xffffffe0u;
-  v.weight = 64;
-  EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).status().message()),
-              HasSubstr("whole panels of 16"));
-}
-
-TEST(CommandValidationTest, GatherRowsQ4_0P16TableRules) {
-  auto valid = ValidP16Gather();
-  valid.table_dtype = LNPU_DTYPE_Q4_0_P16;
-  ExpectAccessReported(valid, DRM_LNPU_ENGINE_COMPUTE, OperandAccess{kA, 48 * 2 * 18, false});
-  ExpectEachRejected<lnpu_cmd_gather_rows>(
-      valid, "LNPU_OP_GATHER_ROWS",
-      {{"row_len", [](auto& c) { c.row_len = 48; }},
-       {"table", [](auto& c) { c.table = kA + 2; }},
-       {"table", [](auto& c) { c.table = 0 - 48 * 2 * 18; }},
-       {"dst", [](auto& c) { c.dst = kA + 37 * 2 * 18; }}});
-}
-
-TEST(CommandValidationTest, Q4_0P16IsNoKvCacheDtype) {
-  ExpectEachRejected<lnpu_cmd_attention>(
-      ValidAttention(LNPU_DTYPE_F32, kD, kE), "LNPU_OP_ATTENTION",
-      {{"kv_dtype", [](auto& c) { c.kv_dtype = LNPU_DTYPE_Q4_0_P16; }}});
-}
-
-TEST(CommandValidationTest, GatherRowsQ4_0P16MatchesQ4_0) {
-  ExpectPanelGatherMatchesBlocks(LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q4_0_P16);
-}
-
-// Since 1.7: LNPU_DTYPE_Q8_0_P16S / _Q4_0_P16S, the _P16 panels with their
-// scales in the quant stream: the same operand sizes, alignment and rules.
-TEST(CommandValidationTest, MatmulP16SWeightsAreWholePanels) {
-  for (const auto& [dtype, block_bytes] : {std::pair{LNPU_DTYPE_Q8_0_P16S, 34u},
-                                           std::pair{LNPU_DTYPE_Q4_0_P16S, 18u}}) {
-    SCOPED_TRACE(dtype);
+TEST(CommandValidationTest, MatmulPanelWeightsAreWholePanels) {
+  for (const PanelDtypeCase& t : kMorePanelDtypes) {
+    SCOPED_TRACE(t.name);
     auto v = ValidP16Matmul();
-    v.weight_dtype = dtype;
+    v.weight_dtype = t.dtype;
     ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
-                         OperandAccess{kB, 32 * 2 * block_bytes, false});
+                         OperandAccess{kB, 32 * 2 * t.block_bytes, false});
     v.n = 1;  // one row still takes a whole panel
     ExpectAccessReported(v, DRM_LNPU_ENGINE_COMPUTE,
-                         OperandAccess{kB, 16 * 2 * block_bytes, false});
+                         OperandAccess{kB, 16 * 2 * t.block_bytes, false});
   }
 }
 
-TEST(CommandValidationTest, MatmulP16SRules) {
-  for (const auto& [dtype, name] : {std::pair{LNPU_DTYPE_Q8_0_P16S, "LNPU_DTYPE_Q8_0_P16S"},
-                                    std::pair{LNPU_DTYPE_Q4_0_P16S, "LNPU_DTYPE_Q4_0_P16S"}}) {
-    SCOPED_TRACE(name);
+TEST(CommandValidationTest, MatmulPanelWeightRules) {
+  for (const PanelDtypeCase& t : kMorePanelDtypes) {
+    SCOPED_TRACE(t.name);
+    const uint64_t bytes = t.block_bytes;
     auto valid = ValidP16Matmul();
-    valid.weight_dtype = dtype;
-    ExpectEachRejected<lnpu_cmd_matmul>(valid, "LNPU_OP_MATMUL",
-                                        {{"weight", [](auto& c) { c.weight = kB + 2; }},
-                                         {"weight", [](auto& c) { c.weight = kB + 32; }},
-                                         {"k", [](auto& c) { c.k = 48; }}});
+    valid.weight_dtype = t.dtype;
+    ExpectEachRejected<lnpu_cmd_matmul>(
+        valid, "LNPU_OP_MATMUL",
+        {{"weight", [](auto& c) { c.weight = kB + 2; }},  // enough for the block dtype
+         {"weight", [](auto& c) { c.weight = kB + 32; }},
+         {"weight", [bytes](auto& c) { c.weight = 0 - 32 * 2 * bytes; }},
+         {"dst", [bytes](auto& c) { c.dst = kB + 32 * 2 * bytes - 4; }},
+         {"dst", [bytes](auto& c) { c.dst = kB + 17 * 2 * bytes; }},  // 17 block rows' end
+         {"k", [](auto& c) { c.k = 48; }}});
     auto v = valid;
     v.weight = kB + 32;
     std::vector<OperandAccess> accesses;
     EXPECT_THAT(std::string(Validate(v, DRM_LNPU_ENGINE_COMPUTE, &accesses).status().message()),
-                HasSubstr(std::string(name) + " panel alignment of 64"));
+                HasSubstr(std::string(t.name) + " panel alignment of 64"));
     v = valid;
     v.n = 0xffffffffu;
     v.k = 0xffffffe0u;
@@ -865,32 +827,38 @@ TEST(CommandValidationTest, MatmulP16SRules) {
   }
 }
 
-TEST(CommandValidationTest, GatherRowsP16STableRules) {
-  for (const auto& [dtype, block_bytes] : {std::pair{LNPU_DTYPE_Q8_0_P16S, 34u},
-                                           std::pair{LNPU_DTYPE_Q4_0_P16S, 18u}}) {
-    SCOPED_TRACE(dtype);
+TEST(CommandValidationTest, GatherRowsPanelTableRules) {
+  for (const PanelDtypeCase& t : kMorePanelDtypes) {
+    SCOPED_TRACE(t.name);
+    const uint64_t bytes = t.block_bytes;
     auto valid = ValidP16Gather();
-    valid.table_dtype = dtype;
+    valid.table_dtype = t.dtype;
     ExpectAccessReported(valid, DRM_LNPU_ENGINE_COMPUTE,
-                         OperandAccess{kA, 48 * 2 * block_bytes, false});
+                         OperandAccess{kA, 48 * 2 * bytes, false});
     ExpectEachRejected<lnpu_cmd_gather_rows>(
         valid, "LNPU_OP_GATHER_ROWS",
         {{"row_len", [](auto& c) { c.row_len = 48; }},
-         {"table", [](auto& c) { c.table = kA + 32; }}});
+         {"table", [](auto& c) { c.table = kA + 2; }},
+         {"table", [bytes](auto& c) { c.table = 0 - 48 * 2 * bytes; }},
+         {"dst", [bytes](auto& c) { c.dst = kA + 37 * 2 * bytes; }}});
   }
 }
 
-TEST(CommandValidationTest, P16SIsNoKvCacheDtype) {
-  for (uint32_t dtype : {LNPU_DTYPE_Q8_0_P16S, LNPU_DTYPE_Q4_0_P16S}) {
+TEST(CommandValidationTest, PanelDtypesAreNoKvCacheDtype) {
+  for (const PanelDtypeCase& t : kMorePanelDtypes) {
+    SCOPED_TRACE(t.name);
+    const uint32_t dtype = t.dtype;
     ExpectEachRejected<lnpu_cmd_attention>(
         ValidAttention(LNPU_DTYPE_F32, kD, kE), "LNPU_OP_ATTENTION",
         {{"kv_dtype", [dtype](auto& c) { c.kv_dtype = dtype; }}});
   }
 }
 
-TEST(CommandValidationTest, GatherRowsP16SMatchesBlocks) {
-  ExpectPanelGatherMatchesBlocks(LNPU_DTYPE_Q8_0, LNPU_DTYPE_Q8_0_P16S);
-  ExpectPanelGatherMatchesBlocks(LNPU_DTYPE_Q4_0, LNPU_DTYPE_Q4_0_P16S);
+TEST(CommandValidationTest, GatherRowsPanelTablesMatchBlocks) {
+  for (const PanelDtypeCase& t : kMorePanelDtypes) {
+    SCOPED_TRACE(t.name);
+    ExpectPanelGatherMatchesBlocks(t.block_dtype, t.dtype);
+  }
 }
 
 // Since 1.6: LNPU_DTYPE_Q6_K matmul weights, 210 bytes per 256 elements,

@@ -643,54 +643,24 @@ TEST(PortableP16MatmulTest, MatchesDoubleReferenceOfDequantizedWeights) {
   }
 }
 
-// The panel bytes are those the UAPI header documents (so the reference
-// above, which reads the Q8_0 rows, checks the kernels' reading of that
-// layout), and PortableP16Matmul over any row and column range, ranges
-// starting and ending inside panels included, writes exactly the
-// quant_matmul.h order transcribed here from the Q8_0 rows, bit for bit, and
-// nothing outside the range.
+// PortableP16Matmul over any row and column range, ranges starting and
+// ending inside panels included, writes exactly the quant_matmul.h order
+// transcribed here from the Q8_0 / Q4_0 rows, bit for bit, and nothing
+// outside the range; in both panel layouts, with odd and even block counts.
+// (The panels' bytes are checked against the UAPI header's text in
+// tests/base/quant_blocks_test.cc, so the references here and above check
+// the kernels' reading of that layout.)
 TEST(PortableP16MatmulTest, FollowsTheContractOrderOverAnyRange) {
   std::mt19937 rng(77);
   const size_t rows = 6, n = 37;
   for (WeightType type : kPanelTypes) {
     const bool q4 = BlockTypeOf(type) == WeightType::kQ4_0;
-    // The UAPI header's numbers: per block of a panel, 512 (Q8_0) or 256
-    // (Q4_0) quant bytes in 8 or 4 groups, 544 or 288 bytes with the
-    // scales; _P16: all quants, then all scales; _P16S: pairs of blocks of
-    // 2 * quant_bytes + 64 bytes (a last odd block alone), each pair's
-    // quants then its 32 scales.
-    const size_t block_bytes = q4 ? 18 : 34, groups = q4 ? 4 : 8, quant_bytes = 64 * groups;
-    const bool paired = PanelScalesOf(type) == P16Scales::kAfterPair;
-    const size_t pair_bytes = 2 * quant_bytes + 64;
+    const size_t block_bytes = q4 ? 18 : 34;
     for (size_t k : {32, 160, 192, 1056}) {
       SCOPED_TRACE("k=" + std::to_string(k) + TypeName(type));
       const size_t blocks = k / kQuantBlock;
-      const auto quants_at = [&](size_t b) {
-        return paired ? b / 2 * pair_bytes + b % 2 * quant_bytes : quant_bytes * b;
-      };
-      const auto scales_at = [&](size_t b) {
-        const size_t in_pair = b / 2 * 2 + 1 < blocks ? 2 : 1;
-        return paired ? b / 2 * pair_bytes + in_pair * quant_bytes + 32 * (b % 2)
-                      : blocks * quant_bytes + 32 * b;
-      };
       const P16Case t = MakeP16Case(rng, type, rows, k, n);
       ASSERT_EQ(t.p16.size(), 3 * blocks * 16 * block_bytes);
-      for (size_t c = 0; c < 48; ++c) {
-        const uint8_t* panel = t.p16.data() + c / 16 * blocks * 16 * block_bytes;
-        for (size_t b = 0; b < blocks; ++b) {
-          const uint8_t* block = t.blocks.data() + (c * blocks + b) * block_bytes;
-          const uint8_t* scale = panel + scales_at(b) + 2 * (c % 16);
-          ASSERT_EQ(scale[0], c < n ? block[0] : 0) << "column " << c << " block " << b;
-          ASSERT_EQ(scale[1], c < n ? block[1] : 0) << "column " << c << " block " << b;
-          for (size_t g = 0; g < groups; ++g) {
-            for (size_t i = 0; i < 4; ++i) {
-              ASSERT_EQ(panel[quants_at(b) + 64 * g + 4 * (c % 16) + i],
-                        c < n ? block[2 + 4 * g + i] : 0)
-                  << "column " << c << " block " << b << " group " << g << " byte " << i;
-            }
-          }
-        }
-      }
       // The contract's order, from the rows before the repack.
       std::vector<float> want = t.old_dst;
       for (size_t r = 0; r < rows; ++r) {

@@ -236,6 +236,26 @@ struct WeightLayout {
   absl::string_view align_what = "the element size";
 };
 
+// The panel dtypes (MATMUL weights and GATHER_ROWS tables): whole panels
+// of `rows` rows of blocks of block_bytes, 64-byte aligned.
+struct PanelDtype {
+  uint32_t dtype;
+  WeightType type;
+  uint64_t block_bytes;
+  uint64_t rows;
+  absl::string_view align_what;
+};
+constexpr PanelDtype kPanelDtypes[] = {
+    {LNPU_DTYPE_Q8_0_P16, WeightType::kQ8_0P16, 34, LNPU_Q8_0_P16_ROWS,
+     "the LNPU_DTYPE_Q8_0_P16 panel alignment of"},
+    {LNPU_DTYPE_Q4_0_P16, WeightType::kQ4_0P16, 18, LNPU_Q4_0_P16_ROWS,
+     "the LNPU_DTYPE_Q4_0_P16 panel alignment of"},
+    {LNPU_DTYPE_Q8_0_P16S, WeightType::kQ8_0P16S, 34, LNPU_Q8_0_P16_ROWS,
+     "the LNPU_DTYPE_Q8_0_P16S panel alignment of"},
+    {LNPU_DTYPE_Q4_0_P16S, WeightType::kQ4_0P16S, 18, LNPU_Q4_0_P16_ROWS,
+     "the LNPU_DTYPE_Q4_0_P16S panel alignment of"},
+};
+
 // What a weight/table operand is: GATHER_ROWS tables take every dtype but
 // LNPU_DTYPE_Q6_K (a MATMUL weight type only).
 enum class WeightUse { kTable, kMatmulWeight };
@@ -264,25 +284,11 @@ absl::StatusOr<WeightLayout> WeightDtype(const CommandChecker& check,
                                         "quantized ", field));
       }
       // Panels of 16 rows of blocks, read with aligned 64-byte loads.
-      if (dtype == LNPU_DTYPE_Q8_0_P16) {
-        return WeightLayout{WeightType::kQ8_0P16, LNPU_QUANT_BLOCK, 34, 64,
-                            LNPU_Q8_0_P16_ROWS,
-                            "the LNPU_DTYPE_Q8_0_P16 panel alignment of"};
-      }
-      if (dtype == LNPU_DTYPE_Q4_0_P16) {
-        return WeightLayout{WeightType::kQ4_0P16, LNPU_QUANT_BLOCK, 18, 64,
-                            LNPU_Q4_0_P16_ROWS,
-                            "the LNPU_DTYPE_Q4_0_P16 panel alignment of"};
-      }
-      if (dtype == LNPU_DTYPE_Q8_0_P16S) {
-        return WeightLayout{WeightType::kQ8_0P16S, LNPU_QUANT_BLOCK, 34, 64,
-                            LNPU_Q8_0_P16_ROWS,
-                            "the LNPU_DTYPE_Q8_0_P16S panel alignment of"};
-      }
-      if (dtype == LNPU_DTYPE_Q4_0_P16S) {
-        return WeightLayout{WeightType::kQ4_0P16S, LNPU_QUANT_BLOCK, 18, 64,
-                            LNPU_Q4_0_P16_ROWS,
-                            "the LNPU_DTYPE_Q4_0_P16S panel alignment of"};
+      for (const PanelDtype& panel : kPanelDtypes) {
+        if (panel.dtype == dtype) {
+          return WeightLayout{panel.type, LNPU_QUANT_BLOCK, panel.block_bytes, 64, panel.rows,
+                              panel.align_what};
+        }
       }
       // Blocks start with an f16 scale: 2-byte alignment.
       if (dtype == LNPU_DTYPE_Q8_0) {
