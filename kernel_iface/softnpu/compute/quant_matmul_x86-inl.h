@@ -306,9 +306,9 @@ struct GemvOfRows {
 // ---------------------------------------------------------------- Panels
 //
 // Panel weights (Q8_0P16, Q4_0P16, Q8_0P16S, Q4_0P16S: base/quant_blocks.h):
-// each of a panel block's groups holds 4 quant bytes of 16 columns side by side, so one DotN
-// of a group operand with 4 broadcast activation bytes adds 4 products to
-// each of its columns' int32 sums; no horizontal sums. A Q8_0 group is one
+// each of a panel block's groups holds 4 quant bytes of 16 columns side by
+// side, so one DotN of a group operand with 4 broadcast activation bytes
+// adds 4 products to each of its columns' int32 sums; no horizontal sums. A Q8_0 group is one
 // operand (activation word g); a Q4_0 group is two, its low nibbles (word
 // g) and its high nibbles (word g + 4), unpacked with two vector ANDs and a
 // shift. The f32 steps follow the one order of quant_matmul.h's contract,
@@ -587,33 +587,46 @@ LNPU_QM_INLINE void P16Store(const MatmulArgs& a, size_t first, size_t col_begin
   }
 }
 
+// Pass kPass of P16Panels: the kP16Lanes columns of each panel from
+// kPass * kP16Lanes on (the pass a constant in every step).
+template <class W, P16Scales kLayout, size_t kRows, size_t kPanels, size_t kPass>
+LNPU_QM_INLINE void P16PanelsPass(const MatmulArgs& a, const P16Activations<kRows>& x,
+                                  const uint8_t* const (&panels)[kPanels],
+                                  const size_t (&panel_index)[kPanels], size_t col_begin,
+                                  size_t col_end, P16PrefetchAhead ahead) {
+  typename Isa::VF acc[kPanels][kRows];
+#pragma GCC unroll 4
+  for (size_t s = 0; s < kPanels; ++s) {
+#pragma GCC unroll 4
+    for (size_t r = 0; r < kRows; ++r) acc[s][r] = Isa::ZeroF();
+  }
+  P16Sums<W, kLayout, kRows, kPanels>(panels, a.k / kQuantBlock, kPass, x, ahead, acc);
+#pragma GCC unroll 4
+  for (size_t s = 0; s < kPanels; ++s) {
+    P16Store<kRows>(a, panel_index[s] * kP16Rows + kPass * kP16Lanes, col_begin, col_end,
+                    acc[s]);
+  }
+}
+
 // Rows [0, kRows) x the columns of [col_begin, col_end) in the kPanels
-// panels panel_index[s].
+// panels panel_index[s]. (The passes written out: clang at -O1 declined
+// to unroll a loop over them once the block loops held two steps.)
 template <class W, P16Scales kLayout, size_t kRows, size_t kPanels>
 LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& x,
                               const size_t (&panel_index)[kPanels], size_t col_begin,
                               size_t col_end, P16PrefetchAhead ahead) {
-  const size_t blocks = a.k / kQuantBlock;
-  const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, blocks);
+  static_assert(kP16Passes == 1 || kP16Passes == 2);
+  const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, a.k / kQuantBlock);
   const uint8_t* panels[kPanels];
 #pragma GCC unroll 4
   for (size_t s = 0; s < kPanels; ++s) {
     panels[s] = static_cast<const uint8_t*>(a.weight) + panel_index[s] * panel_bytes;
   }
-#pragma GCC unroll 2
-  for (size_t pass = 0; pass < kP16Passes; ++pass) {
-    typename Isa::VF acc[kPanels][kRows];
-#pragma GCC unroll 4
-    for (size_t s = 0; s < kPanels; ++s) {
-#pragma GCC unroll 4
-      for (size_t r = 0; r < kRows; ++r) acc[s][r] = Isa::ZeroF();
-    }
-    P16Sums<W, kLayout, kRows, kPanels>(panels, blocks, pass, x, ahead, acc);
-#pragma GCC unroll 4
-    for (size_t s = 0; s < kPanels; ++s) {
-      P16Store<kRows>(a, panel_index[s] * kP16Rows + pass * kP16Lanes, col_begin, col_end,
-                      acc[s]);
-    }
+  P16PanelsPass<W, kLayout, kRows, kPanels, 0>(a, x, panels, panel_index, col_begin, col_end,
+                                               ahead);
+  if constexpr (kP16Passes == 2) {
+    P16PanelsPass<W, kLayout, kRows, kPanels, 1>(a, x, panels, panel_index, col_begin, col_end,
+                                                 ahead);
   }
 }
 
