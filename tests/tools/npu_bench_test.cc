@@ -1,11 +1,13 @@
 // npu-bench: its parts (command line, decode traffic, read bandwidth) and
 // the program end to end on a tiny random model, with one repetition and
 // short lengths so the whole suite takes a few seconds.
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <filesystem>
 #include <fstream>
@@ -22,10 +24,13 @@
 #include "gtest/gtest.h"
 #include "tests/tools/tool_test_support.h"
 #include "tools/npu-bench/batched_decode.h"
+#include "tools/npu-bench/bench_report.h"
 #include "tools/npu-bench/command_line.h"
 #include "tools/npu-bench/decode_traffic.h"
 #include "tools/npu-bench/cpu_contention.h"
 #include "tools/npu-bench/cpu_steal.h"
+#include "tools/npu-bench/model_benchmark.h"
+#include "tools/npu-bench/peak_rss.h"
 #include "tools/npu-bench/read_bandwidth.h"
 #include "tools/npu-bench/step_profile.h"
 #include "kernel_iface/driver/device.h"
@@ -292,13 +297,107 @@ TEST(NpuBenchReadBandwidth, RejectsBadOptions) {
   }
 }
 
+TEST(NpuBenchPeakRss, ParsesTheHighWaterMarkOfAProcStatus) {
+  absl::StatusOr<double> mib =
+      ParsePeakRssMiB("Name:\tnpu-bench\nVmPeak:\t  999999 kB\nVmHWM:\t   20480 kB\n"
+                      "VmRSS:\t   10240 kB\n");
+  ASSERT_TRUE(mib.ok()) << mib.status();
+  EXPECT_DOUBLE_EQ(*mib, 20.0);
+  for (const char* bad : {"VmRSS:\t10240 kB\n", "VmHWM:\t20480\n", "VmHWM:\tmany kB\n",
+                          "VmHWM:\t-5 kB\n", ""}) {
+    EXPECT_EQ(ParsePeakRssMiB(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+// Memory touched and freed raises the peak; a reset lowers it to what is
+// resident now.
+TEST(NpuBenchPeakRss, ResetForgetsMemoryFreedSince) {
+  constexpr size_t kBytes = size_t{256} << 20;
+  ASSERT_TRUE(ResetPeakRss().ok());
+  absl::StatusOr<double> before = ReadPeakRssMiB();
+  ASSERT_TRUE(before.ok()) << before.status();
+  void* buffer = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(buffer, MAP_FAILED);
+  std::memset(buffer, 1, kBytes);
+  ASSERT_EQ(munmap(buffer, kBytes), 0);
+  absl::StatusOr<double> raised = ReadPeakRssMiB();
+  ASSERT_TRUE(raised.ok()) << raised.status();
+  EXPECT_GE(*raised, *before + 250);
+  ASSERT_TRUE(ResetPeakRss().ok());
+  absl::StatusOr<double> after = ReadPeakRssMiB();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_LT(*after, *raised - 200);
+}
+
+// Each decode fill is bracketed by two probe calls, before its warm-ups
+// and after its last repetition, and keeps their figures in order; the
+// report holds each fill against the mean of its two.
+TEST(NpuBenchBracket, EachFillIsProbedBeforeAndAfter) {
+  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
+  ASSERT_TRUE(device.ok()) << device.status();
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      runtime::Model::Load(*std::move(device), CompileTinyModel());
+  ASSERT_TRUE(model.ok()) << model.status();
+  ModelBenchmarkOptions options;
+  options.prompt_lengths = {4};
+  options.ttft_prompt_tokens = 4;
+  options.fill_percents = {0, 50};
+  options.decode_steps = 2;
+  options.reps = 1;
+  options.warmups = 1;
+  int probes = 0;
+  options.bandwidth_probe = [&probes]() -> absl::StatusOr<double> { return ++probes * 1e9; };
+  absl::StatusOr<ModelBenchmarkResult> result = RunModelBenchmark(**model, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->decode.size(), 2u);
+  EXPECT_EQ(probes, 4);
+  EXPECT_EQ(result->decode[0].probe_before_bytes_per_second, 1e9);
+  EXPECT_EQ(result->decode[0].probe_after_bytes_per_second, 2e9);
+  EXPECT_EQ(result->decode[1].probe_before_bytes_per_second, 3e9);
+  EXPECT_EQ(result->decode[1].probe_after_bytes_per_second, 4e9);
+
+  BenchReport report;
+  report.results = *result;
+  report.bandwidth.bytes_per_second = 10e9;
+  report.traffic.weight_bytes = 1000;
+  report.bracket_probes.resize(4);
+  EXPECT_EQ(report.DecodeBandwidth(result->decode[0]), 1.5e9);
+  EXPECT_EQ(report.DecodeBandwidth(result->decode[1]), 3.5e9);
+  EXPECT_NEAR(report.DecodeLimit(result->decode[1]),
+              3.5e9 / report.DecodeBytesPerToken(result->decode[1]), 1e-6);
+  DecodeResult unbracketed = result->decode[0];
+  unbracketed.probe_before_bytes_per_second = unbracketed.probe_after_bytes_per_second = 0;
+  EXPECT_EQ(report.DecodeBandwidth(unbracketed), 10e9);
+}
+
+TEST(NpuBenchBracket, AProbeErrorEndsTheBenchmark) {
+  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
+  ASSERT_TRUE(device.ok()) << device.status();
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      runtime::Model::Load(*std::move(device), CompileTinyModel());
+  ASSERT_TRUE(model.ok()) << model.status();
+  ModelBenchmarkOptions options;
+  options.prompt_lengths = {4};
+  options.ttft_prompt_tokens = 4;
+  options.fill_percents = {0};
+  options.decode_steps = 1;
+  options.reps = 1;
+  options.bandwidth_probe = []() -> absl::StatusOr<double> {
+    return absl::ResourceExhaustedError("no memory for the probe");
+  };
+  EXPECT_EQ(RunModelBenchmark(**model, options).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
 TEST(NpuBenchProgram, TextHasEverySection) {
   const ToolRun run = RunBench(QuickArgs());
   ASSERT_EQ(run.exit_code, 0) << run.err;
   for (const char* section :
        {"npu-bench: ", "device: ", "model: ", "weights: ", "\nprefill\n", "time to first token",
         "placement: ", "loaded in ", "\ndecode\n", "of limit", "decode speed 50% vs 0% fill", "peak RSS: ",
-        "read bandwidth: ", "cpu steal: "}) {
+        "read bandwidth: ", "cpu steal: ", "probes GB/s",
+        "limit: the mean of the read bandwidth probed right before and right after each fill",
+        "the fastest of 4 probes around the decode fills"}) {
     EXPECT_THAT(run.out, HasSubstr(section));
   }
   // One row per prefill length and per fill.
@@ -355,6 +454,15 @@ TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
       "assert d[\"read_bandwidth\"][\"bytes_per_second\"] > 0\n"
       "assert d[\"read_bandwidth\"][\"buffer_bytes\"] == 8 << 20\n"
       "assert d[\"read_bandwidth\"][\"streams_per_thread\"] in (1, 4, 8)\n"
+      "probes = d[\"read_bandwidth\"][\"bracket_probes\"]\n"
+      "assert len(probes) == 4 and min(probes) > 0\n"
+      "assert d[\"read_bandwidth\"][\"bytes_per_second\"] == max(probes)\n"
+      "assert d[\"read_bandwidth\"][\"bracket_unavailable\"] is None\n"
+      "for i, x in enumerate(d[\"decode\"]):\n"
+      "  assert [x[\"probe_before_bytes_per_second\"], x[\"probe_after_bytes_per_second\"]] =="
+      " probes[2 * i:2 * i + 2]\n"
+      "  limit = (probes[2 * i] + probes[2 * i + 1]) / 2 / x[\"bytes_per_token\"]\n"
+      "  assert abs(x[\"limit_tokens_per_second\"] - limit) <= 1e-4 * limit  # 6 digits each\n"
       "assert 0 <= d[\"cpu_stolen_fraction\"] <= 1\n"
       "' <'" + json_path + "'");
   EXPECT_EQ(check.exit_code, 0) << check.err << "\n" << run.out;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "tools/common/json.h"
 #include "tools/npu-bench/cpu_contention.h"
 
@@ -53,6 +54,11 @@ std::string JsonBreakdown(const StepBreakdown& b) {
                          JsonNumber(b.host_us), JsonNumber(b.submit_us), JsonNumber(b.wait_us));
 }
 
+// A bracket probe's bytes/s, null when the run was not bracketed.
+std::string ProbeJson(const BenchReport& r, double bytes_per_second) {
+  return r.bracket_probes.empty() ? std::string("null") : JsonNumber(bytes_per_second);
+}
+
 // Where the weights ended up, as the text report says it.
 std::string PlacementLabel(const BenchReport& r) {
   if (r.weights_imported) return "the artifact's file mapping imported (not copied)";
@@ -88,8 +94,15 @@ double BenchReport::CpuShare(const DecodeResult& decode) const {
                            static_cast<int>(compute_units));
 }
 
+double BenchReport::DecodeBandwidth(const DecodeResult& decode) const {
+  if (decode.probe_before_bytes_per_second > 0 && decode.probe_after_bytes_per_second > 0) {
+    return (decode.probe_before_bytes_per_second + decode.probe_after_bytes_per_second) / 2;
+  }
+  return bandwidth.bytes_per_second;
+}
+
 double BenchReport::DecodeLimit(const DecodeResult& decode) const {
-  return bandwidth.bytes_per_second / DecodeBytesPerToken(decode);
+  return DecodeBandwidth(decode) / DecodeBytesPerToken(decode);
 }
 
 std::string FormatText(const BenchReport& r) {
@@ -132,17 +145,30 @@ std::string FormatText(const BenchReport& r) {
                                         r.results.time_to_first_token.median_ms));
 
   absl::StrAppend(&out, "\ndecode\n",
-                  absl::StrFormat("%5s %8s %10s %10s %11s %9s %9s %9s %9s\n", "fill", "slots",
-                                  "ms/token", "tokens/s", "limit tok/s", "of limit", "host us",
-                                  "submit us", "wait us"));
+                  absl::StrFormat("%5s %8s %10s %10s %13s %11s %9s %9s %9s %9s\n", "fill",
+                                  "slots", "ms/token", "tokens/s", "probes GB/s", "limit tok/s",
+                                  "of limit", "host us", "submit us", "wait us"));
   for (const DecodeResult& d : r.results.decode) {
     const double limit = r.DecodeLimit(d);
+    const std::string probes =
+        r.bracket_probes.empty()
+            ? std::string("-")
+            : absl::StrFormat("%.1f/%.1f", d.probe_before_bytes_per_second / kGB,
+                              d.probe_after_bytes_per_second / kGB);
     absl::StrAppend(
-        &out, absl::StrFormat("%4d%% %8.0f %10.3f %10.1f %11.1f %8.1f%% %9.1f %9.1f %9.1f\n",
-                              d.fill_percent, d.mean_visible_slots, d.median_ms_per_token,
-                              d.tokens_per_second, limit, 100 * d.tokens_per_second / limit,
-                              d.per_token.host_us, d.per_token.submit_us, d.per_token.wait_us));
+        &out,
+        absl::StrFormat("%4d%% %8.0f %10.3f %10.1f %13s %11.1f %8.1f%% %9.1f %9.1f %9.1f\n",
+                        d.fill_percent, d.mean_visible_slots, d.median_ms_per_token,
+                        d.tokens_per_second, probes, limit, 100 * d.tokens_per_second / limit,
+                        d.per_token.host_us, d.per_token.submit_us, d.per_token.wait_us));
   }
+  absl::StrAppend(
+      &out, r.bracket_probes.empty()
+                ? absl::StrFormat("limit: the read bandwidth below, measured after the decode "
+                                  "runs (%s)\n",
+                                  r.bracket_unavailable)
+                : "limit: the mean of the read bandwidth probed right before and right after "
+                  "each fill's repetitions (before/after in \"probes\")\n");
   if (r.contention_processes > 0) {
     for (const DecodeResult& d : r.results.decode) {
       absl::StrAppend(&out, absl::StrFormat(
@@ -174,12 +200,24 @@ std::string FormatText(const BenchReport& r) {
 
   absl::StrAppend(
       &out, "\nmemory\n",
-      absl::StrFormat("peak RSS: %.1f MiB\n"
+      absl::StrFormat("peak RSS: %.1f MiB (the bandwidth probes' buffers not counted)\n"
                       "read bandwidth: %.2f GB/s (%d threads x %d streams, %.0f MiB buffer, "
-                      "best of %d per stream count)\n",
+                      "best of %d per stream count)",
                       r.peak_rss_mib, r.bandwidth.bytes_per_second / kGB, r.bandwidth.threads,
                       r.bandwidth.streams_per_thread, r.bandwidth.buffer_bytes / double(1 << 20),
                       r.bandwidth.runs));
+  if (!r.bracket_probes.empty()) {
+    const auto [slowest, fastest] = std::minmax_element(
+        r.bracket_probes.begin(), r.bracket_probes.end(),
+        [](const ReadBandwidth& a, const ReadBandwidth& b) {
+          return a.bytes_per_second < b.bytes_per_second;
+        });
+    absl::StrAppend(&out, absl::StrFormat(", the fastest of %d probes around the decode fills; "
+                                          "they read %.2f-%.2f GB/s",
+                                          r.bracket_probes.size(), slowest->bytes_per_second / kGB,
+                                          fastest->bytes_per_second / kGB));
+  }
+  absl::StrAppend(&out, "\n");
   if (r.cpu_stolen_fraction < 0) {
     absl::StrAppend(&out, "cpu steal: unknown (/proc/stat unreadable)\n");
   } else {
@@ -239,13 +277,16 @@ std::string FormatJson(const BenchReport& r) {
         &out, i ? ",\n    " : "\n    ",
         absl::StrFormat(R"({"fill_percent": %d, "start_slots": %d, "mean_visible_slots": %s, )"
                         R"("steps": %d, "median_ms_per_token": %s, "tokens_per_second": %s, )"
-                        R"("bytes_per_token": %s, "limit_tokens_per_second": %s, )"
+                        R"("bytes_per_token": %s, "probe_before_bytes_per_second": %s, )"
+                        R"("probe_after_bytes_per_second": %s, "limit_tokens_per_second": %s, )"
                         R"("fraction_of_limit": %s, "per_token": %s, )"
                         R"("competing_processes": %d, "competitor_cores": %s, "cpu_share": %s})",
                         d.fill_percent, d.start_slots, JsonNumber(d.mean_visible_slots),
                         d.steps, JsonNumber(d.median_ms_per_token),
                         JsonNumber(d.tokens_per_second),
-                        JsonNumber(r.DecodeBytesPerToken(d)), JsonNumber(limit),
+                        JsonNumber(r.DecodeBytesPerToken(d)),
+                        ProbeJson(r, d.probe_before_bytes_per_second),
+                        ProbeJson(r, d.probe_after_bytes_per_second), JsonNumber(limit),
                         JsonNumber(d.tokens_per_second / limit), JsonBreakdown(d.per_token),
                         r.contention_processes, JsonNumber(d.competitor_cores),
                         JsonNumber(r.CpuShare(d))));
@@ -274,12 +315,18 @@ std::string FormatJson(const BenchReport& r) {
       absl::StrFormat("  \"decode_fill_ratio\": %s,\n"
                       "  \"peak_rss_mib\": %s,\n"
                       "  \"read_bandwidth\": {\"bytes_per_second\": %s, \"buffer_bytes\": %d, "
-                      "\"threads\": %d, \"streams_per_thread\": %d, \"runs\": %d},\n"
+                      "\"threads\": %d, \"streams_per_thread\": %d, \"runs\": %d, "
+                      "\"bracket_probes\": [%s], \"bracket_unavailable\": %s},\n"
                       "  \"cpu_stolen_fraction\": %s\n}\n",
                       r.results.decode.size() >= 2 ? JsonNumber(FillRatio(r.results)) : "null",
                       JsonNumber(r.peak_rss_mib), JsonNumber(r.bandwidth.bytes_per_second),
                       r.bandwidth.buffer_bytes, r.bandwidth.threads,
                       r.bandwidth.streams_per_thread, r.bandwidth.runs,
+                      absl::StrJoin(r.bracket_probes, ", ",
+                                    [](std::string* out, const ReadBandwidth& probe) {
+                                      absl::StrAppend(out, JsonNumber(probe.bytes_per_second));
+                                    }),
+                      r.bracket_probes.empty() ? JsonQuote(r.bracket_unavailable) : "null",
                       r.cpu_stolen_fraction < 0 ? "null" : JsonNumber(r.cpu_stolen_fraction)));
   return out;
 }

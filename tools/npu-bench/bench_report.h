@@ -47,10 +47,19 @@ struct BenchReport {
   DecodeTraffic traffic;
   ModelBenchmarkResult results;
   std::vector<BatchedDecodeResult> batched_decode;  // empty without --batch-lanes
-  double peak_rss_mib = 0;  // getrusage ru_maxrss before the bandwidth buffer exists
+  // The process's peak resident set (peak_rss.h) through the decode
+  // measurements, the bandwidth probes' buffers excluded.
+  double peak_rss_mib = 0;
   int contention_processes = 0;  // --contention
   int online_cores = 0;          // of the host, for the CPU share
+  // The fastest of bracket_probes, or one probe after the measurements
+  // when they were not bracketed.
   ReadBandwidth bandwidth;
+  // The probes taken before and after each decode fill
+  // (ModelBenchmarkOptions::bandwidth_probe), in order; empty when not
+  // bracketed, and then bracket_unavailable says why.
+  std::vector<ReadBandwidth> bracket_probes;
+  std::string bracket_unavailable;
   // The share of this (virtual) machine's CPU time the hypervisor gave to
   // other guests, from the first measurement to the end of the bandwidth's
   // (cpu_steal.h); < 0 when /proc/stat could not be read.
@@ -59,7 +68,10 @@ struct BenchReport {
   // Bytes one step of `decode` streams: the weights and its mean visible
   // KV slots.
   double DecodeBytesPerToken(const DecodeResult& decode) const;
-  // Decode tokens/s that `bandwidth` allows for one of results.decode.
+  // The read bandwidth `decode` is held against: the mean of its two
+  // bracket probes, else `bandwidth`.
+  double DecodeBandwidth(const DecodeResult& decode) const;
+  // Decode tokens/s that DecodeBandwidth allows for one of results.decode.
   double DecodeLimit(const DecodeResult& decode) const;
   // The share of the CPU the device's compute units had during `decode`
   // (1 without competing processes; cpu_contention.h).

@@ -17,7 +17,8 @@ inline constexpr char kUsage[] =
 
 Measures prefill and decode speed, time to first token, peak memory and the
 machine's read bandwidth, and reports decode as a fraction of the limit that
-bandwidth allows. Each figure is the median of --reps timed repetitions after
+bandwidth allows (the bandwidth probed right before and after each decode
+fill). Each figure is the median of --reps timed repetitions after
 --warmups untimed ones.
 
 model (exactly one):
@@ -36,9 +37,10 @@ measurement:
   --ttft-prompt N          prompt tokens of the time-to-first-token run (default 32)
   --reps N                 timed repetitions, median reported (default 5)
   --warmups N              untimed repetitions first (default 1)
-  --bandwidth-mib N        bandwidth buffer in MiB (default: max(1024, 4 x LLC))
-  --bandwidth-runs N       bandwidth runs per stream count (1, 4, 8 per thread),
-                           the fastest reported (default 5)
+  --bandwidth-mib N        bandwidth probe buffer in MiB (default: max(1024,
+                           4 x LLC))
+  --bandwidth-runs N       runs per stream count (1, 4, 8 per thread) of each
+                           probe, the fastest counts (default 5)
   --seed N                 seed of the random token ids (default 1)
   --device D               "auto" (default), "soft" or a device node path
   --placement P            where the weights go: "auto" (default: copied

@@ -2,16 +2,16 @@
 // the machine's memory bandwidth allows. Usage: command_line.h (kUsage).
 //
 // Order of a run: load, prefill at each length, time to first token,
-// decode at each cache fill, peak RSS (before anything else allocates),
-// batched decode of each --batch-lanes count (its lanes are not in the
-// peak RSS), then the read bandwidth with as many threads as the device
-// has compute units. With --profile: load, one profiled prefill and decode
+// decode at each cache fill, each fill bracketed by read-bandwidth probes
+// with as many threads as the device has compute units, peak RSS (the
+// probes' buffers not counted), batched decode of each --batch-lanes count
+// (its lanes are not in the peak RSS). When the peak cannot be lowered
+// after a probe (peak_rss.h), one probe after everything instead. With --profile: load, one profiled prefill and decode
 // step (step_profile.h) and one batched step of each --batch-lanes count,
 // then the bandwidth. With --trace the timed graph runs
 // are observed and written as a trace at the end. On the software NPU the
 // job timeout is raised (OpenToolDevice).
 // Exit status 0 on success, 1 with a message on stderr otherwise.
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,17 +37,12 @@
 #include "tools/npu-bench/command_line.h"
 #include "tools/npu-bench/decode_traffic.h"
 #include "tools/npu-bench/model_benchmark.h"
+#include "tools/npu-bench/peak_rss.h"
 #include "tools/npu-bench/read_bandwidth.h"
 #include "tools/npu-bench/step_profile.h"
 #include "tools/npu-bench/synthetic_model.h"
 
 namespace {
-
-double PeakRssMiB() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
-}
 
 absl::Status Run(const lnpu::bench::CommandLine& line) {
   using namespace lnpu::bench;
@@ -131,9 +126,26 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
 
   ModelBenchmarkOptions options = line.benchmark;
   options.observer = observer;
+  // Each decode fill is bracketed by bandwidth probes. A probe's buffer is
+  // not the model's memory: the peak is taken before it and the kernel's
+  // high-water mark lowered after it.
+  LNPU_ASSIGN_OR_RETURN(report.peak_rss_mib, ReadPeakRssMiB());
+  if (absl::Status reset = ResetPeakRss(); reset.ok()) {
+    options.bandwidth_probe = [&]() -> absl::StatusOr<double> {
+      LNPU_ASSIGN_OR_RETURN(const double peak, ReadPeakRssMiB());
+      report.peak_rss_mib = std::max(report.peak_rss_mib, peak);
+      LNPU_ASSIGN_OR_RETURN(const ReadBandwidth probe, MeasureReadBandwidth(bandwidth));
+      LNPU_RETURN_IF_ERROR(ResetPeakRss());
+      report.bracket_probes.push_back(probe);
+      return probe.bytes_per_second;
+    };
+  } else {
+    report.bracket_unavailable = absl::StrCat("not bracketed: ", reset.message());
+  }
   const absl::StatusOr<CpuTimes> cpu_before = ReadCpuTimes();
   LNPU_ASSIGN_OR_RETURN(ModelBenchmarkResult results, RunModelBenchmark(*model, options));
-  report.peak_rss_mib = PeakRssMiB();
+  LNPU_ASSIGN_OR_RETURN(const double peak_after, ReadPeakRssMiB());
+  report.peak_rss_mib = std::max(report.peak_rss_mib, peak_after);
   report.contention_processes = line.benchmark.contention_processes;
   report.online_cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   if (!batched.lanes.empty()) {
@@ -141,7 +153,15 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
     LNPU_ASSIGN_OR_RETURN(report.batched_decode, RunBatchedDecode(*model, batched));
   }
 
-  LNPU_ASSIGN_OR_RETURN(const ReadBandwidth measured, MeasureReadBandwidth(bandwidth));
+  if (report.bracket_probes.empty()) {
+    LNPU_ASSIGN_OR_RETURN(report.bandwidth, MeasureReadBandwidth(bandwidth));
+  } else {
+    report.bandwidth = *std::max_element(report.bracket_probes.begin(),
+                                         report.bracket_probes.end(),
+                                         [](const ReadBandwidth& a, const ReadBandwidth& b) {
+                                           return a.bytes_per_second < b.bytes_per_second;
+                                         });
+  }
   if (const absl::StatusOr<CpuTimes> cpu_after = ReadCpuTimes(); cpu_before.ok() && cpu_after.ok()) {
     report.cpu_stolen_fraction = StolenFraction(*cpu_before, *cpu_after);
   }
@@ -153,7 +173,6 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   report.warmups = line.benchmark.warmups;
   report.traffic = traffic;
   report.results = std::move(results);
-  report.bandwidth = measured;
   std::cout << (line.json ? FormatJson(report) : FormatText(report)) << std::flush;
   return trace != nullptr ? trace->Write(line.trace_path) : absl::OkStatus();
 }

@@ -162,6 +162,10 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
     std::vector<double> ms_per_token;
     runtime::SequenceStats before;
     uint32_t timed_first_slot = start_slots;
+    DecodeResult decode;
+    if (options.bandwidth_probe) {
+      LNPU_ASSIGN_OR_RETURN(decode.probe_before_bytes_per_second, options.bandwidth_probe());
+    }
     LNPU_ASSIGN_OR_RETURN(CpuContention contention,
                           CpuContention::Start(options.contention_processes));
     for (int run = 0; run < runs; ++run) {
@@ -179,10 +183,11 @@ absl::StatusOr<ModelBenchmarkResult> RunModelBenchmark(runtime::Model& model,
       }
     }
     LNPU_RETURN_IF_ERROR(session.SetStepObserver(nullptr));
-    const double competitor_cores = contention.Stop();
+    decode.competitor_cores = contention.Stop();
+    if (options.bandwidth_probe) {
+      LNPU_ASSIGN_OR_RETURN(decode.probe_after_bytes_per_second, options.bandwidth_probe());
+    }
     const uint64_t timed_tokens = uint64_t{options.decode_steps} * options.reps;
-    DecodeResult decode;
-    decode.competitor_cores = competitor_cores;
     decode.fill_percent = percent;
     decode.start_slots = timed_first_slot;
     // The step writing slot s attends to s earlier slots plus itself.

@@ -11,6 +11,7 @@
 #define TOOLS_NPU_BENCH_MODEL_BENCHMARK_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,13 @@ struct ModelBenchmarkOptions {
   // With an observer, every graph run of the timed repetitions is observed
   // (runtime::Sequence::SetStepObserver); warm-ups are not.
   runtime::Sequence::StepObserver observer;
+  // With a probe, the machine's read bandwidth (bytes/s) is measured right
+  // before each decode fill's repetitions (after the cache is filled, before
+  // the warm-ups) and right after its last one, outside the competing load:
+  // on a machine whose bandwidth drifts (a shared VM host) a limit taken
+  // minutes later says little about the seconds decode ran in. An error
+  // from the probe ends the benchmark.
+  std::function<absl::StatusOr<double>()> bandwidth_probe;
 };
 
 // Where one phase's time went, per token: the session's SessionStats summed
@@ -72,6 +80,10 @@ struct DecodeResult {
   // CPU cores the competing processes used during the measurement (0
   // without --contention).
   double competitor_cores = 0;
+  // The bandwidth_probe's figures around the repetitions, bytes/s; 0
+  // without a probe.
+  double probe_before_bytes_per_second = 0;
+  double probe_after_bytes_per_second = 0;
 };
 
 struct ModelBenchmarkResult {
