@@ -368,6 +368,26 @@ TEST(NpuBenchBracket, EachFillIsProbedBeforeAndAfter) {
   DecodeResult unbracketed = result->decode[0];
   unbracketed.probe_before_bytes_per_second = unbracketed.probe_after_bytes_per_second = 0;
   EXPECT_EQ(report.DecodeBandwidth(unbracketed), 10e9);
+  EXPECT_FALSE(report.ProbesSteady(unbracketed));
+}
+
+// A fill counts as measured at a steady bandwidth when its two probes are
+// within 10% of their mean.
+TEST(NpuBenchBracket, ProbesSteadyWithinTenPercentOfTheirMean) {
+  BenchReport report;
+  report.bracket_probes.resize(2);
+  for (const auto& [before, after, steady] :
+       std::vector<std::tuple<double, double, bool>>{{50e9, 50e9, true},
+                                                     {50e9, 54.9e9, true},
+                                                     {54.9e9, 50e9, true},
+                                                     {50e9, 56e9, false},
+                                                     {51.4e9, 71.4e9, false},
+                                                     {0, 50e9, false}}) {
+    DecodeResult decode;
+    decode.probe_before_bytes_per_second = before;
+    decode.probe_after_bytes_per_second = after;
+    EXPECT_EQ(report.ProbesSteady(decode), steady) << before << " " << after;
+  }
 }
 
 TEST(NpuBenchBracket, AProbeErrorEndsTheBenchmark) {
@@ -397,6 +417,7 @@ TEST(NpuBenchProgram, TextHasEverySection) {
         "placement: ", "loaded in ", "\ndecode\n", "of limit", "decode speed 50% vs 0% fill", "peak RSS: ",
         "read bandwidth: ", "cpu steal: ", "probes GB/s",
         "limit: the mean of the read bandwidth probed right before and right after each fill",
+        "* = the probes differ by more than 10%",
         "the fastest of 4 probes around the decode fills"}) {
     EXPECT_THAT(run.out, HasSubstr(section));
   }
@@ -463,6 +484,8 @@ TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
       " probes[2 * i:2 * i + 2]\n"
       "  limit = (probes[2 * i] + probes[2 * i + 1]) / 2 / x[\"bytes_per_token\"]\n"
       "  assert abs(x[\"limit_tokens_per_second\"] - limit) <= 1e-4 * limit  # 6 digits each\n"
+      "  steady = abs(probes[2 * i] - probes[2 * i + 1]) <= 0.05 * (probes[2 * i] + probes[2 * i + 1])\n"
+      "  assert x[\"probes_steady\"] is steady\n"
       "assert 0 <= d[\"cpu_stolen_fraction\"] <= 1\n"
       "' <'" + json_path + "'");
   EXPECT_EQ(check.exit_code, 0) << check.err << "\n" << run.out;

@@ -101,6 +101,13 @@ double BenchReport::DecodeBandwidth(const DecodeResult& decode) const {
   return bandwidth.bytes_per_second;
 }
 
+bool BenchReport::ProbesSteady(const DecodeResult& decode) const {
+  const double before = decode.probe_before_bytes_per_second;
+  const double after = decode.probe_after_bytes_per_second;
+  return before > 0 && after > 0 &&
+         std::abs(before - after) <= kSteadyProbeTolerance * (before + after) / 2;
+}
+
 double BenchReport::DecodeLimit(const DecodeResult& decode) const {
   return DecodeBandwidth(decode) / DecodeBytesPerToken(decode);
 }
@@ -153,8 +160,9 @@ std::string FormatText(const BenchReport& r) {
     const std::string probes =
         r.bracket_probes.empty()
             ? std::string("-")
-            : absl::StrFormat("%.1f/%.1f", d.probe_before_bytes_per_second / kGB,
-                              d.probe_after_bytes_per_second / kGB);
+            : absl::StrFormat("%.1f/%.1f%s", d.probe_before_bytes_per_second / kGB,
+                              d.probe_after_bytes_per_second / kGB,
+                              r.ProbesSteady(d) ? " " : "*");
     absl::StrAppend(
         &out,
         absl::StrFormat("%4d%% %8.0f %10.3f %10.1f %13s %11.1f %8.1f%% %9.1f %9.1f %9.1f\n",
@@ -167,8 +175,12 @@ std::string FormatText(const BenchReport& r) {
                 ? absl::StrFormat("limit: the read bandwidth below, measured after the decode "
                                   "runs (%s)\n",
                                   r.bracket_unavailable)
-                : "limit: the mean of the read bandwidth probed right before and right after "
-                  "each fill's repetitions (before/after in \"probes\")\n");
+                : absl::StrFormat(
+                      "limit: the mean of the read bandwidth probed right before and right "
+                      "after each fill's repetitions (before/after in \"probes\"); * = the "
+                      "probes differ by more than %.0f%%: the bandwidth moved during the fill, "
+                      "its \"of limit\" is not a measure of the decode loop\n",
+                      100 * kSteadyProbeTolerance));
   if (r.contention_processes > 0) {
     for (const DecodeResult& d : r.results.decode) {
       absl::StrAppend(&out, absl::StrFormat(
@@ -278,7 +290,8 @@ std::string FormatJson(const BenchReport& r) {
         absl::StrFormat(R"({"fill_percent": %d, "start_slots": %d, "mean_visible_slots": %s, )"
                         R"("steps": %d, "median_ms_per_token": %s, "tokens_per_second": %s, )"
                         R"("bytes_per_token": %s, "probe_before_bytes_per_second": %s, )"
-                        R"("probe_after_bytes_per_second": %s, "limit_tokens_per_second": %s, )"
+                        R"("probe_after_bytes_per_second": %s, "probes_steady": %s, )"
+                        R"("limit_tokens_per_second": %s, )"
                         R"("fraction_of_limit": %s, "per_token": %s, )"
                         R"("competing_processes": %d, "competitor_cores": %s, "cpu_share": %s})",
                         d.fill_percent, d.start_slots, JsonNumber(d.mean_visible_slots),
@@ -286,7 +299,11 @@ std::string FormatJson(const BenchReport& r) {
                         JsonNumber(d.tokens_per_second),
                         JsonNumber(r.DecodeBytesPerToken(d)),
                         ProbeJson(r, d.probe_before_bytes_per_second),
-                        ProbeJson(r, d.probe_after_bytes_per_second), JsonNumber(limit),
+                        ProbeJson(r, d.probe_after_bytes_per_second),
+                        r.bracket_probes.empty() ? "null"
+                        : r.ProbesSteady(d)      ? "true"
+                                                 : "false",
+                        JsonNumber(limit),
                         JsonNumber(d.tokens_per_second / limit), JsonBreakdown(d.per_token),
                         r.contention_processes, JsonNumber(d.competitor_cores),
                         JsonNumber(r.CpuShare(d))));

@@ -33,6 +33,10 @@ struct ModelShape {
   static ModelShape Of(const runtime::ModelInfo& info);
 };
 
+// How far a fill's two bracket probes may differ, as a fraction of their
+// mean, for the fill to count as measured at a steady bandwidth.
+inline constexpr double kSteadyProbeTolerance = 0.10;
+
 struct BenchReport {
   std::string model;    // the artifact path or "synthetic PRESET (WEIGHTS)"
   std::string device;   // Device::Describe()
@@ -71,6 +75,11 @@ struct BenchReport {
   // The read bandwidth `decode` is held against: the mean of its two
   // bracket probes, else `bandwidth`.
   double DecodeBandwidth(const DecodeResult& decode) const;
+  // Whether `decode`'s two bracket probes agree within
+  // kSteadyProbeTolerance of their mean (false when not bracketed): when
+  // they do not, the bandwidth moved during the fill and its share of the
+  // limit is not a judgement of the decode loop.
+  bool ProbesSteady(const DecodeResult& decode) const;
   // Decode tokens/s that DecodeBandwidth allows for one of results.decode.
   double DecodeLimit(const DecodeResult& decode) const;
   // The share of the CPU the device's compute units had during `decode`
