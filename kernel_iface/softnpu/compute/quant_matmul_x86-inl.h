@@ -645,8 +645,11 @@ constexpr size_t kP16Streams = kRows <= 2 ? 4 : 2;
 // panels being consecutive). A whole panel (15-82 KiB for k = 896 .. 5632)
 // times the streams overflowed L1: on the Intel (AMX) VM, with 4 KiB the
 // 1-row GEMVs of k = 4864 and 5632 took 15-17% less time from DRAM and the
-// others up to 8% less (performance.md "Q4_0 panels on Intel (AMX)").
-constexpr size_t kP16GemvPrefetchBytes = 4096;
+// others up to 8% less, 2 KiB the same as 4 (performance.md "Q4_0 panels
+// on Intel (AMX)"); on the Zen 5 VM 2 KiB decoded faster than 4 in 17 of
+// 18 paired rounds, by 2-8% at matched probed bandwidth ("Prefetch
+// distance on Zen 5").
+constexpr size_t kP16GemvPrefetchBytes = 2048;
 
 template <class W, P16Scales kLayout>
 struct P16GemvOf {
