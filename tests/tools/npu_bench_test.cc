@@ -90,6 +90,31 @@ std::string CompileTinyBatchedModel() {
   return *path;
 }
 
+// `artifact` loaded on a fresh software NPU; nullptr (and a test failure)
+// when it does not load.
+std::unique_ptr<runtime::Model> LoadOnSoftNpu(const std::string& artifact) {
+  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
+  EXPECT_TRUE(device.ok()) << device.status();
+  if (!device.ok()) return nullptr;
+  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
+      runtime::Model::Load(*std::move(device), artifact);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? *std::move(model) : nullptr;
+}
+
+// A 4-token prefill and time to first token, then one warm-up and one
+// timed repetition of 2 decode steps at each of `fills`.
+ModelBenchmarkOptions ShortBenchmark(std::vector<uint32_t> fills) {
+  ModelBenchmarkOptions options;
+  options.prompt_lengths = {4};
+  options.ttft_prompt_tokens = 4;
+  options.fill_percents = std::move(fills);
+  options.decode_steps = 2;
+  options.reps = 1;
+  options.warmups = 1;
+  return options;
+}
+
 using tools::testing::ToolRun;
 
 // Runs `command` through the shell, stdout and stderr captured.
@@ -333,21 +358,12 @@ TEST(NpuBenchPeakRss, ResetForgetsMemoryFreedSince) {
 // and after its last repetition, and keeps their figures in order; the
 // report holds each fill against the mean of its two.
 TEST(NpuBenchBracket, EachFillIsProbedBeforeAndAfter) {
-  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
-  ASSERT_TRUE(device.ok()) << device.status();
-  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
-      runtime::Model::Load(*std::move(device), CompileTinyModel());
-  ASSERT_TRUE(model.ok()) << model.status();
-  ModelBenchmarkOptions options;
-  options.prompt_lengths = {4};
-  options.ttft_prompt_tokens = 4;
-  options.fill_percents = {0, 50};
-  options.decode_steps = 2;
-  options.reps = 1;
-  options.warmups = 1;
+  const std::unique_ptr<runtime::Model> model = LoadOnSoftNpu(CompileTinyModel());
+  ASSERT_NE(model, nullptr);
+  ModelBenchmarkOptions options = ShortBenchmark({0, 50});
   int probes = 0;
   options.bandwidth_probe = [&probes]() -> absl::StatusOr<double> { return ++probes * 1e9; };
-  absl::StatusOr<ModelBenchmarkResult> result = RunModelBenchmark(**model, options);
+  absl::StatusOr<ModelBenchmarkResult> result = RunModelBenchmark(*model, options);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->decode.size(), 2u);
   EXPECT_EQ(probes, 4);
@@ -391,21 +407,13 @@ TEST(NpuBenchBracket, ProbesSteadyWithinTenPercentOfTheirMean) {
 }
 
 TEST(NpuBenchBracket, AProbeErrorEndsTheBenchmark) {
-  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
-  ASSERT_TRUE(device.ok()) << device.status();
-  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
-      runtime::Model::Load(*std::move(device), CompileTinyModel());
-  ASSERT_TRUE(model.ok()) << model.status();
-  ModelBenchmarkOptions options;
-  options.prompt_lengths = {4};
-  options.ttft_prompt_tokens = 4;
-  options.fill_percents = {0};
-  options.decode_steps = 1;
-  options.reps = 1;
+  const std::unique_ptr<runtime::Model> model = LoadOnSoftNpu(CompileTinyModel());
+  ASSERT_NE(model, nullptr);
+  ModelBenchmarkOptions options = ShortBenchmark({0});
   options.bandwidth_probe = []() -> absl::StatusOr<double> {
     return absl::ResourceExhaustedError("no memory for the probe");
   };
-  EXPECT_EQ(RunModelBenchmark(**model, options).status().code(),
+  EXPECT_EQ(RunModelBenchmark(*model, options).status().code(),
             absl::StatusCode::kResourceExhausted);
 }
 
@@ -693,14 +701,11 @@ TEST(NpuBenchContention, CpuShareIsWhatTheCompetitorsLeave) {
 // command times lie within their jobs and the step, and the groups add
 // up to the commands.
 TEST(NpuBenchProfile, AccountsForEveryCommandOfEachStep) {
-  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
-  ASSERT_TRUE(device.ok()) << device.status();
-  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
-      runtime::Model::Load(*std::move(device), CompileTinyModel());
-  ASSERT_TRUE(model.ok()) << model.status();
+  const std::unique_ptr<runtime::Model> model = LoadOnSoftNpu(CompileTinyModel());
+  ASSERT_NE(model, nullptr);
   int observed = 0;
   absl::StatusOr<std::vector<StepProfile>> profiles =
-      ProfileModel(**model, 16, 1, [&](const runtime::StepTimeline&) { ++observed; });
+      ProfileModel(*model, 16, 1, [&](const runtime::StepTimeline&) { ++observed; });
   ASSERT_TRUE(profiles.ok()) << profiles.status();
   ASSERT_EQ(profiles->size(), 2u);  // one prefill_16 run, one decode step
   EXPECT_EQ(observed, 2);
@@ -708,11 +713,11 @@ TEST(NpuBenchProfile, AccountsForEveryCommandOfEachStep) {
   EXPECT_EQ((*profiles)[0].tokens, 16u);
   EXPECT_EQ((*profiles)[1].graph, "decode");
   EXPECT_EQ((*profiles)[1].tokens, 1u);
-  const uint32_t layers = (*model)->info().n_layers;
+  const uint32_t layers = model->info().n_layers;
   for (const StepProfile& p : *profiles) {
     SCOPED_TRACE(p.graph);
     uint32_t in_graph = 0;
-    for (const runtime::GraphSpec& g : (*model)->program().graphs()) {
+    for (const runtime::GraphSpec& g : model->program().graphs()) {
       if (g.name != p.graph) continue;
       for (const runtime::StreamSpec& s : g.streams) in_graph += s.commands.size();
     }
@@ -754,16 +759,13 @@ TEST(NpuBenchProfile, AccountsForEveryCommandOfEachStep) {
 // command timed; its MATMULs read the same weights as one lane's with 4
 // times the operations.
 TEST(NpuBenchProfile, ProfilesOneBatchedStepOfEachLaneCount) {
-  absl::StatusOr<std::unique_ptr<Device>> device = Device::Open("soft");
-  ASSERT_TRUE(device.ok()) << device.status();
-  absl::StatusOr<std::unique_ptr<runtime::Model>> model =
-      runtime::Model::Load(*std::move(device), CompileTinyBatchedModel());
-  ASSERT_TRUE(model.ok()) << model.status();
+  const std::unique_ptr<runtime::Model> model = LoadOnSoftNpu(CompileTinyBatchedModel());
+  ASSERT_NE(model, nullptr);
   BatchedDecodeOptions options;
   options.lanes = {1, 4};
   int observed = 0;
   absl::StatusOr<std::vector<StepProfile>> profiles = ProfileBatchedDecode(
-      **model, options, [&](const runtime::StepTimeline&) { ++observed; });
+      *model, options, [&](const runtime::StepTimeline&) { ++observed; });
   ASSERT_TRUE(profiles.ok()) << profiles.status();
   ASSERT_EQ(profiles->size(), 2u);
   EXPECT_EQ(observed, 2);
@@ -772,7 +774,7 @@ TEST(NpuBenchProfile, ProfilesOneBatchedStepOfEachLaneCount) {
   EXPECT_EQ((*profiles)[1].graph, "decode_batch_4");
   EXPECT_EQ((*profiles)[1].tokens, 4u);
   uint32_t in_graph = 0;
-  for (const runtime::GraphSpec& g : (*model)->program().decode_batches()) {
+  for (const runtime::GraphSpec& g : model->program().decode_batches()) {
     if (g.name != "decode_batch_4") continue;
     for (const runtime::StreamSpec& s : g.streams) in_graph += s.commands.size();
   }
