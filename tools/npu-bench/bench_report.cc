@@ -219,11 +219,8 @@ std::string FormatText(const BenchReport& r) {
                       r.bandwidth.streams_per_thread, r.bandwidth.buffer_bytes / double(1 << 20),
                       r.bandwidth.runs));
   if (!r.bracket_probes.empty()) {
-    const auto [slowest, fastest] = std::minmax_element(
-        r.bracket_probes.begin(), r.bracket_probes.end(),
-        [](const ReadBandwidth& a, const ReadBandwidth& b) {
-          return a.bytes_per_second < b.bytes_per_second;
-        });
+    const auto [slowest, fastest] =
+        std::minmax_element(r.bracket_probes.begin(), r.bracket_probes.end(), SlowerThan);
     absl::StrAppend(&out, absl::StrFormat(", the fastest of %d probes around the decode fills; "
                                           "they read %.2f-%.2f GB/s",
                                           r.bracket_probes.size(), slowest->bytes_per_second / kGB,

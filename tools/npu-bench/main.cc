@@ -6,11 +6,11 @@
 // with as many threads as the device has compute units, peak RSS (the
 // probes' buffers not counted), batched decode of each --batch-lanes count
 // (its lanes are not in the peak RSS). When the peak cannot be lowered
-// after a probe (peak_rss.h), one probe after everything instead. With --profile: load, one profiled prefill and decode
-// step (step_profile.h) and one batched step of each --batch-lanes count,
-// then the bandwidth. With --trace the timed graph runs
-// are observed and written as a trace at the end. On the software NPU the
-// job timeout is raised (OpenToolDevice).
+// after a probe (peak_rss.h), one probe after everything instead. With
+// --profile: load, one profiled prefill and decode step (step_profile.h)
+// and one batched step of each --batch-lanes count, then the bandwidth.
+// With --trace the timed graph runs are observed and written as a trace at
+// the end. On the software NPU the job timeout is raised (OpenToolDevice).
 // Exit status 0 on success, 1 with a message on stderr otherwise.
 #include <unistd.h>
 
@@ -156,11 +156,8 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   if (report.bracket_probes.empty()) {
     LNPU_ASSIGN_OR_RETURN(report.bandwidth, MeasureReadBandwidth(bandwidth));
   } else {
-    report.bandwidth = *std::max_element(report.bracket_probes.begin(),
-                                         report.bracket_probes.end(),
-                                         [](const ReadBandwidth& a, const ReadBandwidth& b) {
-                                           return a.bytes_per_second < b.bytes_per_second;
-                                         });
+    report.bandwidth =
+        *std::max_element(report.bracket_probes.begin(), report.bracket_probes.end(), SlowerThan);
   }
   if (const absl::StatusOr<CpuTimes> cpu_after = ReadCpuTimes(); cpu_before.ok() && cpu_after.ok()) {
     report.cpu_stolen_fraction = StolenFraction(*cpu_before, *cpu_after);

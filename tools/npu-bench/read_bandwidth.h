@@ -34,6 +34,12 @@ struct ReadBandwidth {
   int runs = 0;
 };
 
+// Orders measurements by rate, the slower first (for std::max_element and
+// std::minmax_element).
+inline bool SlowerThan(const ReadBandwidth& a, const ReadBandwidth& b) {
+  return a.bytes_per_second < b.bytes_per_second;
+}
+
 // max(1 GiB, 4 x the last-level cache size the system reports), rounded up
 // to whole MiB.
 uint64_t DefaultBufferBytes();
