@@ -4,17 +4,17 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/file_io.h"
 
 namespace lnpu::bench {
 
@@ -42,15 +42,13 @@ absl::StatusOr<double> ReadPeakRssMiB() {
 }
 
 absl::Status ResetPeakRss() {
-  const int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-  const bool written = fd >= 0 && write(fd, "5", 1) == 1;
+  constexpr char kPath[] = "/proc/self/clear_refs";
+  const int fd = open(kPath, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "cannot reset the peak RSS through", kPath);
+  const bool written = write(fd, "5", 1) == 1;
   const int error = errno;
-  if (fd >= 0) close(fd);
-  if (!written) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot reset the peak RSS (/proc/self/clear_refs: ", std::strerror(error),
-                     ")"));
-  }
+  close(fd);
+  if (!written) return ErrnoError(error, "cannot reset the peak RSS through", kPath);
   return absl::OkStatus();
 }
 

@@ -25,8 +25,8 @@ absl::StatusOr<double> ParsePeakRssMiB(absl::string_view proc_status);
 absl::StatusOr<double> ReadPeakRssMiB();
 
 // Lowers the peak to the current resident set (writes "5" to
-// /proc/self/clear_refs; Linux >= 4.0). FailedPrecondition naming the file
-// and the errno when the kernel refuses (no /proc, a read-only mount).
+// /proc/self/clear_refs; Linux >= 4.0). base/file_io.h ErrnoError's status
+// naming the file when the kernel refuses (no /proc, a read-only mount).
 absl::Status ResetPeakRss();
 
 }  // namespace lnpu::bench
