@@ -779,7 +779,7 @@ TEST_P(QuantMatmulPathTest, PanelGemmEqualsPortableOverAnyRange) {
 // them a machine has does not change a Q8_0 model's decode. 15 columns: the
 // avx512vnni GEMV's steps of 4 and 2 columns (column pairs) and of one.
 TEST(QuantMatmulPathsTest, X86GemvsAgreeBitForBitOnQ8_0) {
-#if defined(__x86_64__)
+#if defined(LNPU_X86_QUANT_MATMUL_PATHS)
   std::vector<const QuantMatmulPath*> paths;
   for (const QuantMatmulPath* path :
        {&kAvx512VnniQuantMatmulPath, &kAvxVnniQuantMatmulPath, &kAvx2QuantMatmulPath}) {
@@ -819,7 +819,8 @@ TEST(QuantMatmulPathsTest, X86GemvsAgreeBitForBitOnQ8_0) {
     }
   }
 #else
-  GTEST_SKIP() << "not an x86-64 build";
+  GTEST_SKIP() << "no x86 quantized-matmul paths in this build (not x86-64, or "
+                  "-Dx86_quant_matmul_paths=false)";
 #endif
 }
 
@@ -837,7 +838,7 @@ TEST(QuantMatmulPathsTest, PortablePathIsLastAndAlwaysSupported) {
   }
 }
 
-#if defined(__x86_64__)
+#if defined(LNPU_X86_QUANT_MATMUL_PATHS)
 // The flags the kernel reports for this CPU (the first "flags" line of
 // /proc/cpuinfo; it lists a feature only when the OS supports its state):
 // an oracle independent of the library's CPUID code.
@@ -856,7 +857,7 @@ std::set<std::string> KernelCpuFlags() {
 // The parameterized tests above run every supported path; on an x86 CPU
 // with the instruction sets, the x86 paths must be among them, best first.
 TEST(QuantMatmulPathsTest, X86PathsRunWhereTheCpuHasThem) {
-#if defined(__x86_64__)
+#if defined(LNPU_X86_QUANT_MATMUL_PATHS)
   if (std::getenv(kX86FeaturesOffVariable) != nullptr) {
     GTEST_SKIP() << kX86FeaturesOffVariable << " hides features /proc/cpuinfo lists";
   }
@@ -889,7 +890,8 @@ TEST(QuantMatmulPathsTest, X86PathsRunWhereTheCpuHasThem) {
     }
   }
 #else
-  GTEST_SKIP() << "not an x86-64 build";
+  GTEST_SKIP() << "no x86 quantized-matmul paths in this build (not x86-64, or "
+                  "-Dx86_quant_matmul_paths=false)";
 #endif
 }
 

@@ -9,7 +9,7 @@ namespace {
 // Every path compiled into this build, best first.
 std::vector<const QuantMatmulPath*> CompiledPaths() {
   return {
-#if defined(__x86_64__)
+#if defined(LNPU_X86_QUANT_MATMUL_PATHS)
       &kAmxQuantMatmulPath,
       &kAvx512VnniQuantMatmulPath,
       &kAvxVnniQuantMatmulPath,

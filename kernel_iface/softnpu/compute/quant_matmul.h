@@ -169,9 +169,10 @@ decltype(QuantMatmulPath::gemv) ActiveQuantGemv();
 void SetQuantMatmulPathForTest(const QuantMatmulPath* path);
 
 // The paths, defined in their own files (quant_matmul_*.cc) and compiled on
-// the architectures that have them.
+// the architectures that have them (the x86 ones unless the build leaves
+// them out: meson's x86_quant_matmul_paths option).
 extern const QuantMatmulPath kHighwayQuantMatmulPath;
-#if defined(__x86_64__)
+#if defined(LNPU_X86_QUANT_MATMUL_PATHS)
 extern const QuantMatmulPath kAmxQuantMatmulPath;
 extern const QuantMatmulPath kAvx512VnniQuantMatmulPath;
 extern const QuantMatmulPath kAvxVnniQuantMatmulPath;
