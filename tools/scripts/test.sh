@@ -325,5 +325,9 @@ cat "$vm_log"
 step_done "waiting for the kernel module VM"
 
 echo "wall time per step: $(IFS=';'; echo "${step_times[*]}" | sed 's/;/, /g')"
+# The longest compiles of each build, so that one that grows shows here
+# (a sanitized kernel source once took 12 of the run's minutes unnoticed).
+python3 "$repo/tools/scripts/longest_builds.py" 3 "$build_dir" "$asan_dir" "$tsan_dir" \
+  "$fuzz_dir" "$aarch64_dir" || true
 python3 "$repo/tools/scripts/count_tests.py" "$results_dir"/*.xml || status=1
 exit "$status"
