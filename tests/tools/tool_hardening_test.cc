@@ -117,6 +117,33 @@ TEST(ToolHardeningTest, OutputsThatAreNotRegularFilesAreNeverReplaced) {
   std::remove(fifo.c_str());
 }
 
+// A trace is written when the run ends (for npu-serve at shutdown, maybe
+// hours later); a path that cannot take it is refused before any work, not
+// after it.
+TEST(ToolHardeningTest, TracesThatCouldNotBeWrittenAreRefusedBeforeAnyWork) {
+  const std::string trace = TestDirectory::Path("no/such/dir/trace.json");
+  const ToolRun llm = RunTool("LNPU_NPU_LLM", {"-m", StoriesArtifact(), "-p", "Once", "-n", "4",
+                                               "--trace", trace});
+  ExpectCleanFailure(llm, "npu-llm --trace");
+  EXPECT_THAT(llm.err, HasSubstr("cannot write the trace file into directory"));
+  EXPECT_EQ(llm.out, "");
+  const ToolRun bench =
+      RunTool("LNPU_NPU_BENCH", {"-m", StoriesArtifact(), "--device", "soft", "--reps", "1",
+                                 "--warmups", "0", "--prompt-lengths", "4", "--fills", "0",
+                                 "--decode-steps", "2", "--bandwidth-mib", "8", "--trace", trace});
+  ExpectCleanFailure(bench, "npu-bench --trace");
+  EXPECT_THAT(bench.err, HasSubstr("cannot write the trace file into directory"));
+  EXPECT_EQ(bench.out, "");  // nothing measured
+  // A model that does not exist: the server would report that after it
+  // started listening; the trace is refused first.
+  const ToolRun serve = RunTool("LNPU_NPU_SERVE", {"-m", TestDirectory::Path("none.lnpu"),
+                                                   "--port", "0", "--trace", trace});
+  ExpectCleanFailure(serve, "npu-serve --trace");
+  EXPECT_THAT(serve.err, HasSubstr("cannot write the trace file into directory"));
+  EXPECT_THAT(serve.err, Not(HasSubstr("listening on")));
+  EXPECT_THAT(serve.err, Not(HasSubstr("cannot load")));
+}
+
 TEST(ToolHardeningTest, SavingTheSessionOverTheModelIsRefused) {
   const std::string model = TestDirectory::Path("own.lnpu");
   std::filesystem::copy_file(StoriesArtifact(), model);

@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/file_io.h"
 #include "base/status_macros.h"
 #include "kernel_iface/driver/device.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -46,6 +47,10 @@ namespace {
 
 absl::Status Run(const lnpu::bench::CommandLine& line) {
   using namespace lnpu::bench;
+  // A trace that could not be written would be lost after the whole run.
+  if (!line.trace_path.empty()) {
+    LNPU_RETURN_IF_ERROR(lnpu::CheckOutputPath(line.trace_path, {line.model_path}, "trace file"));
+  }
   BenchReport report;
   std::unique_ptr<TemporaryArtifact> synthetic;
   std::string artifact_path = line.model_path;

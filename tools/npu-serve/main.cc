@@ -18,8 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/file_io.h"
 #include "framework/chat_template.h"
 #include "framework/llm.h"
 #include "framework/structured_output/token_trie.h"
@@ -61,6 +63,16 @@ absl::StatusOr<lnpu::framework::ChatTemplate> ChatTemplateOf(const lnpu::framewo
 }
 
 int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
+  // Checked before serving: the trace is written at shutdown, possibly
+  // hours later, and would be lost then.
+  if (!options.trace_path.empty()) {
+    if (absl::Status writable =
+            lnpu::CheckOutputPath(options.trace_path, {options.model_path}, "trace file");
+        !writable.ok()) {
+      std::cerr << "npu-serve: " << writable.message() << "\n";
+      return 1;
+    }
+  }
   lnpu::serve::Metrics metrics;
   lnpu::serve::ApiServer api(options.api, metrics);
   httplib::Server http;
