@@ -164,9 +164,10 @@ step_done "TSan build and tests"
 # tables only, enough for file:line in reports, at -O1; the Highway kernels
 # for the SCALAR target alone and none of the hand-written x86
 # quantized-matmul paths, whose sanitized compile took 11.5 of this step's
-# 13.5 minutes in session 33's run: the fuzzers look for validation and parser faults, not
-# kernel arithmetic, which steps 1-2 and 5 test, and fuzz_corpus_test
-# replays the committed seeds with every kernel in steps 1 and 2); one
+# 13.5 minutes in session 33's run, also in a build directory made before
+# that: the fuzzers look for validation and parser faults, not kernel
+# arithmetic, which steps 1-2 and 5 test, and fuzz_corpus_test replays the
+# committed seeds with every kernel in steps 1 and 2); one
 # fuzzer per target, FUZZ_SECONDS of fuzzing split between them (the ioctl
 # fuzzer, whose inputs each build a device, gets two shares). A libFuzzer
 # process runs one thread, so the targets run in two lanes, one per core:
@@ -184,6 +185,7 @@ if { [ -f "$fuzz_dir/build.ninja" ] \
             -Dcpp_args=-gline-tables-only \
             -Dhwy_disabled_targets='HWY_SSSE3|HWY_SSE4|HWY_AVX2|HWY_AVX3|HWY_AVX3_DL' \
             -Dx86_quant_matmul_paths=false; } \
+    && meson configure "$fuzz_dir" -Dx86_quant_matmul_paths=false \
     && ninja -C "$fuzz_dir" $(printf 'tests/fuzz/%s_fuzzer ' "${fuzz_targets[@]}"); then
   fuzz_built=1
 fi
