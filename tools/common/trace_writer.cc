@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/atomic_file.h"
+#include "base/file_io.h"
 #include "base/status_macros.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -27,7 +28,15 @@ std::string ShortOpcodeName(uint16_t opcode) {
 
 }  // namespace
 
-TraceWriter::TraceWriter() = default;
+absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
+    std::string path, absl::Span<const std::string> inputs) {
+  LNPU_RETURN_IF_ERROR(CheckOutputPath(path, inputs, "trace file"));
+  return std::unique_ptr<TraceWriter>(
+      new TraceWriter(std::move(path), std::vector<std::string>(inputs.begin(), inputs.end())));
+}
+
+TraceWriter::TraceWriter(std::string path, std::vector<std::string> inputs)
+    : path_(std::move(path)), inputs_(std::move(inputs)) {}
 
 int TraceWriter::HostThreadLocked(absl::string_view thread) {
   auto it = std::find(host_threads_.begin(), host_threads_.end(), thread);
@@ -108,9 +117,9 @@ std::string TraceWriter::ToJson() const {
   return nlohmann::json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}}.dump();
 }
 
-absl::Status TraceWriter::Write(const std::string& path) const {
+absl::Status TraceWriter::Write() const {
   LNPU_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file,
-                        AtomicFileWriter::Create(path, "trace"));
+                        AtomicFileWriter::Create(path_, "trace file", inputs_));
   const std::string json = ToJson();
   LNPU_RETURN_IF_ERROR(file->Append(absl::MakeConstSpan(
       reinterpret_cast<const uint8_t*>(json.data()), json.size())));

@@ -4,6 +4,11 @@
 // compute and DMA engines, and the host's submits, waits and whatever
 // spans the program adds (tokenizer, sampling, requests).
 //
+// A writer belongs to one trace file, checked when the writer is opened:
+// a program opens it before its work, so that a path that could never be
+// written (a directory, a device node, the model itself) refuses the run
+// instead of losing the trace at its end.
+//
 // Timestamps are CLOCK_MONOTONIC (runtime::MonotonicNanos()), written in
 // microseconds relative to the first event. Nothing is recorded unless a
 // program creates a writer (--trace FILE), so tracing costs nothing when
@@ -14,12 +19,15 @@
 #define TOOLS_COMMON_TRACE_WRITER_H_
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "runtime/step_timeline.h"
 
 namespace lnpu::tools {
@@ -30,7 +38,11 @@ class TraceWriter {
   static constexpr int kHostProcess = 1;
   static constexpr int kDeviceProcess = 2;  // thread = DRM_LNPU_ENGINE_*
 
-  TraceWriter();
+  // A writer for the trace file `path`. The error of CheckOutputPath,
+  // naming the path and what to do, if `path` could not be replaced by a
+  // file or is one of `inputs` (the files the program reads).
+  static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(
+      std::string path, absl::Span<const std::string> inputs);
 
   // A complete event on the host track `thread` (names the host thread:
   // "main", "request 3", ...).
@@ -42,9 +54,11 @@ class TraceWriter {
   // on the engines' tracks.
   void AddStep(const runtime::StepTimeline& step, absl::string_view thread);
 
-  // Writes the trace to `path` (atomically: a temporary, then rename).
+  // Writes the trace to path() (atomically: a temporary, then rename).
   // Internal naming the path on I/O errors.
-  absl::Status Write(const std::string& path) const;
+  absl::Status Write() const;
+
+  const std::string& path() const { return path_; }
 
   // The trace document as JSON text.
   std::string ToJson() const;
@@ -60,9 +74,13 @@ class TraceWriter {
     std::string args_json;  // "" or a JSON object
   };
 
+  TraceWriter(std::string path, std::vector<std::string> inputs);
+
   int HostThreadLocked(absl::string_view thread);
   void AddLocked(Event event);
 
+  const std::string path_;
+  const std::vector<std::string> inputs_;
   mutable std::mutex mu_;
   std::vector<Event> events_;           // guarded by mu_
   std::vector<std::string> host_threads_;  // index + 1 = tid; guarded by mu_

@@ -24,7 +24,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "base/file_io.h"
 #include "base/status_macros.h"
 #include "kernel_iface/driver/device.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
@@ -47,9 +46,11 @@ namespace {
 
 absl::Status Run(const lnpu::bench::CommandLine& line) {
   using namespace lnpu::bench;
-  // A trace that could not be written would be lost after the whole run.
+  // Opened first: a trace that could not be written would be lost after
+  // the whole run.
+  std::unique_ptr<lnpu::tools::TraceWriter> trace;
   if (!line.trace_path.empty()) {
-    LNPU_RETURN_IF_ERROR(lnpu::CheckOutputPath(line.trace_path, {line.model_path}, "trace file"));
+    LNPU_ASSIGN_OR_RETURN(trace, lnpu::tools::TraceWriter::Open(line.trace_path, {line.model_path}));
   }
   BenchReport report;
   std::unique_ptr<TemporaryArtifact> synthetic;
@@ -93,10 +94,8 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   // Refused before any measurement runs.
   LNPU_RETURN_IF_ERROR(CheckBatchedDecode(model->info(), batched));
 
-  std::unique_ptr<lnpu::tools::TraceWriter> trace;
   lnpu::runtime::Sequence::StepObserver observer;
-  if (!line.trace_path.empty()) {
-    trace = std::make_unique<lnpu::tools::TraceWriter>();
+  if (trace != nullptr) {
     observer = [&trace](const lnpu::runtime::StepTimeline& step) {
       trace->AddStep(step, "main");
     };
@@ -126,7 +125,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
       std::cout << "\n" << FormatStepProfile(profile, roofline);
     }
     std::cout << std::flush;
-    return trace != nullptr ? trace->Write(line.trace_path) : absl::OkStatus();
+    return trace != nullptr ? trace->Write() : absl::OkStatus();
   }
 
   ModelBenchmarkOptions options = line.benchmark;
@@ -176,7 +175,7 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   report.traffic = traffic;
   report.results = std::move(results);
   std::cout << (line.json ? FormatJson(report) : FormatText(report)) << std::flush;
-  return trace != nullptr ? trace->Write(line.trace_path) : absl::OkStatus();
+  return trace != nullptr ? trace->Write() : absl::OkStatus();
 }
 
 int Main(int argc, char** argv) {

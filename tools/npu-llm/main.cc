@@ -404,13 +404,11 @@ int Main(int argc, char** argv) {
     config->speculative.draft = draft_session.get();
   }
   Trace trace;
-  const std::string trace_path = absl::GetFlag(FLAGS_trace);
-  if (!trace_path.empty()) {
-    if (absl::Status writable = lnpu::CheckOutputPath(trace_path, {model_path}, "trace file");
-        !writable.ok()) {
-      return Fail(std::string(writable.message()));
-    }
-    trace.writer = std::make_unique<lnpu::tools::TraceWriter>();
+  if (const std::string trace_path = absl::GetFlag(FLAGS_trace); !trace_path.empty()) {
+    absl::StatusOr<std::unique_ptr<lnpu::tools::TraceWriter>> opened =
+        lnpu::tools::TraceWriter::Open(trace_path, {model_path});
+    if (!opened.ok()) return Fail(std::string(opened.status().message()));
+    trace.writer = *std::move(opened);
     absl::Status observed =
         (*session)->SetStepObserver([&trace](const lnpu::runtime::StepTimeline& step) {
           trace.writer->AddStep(step, "main");
@@ -528,10 +526,10 @@ int Main(int argc, char** argv) {
                                  static_cast<int>((*session)->Tokens().size()), save);
   }
   if (trace.writer) {
-    if (absl::Status written = trace.writer->Write(trace_path); !written.ok()) {
+    if (absl::Status written = trace.writer->Write(); !written.ok()) {
       return Fail(std::string(written.message()));
     }
-    std::cerr << absl::StrFormat("[trace written to %s]\n", trace_path);
+    std::cerr << absl::StrFormat("[trace written to %s]\n", trace.writer->path());
   }
   std::cerr << absl::StrFormat(
       "[device: %s; weights %.1f MiB in device memory%s; session %.1f MiB]\n"

@@ -21,7 +21,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "base/file_io.h"
 #include "framework/chat_template.h"
 #include "framework/llm.h"
 #include "framework/structured_output/token_trie.h"
@@ -63,15 +62,17 @@ absl::StatusOr<lnpu::framework::ChatTemplate> ChatTemplateOf(const lnpu::framewo
 }
 
 int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
-  // Checked before serving: the trace is written at shutdown, possibly
+  // Opened before serving: the trace is written at shutdown, possibly
   // hours later, and would be lost then.
+  std::unique_ptr<lnpu::tools::TraceWriter> trace;
   if (!options.trace_path.empty()) {
-    if (absl::Status writable =
-            lnpu::CheckOutputPath(options.trace_path, {options.model_path}, "trace file");
-        !writable.ok()) {
-      std::cerr << "npu-serve: " << writable.message() << "\n";
+    absl::StatusOr<std::unique_ptr<lnpu::tools::TraceWriter>> opened =
+        lnpu::tools::TraceWriter::Open(options.trace_path, {options.model_path});
+    if (!opened.ok()) {
+      std::cerr << "npu-serve: " << opened.status().message() << "\n";
       return 1;
     }
+    trace = *std::move(opened);
   }
   lnpu::serve::Metrics metrics;
   lnpu::serve::ApiServer api(options.api, metrics);
@@ -108,10 +109,8 @@ int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
       lnpu::framework::Llm::Load(options.model_path, {.device = options.device});
   std::unique_ptr<lnpu::serve::Scheduler> scheduler;
   lnpu::serve::ServedModel served;
-  std::unique_ptr<lnpu::tools::TraceWriter> trace;
   lnpu::serve::SchedulerOptions scheduler_options = options.scheduler;
-  if (!options.trace_path.empty()) {
-    trace = std::make_unique<lnpu::tools::TraceWriter>();
+  if (trace != nullptr) {
     scheduler_options.step_observer = [&trace](const std::string& who,
                                                 const lnpu::runtime::StepTimeline& step) {
       trace->AddStep(step, who);
@@ -166,11 +165,11 @@ int Serve(const ServeOptions& options, const sigset_t& stop_signals) {
   listener.join();
   scheduler.reset();  // its sessions before the Llm
   if (trace != nullptr) {
-    if (absl::Status written = trace->Write(options.trace_path); !written.ok()) {
+    if (absl::Status written = trace->Write(); !written.ok()) {
       std::cerr << "npu-serve: " << written.message() << "\n";
       exit_code = 1;
     } else {
-      std::cerr << "npu-serve: trace written to " << options.trace_path << "\n";
+      std::cerr << "npu-serve: trace written to " << trace->path() << "\n";
     }
   }
   return exit_code;
