@@ -17,20 +17,21 @@
 #include "absl/strings/str_join.h"
 #include "base/crc32.h"
 #include "base/file_io.h"
+#include "base/parallel_for.h"
 #include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact_verifier.h"
 #include "flatbuffers/flatbuffers.h"
 
 namespace lnpu::artifact {
 
-Artifact::Artifact(std::string path, const uint8_t* mapping,
-                   uint64_t mapping_size)
-    : path_(std::move(path)), mapping_(mapping), mapping_size_(mapping_size) {}
+Artifact::Artifact(std::string path, int fd, const uint8_t* mapping, uint64_t mapping_size)
+    : path_(std::move(path)), fd_(fd), mapping_(mapping), mapping_size_(mapping_size) {}
 
 Artifact::~Artifact() {
   if (mapping_ != nullptr) {
     ::munmap(const_cast<uint8_t*>(mapping_), mapping_size_);
   }
+  ::close(fd_);
 }
 
 absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(
@@ -56,13 +57,13 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(
         path, file_size, kArtifactHeaderSize));
   }
   void* mapping = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int mmap_errno = errno;
-  ::close(fd);
   if (mapping == MAP_FAILED) {
-    return ErrnoError(mmap_errno, "cannot map artifact", path);
+    absl::Status error = ErrnoError(errno, "cannot map artifact", path);
+    ::close(fd);
+    return error;
   }
   std::unique_ptr<Artifact> artifact(
-      new Artifact(path, static_cast<const uint8_t*>(mapping), file_size));
+      new Artifact(path, fd, static_cast<const uint8_t*>(mapping), file_size));
   const absl::Span<const uint8_t> file(artifact->mapping_, file_size);
 
   absl::StatusOr<ArtifactHeader> header = DecodeArtifactHeader(file);
@@ -94,22 +95,60 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(
   return artifact;
 }
 
+absl::Status Artifact::ReadData(uint64_t offset, absl::Span<uint8_t> out) const {
+  if (offset > data_.size() || out.size() > data_.size() - offset) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "%s: reading bytes [%u, %u) of a data section of %u bytes", path_, offset,
+        offset + out.size(), data_.size()));
+  }
+  const uint64_t file_offset = header_.data_offset + offset;
+  for (size_t done = 0; done < out.size();) {
+    const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done,
+                              static_cast<off_t>(file_offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError(errno, "cannot read artifact", path_);
+    if (n == 0) {
+      return absl::DataLossError(absl::StrFormat(
+          "%s: the file ends at byte %u, inside its data section: it was truncated or "
+          "replaced after it was opened; copy it again and reload",
+          path_, file_offset + done));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Artifact::VerifyData() const {
   const fb::DataChecksums* checksums = model_->data_checksums();
   if (checksums == nullptr) return absl::OkStatus();
   const uint64_t chunk = checksums->chunk_bytes();
-  for (uint32_t i = 0; i < checksums->crc32c()->size(); ++i) {
+  const size_t chunks = checksums->crc32c()->size();
+  const auto range_of = [&](size_t i) {
     const uint64_t begin = uint64_t{i} * chunk;
-    const absl::Span<const uint8_t> piece =
-        data_.subspan(begin, std::min<uint64_t>(chunk, data_.size() - begin));
-    const uint32_t crc = Crc32c(piece);
-    // Reading every page must not leave the whole file in RSS.
-    ReleaseMappedPages(piece);
+    return std::pair{begin, std::min<uint64_t>(chunk, data_.size() - begin)};
+  };
+  // Every chunk on all CPUs, then judged in order, so that the first
+  // corrupt chunk is the one named.
+  const size_t threads = BulkPassThreads();
+  std::vector<std::vector<uint8_t>> scratch(ParallelForWorkers(chunks, threads));
+  std::vector<uint32_t> crcs(chunks);
+  std::vector<absl::Status> read(chunks);
+  ParallelFor(chunks, threads, [&](size_t i, size_t worker) {
+    const auto [begin, bytes] = range_of(i);
+    std::vector<uint8_t>& buffer = scratch[worker];
+    buffer.resize(bytes);
+    read[i] = ReadData(begin, absl::MakeSpan(buffer));
+    if (read[i].ok()) crcs[i] = Crc32c(buffer);
+  });
+  for (size_t i = 0; i < chunks; ++i) {
+    LNPU_RETURN_IF_ERROR(read[i]);
+    const uint32_t crc = crcs[i];
     if (crc == checksums->crc32c()->Get(i)) continue;
+    const auto [begin, bytes] = range_of(i);
     // Name the weights the corrupt bytes may belong to.
     std::vector<std::string> names;
     for (const fb::Weight* w : *model_->weights()) {
-      if (w->offset() < begin + piece.size() && begin < w->offset() + w->size()) {
+      if (w->offset() < begin + bytes && begin < w->offset() + w->size()) {
         names.push_back(absl::StrCat("'", w->name()->str(), "'"));
       }
     }
@@ -124,7 +163,7 @@ absl::Status Artifact::VerifyData() const {
     return absl::DataLossError(absl::StrFormat(
         "%s: the weights are corrupt: bytes [%u, %u) of the data section (in %s) have "
         "CRC-32C 0x%08x, the artifact records 0x%08x; copy the file again or recompile it",
-        path_, begin, begin + piece.size(), weight, crc, checksums->crc32c()->Get(i)));
+        path_, begin, begin + bytes, weight, crc, checksums->crc32c()->Get(i)));
   }
   return absl::OkStatus();
 }

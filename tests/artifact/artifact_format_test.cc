@@ -1,12 +1,17 @@
 // The .lnpu file format: header codec, writer atomicity, and Artifact::Open
 // accepting a compiled model and rejecting corrupt or inconsistent files
 // with messages that name the problem.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "compiler_artifacts/compiler/compiler.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "compiler_artifacts/format/artifact_file.h"
@@ -166,6 +171,53 @@ TEST_F(ArtifactOpenTest, OpensAndMapsTheDataSection) {
   EXPECT_EQ(std::memcmp(a.data().data(), bytes_->data() + Header().data_offset,
                         a.data().size()),
             0);
+}
+
+TEST_F(ArtifactOpenTest, ReadDataGivesTheDataSectionsBytes) {
+  absl::StatusOr<std::unique_ptr<Artifact>> artifact = Artifact::Open(*path_);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  const Artifact& a = **artifact;
+  const uint8_t* expected = bytes_->data() + Header().data_offset;
+  std::vector<uint8_t> all(a.data().size());
+  ASSERT_TRUE(a.ReadData(0, absl::MakeSpan(all)).ok());
+  EXPECT_EQ(std::memcmp(all.data(), expected, all.size()), 0);
+  std::vector<uint8_t> part(77);
+  ASSERT_TRUE(a.ReadData(1000, absl::MakeSpan(part)).ok());
+  EXPECT_EQ(std::memcmp(part.data(), expected + 1000, part.size()), 0);
+  EXPECT_TRUE(a.ReadData(a.data().size(), {}).ok());
+}
+
+TEST_F(ArtifactOpenTest, ReadDataRefusesRangesPastTheSection) {
+  absl::StatusOr<std::unique_ptr<Artifact>> artifact = Artifact::Open(*path_);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  const uint64_t size = (*artifact)->data().size();
+  std::vector<uint8_t> out(11);
+  const absl::Status past_end = (*artifact)->ReadData(size - 10, absl::MakeSpan(out));
+  EXPECT_EQ(past_end.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(past_end.message(), HasSubstr(absl::StrCat("of a data section of ", size, " bytes")));
+  EXPECT_EQ((*artifact)->ReadData(size + 1, {}).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ((*artifact)->ReadData(UINT64_MAX, absl::MakeSpan(out)).code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+// A file cut short after Open (copied over on a board, say): reads and the
+// checksum pass name it, where touching the mapping would raise SIGBUS.
+TEST_F(ArtifactOpenTest, ReadDataNamesAFileTruncatedAfterOpen) {
+  const std::string path = TempPath("shrinking.lnpu");
+  WriteFileBytes(path, *bytes_);
+  absl::StatusOr<std::unique_ptr<Artifact>> artifact = Artifact::Open(path);
+  ASSERT_TRUE(artifact.ok()) << artifact.status();
+  const ArtifactHeader h = Header();
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(h.data_offset + h.data_size / 2)), 0);
+  std::vector<uint8_t> all((*artifact)->data().size());
+  const absl::Status read = (*artifact)->ReadData(0, absl::MakeSpan(all));
+  EXPECT_EQ(read.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(read.message(), HasSubstr(path));
+  EXPECT_THAT(read.message(), HasSubstr("truncated or replaced after it was opened"));
+  const absl::Status verified = (*artifact)->VerifyData();
+  EXPECT_EQ(verified.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(verified.message(), HasSubstr("after it was opened"));
+  std::remove(path.c_str());
 }
 
 TEST_F(ArtifactOpenTest, RewritingWithoutChangesRoundTrips) {

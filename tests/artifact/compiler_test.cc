@@ -842,6 +842,45 @@ TEST(CompilerTest, DataChecksumsCoverTheWeightsAndNameACorruptWeight) {
   EXPECT_THAT(status.message(), HasSubstr("the weights are corrupt"));
 }
 
+// Several 1 MiB chunks, checked on all CPUs: with two corrupt ones the
+// error names the first in the file.
+TEST(CompilerTest, DataChecksumsNameTheFirstCorruptChunkOfSeveral) {
+  synthetic::RandomLlamaSpec spec;
+  spec.vocab_size = 2048;
+  spec.dim = 256;
+  spec.ffn_dim = 768;
+  spec.weight_type = gguf::GgmlType::kF32;
+  const std::string gguf_path = TempPath("chunks.gguf");
+  ASSERT_TRUE(synthetic::WriteRandomLlamaGguf(spec, gguf_path).ok());
+  const std::string out = TempPath("chunks.lnpu");
+  CompileOptions options;
+  options.weights = CompileOptions::WeightType::kKeep;
+  options.max_prompt_len = 32;
+  options.min_response_len = 32;
+  ASSERT_TRUE(CompileGguf(gguf_path, out, options).ok());
+  std::vector<uint8_t> bytes = ReadFileBytes(out);
+  uint64_t data_offset = 0;
+  {
+    absl::StatusOr<std::unique_ptr<Artifact>> artifact = Artifact::Open(out);
+    ASSERT_TRUE(artifact.ok()) << artifact.status();
+    ASSERT_GE((*artifact)->model().data_checksums()->crc32c()->size(), 5u);
+    EXPECT_TRUE((*artifact)->VerifyData().ok());
+    data_offset = (*artifact)->header().data_offset;
+  }
+  constexpr uint64_t kMiB = 1 << 20;
+  bytes[data_offset + 3 * kMiB + 100] ^= 0x01;
+  bytes[data_offset + 1 * kMiB + 5] ^= 0x80;
+  WriteFileBytes(out, bytes);
+  absl::StatusOr<std::unique_ptr<Artifact>> corrupt = Artifact::Open(out);
+  ASSERT_TRUE(corrupt.ok()) << corrupt.status();
+  const absl::Status status = (*corrupt)->VerifyData();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(status.message(),
+              HasSubstr(absl::StrCat("bytes [", kMiB, ", ", 2 * kMiB, ") of the data section")));
+  std::remove(out.c_str());
+  std::remove(gguf_path.c_str());
+}
+
 TEST(CompilerTest, RejectsMissingInput) {
   const std::string out = TempPath("out.lnpu");
   const absl::Status status = CompileGguf(TempPath("nope.gguf"), out, {});
