@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "base/file_io.h"
+#include "base/parallel_for.h"
 #include "base/quant_blocks.h"
 #include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact.h"
@@ -78,24 +78,38 @@ PanelDtypes PreferredPanelDtypes(uint64_t capabilities, bool scales_in_stream) {
   return dtypes;
 }
 
-// Copies the mapped `src` (part of a read-only file mapping) to `dst` in
-// pieces, dropping each copied piece's file pages from this process
-// (MADV_DONTNEED; the page cache keeps them and a later read faults them in
-// again), so that peak RSS holds the weights once rather than twice.
-// The matrices in `panels` (sorted, disjoint, whole panels of Q8_0 or Q4_0
-// rows) are written in the panel dtype `dtypes` gives theirs instead of
-// copied.
-void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst,
+// Copies the artifact's data section to `dst`, in pieces of a few MiB read
+// with Artifact::ReadData on all CPUs (ParallelFor: the read, the repack
+// and the kernel's zeroing of each new device page take a core each
+// piece). The file's mapping is not touched, so its pages never count in
+// this process's RSS. The matrices in `panels` (sorted, disjoint, whole
+// panels of Q8_0 or Q4_0 rows) are read into a per-worker buffer and
+// written in the panel dtype `dtypes` gives theirs. Every byte of `dst` is
+// written by exactly one piece, so the result does not depend on the order
+// the pieces run in. The first failed read's error, in file order.
+absl::Status CopyWeights(const artifact::Artifact& artifact, uint8_t* dst,
                          absl::Span<const WeightMatrix> panels, const PanelDtypes& dtypes) {
-  constexpr size_t kPiece = size_t{32} << 20;
+  // Small enough to share a few hundred MB evenly between the threads; a
+  // repacked piece is read into its worker's buffer, so smaller still.
+  constexpr size_t kPiece = size_t{4} << 20;
+  constexpr size_t kRepackPiece = size_t{1} << 20;
+  struct Piece {
+    size_t offset = 0;  // in the data section and in dst
+    size_t bytes = 0;
+    // A repack of `rows` rows of `blocks` blocks, or a plain copy (rows 0).
+    size_t rows = 0;
+    size_t blocks = 0;
+    size_t block_bytes = 0;
+    P16Scales scales = P16Scales::kAfterPanel;
+  };
+  std::vector<Piece> pieces;
   size_t done = 0;
   const auto copy_to = [&](size_t end) {
     for (; done < end; done += std::min(kPiece, end - done)) {
-      const size_t bytes = std::min(kPiece, end - done);
-      std::memcpy(dst + done, src.data() + done, bytes);
-      ReleaseMappedPages(src.subspan(done, bytes));
+      pieces.push_back({.offset = done, .bytes = std::min(kPiece, end - done)});
     }
   };
+  size_t repack_bytes = 0;  // the largest repacked piece
   for (const WeightMatrix& m : panels) {
     copy_to(m.offset);
     const size_t blocks = m.row_len / kQuantBlock;
@@ -106,16 +120,42 @@ void CopyReleasingSource(absl::Span<const uint8_t> src, uint8_t* dst,
             ? P16Scales::kAfterPair
             : P16Scales::kAfterPanel;
     const size_t row_bytes = blocks * block_bytes;
-    const size_t piece_rows = std::max(kP16Rows, kPiece / row_bytes / kP16Rows * kP16Rows);
+    const size_t piece_rows =
+        std::max(kP16Rows, kRepackPiece / row_bytes / kP16Rows * kP16Rows);
     for (size_t row = 0; row < m.rows; row += piece_rows) {
       const size_t rows = std::min<size_t>(piece_rows, m.rows - row);
-      const size_t offset = m.offset + row * row_bytes;
-      RepackToP16(block_bytes, scales, src.data() + offset, rows, blocks, dst + offset);
-      ReleaseMappedPages(src.subspan(offset, rows * row_bytes));
+      pieces.push_back({.offset = m.offset + row * row_bytes,
+                        .bytes = rows * row_bytes,
+                        .rows = rows,
+                        .blocks = blocks,
+                        .block_bytes = block_bytes,
+                        .scales = scales});
+      repack_bytes = std::max(repack_bytes, rows * row_bytes);
     }
     done = m.offset + size_t{m.rows} * row_bytes;
   }
-  copy_to(src.size());
+  copy_to(artifact.data().size());
+
+  const size_t threads = BulkPassThreads();
+  std::vector<std::vector<uint8_t>> scratch(ParallelForWorkers(pieces.size(), threads));
+  if (repack_bytes > 0) {
+    for (std::vector<uint8_t>& buffer : scratch) buffer.resize(repack_bytes);
+  }
+  std::vector<absl::Status> read(pieces.size());
+  ParallelFor(pieces.size(), threads, [&](size_t i, size_t worker) {
+    const Piece& p = pieces[i];
+    if (p.rows == 0) {
+      read[i] = artifact.ReadData(p.offset, absl::MakeSpan(dst + p.offset, p.bytes));
+      return;
+    }
+    const absl::Span<uint8_t> source = absl::MakeSpan(scratch[worker].data(), p.bytes);
+    read[i] = artifact.ReadData(p.offset, source);
+    if (read[i].ok()) {
+      RepackToP16(p.block_bytes, p.scales, source.data(), p.rows, p.blocks, dst + p.offset);
+    }
+  });
+  for (const absl::Status& status : read) LNPU_RETURN_IF_ERROR(status);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -179,8 +219,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
   LNPU_RETURN_IF_ERROR_WITH_PREFIX(weights.status(), "loading model '", artifact_path, "': ");
   size_t panel_matrices = 0;
   if (*weights == nullptr) {
-    const absl::Span<const uint8_t> data = artifact->data();
-    absl::StatusOr<Buffer> copy = device.CreateBuffer(data.size());
+    absl::StatusOr<Buffer> copy = device.CreateBuffer(artifact->data().size());
     LNPU_RETURN_IF_ERROR_WITH_PREFIX(copy.status(), "loading model '", artifact_path, "': ");
     absl::StatusOr<absl::Span<uint8_t>> mapped = copy->Map();
     LNPU_RETURN_IF_ERROR_WITH_PREFIX(mapped.status(), "loading model '", artifact_path, "': ");
@@ -194,7 +233,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
     if (panel_dtypes.q8_0 != 0 || panel_dtypes.q4_0 != 0) {
       panels = program->PanelMatrices(panel_dtypes);
     }
-    CopyReleasingSource(data, mapped->data(), panels, panel_dtypes);
+    // (Its errors name the artifact's path.)
+    LNPU_RETURN_IF_ERROR(CopyWeights(*artifact, mapped->data(), panels, panel_dtypes));
     program->UsePanels(panels, panel_dtypes);
     panel_matrices = panels.size();
     *weights = std::make_shared<const Buffer>(*std::move(copy));

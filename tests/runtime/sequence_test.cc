@@ -1228,6 +1228,71 @@ INSTANTIATE_TEST_SUITE_P(BlockTypes, PanelWeightsTest,
                            return info.param == gguf::GgmlType::kQ4_0 ? "Q4_0" : "Q8_0";
                          });
 
+// Weights of many pieces of the load's copy (runtime/model.cc CopyWeights:
+// 4 MiB plain pieces and 1 MiB repacked ones, read on all CPUs): in the
+// artifact's layout the copy gives the imported model's logits bit for
+// bit, and as panels (the 4096-row embedding and output projection three
+// pieces each) the tokens of the artifact's layout.
+TEST(CopiedWeightsTest, MatricesOfManyPiecesArriveWhole) {
+  for (const gguf::GgmlType type : {gguf::GgmlType::kF16, gguf::GgmlType::kQ8_0}) {
+    SCOPED_TRACE(type == gguf::GgmlType::kF16 ? "F16" : "Q8_0");
+    synthetic::RandomLlamaSpec spec;
+    spec.weight_type = type;
+    spec.vocab_size = 4096;
+    spec.dim = 512;
+    spec.ffn_dim = 1536;
+    spec.n_layers = 1;
+    spec.seed = 45;
+    const std::string dir = NewTempDir();
+    absl::StatusOr<SmallModel> compiled =
+        CompileSmallModel(spec, compiler::CompileOptions::WeightType::kKeep, dir);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    absl::StatusOr<std::unique_ptr<Device>> opened = Device::Open(lnpu::testing::TestDevice());
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    std::shared_ptr<Device> device = *std::move(opened);
+    const auto load = [&](LoadOptions load_options) {
+      absl::StatusOr<std::unique_ptr<Model>> model =
+          Model::Load(device, compiled->artifact_path, load_options);
+      EXPECT_TRUE(model.ok()) << model.status();
+      return model.ok() ? *std::move(model) : nullptr;
+    };
+    std::unique_ptr<Model> copied = load({.weights = WeightPlacement::kCopy, .panel_weights = false});
+    std::unique_ptr<Model> panels = load({.weights = WeightPlacement::kCopy});
+    std::unique_ptr<Model> imported = load({.weights = WeightPlacement::kImport});
+    ASSERT_TRUE(copied && panels && imported);
+    ASSERT_GT(copied->device_memory_bytes(), uint64_t{6} << 20);
+    ASSERT_FALSE(copied->weights_imported());
+    ASSERT_TRUE(imported->weights_imported());
+    const auto run = [](Model& model, std::vector<std::vector<float>>* logits) {
+      std::unique_ptr<Sequence> sequence = *model.CreateSequence();
+      std::vector<int32_t> tokens = {5, 77, 3000, 12, 9, 140, 4000, 2};
+      absl::StatusOr<absl::Span<const float>> out = sequence->Forward(tokens);
+      while (out.ok() && tokens.size() < 16) {
+        logits->push_back(Copy(*out));
+        tokens.push_back(Argmax(*out));
+        out = sequence->Forward(absl::MakeConstSpan(&tokens.back(), 1));
+      }
+      EXPECT_TRUE(out.ok()) << out.status();
+      return tokens;
+    };
+    std::vector<std::vector<float>> copied_logits, imported_logits, panel_logits;
+    const std::vector<int32_t> tokens = run(*copied, &copied_logits);
+    EXPECT_EQ(run(*imported, &imported_logits), tokens);
+    EXPECT_EQ(copied_logits, imported_logits);
+    EXPECT_EQ(run(*panels, &panel_logits), tokens);
+    ASSERT_EQ(panel_logits.size(), copied_logits.size());
+    for (size_t i = 0; i < panel_logits.size(); ++i) {
+      EXPECT_LE(RelativeDifference(panel_logits[i], copied_logits[i]), 1e-4) << "step " << i;
+    }
+    copied.reset();
+    panels.reset();
+    imported.reset();
+    std::remove(compiled->artifact_path.c_str());
+    std::remove(compiled->gguf_path.c_str());
+    std::remove(dir.c_str());
+  }
+}
+
 
 // A Q6_K output projection (npu-compile --weights keep, UAPI 1.6) beside
 // Q8_0 matrices: it runs as copied (the Q8_0 ones then in panels) and as
