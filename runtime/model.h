@@ -35,8 +35,9 @@ enum class WeightPlacement {
   // default: on the software NPU a copy sits on huge pages and decodes
   // about twice as fast as the imported file mapping (docs/performance.md).
   kAuto,
-  // Copied into device memory (pieces of the file mapping are released as
-  // they are copied, so peak RSS holds the weights once).
+  // Copied into device memory: read from the file (Artifact::ReadData) in
+  // pieces on all CPUs (base/parallel_for.h), so the file mapping never
+  // enters RSS and peak RSS holds the weights once.
   kCopy,
   // The artifact's mapped data section imported without a copy
   // (DRM_LNPU_CAP_USERPTR); a copy when the device cannot import.
