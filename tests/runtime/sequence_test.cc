@@ -666,16 +666,25 @@ TEST_F(RuntimeTest, WeightsAreCopiedOnDevicesWithoutUserptr) {
   EXPECT_EQ(Argmax(*copied), 432);  // ", there ...": the same model
 }
 
+// Greedy continuation of `prompt` (prefilled in chunks) in `session`, one
+// token at a time, until the session holds `length` tokens: the tokens;
+// with `logits`, each step's logits appended to it.
+std::vector<int32_t> GreedyTokens(Sequence& session, std::vector<int32_t> prompt, size_t length,
+                                  std::vector<std::vector<float>>* logits = nullptr) {
+  std::vector<int32_t> tokens = std::move(prompt);
+  absl::StatusOr<absl::Span<const float>> out = session.Forward(tokens);
+  while (out.ok() && tokens.size() < length) {
+    if (logits != nullptr) logits->push_back(Copy(*out));
+    tokens.push_back(Argmax(*out));
+    out = session.Forward(absl::MakeConstSpan(&tokens.back(), 1));
+  }
+  EXPECT_TRUE(out.ok()) << out.status();
+  return tokens;
+}
+
 // Greedy continuation of kPrompt until the session holds `length` tokens.
 std::vector<int32_t> FillGreedy(Sequence& session, size_t length) {
-  std::vector<int32_t> tokens = kPrompt;
-  absl::StatusOr<absl::Span<const float>> logits = session.Forward(tokens);
-  while (logits.ok() && tokens.size() < length) {
-    tokens.push_back(Argmax(*logits));
-    logits = session.Forward(absl::MakeConstSpan(&tokens.back(), 1));
-  }
-  EXPECT_TRUE(logits.ok()) << logits.status();
-  return tokens;
+  return GreedyTokens(session, kPrompt, length);
 }
 
 // Logits after feeding `token` (empty on error).
@@ -1184,18 +1193,9 @@ TEST_P(PanelWeightsTest, CopiedMatricesRunAsPanelsWithTheSameResults) {
   EXPECT_FALSE(p16_only->program().ReadsWeightDtype(p16s));
   EXPECT_EQ(p16_only->program().ReadsWeightDtype(p16), preferred);
 
-  // A prompt (prefill chunks), then greedy decoding one token at a time.
   const auto run = [](Model& model, std::vector<std::vector<float>>* logits) {
-    std::unique_ptr<Sequence> sequence = *model.CreateSequence();
-    std::vector<int32_t> tokens = {5, 77, 300, 12, 9, 140, 33, 2, 250, 61, 18};
-    absl::StatusOr<absl::Span<const float>> out = sequence->Forward(tokens);
-    while (out.ok() && tokens.size() < 30) {
-      logits->push_back(Copy(*out));
-      tokens.push_back(Argmax(*out));
-      out = sequence->Forward(absl::MakeConstSpan(&tokens.back(), 1));
-    }
-    EXPECT_TRUE(out.ok()) << out.status();
-    return tokens;
+    return GreedyTokens(**model.CreateSequence(), {5, 77, 300, 12, 9, 140, 33, 2, 250, 61, 18}, 30,
+                        logits);
   };
   std::vector<std::vector<float>> panel_logits, layout_logits;
   EXPECT_EQ(run(*panels, &panel_logits), run(*layout, &layout_logits));
@@ -1264,16 +1264,7 @@ TEST(CopiedWeightsTest, MatricesOfManyPiecesArriveWhole) {
     ASSERT_FALSE(copied->weights_imported());
     ASSERT_TRUE(imported->weights_imported());
     const auto run = [](Model& model, std::vector<std::vector<float>>* logits) {
-      std::unique_ptr<Sequence> sequence = *model.CreateSequence();
-      std::vector<int32_t> tokens = {5, 77, 3000, 12, 9, 140, 4000, 2};
-      absl::StatusOr<absl::Span<const float>> out = sequence->Forward(tokens);
-      while (out.ok() && tokens.size() < 16) {
-        logits->push_back(Copy(*out));
-        tokens.push_back(Argmax(*out));
-        out = sequence->Forward(absl::MakeConstSpan(&tokens.back(), 1));
-      }
-      EXPECT_TRUE(out.ok()) << out.status();
-      return tokens;
+      return GreedyTokens(**model.CreateSequence(), {5, 77, 3000, 12, 9, 140, 4000, 2}, 16, logits);
     };
     std::vector<std::vector<float>> copied_logits, imported_logits, panel_logits;
     const std::vector<int32_t> tokens = run(*copied, &copied_logits);
@@ -1317,14 +1308,7 @@ TEST(Q6_KWeightsTest, OutputProjectionRunsAndNeedsTheCapability) {
   ASSERT_TRUE(opened.ok()) << opened.status();
   std::shared_ptr<Device> device = *std::move(opened);
   const auto greedy = [](Model& model, std::vector<int32_t> tokens) {
-    std::unique_ptr<Sequence> sequence = *model.CreateSequence();
-    absl::StatusOr<absl::Span<const float>> out = sequence->Forward(tokens);
-    while (out.ok() && tokens.size() < 30) {
-      tokens.push_back(Argmax(*out));
-      out = sequence->Forward(absl::MakeConstSpan(&tokens.back(), 1));
-    }
-    EXPECT_TRUE(out.ok()) << out.status();
-    return tokens;
+    return GreedyTokens(**model.CreateSequence(), std::move(tokens), 30);
   };
   absl::StatusOr<std::unique_ptr<Model>> copied =
       Model::Load(device, artifact_path, {.weights = WeightPlacement::kCopy});
