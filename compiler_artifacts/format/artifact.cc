@@ -98,8 +98,8 @@ absl::StatusOr<std::unique_ptr<Artifact>> Artifact::Open(
 absl::Status Artifact::ReadData(uint64_t offset, absl::Span<uint8_t> out) const {
   if (offset > data_.size() || out.size() > data_.size() - offset) {
     return absl::OutOfRangeError(absl::StrFormat(
-        "%s: reading bytes [%u, %u) of a data section of %u bytes", path_, offset,
-        offset + out.size(), data_.size()));
+        "%s: reading %u bytes at offset %u of a data section of %u bytes", path_, out.size(),
+        offset, data_.size()));
   }
   const uint64_t file_offset = header_.data_offset + offset;
   for (size_t done = 0; done < out.size();) {
