@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -77,21 +78,23 @@ PanelDtypes PreferredPanelDtypes(uint64_t capabilities, bool scales_in_stream) {
   return dtypes;
 }
 
-// Copies the artifact's data section to `dst`, in pieces of a few MiB read
-// with Artifact::ReadData on all CPUs (ParallelFor: the read, the repack
-// and the kernel's zeroing of each new device page take a core each
-// piece). The file's mapping is not touched, so its pages never count in
-// this process's RSS. The matrices in `panels` (sorted, disjoint, whole
-// panels of Q8_0 or Q4_0 rows) are read into a per-worker buffer and
-// written in the panel dtype `dtypes` gives theirs. Every byte of `dst` is
+// Copies the artifact's data section to `dst`, in pieces of 1 MiB read
+// with Artifact::ReadData on all CPUs (ParallelFor: the read, the copy or
+// repack and the kernel's zeroing of each new device page take a core each
+// piece). Each piece is read into its worker's buffer, then copied to
+// `dst`, or for the matrices in `panels` (sorted, disjoint, whole panels
+// of Q8_0 or Q4_0 rows) written in the panel dtype `dtypes` gives theirs:
+// a device buffer's mapping need not accept read() (the lnpu kernel
+// driver's is VM_PFNMAP, where read() into it fails with EFAULT), and the
+// 1 MiB stays in cache between the two. The file's mapping is not touched,
+// so its pages never count in this process's RSS. Every byte of `dst` is
 // written by exactly one piece, so the result does not depend on the order
 // the pieces run in. The first failed read's error, in file order.
 absl::Status CopyWeights(const artifact::Artifact& artifact, uint8_t* dst,
                          absl::Span<const WeightMatrix> panels, const PanelDtypes& dtypes) {
-  // Small enough to share a few hundred MB evenly between the threads; a
-  // repacked piece is read into its worker's buffer, so smaller still.
-  constexpr size_t kPiece = size_t{4} << 20;
-  constexpr size_t kRepackPiece = size_t{1} << 20;
+  // Small enough to stay in cache, and to share a few hundred MB evenly
+  // between the threads.
+  constexpr size_t kPiece = size_t{1} << 20;
   struct Piece {
     size_t offset = 0;  // in the data section and in dst
     size_t bytes = 0;
@@ -108,7 +111,6 @@ absl::Status CopyWeights(const artifact::Artifact& artifact, uint8_t* dst,
       pieces.push_back({.offset = done, .bytes = std::min(kPiece, end - done)});
     }
   };
-  size_t repack_bytes = 0;  // the largest repacked piece
   for (const WeightMatrix& m : panels) {
     copy_to(m.offset);
     const size_t blocks = m.row_len / kQuantBlock;
@@ -120,7 +122,7 @@ absl::Status CopyWeights(const artifact::Artifact& artifact, uint8_t* dst,
             : P16Scales::kAfterPanel;
     const size_t row_bytes = blocks * block_bytes;
     const size_t piece_rows =
-        std::max(kP16Rows, kRepackPiece / row_bytes / kP16Rows * kP16Rows);
+        std::max(kP16Rows, kPiece / row_bytes / kP16Rows * kP16Rows);
     for (size_t row = 0; row < m.rows; row += piece_rows) {
       const size_t rows = std::min<size_t>(piece_rows, m.rows - row);
       pieces.push_back({.offset = m.offset + row * row_bytes,
@@ -129,27 +131,25 @@ absl::Status CopyWeights(const artifact::Artifact& artifact, uint8_t* dst,
                         .blocks = blocks,
                         .block_bytes = block_bytes,
                         .scales = scales});
-      repack_bytes = std::max(repack_bytes, rows * row_bytes);
     }
     done = m.offset + size_t{m.rows} * row_bytes;
   }
   copy_to(artifact.data().size());
 
+  size_t largest = 0;  // a piece of 16 rows of a long row may exceed kPiece
+  for (const Piece& p : pieces) largest = std::max(largest, p.bytes);
   const size_t threads = BulkPassThreads();
-  std::vector<std::vector<uint8_t>> scratch(ParallelForWorkers(pieces.size(), threads));
-  if (repack_bytes > 0) {
-    for (std::vector<uint8_t>& buffer : scratch) buffer.resize(repack_bytes);
-  }
+  std::vector<std::vector<uint8_t>> scratch(ParallelForWorkers(pieces.size(), threads),
+                                            std::vector<uint8_t>(largest));
   std::vector<absl::Status> read(pieces.size());
   ParallelFor(pieces.size(), threads, [&](size_t i, size_t worker) {
     const Piece& p = pieces[i];
-    if (p.rows == 0) {
-      read[i] = artifact.ReadData(p.offset, absl::MakeSpan(dst + p.offset, p.bytes));
-      return;
-    }
     const absl::Span<uint8_t> source = absl::MakeSpan(scratch[worker].data(), p.bytes);
     read[i] = artifact.ReadData(p.offset, source);
-    if (read[i].ok()) {
+    if (!read[i].ok()) return;
+    if (p.rows == 0) {
+      std::memcpy(dst + p.offset, source.data(), p.bytes);
+    } else {
       RepackToP16(p.block_bytes, p.scales, source.data(), p.rows, p.blocks, dst + p.offset);
     }
   });
