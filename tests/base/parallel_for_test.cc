@@ -1,6 +1,5 @@
 #include "base/parallel_for.h"
 
-#include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
@@ -21,7 +20,6 @@ TEST(ParallelForTest, CallsEveryIndexOnceAndNeverOverlapsAWorker) {
   std::vector<std::atomic<int>> busy(workers);
   std::vector<size_t> last_index(workers, 0);
   std::atomic<bool> overlapped{false}, out_of_order{false};
-  std::vector<std::thread::id> worker_thread(workers);
   const std::thread::id caller = std::this_thread::get_id();
   std::atomic<bool> worker0_elsewhere{false};
   ParallelFor(kCount, kThreads, [&](size_t i, size_t worker) {
