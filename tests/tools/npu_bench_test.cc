@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -303,8 +304,32 @@ TEST(NpuBenchReadBandwidth, MeasuresAPositiveRate) {
   EXPECT_GT(bandwidth->bytes_per_second, 1e6);
   EXPECT_EQ(bandwidth->buffer_bytes, options.buffer_bytes);
   EXPECT_EQ(bandwidth->threads, 2);
-  EXPECT_THAT(bandwidth->streams_per_thread, testing::AnyOf(1, 4, 8));
+  EXPECT_THAT(bandwidth->pattern.streams, testing::AnyOf(1, 2, 4, 8));
   EXPECT_GE(DefaultBufferBytes(), uint64_t{1} << 30);
+}
+
+// Every pattern's loop reads each word exactly once: a word skipped (a
+// stream's last pages, a partial chunk) or read twice (overlapping streams)
+// changes the XOR. Sizes with page counts that no stream count divides.
+TEST(NpuBenchReadBandwidth, EveryPatternReadsEveryWordOnce) {
+  std::mt19937_64 random(7);
+  for (const uint64_t pages : {1, 3, 7, 9, 37}) {
+    const uint64_t bytes = pages * 4096;
+    std::vector<uint64_t> storage(bytes / sizeof(uint64_t) + 512);
+    // A 4096-aligned start inside the storage.
+    auto* begin = reinterpret_cast<uint8_t*>(
+        (reinterpret_cast<uintptr_t>(storage.data()) + 4095) / 4096 * 4096);
+    auto* words = reinterpret_cast<uint64_t*>(begin);
+    uint64_t expected = 0;
+    for (uint64_t i = 0; i < bytes / sizeof(uint64_t); ++i) {
+      words[i] = random();
+      expected ^= words[i];
+    }
+    for (const ReadPattern pattern : kReadPatterns) {
+      EXPECT_EQ(XorWords(begin, bytes, pattern), expected)
+          << pages << " pages, " << pattern.streams << " streams, prefetch " << pattern.prefetch;
+    }
+  }
 }
 
 TEST(NpuBenchReadBandwidth, RejectsBadOptions) {
@@ -482,7 +507,8 @@ TEST(NpuBenchProgram, JsonParsesAndHasEveryFigure) {
       "assert d[\"peak_rss_mib\"] > 0\n"
       "assert d[\"read_bandwidth\"][\"bytes_per_second\"] > 0\n"
       "assert d[\"read_bandwidth\"][\"buffer_bytes\"] == 8 << 20\n"
-      "assert d[\"read_bandwidth\"][\"streams_per_thread\"] in (1, 4, 8)\n"
+      "assert d[\"read_bandwidth\"][\"streams_per_thread\"] in (1, 2, 4, 8)\n"
+      "assert d[\"read_bandwidth\"][\"prefetch\"] in (True, False)\n"
       "probes = d[\"read_bandwidth\"][\"bracket_probes\"]\n"
       "assert len(probes) == 4 and min(probes) > 0\n"
       "assert d[\"read_bandwidth\"][\"bytes_per_second\"] == max(probes)\n"

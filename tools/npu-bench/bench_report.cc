@@ -213,11 +213,12 @@ std::string FormatText(const BenchReport& r) {
   absl::StrAppend(
       &out, "\nmemory\n",
       absl::StrFormat("peak RSS: %.1f MiB (the bandwidth probes' buffers not counted)\n"
-                      "read bandwidth: %.2f GB/s (%d threads x %d streams, %.0f MiB buffer, "
-                      "best of %d per stream count)",
+                      "read bandwidth: %.2f GB/s (%d threads x %d streams %s, %.0f MiB "
+                      "buffer, best of %d per read pattern)",
                       r.peak_rss_mib, r.bandwidth.bytes_per_second / kGB, r.bandwidth.threads,
-                      r.bandwidth.streams_per_thread, r.bandwidth.buffer_bytes / double(1 << 20),
-                      r.bandwidth.runs));
+                      r.bandwidth.pattern.streams,
+                      r.bandwidth.pattern.prefetch ? "with prefetches" : "without prefetches",
+                      r.bandwidth.buffer_bytes / double(1 << 20), r.bandwidth.runs));
   if (!r.bracket_probes.empty()) {
     const auto [slowest, fastest] =
         std::minmax_element(r.bracket_probes.begin(), r.bracket_probes.end(), SlowerThan);
@@ -329,13 +330,15 @@ std::string FormatJson(const BenchReport& r) {
       absl::StrFormat("  \"decode_fill_ratio\": %s,\n"
                       "  \"peak_rss_mib\": %s,\n"
                       "  \"read_bandwidth\": {\"bytes_per_second\": %s, \"buffer_bytes\": %d, "
-                      "\"threads\": %d, \"streams_per_thread\": %d, \"runs\": %d, "
+                      "\"threads\": %d, \"streams_per_thread\": %d, \"prefetch\": %s, "
+                      "\"runs\": %d, "
                       "\"bracket_probes\": [%s], \"bracket_unavailable\": %s},\n"
                       "  \"cpu_stolen_fraction\": %s\n}\n",
                       r.results.decode.size() >= 2 ? JsonNumber(FillRatio(r.results)) : "null",
                       JsonNumber(r.peak_rss_mib), JsonNumber(r.bandwidth.bytes_per_second),
                       r.bandwidth.buffer_bytes, r.bandwidth.threads,
-                      r.bandwidth.streams_per_thread, r.bandwidth.runs,
+                      r.bandwidth.pattern.streams, r.bandwidth.pattern.prefetch ? "true" : "false",
+                      r.bandwidth.runs,
                       absl::StrJoin(r.bracket_probes, ", ",
                                     [](std::string* out, const ReadBandwidth& probe) {
                                       absl::StrAppend(out, JsonNumber(probe.bytes_per_second));

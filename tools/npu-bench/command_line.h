@@ -39,8 +39,9 @@ measurement:
   --warmups N              untimed repetitions first (default 1)
   --bandwidth-mib N        bandwidth probe buffer in MiB (default: max(1024,
                            4 x LLC))
-  --bandwidth-runs N       runs per stream count (1, 4, 8 per thread) of each
-                           probe, the fastest counts (default 5)
+  --bandwidth-runs N       runs per read pattern (1, 2, 4 or 8 streams per
+                           thread, with and without prefetches) of each
+                           probe, the fastest run counts (default 5)
   --seed N                 seed of the random token ids (default 1)
   --device D               "auto" (default), "soft" or a device node path
   --placement P            where the weights go: "auto" (default: copied

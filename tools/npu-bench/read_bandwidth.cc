@@ -1,4 +1,11 @@
-#include "tools/npu-bench/read_bandwidth.h"
+// Highway re-includes this file once per enabled SIMD target (see
+// foreach_target.h): the reading loop is compiled for each, and the widest
+// the CPU runs is chosen at run time (with the baseline target's 16-byte
+// vectors one plain stream per thread read 13-17% slower on the AMD EPYC
+// Zen 5 VM, docs/performance.md "A probe that reads like STREAM").
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "tools/npu-bench/read_bandwidth.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <unistd.h>
 
@@ -14,25 +21,21 @@
 #include "base/huge_page_memory.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "tools/npu-bench/read_bandwidth.h"
 
+HWY_BEFORE_NAMESPACE();
 namespace lnpu::bench {
+namespace HWY_NAMESPACE {
 namespace {
 
-namespace hn = hwy::HWY_NAMESPACE;  // the baseline target: no dispatch needed
+namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr uint64_t kPage = 4096;
-constexpr uint64_t kMiB = uint64_t{1} << 20;
-constexpr uint64_t kMaxBufferBytes = uint64_t{64} << 30;
-
-// Streams per reader thread that MeasureReadBandwidth tries. One stream is
-// a plain sequential read; several far-apart streams keep more cache misses
-// in flight, as the GEMVs' column order does (GemvSteps in
-// kernel_iface/softnpu/compute/quant_matmul_x86-inl.h).
-constexpr int kStreamCounts[] = {1, 4, 8};
 
 // Bytes read per stream before the next stream's turn (at least 4
-// vectors), and how far ahead of its reads each stream prefetches (every
-// cache line of the chunk: one prefetch per chunk measured 35-40% less).
+// vectors), and how far ahead of its reads a prefetching stream prefetches
+// (every cache line of the chunk: one prefetch per chunk measured 35-40%
+// less).
 constexpr uint64_t kStreamChunk = 256;
 constexpr uint64_t kPrefetchDistance = 2048;
 
@@ -40,8 +43,8 @@ constexpr uint64_t kPrefetchDistance = 2048;
 // groups of 4 vectors; returns the first word not read. (Vector arguments,
 // not a lambda's captures: scalable vectors cannot be captured.)
 template <class D, class V>
-HWY_ATTR size_t XorVectorQuads(D d, const uint64_t* p, size_t i, size_t end, V& a0, V& a1,
-                               V& a2, V& a3) {
+size_t XorVectorQuads(D d, const uint64_t* p, size_t i, size_t end, V& a0, V& a1, V& a2,
+                      V& a3) {
   const size_t lanes = hn::Lanes(d);
   for (; i + 4 * lanes <= end; i += 4 * lanes) {
     a0 = hn::Xor(a0, hn::Load(d, p + i));
@@ -52,15 +55,17 @@ HWY_ATTR size_t XorVectorQuads(D d, const uint64_t* p, size_t i, size_t end, V& 
   return i;
 }
 
-// XOR of every 64-bit word of [begin, begin + bytes), read as `streams`
-// page-aligned parts in turn, kStreamChunk bytes of each part per turn;
-// bytes is a multiple of kPage and begin page-aligned. Four independent
-// accumulators keep several loads in flight. HWY_ATTR: the baseline
-// target's attributes, without which Highway's aarch64 ops cannot be
-// inlined here.
-HWY_ATTR uint64_t XorStreams(const uint8_t* begin, uint64_t bytes, int streams) {
+}  // namespace
+
+// XOR of every 64-bit word of [begin, begin + bytes), read as
+// pattern.streams page-aligned parts in turn, kStreamChunk bytes of each
+// part per turn, each chunk's lines prefetched kPrefetchDistance ahead if
+// pattern.prefetch; bytes is a multiple of kPage and begin page-aligned.
+// Four independent accumulators keep several loads in flight.
+uint64_t XorWordsOf(const uint8_t* begin, uint64_t bytes, ReadPattern pattern) {
   const hn::ScalableTag<uint64_t> d;
   auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  const int streams = pattern.streams;
   const uint64_t pages = bytes / kPage;
   const uint64_t common = pages / streams * kPage;  // bytes every part has
   // A power of two, so it divides kPage (4 vectors are at most 1 KiB).
@@ -68,8 +73,10 @@ HWY_ATTR uint64_t XorStreams(const uint8_t* begin, uint64_t bytes, int streams) 
   for (uint64_t offset = 0; offset < common; offset += chunk_words * sizeof(uint64_t)) {
     for (int s = 0; s < streams; ++s) {
       const uint8_t* chunk = begin + pages * s / streams * kPage + offset;
-      for (size_t line = 0; line < chunk_words * sizeof(uint64_t); line += 64) {
-        hwy::Prefetch(chunk + kPrefetchDistance + line);
+      if (pattern.prefetch) {
+        for (size_t line = 0; line < chunk_words * sizeof(uint64_t); line += 64) {
+          hwy::Prefetch(chunk + kPrefetchDistance + line);
+        }
       }
       XorVectorQuads(d, reinterpret_cast<const uint64_t*>(chunk), 0, chunk_words, a0, a1, a2,
                      a3);
@@ -89,6 +96,25 @@ HWY_ATTR uint64_t XorStreams(const uint8_t* begin, uint64_t bytes, int streams) 
   for (size_t l = 0; l < lanes; ++l) result ^= lanes_out[l];
   return result;
 }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace lnpu::bench
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace lnpu::bench {
+
+HWY_EXPORT(XorWordsOf);
+
+uint64_t XorWords(const uint8_t* begin, uint64_t bytes, ReadPattern pattern) {
+  return HWY_DYNAMIC_DISPATCH(XorWordsOf)(begin, bytes, pattern);
+}
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kMaxBufferBytes = uint64_t{64} << 30;
 
 // Runs body(thread, begin, bytes) on `threads` threads, each over its own
 // page-aligned share of the buffer, all released at once; returns the
@@ -156,17 +182,17 @@ absl::StatusOr<ReadBandwidth> MeasureReadBandwidth(const ReadBandwidthOptions& o
 
   std::vector<uint64_t> sinks(options.threads);
   double best_seconds = 0;
-  int best_streams = 0;
+  ReadPattern best_pattern;
   for (int run = 0; run < options.runs; ++run) {
-    for (const int streams : kStreamCounts) {
+    for (const ReadPattern pattern : kReadPatterns) {
       const double seconds =
           RunShares(buffer->data(), options.buffer_bytes, options.threads,
-                    [&sinks, streams](int t, uint8_t* begin, uint64_t bytes) {
-                      sinks[t] ^= XorStreams(begin, bytes, streams);
+                    [&sinks, pattern](int t, uint8_t* begin, uint64_t bytes) {
+                      sinks[t] ^= XorWords(begin, bytes, pattern);
                     });
-      if (best_streams == 0 || seconds < best_seconds) {
+      if (best_pattern.streams == 0 || seconds < best_seconds) {
         best_seconds = seconds;
-        best_streams = streams;
+        best_pattern = pattern;
       }
     }
   }
@@ -178,9 +204,10 @@ absl::StatusOr<ReadBandwidth> MeasureReadBandwidth(const ReadBandwidthOptions& o
   result.bytes_per_second = static_cast<double>(options.buffer_bytes) / best_seconds;
   result.buffer_bytes = options.buffer_bytes;
   result.threads = options.threads;
-  result.streams_per_thread = best_streams;
+  result.pattern = best_pattern;
   result.runs = options.runs;
   return result;
 }
 
 }  // namespace lnpu::bench
+#endif  // HWY_ONCE
