@@ -27,9 +27,9 @@ struct ReadPattern {
 
 // The patterns MeasureReadBandwidth tries. Which reads fastest depends on
 // the CPU and on the minute: on the AMD EPYC Zen 5 VM one or two plain
-// streams read up to 25% faster than any prefetched pattern in slow
-// minutes, four or eight prefetched streams were as fast in fast ones
-// (docs/performance.md, "A probe that reads like STREAM").
+// streams read 10-15% faster than any prefetched pattern in some minutes,
+// four prefetched streams were the fastest in others (docs/performance.md,
+// "A probe that reads like STREAM").
 inline constexpr std::array<ReadPattern, 6> kReadPatterns = {
     {{1, false}, {2, false}, {4, false}, {8, false}, {4, true}, {8, true}}};
 
