@@ -23,14 +23,22 @@
 #include "hwy/highway.h"
 #include "tools/npu-bench/read_bandwidth.h"
 
+// Defined once, for every target's loop and for the code after HWY_ONCE.
+#ifndef TOOLS_NPU_BENCH_READ_BANDWIDTH_CC_ONCE_
+#define TOOLS_NPU_BENCH_READ_BANDWIDTH_CC_ONCE_
+namespace lnpu::bench {
+namespace {
+constexpr uint64_t kPage = 4096;
+}  // namespace
+}  // namespace lnpu::bench
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace lnpu::bench {
 namespace HWY_NAMESPACE {
 namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
-
-constexpr uint64_t kPage = 4096;
 
 // Bytes read per stream before the next stream's turn (at least 4
 // vectors), and how far ahead of its reads a prefetching stream prefetches
@@ -39,20 +47,19 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kStreamChunk = 256;
 constexpr uint64_t kPrefetchDistance = 2048;
 
-// acc[j] ^= the vectors j, j + 4, ... of words [i, end) of p, whole
-// groups of 4 vectors; returns the first word not read. (Vector arguments,
-// not a lambda's captures: scalable vectors cannot be captured.)
+// acc[j] ^= the vectors j, j + 4, ... of words [i, end) of p; end - i is a
+// whole number of groups of 4 vectors (4 vectors of any target are at most
+// 1 KiB, so a page holds whole groups). (Vector arguments, not a lambda's
+// captures: scalable vectors cannot be captured.)
 template <class D, class V>
-size_t XorVectorQuads(D d, const uint64_t* p, size_t i, size_t end, V& a0, V& a1, V& a2,
-                      V& a3) {
+void XorVectorQuads(D d, const uint64_t* p, size_t i, size_t end, V& a0, V& a1, V& a2, V& a3) {
   const size_t lanes = hn::Lanes(d);
-  for (; i + 4 * lanes <= end; i += 4 * lanes) {
+  for (; i < end; i += 4 * lanes) {
     a0 = hn::Xor(a0, hn::Load(d, p + i));
     a1 = hn::Xor(a1, hn::Load(d, p + i + lanes));
     a2 = hn::Xor(a2, hn::Load(d, p + i + 2 * lanes));
     a3 = hn::Xor(a3, hn::Load(d, p + i + 3 * lanes));
   }
-  return i;
 }
 
 }  // namespace
@@ -82,17 +89,18 @@ uint64_t XorWordsOf(const uint8_t* begin, uint64_t bytes, ReadPattern pattern) {
                      a3);
     }
   }
-  uint64_t result = 0;
-  for (int s = 0; s < streams; ++s) {  // the parts' last pages past `common`
+  // The parts' last pages past `common`: whole pages, so whole groups of 4
+  // vectors.
+  for (int s = 0; s < streams; ++s) {
     const uint64_t first = pages * s / streams, last = pages * (s + 1) / streams;
     const auto* words = reinterpret_cast<const uint64_t*>(begin + first * kPage);
-    const size_t count = (last - first) * kPage / sizeof(uint64_t);
-    size_t i = XorVectorQuads(d, words, common / sizeof(uint64_t), count, a0, a1, a2, a3);
-    for (; i < count; ++i) result ^= words[i];
+    XorVectorQuads(d, words, common / sizeof(uint64_t), (last - first) * kPage / sizeof(uint64_t),
+                   a0, a1, a2, a3);
   }
   const size_t lanes = hn::Lanes(d);
   HWY_ALIGN uint64_t lanes_out[hn::MaxLanes(d)];
   hn::Store(hn::Xor(hn::Xor(a0, a1), hn::Xor(a2, a3)), d, lanes_out);
+  uint64_t result = 0;
   for (size_t l = 0; l < lanes; ++l) result ^= lanes_out[l];
   return result;
 }
@@ -112,7 +120,6 @@ uint64_t XorWords(const uint8_t* begin, uint64_t bytes, ReadPattern pattern) {
 
 namespace {
 
-constexpr uint64_t kPage = 4096;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kMaxBufferBytes = uint64_t{64} << 30;
 

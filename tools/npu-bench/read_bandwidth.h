@@ -69,9 +69,9 @@ uint64_t DefaultBufferBytes();
 uint64_t XorWords(const uint8_t* begin, uint64_t bytes, ReadPattern pattern);
 
 // Allocates and writes the buffer (so every page is backed by memory, not
-// the shared zero page), then streams it `runs` times in each of kReadPatterns. InvalidArgument for
-// options outside their ranges; ResourceExhausted when the buffer cannot be
-// allocated.
+// the shared zero page), then streams it `runs` times in each of
+// kReadPatterns. InvalidArgument for options outside their ranges;
+// ResourceExhausted when the buffer cannot be allocated.
 absl::StatusOr<ReadBandwidth> MeasureReadBandwidth(const ReadBandwidthOptions& options);
 
 }  // namespace lnpu::bench
