@@ -17,6 +17,7 @@
 #include "base/half.h"
 #include "base/quant_blocks.h"
 #include "hwy/highway.h"
+#include "kernel_iface/softnpu/compute/cpu_kinds.h"
 #include "kernel_iface/softnpu/compute/kernel_scheduling.h"
 #include "kernel_iface/softnpu/compute/matmul.h"
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
@@ -626,11 +627,17 @@ void QuantGemvRange(const MatmulArgs& a, const QuantizedActivations& x,
   }
 }
 
-// Parallel tasks per thread of the quantized GEMV: the threads finish a
-// loop within about one task of each other. 8 and 16 (shorter column
-// streams per task) made tinyllama-1.1b decode slower, 2 no faster
-// (docs/performance.md, "Command groups").
-constexpr size_t kGemvTasksPerThread = 4;
+// Parallel tasks per thread of the quantized GEMV. Each task is one GEMV
+// call whose column streams start cold, and the core's prefetchers take a
+// while to run ahead of a new stream: with one task per thread the Zen 5
+// VM's decode-step MATMULs streamed 7% (qwen2.5-0.5b) and 4%
+// (tinyllama-1.1b) faster than with 4, and 4 tasks as 4 calls each no
+// faster than 4 tasks (docs/performance.md, "One GEMV call per thread").
+// On mixed cores (big.LITTLE, hybrid) a loop of equal halves would wait for
+// its slowest core, so there 4 tasks per thread let the fast cores take
+// more of the work; 8 and 16 made tinyllama-1.1b decode slower ("Command
+// groups").
+size_t GemvTasksPerThread() { return ProcessCpusAreOneKind() ? 1 : 4; }
 
 // The GEMVs of `group` (each RunsOnQuantGemv, all of x's src, rows and k)
 // in one parallel loop: column chunks of about equal weight bytes, each
@@ -644,7 +651,7 @@ void RunQuantGemvs(absl::Span<const MatmulArgs> group, const QuantizedActivation
     work += uint64_t{a.rows} * a.k * a.n;
     weight_bytes += uint64_t{a.n} * WeightBytes(a.weight_type, a.k);
   }
-  const uint64_t task_bytes = CeilDiv(weight_bytes, kGemvTasksPerThread * pool.threads());
+  const uint64_t task_bytes = CeilDiv(weight_bytes, GemvTasksPerThread() * pool.threads());
   std::vector<KernelScratch::ColumnChunk>& chunks = scratch->column_chunks;
   chunks.clear();
   for (uint32_t m = 0; m < group.size(); ++m) {
