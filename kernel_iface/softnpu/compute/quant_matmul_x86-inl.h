@@ -630,15 +630,18 @@ LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& 
   }
 }
 
-// Panels per GEMV step, each its own memory stream (GemvSteps): 4 for 1-2
-// rows; 2 for 3-4 rows, whose sums (and, across panels, their words:
-// kP16WordsAcrossPanels) then fit the registers (3 panels were no faster;
-// 8 for one row were 4-10% slower on the Intel VM). The 1-2 row GEMVs take
+// Panels per GEMV step, each its own memory stream (GemvSteps): 4 for one
+// row and for 2 rows of Q4_0; 2 for 3-4 rows, whose sums (and, across
+// panels, their words: kP16WordsAcrossPanels) then fit the registers (3
+// panels were no faster; 8 for one row were 4-10% slower on the Intel VM),
+// and for 2 rows of Q8_0, whose 2-lane decode step took 5-19% less time
+// with 2 streams on the Zen 5 VM (one row and Q4_0 no faster or slower;
+// docs/performance.md, "One GEMV call per thread"). A 4-stream GEMV takes
 // a range's last 1-3 panels in one step too, not one panel (one stream)
-// after another: qwen2.5-0.5b's down and attention-output tasks are 7
-// panels each (docs/performance.md, "Tail panels").
-template <size_t kRows>
-constexpr size_t kP16Streams = kRows <= 2 ? 4 : 2;
+// after another: qwen2.5-0.5b's down and attention-output tasks were 7
+// panels each ("Tail panels").
+template <class W, size_t kRows>
+constexpr size_t kP16Streams = kRows == 1 || (kRows == 2 && W::kNibbles) ? 4 : 2;
 
 // How far ahead of its use a GEMV stream prefetches: the next panel's
 // group, or at most this many bytes ahead (in the same panel, the streams'
@@ -669,8 +672,8 @@ struct P16GemvOf {
       };
       size_t p = col_begin / kP16Rows;
       const size_t p_end = (col_end + kP16Rows - 1) / kP16Rows;
-      p = GemvSteps<kP16Streams<kRows>, 1>(p, p_end, step);
-      if constexpr (kP16Streams<kRows> == 4) {
+      p = GemvSteps<kP16Streams<W, kRows>, 1>(p, p_end, step);
+      if constexpr (kP16Streams<W, kRows> == 4) {
         p = GemvSteps<3, 1>(p, p_end, step);
         p = GemvSteps<2, 1>(p, p_end, step);
       }
