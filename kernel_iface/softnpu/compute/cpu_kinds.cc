@@ -4,27 +4,29 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/file_io.h"
 
 namespace lnpu::softnpu::compute {
 namespace {
 
-std::optional<std::string> ReadLine(const std::string& path) {
-  std::ifstream file(path);
-  std::string line;
-  if (!file || !std::getline(file, line)) return std::nullopt;
-  return std::string(absl::StripAsciiWhitespace(line));
+// A sysfs attribute's value without its newline; nullopt if unreadable.
+std::optional<std::string> ReadSysfsValue(const std::string& path) {
+  const absl::StatusOr<std::string> text = ReadRegularFile(path, 4096, "sysfs attribute");
+  if (!text.ok()) return std::nullopt;
+  return std::string(absl::StripAsciiWhitespace(*text));
 }
 
-// The CPUs of a sysfs CPU list ("0-3,8,10-11"); nullopt if malformed.
-std::optional<std::vector<int>> ParseCpuList(const std::string& list) {
-  std::vector<int> cpus;
-  if (list.empty()) return cpus;
+// The [first, last] ranges of a sysfs CPU list ("0-3,8,10-11"); nullopt if
+// malformed.
+std::optional<std::vector<std::pair<int, int>>> ParseCpuList(const std::string& list) {
+  std::vector<std::pair<int, int>> ranges;
+  if (list.empty()) return ranges;
   for (absl::string_view range : absl::StrSplit(list, ',')) {
     const std::vector<absl::string_view> ends = absl::StrSplit(range, '-');
     int first = 0;
@@ -33,9 +35,9 @@ std::optional<std::vector<int>> ParseCpuList(const std::string& list) {
         !absl::SimpleAtoi(ends.back(), &last) || first < 0 || last < first) {
       return std::nullopt;
     }
-    for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+    ranges.emplace_back(first, last);
   }
-  return cpus;
+  return ranges;
 }
 
 }  // namespace
@@ -43,19 +45,20 @@ std::optional<std::vector<int>> ParseCpuList(const std::string& list) {
 bool CpusAreOneKind(const std::string& sysfs_root, const std::vector<int>& cpus) {
   std::optional<uint64_t> capacity;
   for (int cpu : cpus) {
-    const auto line = ReadLine(sysfs_root + "/devices/system/cpu/cpu" + std::to_string(cpu) +
+    const auto line = ReadSysfsValue(sysfs_root + "/devices/system/cpu/cpu" + std::to_string(cpu) +
                                "/cpu_capacity");
     uint64_t value = 0;
     if (!line || !absl::SimpleAtoi(*line, &value)) continue;
     if (capacity && *capacity != value) return false;
     capacity = value;
   }
-  const auto atom_line = ReadLine(sysfs_root + "/devices/cpu_atom/cpus");
-  if (!atom_line) return true;
-  const auto atoms = ParseCpuList(*atom_line);
+  const auto atom_list = ReadSysfsValue(sysfs_root + "/devices/cpu_atom/cpus");
+  if (!atom_list) return true;
+  const auto atoms = ParseCpuList(*atom_list);
   if (!atoms) return true;
   const auto is_atom = [&](int cpu) {
-    return std::find(atoms->begin(), atoms->end(), cpu) != atoms->end();
+    return std::any_of(atoms->begin(), atoms->end(),
+                       [cpu](const auto& range) { return range.first <= cpu && cpu <= range.second; });
   };
   const size_t atom_count = std::count_if(cpus.begin(), cpus.end(), is_atom);
   return atom_count == 0 || atom_count == cpus.size();
