@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 #include "hwy/targets.h"
@@ -21,10 +22,29 @@ uint64_t ReadXcr0() {
   return (uint64_t{hi} << 32) | lo;
 }
 
+// CPUID leaf 0's vendor string (EBX, EDX, ECX).
+X86Vendor DetectVendor() {
+  unsigned max_leaf = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &max_leaf, &ebx, &ecx, &edx)) return X86Vendor::kOther;
+  char name[12];
+  std::memcpy(name, &ebx, 4);
+  std::memcpy(name + 4, &edx, 4);
+  std::memcpy(name + 8, &ecx, 4);
+  const std::string_view vendor(name, sizeof(name));
+  if (vendor == "GenuineIntel") return X86Vendor::kIntel;
+  if (vendor == "AuthenticAMD") return X86Vendor::kAmd;
+  return X86Vendor::kOther;
+}
+
 X86CpuFeatures Detect() {
   X86CpuFeatures f;
+  f.vendor = DetectVendor();
   unsigned eax = 0, ebx = 0, ecx1 = 0, edx = 0;
   if (!__get_cpuid(1, &eax, &ebx, &ecx1, &edx)) return f;
+  const unsigned base_family = (eax >> 8) & 0xF;
+  f.family = base_family == 0xF ? base_family + ((eax >> 20) & 0xFF) : base_family;
+  f.model = (eax >> 4) & 0xF;
+  if (base_family == 0x6 || base_family == 0xF) f.model |= ((eax >> 16) & 0xF) << 4;
   const bool fma = Bit(ecx1, 12), osxsave = Bit(ecx1, 27), f16c = Bit(ecx1, 29);
   if (!osxsave) return f;
   const uint64_t xcr0 = ReadXcr0();
@@ -58,7 +78,7 @@ X86CpuFeatures TurnOff(X86CpuFeatures f, std::string_view off) {
     } else if (name == "avxvnni") {
       f.avx_vnni = false;
     } else if (name == "avx2") {
-      f = X86CpuFeatures{};
+      f = X86CpuFeatures{.vendor = f.vendor, .family = f.family, .model = f.model};
     } else if (!name.empty()) {
       std::fprintf(stderr,
                    "lnpu: %s: unknown feature \"%.*s\" ignored (known: amx, avx512vnni, "

@@ -8,7 +8,15 @@
 
 namespace lnpu::softnpu::compute {
 
+enum class X86Vendor { kOther, kIntel, kAmd };
+
 struct X86CpuFeatures {
+  // Who made the CPU and its display family and model (CPUID leaf 1, the
+  // extended fields folded in): AMD family 0x19 is Zen 3 and Zen 4, 0x1A
+  // Zen 5. Kernels tune their memory access by them (x86_gemv_streams.h).
+  X86Vendor vendor = X86Vendor::kOther;
+  unsigned family = 0;
+  unsigned model = 0;
   bool avx2 = false;      // with FMA and F16C, and the OS saving YMM state
   bool avx_vnni = false;  // AVX-VNNI (256-bit vpdpbusd), implies avx2
   // AVX-512 F/BW/DQ/VL with the OS saving the opmask and ZMM state;
