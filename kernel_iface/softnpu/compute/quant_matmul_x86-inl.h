@@ -630,29 +630,31 @@ LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& 
   }
 }
 
-// Panels per GEMV step, each its own memory stream (GemvSteps): 4 for one
-// row and for 2 rows of Q4_0; 2 for 3-4 rows, whose sums (and, across
-// panels, their words: kP16WordsAcrossPanels) then fit the registers (3
-// panels were no faster; 8 for one row were 4-10% slower on the Intel VM),
-// and for 2 rows of Q8_0, whose 2-lane decode step took 5-19% less time
-// with 2 streams on the Zen 5 VM (one row and Q4_0 no faster or slower;
-// docs/performance.md, "One GEMV call per thread"). A 4-stream GEMV takes
-// a range's last 1-3 panels in one step too, not one panel (one stream)
-// after another: qwen2.5-0.5b's down and attention-output tasks were 7
-// panels each ("Tail panels").
+// Panels per GEMV step, each its own memory stream (GemvSteps), at most:
+// 4 for one row and for 2 rows of Q4_0; 2 for 3-4 rows, whose sums (and,
+// across panels, their words: kP16WordsAcrossPanels) then fit the
+// registers (3 panels were no faster; 8 for one row were 4-10% slower on
+// the Intel VM), and for 2 rows of Q8_0, whose 2-lane decode step took
+// 5-19% less time with 2 streams on the Zen 5 VM (one row and Q4_0 no
+// faster or slower; docs/performance.md, "One GEMV call per thread"). The
+// CPU's walk (X86GemvStreams) may lower it for 1-2 rows. A 4-stream GEMV
+// takes a range's last 1-3 panels in one step too, not one panel (one
+// stream) after another: qwen2.5-0.5b's down and attention-output tasks
+// were 7 panels each ("Tail panels").
 template <class W, size_t kRows>
 constexpr size_t kP16Streams = kRows == 1 || (kRows == 2 && W::kNibbles) ? 4 : 2;
 
-// How far ahead of its use a GEMV stream prefetches: the next panel's
-// group, or at most this many bytes ahead (in the same panel, the streams'
-// panels being consecutive). A whole panel (15-82 KiB for k = 896 .. 5632)
-// times the streams overflowed L1: on the Intel (AMX) VM, with 4 KiB the
-// 1-row GEMVs of k = 4864 and 5632 took 15-17% less time from DRAM and the
-// others up to 8% less, 2 KiB the same as 4 (performance.md "Q4_0 panels
-// on Intel (AMX)"); on the Zen 5 VM 2 KiB decoded faster than 4 in 17 of
-// 18 paired rounds, by 2-8% at matched probed bandwidth ("Prefetch
-// distance on Zen 5").
-constexpr size_t kP16GemvPrefetchBytes = 2048;
+// The panel GEMV over [p, p_end) in steps of kStreams panels, then the
+// last ones in fewer (a 4-stream walk: 3, 2 and 1; a 2-stream walk: 1).
+template <size_t kStreams, class Step>
+LNPU_QM_INLINE void P16GemvWalk(size_t p, size_t p_end, const Step& step) {
+  p = GemvSteps<kStreams, 1>(p, p_end, step);
+  if constexpr (kStreams == 4) {
+    p = GemvSteps<3, 1>(p, p_end, step);
+    p = GemvSteps<2, 1>(p, p_end, step);
+  }
+  if constexpr (kStreams > 1) GemvSteps<1, 1>(p, p_end, step);
+}
 
 template <class W, P16Scales kLayout>
 struct P16GemvOf {
@@ -664,20 +666,27 @@ struct P16GemvOf {
       P16Corrections<W>(a, x, 0, kRows, corrections);
       const P16Activations<kRows> rows = P16RowsOf<W, kRows>(a, x, 0, corrections.data());
       const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, a.k / kQuantBlock);
+      const X86GemvStreams& walk = GetX86GemvStreams();
+      // Each stream prefetches the CPU's distance ahead, at most to the
+      // start of its next panel (`group` panels on).
       const auto step = [&]<size_t kPanels>(const size_t (&panels)[kPanels], size_t group) {
         P16Panels<W, kLayout, kRows, kPanels>(
             a, rows, panels, col_begin, col_end,
-            {.quants = std::min(group * panel_bytes, kP16GemvPrefetchBytes),
+            {.quants = std::min(group * panel_bytes, walk.prefetch_bytes),
              .scales = group * panel_bytes});
       };
-      size_t p = col_begin / kP16Rows;
+      const size_t p = col_begin / kP16Rows;
       const size_t p_end = (col_end + kP16Rows - 1) / kP16Rows;
-      p = GemvSteps<kP16Streams<W, kRows>, 1>(p, p_end, step);
-      if constexpr (kP16Streams<W, kRows> == 4) {
-        p = GemvSteps<3, 1>(p, p_end, step);
-        p = GemvSteps<2, 1>(p, p_end, step);
+      constexpr size_t kStreams = kP16Streams<W, kRows>;
+      if (kRows <= 2 && walk.streams < kStreams) {
+        if (walk.streams == 1) {
+          P16GemvWalk<1>(p, p_end, step);
+        } else {
+          P16GemvWalk<2>(p, p_end, step);
+        }
+        return;
       }
-      GemvSteps<1, 1>(p, p_end, step);
+      P16GemvWalk<kStreams>(p, p_end, step);
     }
   };
 };
