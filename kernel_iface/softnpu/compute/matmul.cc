@@ -23,6 +23,9 @@
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
 #include "kernel_iface/softnpu/compute/quant_matmul_q6_k.h"
 #include "kernel_iface/softnpu/compute/simd-inl.h"
+#if defined(__x86_64__)
+#include "kernel_iface/softnpu/compute/x86_gemv_walk.h"
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace lnpu::softnpu::compute {
@@ -633,11 +636,20 @@ void QuantGemvRange(const MatmulArgs& a, const QuantizedActivations& x,
 // VM's decode-step MATMULs streamed 7% (qwen2.5-0.5b) and 4%
 // (tinyllama-1.1b) faster than with 4, and 4 tasks as 4 calls each no
 // faster than 4 tasks (docs/performance.md, "One GEMV call per thread").
-// On mixed cores (big.LITTLE, hybrid) a loop of equal halves would wait for
-// its slowest core, so there 4 tasks per thread let the fast cores take
-// more of the work; 8 and 16 made tinyllama-1.1b decode slower ("Command
-// groups").
-size_t GemvTasksPerThread() { return ProcessCpusAreOneKind() ? 1 : 4; }
+// Where a call reads one stream (Zen 4) its start costs little and 4 tasks
+// per thread, which even out the threads, streamed faster: x86's count is
+// the CPU class's (x86_gemv_walk.h). On mixed cores (big.LITTLE, hybrid) a
+// loop of equal halves would wait for its slowest core, so there 4 tasks
+// per thread let the fast cores take more of the work; 8 and 16 made
+// tinyllama-1.1b decode slower ("Command groups").
+size_t GemvTasksPerThread() {
+  if (!ProcessCpusAreOneKind()) return 4;
+#if defined(__x86_64__)
+  return GetX86GemvWalk().chunks_per_thread;
+#else
+  return 1;
+#endif
+}
 
 // The GEMVs of `group` (each RunsOnQuantGemv, all of x's src, rows and k)
 // in one parallel loop: column chunks of about equal weight bytes, each

@@ -637,7 +637,7 @@ LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& 
 // the Intel VM), and for 2 rows of Q8_0, whose 2-lane decode step took
 // 5-19% less time with 2 streams on the Zen 5 VM (one row and Q4_0 no
 // faster or slower; docs/performance.md, "One GEMV call per thread"). The
-// CPU's walk (X86GemvStreams) may lower it for 1-2 rows. A 4-stream GEMV
+// CPU's walk (X86GemvWalk) may lower it for 1-2 rows. A 4-stream GEMV
 // takes a range's last 1-3 panels in one step too, not one panel (one
 // stream) after another: qwen2.5-0.5b's down and attention-output tasks
 // were 7 panels each ("Tail panels").
@@ -666,7 +666,7 @@ struct P16GemvOf {
       P16Corrections<W>(a, x, 0, kRows, corrections);
       const P16Activations<kRows> rows = P16RowsOf<W, kRows>(a, x, 0, corrections.data());
       const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, a.k / kQuantBlock);
-      const X86GemvStreams& walk = GetX86GemvStreams();
+      const X86GemvWalk& walk = GetX86GemvWalk();
       // Each stream prefetches the CPU's distance ahead, at most to the
       // start of its next panel (`group` panels on).
       const auto step = [&]<size_t kPanels>(const size_t (&panels)[kPanels], size_t group) {

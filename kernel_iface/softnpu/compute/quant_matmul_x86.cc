@@ -16,7 +16,7 @@
 
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
 #include "kernel_iface/softnpu/compute/x86_cpu_features.h"
-#include "kernel_iface/softnpu/compute/x86_gemv_streams.h"
+#include "kernel_iface/softnpu/compute/x86_gemv_walk.h"
 
 namespace lnpu::softnpu::compute {
 namespace {

@@ -13,7 +13,7 @@ enum class X86Vendor { kOther, kIntel, kAmd };
 struct X86CpuFeatures {
   // Who made the CPU and its display family and model (CPUID leaf 1, the
   // extended fields folded in): AMD family 0x19 is Zen 3 and Zen 4, 0x1A
-  // Zen 5. Kernels tune their memory access by them (x86_gemv_streams.h).
+  // Zen 5. Kernels tune their memory access by them (x86_gemv_walk.h).
   X86Vendor vendor = X86Vendor::kOther;
   unsigned family = 0;
   unsigned model = 0;

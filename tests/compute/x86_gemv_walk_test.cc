@@ -1,0 +1,102 @@
+// The x86 GEMVs' walk per CPU class (x86_gemv_walk.h): the table,
+// the environment override's parsing, and which walk the process uses.
+// (That every walk gives the same bits: quant_matmul_test, run again by
+// meson with each walk forced through the environment.)
+#include "kernel_iface/softnpu/compute/x86_gemv_walk.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace lnpu::softnpu::compute {
+namespace {
+
+using ::testing::HasSubstr;
+
+X86CpuFeatures Cpu(X86Vendor vendor, unsigned family, unsigned model) {
+  X86CpuFeatures cpu;
+  cpu.vendor = vendor;
+  cpu.family = family;
+  cpu.model = model;
+  return cpu;
+}
+
+TEST(X86GemvWalkForTest, ZenFourReadsOneStreamPrefetchedShortlyInFourChunksPerThread) {
+  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x19, 0x11)),
+            (X86GemvWalk{.streams = 1, .prefetch_bytes = 256, .chunks_per_thread = 4}));
+}
+
+TEST(X86GemvWalkForTest, OtherCpusReadFourStreamsTwoKiBAheadInOneChunkPerThread) {
+  const X86GemvWalk four{.streams = 4, .prefetch_bytes = 2048, .chunks_per_thread = 1};
+  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x1A, 0x02)), four);   // Zen 5
+  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x17, 0x31)), four);   // Zen 2
+  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kIntel, 6, 0x8F)), four);    // Sapphire Rapids
+  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kIntel, 0x19, 0x11)), four); // family, not vendor
+  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kOther, 0, 0)), four);
+}
+
+TEST(ParseX86GemvWalkTest, AcceptsStreamsDistanceAndChunks) {
+  EXPECT_EQ(*ParseX86GemvWalk("1:256:4"),
+            (X86GemvWalk{.streams = 1, .prefetch_bytes = 256, .chunks_per_thread = 4}));
+  EXPECT_EQ(*ParseX86GemvWalk("2:64:1"),
+            (X86GemvWalk{.streams = 2, .prefetch_bytes = 64, .chunks_per_thread = 1}));
+  EXPECT_EQ(*ParseX86GemvWalk("4:16384:16"),
+            (X86GemvWalk{.streams = 4, .prefetch_bytes = 16384, .chunks_per_thread = 16}));
+}
+
+TEST(ParseX86GemvWalkTest, RejectsWhatIsNotThreeNumbers) {
+  for (const char* text : {"", "4", "4:2048", "4:2048:", ":2048:1", "four:2048:1", "4:2k:1",
+                           "4:2048:1:1", "-1:256:1", "4:2048:one"}) {
+    const absl::StatusOr<X86GemvWalk> parsed = ParseX86GemvWalk(text);
+    ASSERT_FALSE(parsed.ok()) << '"' << text << '"';
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(parsed.status().message(), HasSubstr("STREAMS:PREFETCH_BYTES:CHUNKS_PER_THREAD")) << text;
+  }
+}
+
+TEST(ParseX86GemvWalkTest, RejectsStreamCountsTheKernelDoesNotWalk) {
+  for (const char* text : {"0:256:1", "3:256:1", "8:256:1"}) {
+    const absl::StatusOr<X86GemvWalk> parsed = ParseX86GemvWalk(text);
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("use 1, 2 or 4")) << text;
+  }
+}
+
+TEST(ParseX86GemvWalkTest, RejectsDistancesOutsideWholeLinesUpTo16KiB) {
+  for (const char* text : {"1:0:1", "1:32:1", "1:100:1", "1:16448:1", "4:65536:1"}) {
+    const absl::StatusOr<X86GemvWalk> parsed = ParseX86GemvWalk(text);
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("multiple of 64 from 64 to 16384")) << text;
+  }
+}
+
+TEST(ParseX86GemvWalkTest, RejectsChunkCountsOutsideOneToSixteen) {
+  for (const char* text : {"1:256:0", "1:256:17", "4:2048:64"}) {
+    const absl::StatusOr<X86GemvWalk> parsed = ParseX86GemvWalk(text);
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("chunks per thread; use 1 to 16")) << text;
+  }
+}
+
+// The process's walk: the environment's when meson sets it (the
+// quant_matmul_test runs with forced walks rely on this), else the CPU's.
+TEST(GetX86GemvWalkTest, IsTheEnvironmentsWalkElseTheCpus) {
+  const char* text = std::getenv(kX86GemvWalkVariable);
+  if (text != nullptr && ParseX86GemvWalk(text).ok()) {
+    EXPECT_EQ(GetX86GemvWalk(), *ParseX86GemvWalk(text));
+  } else {
+    EXPECT_EQ(GetX86GemvWalk(), X86GemvWalkFor(GetX86CpuFeatures()));
+  }
+}
+
+TEST(X86CpuFeaturesTest, NamesTheCpusMakerAndFamily) {
+  const X86CpuFeatures& cpu = GetX86CpuFeatures();
+  if (cpu.vendor == X86Vendor::kOther) GTEST_SKIP() << "neither Intel nor AMD";
+  // Every x86-64 CPU of either maker reports family 6 or more.
+  EXPECT_GE(cpu.family, 6u);
+}
+
+}  // namespace
+}  // namespace lnpu::softnpu::compute
