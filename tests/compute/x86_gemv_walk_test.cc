@@ -5,6 +5,7 @@
 #include "kernel_iface/softnpu/compute/x86_gemv_walk.h"
 
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -30,10 +31,10 @@ TEST(X86GemvWalkForTest, ZenFourReadsOneStreamPrefetchedShortlyInFourChunksPerTh
 
 TEST(X86GemvWalkForTest, OtherCpusReadFourStreamsTwoKiBAheadInOneChunkPerThread) {
   const X86GemvWalk four{.streams = 4, .prefetch_bytes = 2048, .chunks_per_thread = 1};
-  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x1A, 0x02)), four);   // Zen 5
-  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x17, 0x31)), four);   // Zen 2
-  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kIntel, 6, 0x8F)), four);    // Sapphire Rapids
-  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kIntel, 0x19, 0x11)), four); // family, not vendor
+  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x1A, 0x02)), four);    // Zen 5
+  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x17, 0x31)), four);    // Zen 2
+  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kIntel, 6, 0x8F)), four);     // Sapphire Rapids
+  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kIntel, 0x19, 0x11)), four);  // family, not vendor
   EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kOther, 0, 0)), four);
 }
 
@@ -46,38 +47,33 @@ TEST(ParseX86GemvWalkTest, AcceptsStreamsDistanceAndChunks) {
             (X86GemvWalk{.streams = 4, .prefetch_bytes = 16384, .chunks_per_thread = 16}));
 }
 
-TEST(ParseX86GemvWalkTest, RejectsWhatIsNotThreeNumbers) {
-  for (const char* text : {"", "4", "4:2048", "4:2048:", ":2048:1", "four:2048:1", "4:2k:1",
-                           "4:2048:1:1", "-1:256:1", "4:2048:one"}) {
+// Each of `texts` rejected as InvalidArgument with a message holding `why`.
+void ExpectRejected(std::initializer_list<const char*> texts, const std::string& why) {
+  for (const char* text : texts) {
     const absl::StatusOr<X86GemvWalk> parsed = ParseX86GemvWalk(text);
     ASSERT_FALSE(parsed.ok()) << '"' << text << '"';
-    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(parsed.status().message(), HasSubstr("STREAMS:PREFETCH_BYTES:CHUNKS_PER_THREAD")) << text;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(parsed.status().message(), HasSubstr(why)) << text;
   }
+}
+
+TEST(ParseX86GemvWalkTest, RejectsWhatIsNotThreeNumbers) {
+  ExpectRejected({"", "4", "4:2048", "4:2048:", ":2048:1", "four:2048:1", "4:2k:1", "4:2048:1:1",
+                  "-1:256:1", "4:2048:one"},
+                 "STREAMS:PREFETCH_BYTES:CHUNKS_PER_THREAD");
 }
 
 TEST(ParseX86GemvWalkTest, RejectsStreamCountsTheKernelDoesNotWalk) {
-  for (const char* text : {"0:256:1", "3:256:1", "8:256:1"}) {
-    const absl::StatusOr<X86GemvWalk> parsed = ParseX86GemvWalk(text);
-    ASSERT_FALSE(parsed.ok()) << text;
-    EXPECT_THAT(parsed.status().message(), HasSubstr("use 1, 2 or 4")) << text;
-  }
+  ExpectRejected({"0:256:1", "3:256:1", "8:256:1"}, "use 1, 2 or 4");
 }
 
 TEST(ParseX86GemvWalkTest, RejectsDistancesOutsideWholeLinesUpTo16KiB) {
-  for (const char* text : {"1:0:1", "1:32:1", "1:100:1", "1:16448:1", "4:65536:1"}) {
-    const absl::StatusOr<X86GemvWalk> parsed = ParseX86GemvWalk(text);
-    ASSERT_FALSE(parsed.ok()) << text;
-    EXPECT_THAT(parsed.status().message(), HasSubstr("multiple of 64 from 64 to 16384")) << text;
-  }
+  ExpectRejected({"1:0:1", "1:32:1", "1:100:1", "1:16448:1", "4:65536:1"},
+                 "multiple of 64 from 64 to 16384");
 }
 
 TEST(ParseX86GemvWalkTest, RejectsChunkCountsOutsideOneToSixteen) {
-  for (const char* text : {"1:256:0", "1:256:17", "4:2048:64"}) {
-    const absl::StatusOr<X86GemvWalk> parsed = ParseX86GemvWalk(text);
-    ASSERT_FALSE(parsed.ok()) << text;
-    EXPECT_THAT(parsed.status().message(), HasSubstr("chunks per thread; use 1 to 16")) << text;
-  }
+  ExpectRejected({"1:256:0", "1:256:17", "4:2048:64"}, "chunks per thread; use 1 to 16");
 }
 
 // The process's walk: the environment's when meson sets it (the

@@ -42,16 +42,16 @@ absl::StatusOr<X86GemvWalk> ParseX86GemvWalk(std::string_view std_text) {
         absl::StrCat("\"", text, "\": ", streams, " streams; use 1, 2 or 4"));
   }
   if (prefetch_bytes < 64 || prefetch_bytes > 16384 || prefetch_bytes % 64 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "\"", text, "\": prefetch distance ", prefetch_bytes,
-        " bytes; use a multiple of 64 from 64 to 16384"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text, "\": prefetch distance ", prefetch_bytes,
+                     " bytes; use a multiple of 64 from 64 to 16384"));
   }
   if (chunks < 1 || chunks > 16) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "\"", text, "\": ", chunks, " chunks per thread; use 1 to 16"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text, "\": ", chunks, " chunks per thread; use 1 to 16"));
   }
-  return X86GemvWalk{.streams = streams, .prefetch_bytes = prefetch_bytes,
-                     .chunks_per_thread = chunks};
+  return X86GemvWalk{
+      .streams = streams, .prefetch_bytes = prefetch_bytes, .chunks_per_thread = chunks};
 }
 
 const X86GemvWalk& GetX86GemvWalk() {
