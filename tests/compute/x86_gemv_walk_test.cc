@@ -24,9 +24,9 @@ X86CpuFeatures Cpu(X86Vendor vendor, unsigned family, unsigned model) {
   return cpu;
 }
 
-TEST(X86GemvWalkForTest, ZenFourReadsOneStreamPrefetchedShortlyInFourChunksPerThread) {
+TEST(X86GemvWalkForTest, ZenFourReadsOneStreamPrefetchedShortlyInEightChunksPerThread) {
   EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x19, 0x11)),
-            (X86GemvWalk{.streams = 1, .prefetch_bytes = 256, .chunks_per_thread = 4}));
+            (X86GemvWalk{.streams = 1, .prefetch_bytes = 256, .chunks_per_thread = 8}));
 }
 
 TEST(X86GemvWalkForTest, OtherCpusReadFourStreamsTwoKiBAheadInOneChunkPerThread) {
