@@ -35,7 +35,7 @@ absl::StatusOr<X86GemvWalk> ParseX86GemvWalk(std::string_view std_text) {
   if (fields.size() != 3 || !absl::SimpleAtoi(fields[0], &streams) ||
       !absl::SimpleAtoi(fields[1], &prefetch_bytes) || !absl::SimpleAtoi(fields[2], &chunks)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "\"", text, "\" is not STREAMS:PREFETCH_BYTES:CHUNKS_PER_THREAD (e.g. 1:256:4)"));
+        "\"", text, "\" is not STREAMS:PREFETCH_BYTES:CHUNKS_PER_THREAD (e.g. 1:256:8)"));
   }
   if (streams != 1 && streams != 2 && streams != 4) {
     return absl::InvalidArgumentError(

@@ -1,8 +1,8 @@
 // How the x86 GEMV loops of decode walk memory on this CPU class: how many
 // column chunks a GEMV loop hands out per thread, and how the panel GEMVs
-// (Q8_0 and Q4_0 weights in the *_P16 and *_P16S layouts, 1-2 activation
-// rows) read a chunk: how many panel streams one call reads together and
-// how far ahead of its loads it prefetches. The best walk differs between
+// (Q8_0 and Q4_0 weights in the *_P16 and *_P16S layouts) read a chunk:
+// how many panel streams one call of 1-2 activation rows reads together,
+// and how far ahead of its loads a call of any row count prefetches. The best walk differs between
 // CPU classes by a third of the decode speed (docs/performance.md, "GEMV
 // walk on AMD EPYC (Zen 4)"), so it is chosen per CPU, with an environment
 // override for measuring and porting. The walk changes no result: each
@@ -24,8 +24,9 @@ struct X86GemvWalk {
   // kernel may use fewer: 2 for two rows of Q8_0). Each stream is its own
   // run of whole panels, far from the others.
   size_t streams = 4;
-  // How far ahead of each load a stream prefetches (prefetcht0): 64 ..
-  // 16384 bytes, a multiple of 64; at most the next panel's start.
+  // How far ahead of each load a stream prefetches (prefetcht0), for
+  // every row count: 64 .. 16384 bytes, a multiple of 64; at most the next
+  // panel's start.
   size_t prefetch_bytes = 2048;
   // Column chunks per thread of a GEMV loop on CPUs of one kind, 1 .. 16
   // (matmul.cc; mixed cores always take 4: cpu_kinds.h). Each chunk is one
