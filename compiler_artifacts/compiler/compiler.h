@@ -23,8 +23,11 @@ struct CompileOptions {
   uint32_t min_response_len = 128;
   // Token counts of the Prefill graphs, each >= 1. Sizes above
   // max_prompt_len are clamped to it and duplicates dropped, so these
-  // defaults work with any max_prompt_len. Must not be empty.
-  std::vector<uint32_t> prefill_chunks = {16, 64, 256};
+  // defaults work with any max_prompt_len. Must not be empty. The 32 holds
+  // a short chat turn (17-32 tokens) in one graph: on CPUs whose 16-row
+  // chunks are compute-bound that is one pass where two 16-row ones cost
+  // more (docs/performance.md, "A 32-token prefill graph").
+  std::vector<uint32_t> prefill_chunks = {16, 32, 64, 256};
   // Lane counts of the batched decode graphs (model.fbs
   // Model.decode_batches), each in [1, 64]: a graph of B lanes runs the
   // decode steps of B sequences in one pass over the weights. 1 is the

@@ -189,10 +189,10 @@ TEST(CompilerTest, Stories260KGraphsAndCommandStreams) {
   std::unique_ptr<Artifact> artifact = CompileAndOpen(Stories260KPath(), {});
   ASSERT_NE(artifact, nullptr);
   const fb::Model& m = artifact->model();
-  ASSERT_EQ(m.graphs()->size(), 4u);
+  ASSERT_EQ(m.graphs()->size(), 5u);
   std::vector<uint32_t> tokens;
   for (const fb::Graph* g : *m.graphs()) tokens.push_back(g->tokens());
-  EXPECT_THAT(tokens, ElementsAre(16, 64, 256, 1));
+  EXPECT_THAT(tokens, ElementsAre(16, 32, 64, 256, 1));
   const fb::Graph* decode = FindGraph(m, "decode");
   ASSERT_NE(decode, nullptr);
   EXPECT_EQ(decode->kind(), fb::GraphKind::Decode);

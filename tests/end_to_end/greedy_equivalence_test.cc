@@ -35,7 +35,7 @@ compiler::CompileOptions ExactOptions() {
 }
 
 // stories260K compiled with ExactOptions (capacity 1024 + 128 slots,
-// prefill chunks {16, 64, 256}), shared by the suite.
+// prefill chunks {16, 32, 64, 256}), shared by the suite.
 class StoriesEquivalenceTest
     : public SharedModelTest<StoriesEquivalenceTest> {
  protected:

@@ -66,7 +66,7 @@ options:
                              the KV cache has max-prompt-len + min-response-len
                              slots
   --prefill-chunks A,B,...   token counts of the prefill graphs (default
-                             16,64,256; sizes above max-prompt-len are clamped)
+                             16,32,64,256; sizes above max-prompt-len are clamped)
   --decode-batch A,B,...     lane counts (up to 64) of batched decode graphs,
                              e.g. 1,2,4: a graph of B lanes runs the next
                              token of B sessions in one pass over the
