@@ -5,7 +5,11 @@
 // not larger than the tokens left; when the tokens left are fewer than the
 // smallest chunk, one last run of the smallest chunk that holds them, its
 // tail rows padded. Example with chunks {16, 64}: 100 tokens run as
-// 64 + 16 + 16 + (4 real rows padded to 16).
+// 64 + 16 + 16 + (4 real rows padded to 16). Then the last runs whose rows
+// add up to a chunk size become one run of that chunk: the same rows and
+// padding in fewer runs, each of which streams all the weights once.
+// Example with chunks {16, 32, 64}: 24 tokens run as (24 real rows padded
+// to 32), not 16 + (8 padded to 16); 90 as 64 + (26 padded to 32).
 #ifndef RUNTIME_PREFILL_PLAN_H_
 #define RUNTIME_PREFILL_PLAN_H_
 

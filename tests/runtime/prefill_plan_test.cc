@@ -1,5 +1,6 @@
 #include "runtime/prefill_plan.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -41,21 +42,48 @@ TEST(PrefillPlanTest, ManyChunksUseTheLargestThatFits) {
               ElementsAre(PrefillRun{64, 64}, PrefillRun{64, 64}, PrefillRun{8, 2}));
 }
 
+TEST(PrefillPlanTest, LastRunsAddingUpToAChunkRunAsThatChunk) {
+  const std::vector<uint32_t> chunks = {16, 32, 64, 256};
+  // Not 16 + (8 padded to 16): the same 32 rows in one run.
+  EXPECT_THAT(Plan(24, chunks), ElementsAre(PrefillRun{32, 24}));
+  EXPECT_THAT(Plan(17, chunks), ElementsAre(PrefillRun{32, 17}));
+  // Not 64 + 16 + (10 padded to 16).
+  EXPECT_THAT(Plan(90, chunks), ElementsAre(PrefillRun{64, 64}, PrefillRun{32, 26}));
+  // Not 32 + 16 + (2 padded to 16): the longest tail that adds up.
+  EXPECT_THAT(Plan(50, chunks), ElementsAre(PrefillRun{64, 50}));
+  // 32 + 16 rows are no chunk: more padding would be needed to merge them.
+  EXPECT_THAT(Plan(40, chunks), ElementsAre(PrefillRun{32, 32}, PrefillRun{16, 8}));
+  EXPECT_THAT(Plan(48, chunks), ElementsAre(PrefillRun{32, 32}, PrefillRun{16, 16}));
+}
+
 TEST(PrefillPlanTest, RunsCoverEveryTokenOnce) {
-  const std::vector<uint32_t> chunks = {3, 7, 32};
-  for (uint32_t n = 1; n <= 200; ++n) {
-    uint32_t covered = 0;
-    const std::vector<PrefillRun> runs = Plan(n, chunks);
-    for (size_t i = 0; i < runs.size(); ++i) {
-      EXPECT_GE(runs[i].tokens, 1u);
-      EXPECT_LE(runs[i].tokens, runs[i].chunk);
-      // Only the last run may be partial.
-      if (i + 1 < runs.size()) {
-        EXPECT_EQ(runs[i].tokens, runs[i].chunk);
+  for (const std::vector<uint32_t>& chunks :
+       {std::vector<uint32_t>{3, 7, 32}, std::vector<uint32_t>{16, 32, 64, 256}}) {
+    for (uint32_t n = 1; n <= 600; ++n) {
+      uint32_t covered = 0;
+      uint32_t rows = 0;
+      const std::vector<PrefillRun> runs = Plan(n, chunks);
+      for (size_t i = 0; i < runs.size(); ++i) {
+        EXPECT_GE(runs[i].tokens, 1u);
+        EXPECT_LE(runs[i].tokens, runs[i].chunk);
+        EXPECT_TRUE(std::binary_search(chunks.begin(), chunks.end(), runs[i].chunk));
+        // Only the last run may be partial.
+        if (i + 1 < runs.size()) {
+          EXPECT_EQ(runs[i].tokens, runs[i].chunk);
+        }
+        covered += runs[i].tokens;
+        rows += runs[i].chunk;
       }
-      covered += runs[i].tokens;
+      EXPECT_EQ(covered, n);
+      // No padding beyond the smallest chunk's: fewer than 3 or 16 rows.
+      EXPECT_LT(rows - n, chunks.front()) << n;
+      // No tail of two or more runs adds up to a chunk.
+      uint32_t tail = runs.back().chunk;
+      for (size_t i = runs.size() - 1; i-- > 0;) {
+        tail += runs[i].chunk;
+        EXPECT_FALSE(std::binary_search(chunks.begin(), chunks.end(), tail)) << n;
+      }
     }
-    EXPECT_EQ(covered, n);
   }
 }
 
