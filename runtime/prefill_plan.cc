@@ -10,26 +10,25 @@ namespace lnpu::runtime {
 namespace {
 
 // Replaces the longest tail of two or more runs whose rows add up to a
-// chunk size by one run of that chunk, until no tail does. Only the last
-// run may be partial before and after.
+// chunk size by one run of that chunk. One pass is enough: a longer tail of
+// the result adds up to what a longer tail before it did, which was no
+// chunk. Only the last run may be partial before and after.
 void MergeTailRuns(absl::Span<const uint32_t> chunks, std::vector<PrefillRun>& runs) {
-  for (;;) {
-    uint64_t rows = 0;
-    uint32_t tokens = 0;
-    size_t merge_from = runs.size();
-    PrefillRun merged;
-    for (size_t i = runs.size(); i-- > 0;) {
-      rows += runs[i].chunk;
-      tokens += runs[i].tokens;
-      if (runs.size() - i >= 2 && std::binary_search(chunks.begin(), chunks.end(), rows)) {
-        merge_from = i;
-        merged = {static_cast<uint32_t>(rows), tokens};
-      }
+  uint64_t rows = 0;
+  uint32_t tokens = 0;
+  size_t merge_from = runs.size();
+  PrefillRun merged;
+  for (size_t i = runs.size(); i-- > 0;) {
+    rows += runs[i].chunk;
+    tokens += runs[i].tokens;
+    if (runs.size() - i >= 2 && std::binary_search(chunks.begin(), chunks.end(), rows)) {
+      merge_from = i;
+      merged = {static_cast<uint32_t>(rows), tokens};
     }
-    if (merge_from == runs.size()) return;
-    runs.resize(merge_from);
-    runs.push_back(merged);
   }
+  if (merge_from == runs.size()) return;
+  runs.resize(merge_from);
+  runs.push_back(merged);
 }
 
 }  // namespace
