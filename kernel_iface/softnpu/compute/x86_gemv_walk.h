@@ -2,12 +2,12 @@
 // column chunks a GEMV loop hands out per thread, and how the panel GEMVs
 // (Q8_0 and Q4_0 weights in the *_P16 and *_P16S layouts) read a chunk:
 // how many panel streams one call of 1-2 activation rows reads together,
-// and how far ahead of its loads a call of any row count prefetches. The best walk differs between
-// CPU classes by a third of the decode speed (docs/performance.md, "GEMV
-// walk on AMD EPYC (Zen 4)"), so it is chosen per CPU, with an environment
-// override for measuring and porting. The walk changes no result: each
-// column's sums are the same in any order and any chunk. x86-64 builds
-// only.
+// and how far ahead of its loads a call of any row count prefetches. The
+// best walk differs between CPU classes by a third of the decode speed
+// (docs/performance.md, "GEMV walk on AMD EPYC (Zen 4)"), so it is chosen
+// per CPU, with an environment override for measuring and porting. The
+// walk changes no result: each column's sums are the same in any order
+// and any chunk. x86-64 builds only.
 #ifndef KERNEL_IFACE_SOFTNPU_COMPUTE_X86_GEMV_WALK_H_
 #define KERNEL_IFACE_SOFTNPU_COMPUTE_X86_GEMV_WALK_H_
 
