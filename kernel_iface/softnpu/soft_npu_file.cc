@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
+#include "kernel_iface/softnpu/compute/quant_matmul_q6_k.h"
 #include "kernel_iface/softnpu/diagnostic_log.h"
 #include "kernel_iface/softnpu/engine.h"
 #include "kernel_iface/softnpu/wait_queue.h"
@@ -202,6 +203,7 @@ int SoftNpuFile::GetParam(drm_lnpu_get_param& args) {
                    (compute::ActiveQuantMatmulPath().q4_0_p16_kernels
                         ? DRM_LNPU_CAP_Q4_0_P16_PREFERRED | DRM_LNPU_CAP_Q4_0_P16S_PREFERRED
                         : 0) |
+                   (compute::Q6_KGemvPreferred() ? DRM_LNPU_CAP_Q6_K_PREFERRED : 0) |
                    (options.profiling ? DRM_LNPU_CAP_PROFILING : 0);
       return 0;
     case DRM_LNPU_PARAM_MEMORY_SIZE:

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernel_iface/softnpu/compute/quant_matmul.h"
+#include "kernel_iface/softnpu/compute/quant_matmul_q6_k.h"
 #include "tests/softnpu/soft_npu_test_util.h"
 
 namespace lnpu::softnpu::testing {
@@ -164,7 +165,8 @@ TEST_F(GetParamTest, ReportsEveryParameter) {
                : 0) |
           (compute::ActiveQuantMatmulPath().q4_0_p16_kernels
                ? DRM_LNPU_CAP_Q4_0_P16_PREFERRED | DRM_LNPU_CAP_Q4_0_P16S_PREFERRED
-               : 0));
+               : 0) |
+          (compute::Q6_KGemvPreferred() ? DRM_LNPU_CAP_Q6_K_PREFERRED : 0));
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_MEMORY_SIZE), 64ull << 20);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_MEMORY_USED), 0u);
   EXPECT_EQ(GetParam(file, DRM_LNPU_PARAM_ENGINE_MASK), 3u);

@@ -62,6 +62,7 @@ constexpr struct {
     {DRM_LNPU_CAP_Q8_0_P16S_PREFERRED, "q8_0-p16s-preferred"},
     {DRM_LNPU_CAP_DTYPE_Q4_0_P16S, "dtype-q4_0-p16s"},
     {DRM_LNPU_CAP_Q4_0_P16S_PREFERRED, "q4_0-p16s-preferred"},
+    {DRM_LNPU_CAP_Q6_K_PREFERRED, "q6_k-preferred"},
 };
 
 std::vector<std::string> CapabilityNames(uint64_t mask) {

@@ -474,4 +474,10 @@ Q6_KGemvFn ActiveQ6_KGemv() {
   return active;
 }
 
+bool Q6_KGemvPreferred() {
+  const Q6_KGemvFn active = ActiveQ6_KGemv();
+  return active != PortableQ6_KGemv &&
+         (active == Avx512Q6_KGemv() || active == Avx2Q6_KGemv());
+}
+
 }  // namespace lnpu::softnpu::compute

@@ -54,6 +54,16 @@ Q6_KGemvFn NeonQ6_KGemv();
 // portable that the CPU runs.
 Q6_KGemvFn ActiveQ6_KGemv();
 
+// Whether ActiveQ6_KGemv() streams a Q6_K matrix in less time than the
+// Q8_0 GEMVs stream the same matrix converted (DRM_LNPU_CAP_Q6_K_PREFERRED):
+// the x86 loops. Both read tinyllama's output projection at the memory's
+// speed on the Intel VM, in 1.75 ms against 2.23-2.79 ms as Q8_0 panels
+// (docs/kernels.md); the AVX-512 one computes about 31 GB/s on 2 threads of
+// the Zen 4 VM, a win below about 45 GB/s of memory (docs/performance.md,
+// "Q6_K kept by auto"). The NEON loops, not measured on a board, and the
+// portable one are not preferred.
+bool Q6_KGemvPreferred();
+
 }  // namespace lnpu::softnpu::compute
 
 #endif  // KERNEL_IFACE_SOFTNPU_COMPUTE_QUANT_MATMUL_Q6_K_H_

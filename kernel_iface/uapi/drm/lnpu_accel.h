@@ -41,7 +41,7 @@ extern "C" {
 /* UAPI version, reported by DRM_LNPU_PARAM_UAPI_VERSION as
  * (major << 16) | minor. Minor bumps are backwards compatible. */
 #define LNPU_UAPI_VERSION_MAJOR 1
-#define LNPU_UAPI_VERSION_MINOR 7 /* 1.1: userptr, read-only BOs, counters;
+#define LNPU_UAPI_VERSION_MINOR 8 /* 1.1: userptr, read-only BOs, counters;
                                      1.2: int8 KV cache (LNPU_DTYPE_I8);
                                      1.3: submit out-fence fd, command
                                      profiling, GEGLU, SCALE, attention
@@ -53,7 +53,8 @@ extern "C" {
                                      1.6: Q6_K weights (LNPU_DTYPE_Q6_K);
                                      1.7: panels with their scales in
                                      the quant stream
-                                     (LNPU_DTYPE_Q8_0_P16S, _Q4_0_P16S) */
+                                     (LNPU_DTYPE_Q8_0_P16S, _Q4_0_P16S);
+                                     1.8: DRM_LNPU_CAP_Q6_K_PREFERRED */
 
 #define DRM_LNPU_GET_PARAM 0x00
 #define DRM_LNPU_BO_CREATE 0x01
@@ -172,6 +173,13 @@ extern "C" {
                                                          device computes
                                                          Q4_0_P16S faster
                                                          than Q4_0 */
+/* Since 1.8. Without it a runtime should convert Q6_K matrices to Q8_0
+ * when it copies them into device memory (the device may still compute
+ * Q6_K: DRM_LNPU_CAP_DTYPE_Q6_K). */
+#define DRM_LNPU_CAP_Q6_K_PREFERRED (1ull << 14) /* since 1.8: the device
+                                                    computes a Q6_K matrix
+                                                    in less time than the
+                                                    same matrix as Q8_0 */
 
 /**
  * struct drm_lnpu_get_param - read one device parameter
