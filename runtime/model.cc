@@ -6,13 +6,18 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "base/parallel_for.h"
 #include "base/quant_blocks.h"
 #include "base/status_macros.h"
+#include "compiler_artifacts/gguf/dequantize.h"
+#include "compiler_artifacts/gguf/quantize.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 
@@ -78,31 +83,101 @@ PanelDtypes PreferredPanelDtypes(uint64_t capabilities, bool scales_in_stream) {
   return dtypes;
 }
 
-// Copies the artifact's data section to `dst`, in pieces of 1 MiB read
-// with Artifact::ReadData on all CPUs (ParallelFor: the read, the copy or
-// repack and the kernel's zeroing of each new device page take a core each
-// piece). Each piece is read into its worker's buffer, then copied to
-// `dst`, or for the matrices in `panels` (sorted, disjoint, whole panels
-// of Q8_0 or Q4_0 rows) written in the panel dtype `dtypes` gives theirs:
-// a device buffer's mapping need not accept read() (the lnpu kernel
+// A Q6_K matrix of the artifact that the copy writes as Q8_0 at
+// `q8_0_offset` of the weights buffer (Program::UseQ8_0For).
+struct Q8_0Conversion {
+  WeightMatrix q6_k;
+  uint64_t q8_0_offset = 0;
+};
+
+uint64_t Q8_0MatrixBytes(const WeightMatrix& m) {
+  return uint64_t{m.rows} * (m.row_len / kQuantBlock) * kQ8_0BlockBytes;
+}
+
+// Where a copy puts the Q8_0 form of each of `q6_k` (Program::Q6_KMatrices):
+// the last weight of the artifact, with no matrix read beyond it, in place
+// (its Q6_K bytes are then not copied); the others after the data section.
+// Each starts 64-byte aligned, as panels need.
+struct Q8_0Layout {
+  std::vector<Q8_0Conversion> conversions = {};
+  uint64_t copied_bytes = 0;  // of the data section, from its start
+  uint64_t buffer_bytes = 0;  // of the weights buffer
+};
+
+Q8_0Layout PlanQ8_0Conversions(const artifact::Artifact& artifact,
+                               absl::Span<const WeightMatrix> q6_k) {
+  const auto align64 = [](uint64_t n) { return (n + 63) / 64 * 64; };
+  const uint64_t data_bytes = artifact.data().size();
+  Q8_0Layout layout{.copied_bytes = data_bytes, .buffer_bytes = data_bytes};
+  if (q6_k.empty()) return layout;
+  const WeightMatrix& last = q6_k.back();
+  bool in_place = last.offset % 64 == 0;
+  for (const artifact::fb::Weight* w : *artifact.model().weights()) {  // verified present
+    in_place = in_place && (w->offset() == last.offset || w->offset() + w->size() <= last.offset);
+  }
+  uint64_t next = align64(data_bytes);
+  if (in_place) {
+    layout.copied_bytes = last.offset;
+    next = align64(last.offset + Q8_0MatrixBytes(last));
+  }
+  for (size_t i = 0; i < q6_k.size(); ++i) {
+    if (in_place && i + 1 == q6_k.size()) {
+      layout.conversions.push_back({q6_k[i], q6_k[i].offset});
+    } else {
+      layout.conversions.push_back({q6_k[i], next});
+      next = align64(next + Q8_0MatrixBytes(q6_k[i]));
+    }
+  }
+  layout.buffer_bytes = std::max(next, layout.copied_bytes);
+  return layout;
+}
+
+// Copies the first `layout.copied_bytes` of the artifact's data section to
+// `dst` and writes the Q8_0 form of each of `layout.conversions` at its
+// offset, in pieces of about 1 MiB read with Artifact::ReadData on all CPUs
+// (ParallelFor: the read, the copy, conversion or repack and the kernel's
+// zeroing of each new device page take a core each piece). Each piece is
+// read into its worker's buffer, then copied to `dst`, or for the matrices
+// in `panels` (sorted, disjoint, whole panels of Q8_0 or Q4_0 rows, the
+// converted ones among them) written in the panel dtype `dtypes` gives
+// theirs: a device buffer's mapping need not accept read() (the lnpu kernel
 // driver's is VM_PFNMAP, where read() into it fails with EFAULT), and the
-// 1 MiB stays in cache between the two. The file's mapping is not touched,
-// so its pages never count in this process's RSS. Every byte of `dst` is
-// written by exactly one piece, so the result does not depend on the order
-// the pieces run in. The first failed read's error, in file order.
-absl::Status CopyWeights(const artifact::Artifact& artifact, uint8_t* dst,
-                         absl::Span<const WeightMatrix> panels, const PanelDtypes& dtypes) {
+// 1 MiB stays in cache between the two. A conversion dequantizes each Q6_K
+// row exactly and quantizes it to Q8_0 (compiler_artifacts/gguf), as
+// npu-compile converts a Q6_K tensor, so the result is the artifact
+// npu-compile --weights q8 would have written. The file's mapping is not
+// touched, so its pages never count in this process's RSS. Every byte of
+// `dst` is written by exactly one piece, so the result does not depend on
+// the order the pieces run in. The first failed piece's error, in file
+// order.
+absl::Status CopyWeights(const artifact::Artifact& artifact, const Q8_0Layout& layout,
+                         absl::Span<const WeightMatrix> panels, const PanelDtypes& dtypes,
+                         uint8_t* dst) {
   // Small enough to stay in cache, and to share a few hundred MB evenly
   // between the threads.
   constexpr size_t kPiece = size_t{1} << 20;
   struct Piece {
-    size_t offset = 0;  // in the data section and in dst
-    size_t bytes = 0;
+    size_t offset = 0;  // in dst, and in the data section unless converted
+    size_t bytes = 0;   // read from the data section
     // A repack of `rows` rows of `blocks` blocks, or a plain copy (rows 0).
     size_t rows = 0;
     size_t blocks = 0;
     size_t block_bytes = 0;
     P16Scales scales = P16Scales::kAfterPanel;
+    bool repack = false;
+    // A conversion: the rows' Q6_K bytes start at `source` of the data
+    // section; the piece writes their Q8_0 rows, repacked when `repack`.
+    std::optional<size_t> source = std::nullopt;
+  };
+  const auto scales_of = [&dtypes](uint32_t block_dtype) {
+    const uint32_t panel_dtype = dtypes.Of(block_dtype);
+    return panel_dtype == LNPU_DTYPE_Q8_0_P16S || panel_dtype == LNPU_DTYPE_Q4_0_P16S
+               ? P16Scales::kAfterPair
+               : P16Scales::kAfterPanel;
+  };
+  // Rows per piece: whole panels of about kPiece bytes.
+  const auto piece_rows = [](size_t row_bytes) {
+    return std::max(kP16Rows, kPiece / row_bytes / kP16Rows * kP16Rows);
   };
   std::vector<Piece> pieces;
   size_t done = 0;
@@ -111,49 +186,102 @@ absl::Status CopyWeights(const artifact::Artifact& artifact, uint8_t* dst,
       pieces.push_back({.offset = done, .bytes = std::min(kPiece, end - done)});
     }
   };
+  absl::flat_hash_set<uint64_t> panel_offsets;
   for (const WeightMatrix& m : panels) {
+    panel_offsets.insert(m.offset);
+    if (m.offset >= layout.copied_bytes) continue;  // a conversion's
     copy_to(m.offset);
     const size_t blocks = m.row_len / kQuantBlock;
     const size_t block_bytes = m.dtype == LNPU_DTYPE_Q4_0 ? kQ4_0BlockBytes : kQ8_0BlockBytes;
-    const uint32_t panel_dtype = dtypes.Of(m.dtype);
-    const P16Scales scales =
-        panel_dtype == LNPU_DTYPE_Q8_0_P16S || panel_dtype == LNPU_DTYPE_Q4_0_P16S
-            ? P16Scales::kAfterPair
-            : P16Scales::kAfterPanel;
     const size_t row_bytes = blocks * block_bytes;
-    const size_t piece_rows =
-        std::max(kP16Rows, kPiece / row_bytes / kP16Rows * kP16Rows);
-    for (size_t row = 0; row < m.rows; row += piece_rows) {
-      const size_t rows = std::min<size_t>(piece_rows, m.rows - row);
+    const size_t rows_per_piece = piece_rows(row_bytes);
+    for (size_t row = 0; row < m.rows; row += rows_per_piece) {
+      const size_t rows = std::min<size_t>(rows_per_piece, m.rows - row);
       pieces.push_back({.offset = m.offset + row * row_bytes,
                         .bytes = rows * row_bytes,
                         .rows = rows,
                         .blocks = blocks,
                         .block_bytes = block_bytes,
-                        .scales = scales});
+                        .scales = scales_of(m.dtype),
+                        .repack = true});
     }
     done = m.offset + size_t{m.rows} * row_bytes;
   }
-  copy_to(artifact.data().size());
+  copy_to(layout.copied_bytes);
+  for (const Q8_0Conversion& c : layout.conversions) {
+    const size_t blocks = c.q6_k.row_len / kQuantBlock;
+    const size_t row_bytes = blocks * kQ8_0BlockBytes;
+    const size_t q6_k_row_bytes = c.q6_k.row_len / kQ6_KBlock * kQ6_KBlockBytes;
+    const size_t rows_per_piece = piece_rows(row_bytes);
+    for (size_t row = 0; row < c.q6_k.rows; row += rows_per_piece) {
+      const size_t rows = std::min<size_t>(rows_per_piece, c.q6_k.rows - row);
+      pieces.push_back({.offset = c.q8_0_offset + row * row_bytes,
+                        .bytes = rows * q6_k_row_bytes,
+                        .rows = rows,
+                        .blocks = blocks,
+                        .block_bytes = kQ8_0BlockBytes,
+                        .scales = scales_of(LNPU_DTYPE_Q8_0),
+                        .repack = panel_offsets.contains(c.q8_0_offset),
+                        .source = c.q6_k.offset + row * q6_k_row_bytes});
+    }
+  }
 
   size_t largest = 0;  // a piece of 16 rows of a long row may exceed kPiece
-  for (const Piece& p : pieces) largest = std::max(largest, p.bytes);
+  size_t largest_q8_0 = 0, longest_row = 0;
+  for (const Piece& p : pieces) {
+    largest = std::max(largest, p.bytes);
+    if (p.source) {
+      largest_q8_0 = std::max(largest_q8_0, p.rows * p.blocks * kQ8_0BlockBytes);
+      longest_row = std::max(longest_row, p.blocks * kQuantBlock);
+    }
+  }
   const size_t threads = BulkPassThreads();
-  std::vector<std::vector<uint8_t>> scratch(ParallelForWorkers(pieces.size(), threads),
-                                            std::vector<uint8_t>(largest));
-  std::vector<absl::Status> read(pieces.size());
+  struct Scratch {
+    std::vector<uint8_t> read;
+    std::vector<uint8_t> q8_0;  // a conversion's rows
+    std::vector<float> row;     // one dequantized row
+  };
+  std::vector<Scratch> scratch(ParallelForWorkers(pieces.size(), threads));
+  std::vector<absl::Status> status(pieces.size());
   ParallelFor(pieces.size(), threads, [&](size_t i, size_t worker) {
     const Piece& p = pieces[i];
-    const absl::Span<uint8_t> source = absl::MakeSpan(scratch[worker].data(), p.bytes);
-    read[i] = artifact.ReadData(p.offset, source);
-    if (!read[i].ok()) return;
-    if (p.rows == 0) {
-      std::memcpy(dst + p.offset, source.data(), p.bytes);
+    Scratch& s = scratch[worker];
+    s.read.resize(largest);
+    const absl::Span<uint8_t> source = absl::MakeSpan(s.read.data(), p.bytes);
+    status[i] = artifact.ReadData(p.source.value_or(p.offset), source);
+    if (!status[i].ok()) return;
+    const uint8_t* rows = source.data();
+    if (p.source) {
+      s.q8_0.resize(largest_q8_0);
+      s.row.resize(longest_row);
+      const size_t row_len = p.blocks * kQuantBlock;
+      const size_t q6_k_row_bytes = p.bytes / p.rows;
+      const size_t row_bytes = p.blocks * kQ8_0BlockBytes;
+      const absl::Span<float> row = absl::MakeSpan(s.row.data(), row_len);
+      for (size_t r = 0; r < p.rows && status[i].ok(); ++r) {
+        status[i] = gguf::DequantizeRow(gguf::GgmlType::kQ6_K,
+                                        source.subspan(r * q6_k_row_bytes, q6_k_row_bytes), row);
+        if (status[i].ok()) {
+          status[i] = gguf::QuantizeRowQ8_0(row, absl::MakeSpan(s.q8_0.data() + r * row_bytes,
+                                                                row_bytes));
+        }
+      }
+      if (!status[i].ok()) {
+        status[i] = absl::InvalidArgumentError(absl::StrCat(
+            artifact.path(), ": the Q6_K matrix at data offset ", p.source.value(),
+            " does not convert to Q8_0 (", status[i].message(),
+            "): the artifact is damaged; compile the model again"));
+        return;
+      }
+      rows = s.q8_0.data();
+    }
+    if (p.repack) {
+      RepackToP16(p.block_bytes, p.scales, rows, p.rows, p.blocks, dst + p.offset);
     } else {
-      RepackToP16(p.block_bytes, p.scales, source.data(), p.rows, p.blocks, dst + p.offset);
+      std::memcpy(dst + p.offset, rows, p.rows != 0 ? p.rows * p.blocks * p.block_bytes : p.bytes);
     }
   });
-  for (const absl::Status& status : read) LNPU_RETURN_IF_ERROR(status);
+  for (const absl::Status& s : status) LNPU_RETURN_IF_ERROR(s);
   return absl::OkStatus();
 }
 
@@ -161,12 +289,15 @@ absl::Status CopyWeights(const artifact::Artifact& artifact, uint8_t* dst,
 
 Model::Model(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
              std::shared_ptr<const Buffer> weights, bool chain_with_fences,
-             size_t panel_matrices)
+             size_t panel_matrices, size_t q6_k_conversions,
+             uint64_t q6_k_conversion_bytes)
     : device_(std::move(device)),
       program_(std::move(program)),
       weights_(std::move(weights)),
       chain_with_fences_(chain_with_fences),
-      panel_matrices_(panel_matrices) {}
+      panel_matrices_(panel_matrices),
+      q6_k_conversions_(q6_k_conversions),
+      q6_k_conversion_bytes_(q6_k_conversion_bytes) {}
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> shared_device,
                                                    const std::string& artifact_path,
@@ -193,12 +324,14 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
 
   absl::StatusOr<Program> program = Program::FromArtifact(*artifact, limits);
   LNPU_RETURN_IF_ERROR_WITH_PREFIX(program.status(), "loading model '", artifact_path, "': ");
-  if ((capabilities & DRM_LNPU_CAP_DTYPE_Q6_K) == 0 && program->ReadsWeightDtype(LNPU_DTYPE_Q6_K)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "loading model '", artifact_path,
-        "': the artifact has Q6_K weights (npu-compile --weights keep) and the device does not "
-        "compute them (no DRM_LNPU_CAP_DTYPE_Q6_K: UAPI 1.6); compile the model again with "
-        "npu-compile --weights auto"));
+  // Q6_K matrices: kept where the device computes them faster than as
+  // Q8_0, else converted when copied (an import keeps the file's bytes).
+  const bool computes_q6_k = (capabilities & DRM_LNPU_CAP_DTYPE_Q6_K) != 0;
+  Q8_0Layout q8_0_layout = PlanQ8_0Conversions(*artifact, {});
+  if (program->ReadsWeightDtype(LNPU_DTYPE_Q6_K) &&
+      (!computes_q6_k || (capabilities & DRM_LNPU_CAP_Q6_K_PREFERRED) == 0 ||
+       !options.keep_q6_k)) {
+    q8_0_layout = PlanQ8_0Conversions(*artifact, program->Q6_KMatrices());
   }
 
   // Weights: the mapped file itself when the device can import it, else a
@@ -211,14 +344,36 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
     const uint64_t sessions = program->session_bytes() > UINT64_MAX / 2
                                   ? UINT64_MAX
                                   : 2 * program->session_bytes();
-    import = sessions > *free || *free - sessions < artifact->data().size();
+    import = sessions > *free || *free - sessions < q8_0_layout.buffer_bytes;
   }
+  // A device that does not compute Q6_K gets them converted in a copy.
+  import = import && (computes_q6_k || q8_0_layout.conversions.empty());
   absl::StatusOr<std::shared_ptr<const Buffer>> weights =
       ImportWeights(device, import ? capabilities : 0, artifact);
   LNPU_RETURN_IF_ERROR_WITH_PREFIX(weights.status(), "loading model '", artifact_path, "': ");
-  size_t panel_matrices = 0;
+  size_t panel_matrices = 0, q6_k_conversions = 0;
+  uint64_t q6_k_conversion_bytes = 0;
   if (*weights == nullptr) {
-    absl::StatusOr<Buffer> copy = device.CreateBuffer(artifact->data().size());
+    std::vector<WeightMatrix> q6_k;
+    std::vector<uint64_t> q8_0_offsets;
+    for (const Q8_0Conversion& c : q8_0_layout.conversions) {
+      q6_k.push_back(c.q6_k);
+      q8_0_offsets.push_back(c.q8_0_offset);
+      q6_k_conversion_bytes += Q8_0MatrixBytes(c.q6_k) -
+                               uint64_t{c.q6_k.rows} * (c.q6_k.row_len / kQ6_KBlock) * kQ6_KBlockBytes;
+    }
+    program->UseQ8_0For(q6_k, q8_0_offsets);
+    q6_k_conversions = q6_k.size();
+  }
+  if (!computes_q6_k && program->ReadsWeightDtype(LNPU_DTYPE_Q6_K)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "loading model '", artifact_path,
+        "': the artifact has Q6_K weights that the device does not compute (no "
+        "DRM_LNPU_CAP_DTYPE_Q6_K: UAPI 1.6) and that cannot be converted to Q8_0 at load (a "
+        "command reads part of one); compile the model again with npu-compile --weights q8"));
+  }
+  if (*weights == nullptr) {
+    absl::StatusOr<Buffer> copy = device.CreateBuffer(q8_0_layout.buffer_bytes);
     LNPU_RETURN_IF_ERROR_WITH_PREFIX(copy.status(), "loading model '", artifact_path, "': ");
     absl::StatusOr<absl::Span<uint8_t>> mapped = copy->Map();
     LNPU_RETURN_IF_ERROR_WITH_PREFIX(mapped.status(), "loading model '", artifact_path, "': ");
@@ -233,7 +388,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
       panels = program->PanelMatrices(panel_dtypes);
     }
     // (Its errors name the artifact's path.)
-    LNPU_RETURN_IF_ERROR(CopyWeights(*artifact, mapped->data(), panels, panel_dtypes));
+    LNPU_RETURN_IF_ERROR(CopyWeights(*artifact, q8_0_layout, panels, panel_dtypes, mapped->data()));
     program->UsePanels(panels, panel_dtypes);
     panel_matrices = panels.size();
     *weights = std::make_shared<const Buffer>(*std::move(copy));
@@ -243,7 +398,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
       (capabilities & DRM_LNPU_CAP_IN_FENCES) != 0 && max_in_fences >= 1;
   return std::unique_ptr<Model>(
       new Model(std::move(shared_device), std::make_shared<const Program>(*std::move(program)),
-                *std::move(weights), chain_with_fences, panel_matrices));
+                *std::move(weights), chain_with_fences, panel_matrices, q6_k_conversions,
+                q6_k_conversion_bytes));
 }
 
 absl::StatusOr<std::unique_ptr<Sequence>> Model::CreateSequence() {

@@ -56,6 +56,15 @@ struct LoadOptions {
   // stream, UAPI 1.7) where the device prefers them; false: only the _P16
   // layouts (A/B figures, or a device whose _P16S loops lose).
   bool panel_scales_in_stream = true;
+  // With copied weights: keep Q6_K matrices (npu-compile's choice for a
+  // GGUF's Q6_K output projection) where the device computes them faster
+  // than Q8_0 (DRM_LNPU_CAP_Q6_K_PREFERRED). A device that does not, or
+  // false here (A/B figures), gets them converted to Q8_0 as they are
+  // copied (then stored as panels like the other Q8_0 matrices): the
+  // matrix npu-compile --weights q8 writes, 1.3x the Q6_K bytes. A device
+  // without DRM_LNPU_CAP_DTYPE_Q6_K always gets them converted, so its
+  // weights are copied whatever `weights` says.
+  bool keep_q6_k = true;
   // Check the weights against the artifact's CRC-32C checksums before
   // placing them (Artifact::VerifyData): reads the whole data section once
   // (cost: docs/artifact-format.md). DataLoss naming the weight on a
@@ -96,16 +105,24 @@ class Model {
   bool weights_imported() const { return (weights_->flags() & DRM_LNPU_BO_USERPTR) != 0; }
   // Q8_0 / Q4_0 matrices stored as panels (LoadOptions::panel_weights).
   size_t panel_matrices() const { return panel_matrices_; }
+  // Q6_K matrices converted to Q8_0 at load (LoadOptions::keep_q6_k), and
+  // the bytes their Q8_0 form has beyond their Q6_K one (what a decode step
+  // then reads more).
+  size_t q6_k_conversions() const { return q6_k_conversions_; }
+  uint64_t q6_k_conversion_bytes() const { return q6_k_conversion_bytes_; }
 
  private:
   Model(std::shared_ptr<Device> device, std::shared_ptr<const Program> program,
-        std::shared_ptr<const Buffer> weights, bool chain_with_fences, size_t panel_matrices);
+        std::shared_ptr<const Buffer> weights, bool chain_with_fences, size_t panel_matrices,
+        size_t q6_k_conversions, uint64_t q6_k_conversion_bytes);
 
   const std::shared_ptr<Device> device_;
   const std::shared_ptr<const Program> program_;
   const std::shared_ptr<const Buffer> weights_;
   const bool chain_with_fences_;  // the device supports in-fences
   const size_t panel_matrices_;
+  const size_t q6_k_conversions_;
+  const uint64_t q6_k_conversion_bytes_;
 };
 
 }  // namespace lnpu::runtime

@@ -295,7 +295,8 @@ std::vector<Program::MatrixRead> Program::MatrixReads() const {
   return reads;
 }
 
-std::vector<WeightMatrix> Program::PanelMatrices(const PanelDtypes& panels) const {
+std::vector<WeightMatrix> Program::WholeMatrices(
+    const absl::FunctionRef<bool(uint32_t dtype)> takes) const {
   std::vector<MatrixRead> reads = MatrixReads();
   // The end of the bytes a read covers (the verifier bounded every
   // operand by its buffer; a panel matrix is only ever one made here).
@@ -321,13 +322,13 @@ std::vector<WeightMatrix> Program::PanelMatrices(const PanelDtypes& panels) cons
   uint64_t covered_end = 0;  // end of the reads before the current group
   for (size_t i = 0; i < reads.size();) {
     // The reads at one offset; they must all be the same matrix of a dtype
-    // `panels` takes and overlap no other read.
+    // `takes` accepts and overlap no other read.
     size_t j = i;
     uint64_t end = 0;
     bool same = true;
     for (; j < reads.size() && reads[j].matrix.offset == reads[i].matrix.offset; ++j) {
       end = std::max(end, end_of(reads[j]));
-      same = same && panels.Of(reads[j].matrix.dtype) != 0 &&
+      same = same && takes(reads[j].matrix.dtype) &&
              reads[j].matrix.dtype == reads[i].matrix.dtype &&
              reads[j].matrix.rows == reads[i].matrix.rows &&
              reads[j].matrix.row_len == reads[i].matrix.row_len;
@@ -335,13 +336,24 @@ std::vector<WeightMatrix> Program::PanelMatrices(const PanelDtypes& panels) cons
     const WeightMatrix& m = reads[i].matrix;
     const bool disjoint =
         m.offset >= covered_end && (j == reads.size() || reads[j].matrix.offset >= end);
-    if (same && disjoint && m.rows % kP16Rows == 0 && m.offset % 64 == 0) {
-      matrices.push_back(m);
-    }
+    if (same && disjoint) matrices.push_back(m);
     covered_end = std::max(covered_end, end);
     i = j;
   }
   return matrices;
+}
+
+std::vector<WeightMatrix> Program::PanelMatrices(const PanelDtypes& panels) const {
+  std::vector<WeightMatrix> matrices =
+      WholeMatrices([&panels](uint32_t dtype) { return panels.Of(dtype) != 0; });
+  std::erase_if(matrices, [](const WeightMatrix& m) {
+    return m.rows % kP16Rows != 0 || m.offset % 64 != 0;
+  });
+  return matrices;
+}
+
+std::vector<WeightMatrix> Program::Q6_KMatrices() const {
+  return WholeMatrices([](uint32_t dtype) { return dtype == LNPU_DTYPE_Q6_K; });
 }
 
 bool Program::ReadsWeightDtype(uint32_t dtype) const {
@@ -364,6 +376,22 @@ void Program::UsePanels(absl::Span<const WeightMatrix> matrices, const PanelDtyp
                              ? offsetof(lnpu_cmd_matmul, weight_dtype)
                              : offsetof(lnpu_cmd_gather_rows, table_dtype);
     std::memcpy(at + field, &dtype, sizeof dtype);
+  }
+}
+
+void Program::UseQ8_0For(absl::Span<const WeightMatrix> matrices,
+                         absl::Span<const uint64_t> q8_0_offsets) {
+  absl::flat_hash_map<uint64_t, uint64_t> new_offset;  // by old offset
+  for (size_t i = 0; i < matrices.size(); ++i) new_offset[matrices[i].offset] = q8_0_offsets[i];
+  for (const MatrixRead& read : MatrixReads()) {
+    const auto it = new_offset.find(read.matrix.offset);
+    if (it == new_offset.end() || read.matrix.dtype != LNPU_DTYPE_Q6_K) continue;
+    CommandImage& image = read.batch_image ? decode_batch_commands_ : commands_;
+    uint8_t* at = image.commands.data() + read.command;
+    const uint32_t dtype = LNPU_DTYPE_Q8_0;
+    std::memcpy(at + offsetof(lnpu_cmd_matmul, weight_dtype), &dtype, sizeof dtype);
+    // The relocated field holds the offset in the weights buffer.
+    std::memcpy(at + offsetof(lnpu_cmd_matmul, weight), &it->second, sizeof it->second);
   }
 }
 

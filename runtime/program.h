@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -195,6 +196,18 @@ class Program {
   // 16) and it starts 64-byte aligned. Only the block dtypes that `panels`
   // gives a panel dtype are taken. Sorted by offset, disjoint.
   std::vector<WeightMatrix> PanelMatrices(const PanelDtypes& panels) const;
+  // The LNPU_DTYPE_Q6_K matrices of the weights buffer that every MATMUL
+  // reading bytes of one reads whole as the same matrix, overlapping no
+  // other read: those UseQ8_0For can move. Sorted by offset, disjoint.
+  std::vector<WeightMatrix> Q6_KMatrices() const;
+  // Makes every command that reads matrices[i] (a subset of Q6_KMatrices())
+  // read it as LNPU_DTYPE_Q8_0 at q8_0_offsets[i] of the weights buffer
+  // instead, where the buffer must then hold it converted (a Q8_0 block per
+  // 32 weights, as npu-compile converts Q6_K). Not thread-safe: call it
+  // before the program is shared, and before PanelMatrices, which then
+  // sees the Q8_0 matrices.
+  void UseQ8_0For(absl::Span<const WeightMatrix> matrices,
+                  absl::Span<const uint64_t> q8_0_offsets);
   // Whether any MATMUL / GATHER_ROWS command reads a weights matrix as
   // `dtype` (a device must support it to run the program).
   bool ReadsWeightDtype(uint32_t dtype) const;
@@ -225,6 +238,9 @@ class Program {
     uint32_t command = 0;
   };
   std::vector<MatrixRead> MatrixReads() const;
+  // The matrices whose reads all read them whole as the same matrix of a
+  // dtype `takes` accepts, overlapping no other read; sorted by offset.
+  std::vector<WeightMatrix> WholeMatrices(absl::FunctionRef<bool(uint32_t dtype)> takes) const;
 
   // Command streams with their relocated address fields.
   struct CommandImage {

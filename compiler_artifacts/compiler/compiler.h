@@ -39,14 +39,16 @@ struct CompileOptions {
   // int4 with an f16 scale per 32 weights (LNPU_DTYPE_Q8_0 / Q4_0, what
   // NPUs run); a matrix whose rows are not a multiple of 32 elements is
   // stored as F16 instead. kAuto (the default) keeps a quantized file near
-  // its size: F32 / F16 / BF16 / Q8_0 tensors become Q8_0, every other
-  // quantized tensor the device block type closest to it in bits per weight
-  // (Q4_0 up to 6.5 bits: Q2_K..Q5_K, Q4_0..Q5_1, IQ4_NL, IQ4_XS; Q8_0 for
-  // Q6_K), so a Q4_K_M file gives mostly Q4_0 with Q8_0 where the file chose
-  // Q6_K. kKeep keeps F32, F16, Q8_0 and Q4_0 as stored, and a Q6_K output
-  // projection (untied, rows a multiple of 256) as LNPU_DTYPE_Q6_K (UAPI
-  // 1.6), widens BF16 to F32 and re-quantizes every other quantized type to
-  // Q8_0. A source tensor
+  // its size: F32 / F16 / BF16 / Q8_0 tensors become Q8_0, a Q6_K output
+  // projection (untied, rows a multiple of 256) stays LNPU_DTYPE_Q6_K (UAPI
+  // 1.6; runtime::Model::Load converts it to Q8_0 on a device that does not
+  // prefer Q6_K), every other quantized tensor the device block type closest
+  // to it in bits per weight (Q4_0 up to 6.5 bits: Q2_K..Q5_K, Q4_0..Q5_1,
+  // IQ4_NL, IQ4_XS; Q8_0 for Q6_K), so a Q4_K_M file gives mostly Q4_0 with
+  // Q8_0 where the file chose Q6_K in the layers. kKeep keeps F32, F16, Q8_0
+  // and Q4_0 as stored, and a Q6_K output projection as kAuto does, widens
+  // BF16 to F32 and re-quantizes every other quantized type to Q8_0. A
+  // source tensor
   // already in the target type is copied bit-exactly; others are
   // dequantized exactly (gguf/dequantize.h) and converted. Norm weights and
   // biases are always F32.

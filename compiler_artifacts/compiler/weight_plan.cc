@@ -112,8 +112,9 @@ uint32_t NearestBlockDtype(gguf::GgmlType source) {
 // The artifact dtype of a matrix stored as `source` in the GGUF, before the
 // row-length fallback. `q6_k_matmul_only`: the matrix is only ever a MATMUL
 // weight of decode-sized rows (the untied output projection, after the
-// last-row gather) and its rows are whole Q6_K blocks, so `keep` may keep
-// a Q6_K source as LNPU_DTYPE_Q6_K (the device's Q6_K loops are GEMVs).
+// last-row gather) and its rows are whole Q6_K blocks, so `auto` and `keep`
+// keep a Q6_K source as LNPU_DTYPE_Q6_K (the device's Q6_K loops are GEMVs;
+// a runtime converts it to Q8_0 at load where the device prefers that).
 uint32_t MatrixDtype(gguf::GgmlType source, CompileOptions::WeightType weights,
                      bool q6_k_matmul_only) {
   const bool float_source = source == gguf::GgmlType::kF32 ||
@@ -125,6 +126,7 @@ uint32_t MatrixDtype(gguf::GgmlType source, CompileOptions::WeightType weights,
     case CompileOptions::WeightType::kQ8: return LNPU_DTYPE_Q8_0;
     case CompileOptions::WeightType::kQ4: return LNPU_DTYPE_Q4_0;
     case CompileOptions::WeightType::kAuto:
+      if (source == gguf::GgmlType::kQ6_K && q6_k_matmul_only) return LNPU_DTYPE_Q6_K;
       return float_source ? LNPU_DTYPE_Q8_0 : NearestBlockDtype(source);
     case CompileOptions::WeightType::kKeep: break;
   }

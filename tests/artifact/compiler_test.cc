@@ -986,8 +986,9 @@ TEST(CompilerTest, RejectsUnsupportedArchitectures) {
 // Every imported GGUF tensor type compiles to each weight format; a source
 // already in the target type is copied bit-exactly, rows of 160 (ffn_down)
 // are not whole K / IQ4_XS blocks so the model keeps F16 there. kAuto picks
-// Q4_0 for the 2- to 5-bit types and Q8_0 otherwise; kKeep keeps the types
-// the device has and re-quantizes the others to Q8_0.
+// Q4_0 for the 2- to 5-bit types and Q8_0 otherwise (a Q6_K output
+// projection stays Q6_K); kKeep keeps the types the device has and
+// re-quantizes the others to Q8_0.
 TEST(CompilerTest, ConvertsEveryTensorTypeToEveryWeightFormat) {
   using WeightType = CompileOptions::WeightType;
   using gguf::GgmlType;
@@ -1036,13 +1037,14 @@ TEST(CompilerTest, ConvertsEveryTensorTypeToEveryWeightFormat) {
       EXPECT_EQ(q->dtype(), dtype);
       const fb::Weight* norm = FindWeight(artifact->model(), "blk.0.attn_norm.weight");
       EXPECT_EQ(norm->dtype(), static_cast<uint32_t>(LNPU_DTYPE_F32));
-      // keep keeps a Q6_K output projection (only a MATMUL weight, rows of
-      // 256) as LNPU_DTYPE_Q6_K, bit for bit; every other choice converts
-      // it like the other matrices.
+      // auto and keep keep a Q6_K output projection (only a MATMUL weight,
+      // rows of 256) as LNPU_DTYPE_Q6_K, bit for bit; every other choice
+      // converts it like the other matrices.
       const fb::Weight* output = FindWeight(artifact->model(), "output.weight");
       const gguf::TensorInfo* output_source = (*gguf)->FindTensor("output.weight");
       ASSERT_NE(output_source, nullptr);
-      if (type == GgmlType::kQ6_K && weights == WeightType::kKeep) {
+      if (type == GgmlType::kQ6_K &&
+          (weights == WeightType::kKeep || weights == WeightType::kAuto)) {
         EXPECT_EQ(output->dtype(), static_cast<uint32_t>(LNPU_DTYPE_Q6_K));
         const auto src = (*gguf)->TensorData(*output_source);
         ASSERT_EQ(output->size(), src.size());

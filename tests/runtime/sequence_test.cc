@@ -1285,12 +1285,17 @@ TEST(CopiedWeightsTest, MatricesOfManyPiecesArriveWhole) {
 }
 
 
-// A Q6_K output projection (npu-compile --weights keep, UAPI 1.6) beside
-// Q8_0 matrices: it runs as copied (the Q8_0 ones then in panels) and as
-// imported weights with the same tokens, a batched step's lanes give what
-// each gives alone, and a device without DRM_LNPU_CAP_DTYPE_Q6_K refuses
-// the artifact at load, naming the fix.
-TEST(Q6_KWeightsTest, OutputProjectionRunsAndNeedsTheCapability) {
+// A Q6_K output projection (UAPI 1.6) beside Q8_0 matrices, kept: it runs
+// as copied (the Q8_0 ones then in panels) and as imported weights with the
+// same tokens, and a batched step's lanes give what each gives alone.
+// Converted to Q8_0 as a copy loads it (LoadOptions::keep_q6_k false, a
+// device without DRM_LNPU_CAP_Q6_K_PREFERRED, one without
+// DRM_LNPU_CAP_DTYPE_Q6_K even when asked to import): the logits of the
+// artifact npu-compile --weights q8 writes from the same GGUF (which auto
+// gives Q8_0 layers, F16 where rows are not Q6_K blocks), bit for bit,
+// with and without panels, in the same device memory (the last weight is
+// converted in place).
+TEST(Q6_KWeightsTest, OutputProjectionKeptOrConvertedAtLoad) {
   synthetic::RandomLlamaSpec spec;
   spec.weight_type = gguf::GgmlType::kQ6_K;
   spec.dim = 256;
@@ -1298,43 +1303,96 @@ TEST(Q6_KWeightsTest, OutputProjectionRunsAndNeedsTheCapability) {
   spec.vocab_size = 320;
   spec.seed = 45;
   const std::string dir = NewTempDir();
-  absl::StatusOr<SmallModel> compiled =
-      CompileSmallModel(spec, compiler::CompileOptions::WeightType::kKeep, dir);
-  ASSERT_TRUE(compiled.ok()) << compiled.status();
-  const std::string& gguf_path = compiled->gguf_path;
-  const std::string& artifact_path = compiled->artifact_path;
+  absl::StatusOr<SmallModel> q6_k =
+      CompileSmallModel(spec, compiler::CompileOptions::WeightType::kAuto, dir);
+  ASSERT_TRUE(q6_k.ok()) << q6_k.status();
+  const std::string q8_0_dir = NewTempDir();
+  absl::StatusOr<SmallModel> q8_0 =
+      CompileSmallModel(spec, compiler::CompileOptions::WeightType::kQ8, q8_0_dir);
+  ASSERT_TRUE(q8_0.ok()) << q8_0.status();
 
   absl::StatusOr<std::unique_ptr<Device>> opened = Device::Open(lnpu::testing::TestDevice());
   ASSERT_TRUE(opened.ok()) << opened.status();
   std::shared_ptr<Device> device = *std::move(opened);
-  const auto greedy = [](Model& model, std::vector<int32_t> tokens) {
-    return GreedyTokens(**model.CreateSequence(), std::move(tokens), 30);
+  const uint64_t capabilities = Param(*device, DRM_LNPU_PARAM_CAPABILITIES);
+  const auto load = [](std::shared_ptr<Device> on, const std::string& path,
+                       LoadOptions options) -> std::unique_ptr<Model> {
+    absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(std::move(on), path, options);
+    EXPECT_TRUE(model.ok()) << model.status();
+    return model.ok() ? *std::move(model) : nullptr;
   };
-  absl::StatusOr<std::unique_ptr<Model>> copied =
-      Model::Load(device, artifact_path, {.weights = WeightPlacement::kCopy});
-  ASSERT_TRUE(copied.ok()) << copied.status();
-  absl::StatusOr<std::unique_ptr<Model>> imported =
-      Model::Load(device, artifact_path, {.weights = WeightPlacement::kImport});
-  ASSERT_TRUE(imported.ok()) << imported.status();
   const std::vector<int32_t> prompt = {5, 77, 300, 12, 9, 140, 33, 2, 250, 61, 18};
-  const std::vector<int32_t> tokens = greedy(**copied, prompt);
-  EXPECT_EQ(tokens, greedy(**imported, prompt));
+  const auto greedy = [&prompt](Model& model, std::vector<std::vector<float>>* logits = nullptr) {
+    return GreedyTokens(**model.CreateSequence(), prompt, 30, logits);
+  };
 
-  ExpectBatchedLanesEqualEachAlone(**copied);
+  std::unique_ptr<Model> copied =
+      load(device, q6_k->artifact_path, {.weights = WeightPlacement::kCopy});
+  std::unique_ptr<Model> imported =
+      load(device, q6_k->artifact_path, {.weights = WeightPlacement::kImport});
+  ASSERT_TRUE(copied && imported);
+  EXPECT_EQ(copied->q6_k_conversions(),
+            (capabilities & DRM_LNPU_CAP_Q6_K_PREFERRED) != 0 ? 0u : 1u);
+  EXPECT_EQ(imported->q6_k_conversions(), 0u);
+  EXPECT_TRUE(imported->weights_imported());
+  EXPECT_EQ(greedy(*copied), greedy(*imported));
+  ExpectBatchedLanesEqualEachAlone(*imported);
 
-  auto without = std::make_shared<Device>(std::make_unique<ParamOverridingFile>(
-      softnpu::SoftNpu::Default()->Open(), DRM_LNPU_PARAM_CAPABILITIES,
-      Param(*device, DRM_LNPU_PARAM_CAPABILITIES) & ~DRM_LNPU_CAP_DTYPE_Q6_K));
-  absl::StatusOr<std::unique_ptr<Model>> refused = Model::Load(without, artifact_path);
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(refused.status().message(), HasSubstr("Q6_K"));
-  EXPECT_THAT(refused.status().message(), HasSubstr("--weights auto"));
+  for (const bool panels : {true, false}) {
+    SCOPED_TRACE(panels ? "panels" : "artifact layout");
+    std::unique_ptr<Model> reference = load(
+        device, q8_0->artifact_path, {.weights = WeightPlacement::kCopy, .panel_weights = panels});
+    std::unique_ptr<Model> converted =
+        load(device, q6_k->artifact_path,
+             {.weights = WeightPlacement::kCopy, .panel_weights = panels, .keep_q6_k = false});
+    ASSERT_TRUE(reference && converted);
+    EXPECT_EQ(converted->q6_k_conversions(), 1u);
+    EXPECT_EQ(converted->panel_matrices(), reference->panel_matrices());
+    EXPECT_EQ(converted->device_memory_bytes(), reference->device_memory_bytes());
+    std::vector<std::vector<float>> reference_logits, converted_logits;
+    EXPECT_EQ(greedy(*converted, &converted_logits), greedy(*reference, &reference_logits));
+    EXPECT_TRUE(converted_logits == reference_logits);
+    if (panels) ExpectBatchedLanesEqualEachAlone(*converted);
+  }
 
-  copied->reset();
-  imported->reset();
-  std::remove(artifact_path.c_str());
-  std::remove(gguf_path.c_str());
+  std::unique_ptr<Model> reference = load(device, q8_0->artifact_path, {});
+  ASSERT_TRUE(reference);
+  std::vector<std::vector<float>> reference_logits;
+  const std::vector<int32_t> reference_tokens = greedy(*reference, &reference_logits);
+  const auto device_with = [&](uint64_t caps) {
+    return std::make_shared<Device>(std::make_unique<ParamOverridingFile>(
+        softnpu::SoftNpu::Default()->Open(), DRM_LNPU_PARAM_CAPABILITIES, caps));
+  };
+  // Not preferred: a copy converts, an import keeps the file's Q6_K.
+  const std::shared_ptr<Device> slow_q6_k =
+      device_with((capabilities | DRM_LNPU_CAP_DTYPE_Q6_K) & ~DRM_LNPU_CAP_Q6_K_PREFERRED);
+  std::unique_ptr<Model> slow_copied = load(slow_q6_k, q6_k->artifact_path, {});
+  std::unique_ptr<Model> slow_imported =
+      load(slow_q6_k, q6_k->artifact_path, {.weights = WeightPlacement::kImport});
+  ASSERT_TRUE(slow_copied && slow_imported);
+  EXPECT_EQ(slow_copied->q6_k_conversions(), 1u);
+  EXPECT_EQ(slow_imported->q6_k_conversions(), 0u);
+  EXPECT_TRUE(slow_imported->weights_imported());
+  std::vector<std::vector<float>> logits;
+  EXPECT_EQ(greedy(*slow_copied, &logits), reference_tokens);
+  EXPECT_TRUE(logits == reference_logits);
+  // No Q6_K at all: even an import is a converted copy.
+  std::unique_ptr<Model> without = load(device_with(capabilities & ~DRM_LNPU_CAP_DTYPE_Q6_K &
+                                                    ~DRM_LNPU_CAP_Q6_K_PREFERRED),
+                                        q6_k->artifact_path, {.weights = WeightPlacement::kImport});
+  ASSERT_TRUE(without);
+  EXPECT_EQ(without->q6_k_conversions(), 1u);
+  EXPECT_FALSE(without->weights_imported());
+  logits.clear();
+  EXPECT_EQ(greedy(*without, &logits), reference_tokens);
+  EXPECT_TRUE(logits == reference_logits);
+
+  for (const SmallModel* m : {&*q6_k, &*q8_0}) {
+    std::remove(m->artifact_path.c_str());
+    std::remove(m->gguf_path.c_str());
+  }
   std::remove(dir.c_str());
+  std::remove(q8_0_dir.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, RandomModelTest, ::testing::ValuesIn(RandomCases()),

@@ -80,11 +80,13 @@ options:
                              f16); auto (default), per tensor: q8 for F32,
                              F16, BF16, Q8_0 and Q6_K tensors, q4 for the
                              2- to 5-bit types (Q2_K..Q5_K, Q4_0..Q5_1,
-                             IQ4_*), so a Q4_K_M file stays near its size;
-                             keep: F32/F16/Q8_0/Q4_0 as stored, a Q6_K
-                             output projection as Q6_K (fewer bytes per
-                             decode step than q8; needs a device with
-                             UAPI 1.6), other quantized types q8
+                             IQ4_*), so a Q4_K_M file stays near its size,
+                             and a Q6_K output projection as Q6_K (fewer
+                             bytes per decode step than q8; converted to
+                             q8 at load on a device that does not prefer
+                             Q6_K); keep: F32/F16/Q8_0/Q4_0 as stored, a
+                             Q6_K output projection as Q6_K, other
+                             quantized types q8
   --kv-dtype f16|f32|q8      KV-cache element type (default f16); q8: int8
                              with an f32 scale per head of each token
                              (about half of f16's memory)

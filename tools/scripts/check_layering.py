@@ -22,8 +22,9 @@ RULES = {
     "compiler_artifacts/gguf": ["base", "compiler_artifacts/gguf"],
     "compiler_artifacts/format": ["base", "kernel_iface/uapi", "compiler_artifacts/format"],
     "compiler_artifacts": ["base", "kernel_iface/uapi", "compiler_artifacts"],
+    # gguf: the Q6_K to Q8_0 conversion of a copy (runtime/model.cc).
     "runtime": ["base", "kernel_iface/uapi", "kernel_iface/driver",
-                "compiler_artifacts/format", "runtime"],
+                "compiler_artifacts/format", "compiler_artifacts/gguf", "runtime"],
     "framework/tokenizer": ["base", "framework/tokenizer"],
     "framework": ["base", "kernel_iface/driver", "runtime", "framework"],
 }
