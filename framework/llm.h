@@ -62,6 +62,8 @@ class Llm {
   // Q8_0 matrices copied into the device's preferred panel layout
   // (runtime::LoadOptions::panel_weights).
   size_t weight_panel_matrices() const { return model_->panel_matrices(); }
+  // Q6_K matrices converted to Q8_0 at load (runtime::LoadOptions::keep_q6_k).
+  size_t weight_q6_k_conversions() const { return model_->q6_k_conversions(); }
 
   // The model's chat template: ChatTemplate::Detect on the artifact's
   // tokenizer.chat_template with this tokenizer's SpecialTokensOf, or

@@ -195,6 +195,15 @@ TEST(NpuBenchCommandLine, WeightPanelsDefaultToOnAndTakeP16AndOff) {
   }
 }
 
+TEST(NpuBenchCommandLine, Q6kDefaultsToKeepAndTakesConvert) {
+  absl::StatusOr<std::optional<CommandLine>> line = Parse({"-m", "a.lnpu"});
+  ASSERT_TRUE(line.ok() && line->has_value()) << line.status();
+  EXPECT_EQ((*line)->q6k, "keep");
+  line = Parse({"-m", "a.lnpu", "--q6k", "convert"});
+  ASSERT_TRUE(line.ok() && line->has_value()) << line.status();
+  EXPECT_EQ((*line)->q6k, "convert");
+}
+
 TEST(NpuBenchCommandLine, RejectsBadArguments) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{}, "exactly one model"},
@@ -206,6 +215,7 @@ TEST(NpuBenchCommandLine, RejectsBadArguments) {
       {{"-m", "a.lnpu", "--reps", "0"}, "--reps"},
       {{"-m", "a.lnpu", "--placement", "mmap"}, "--placement expects auto, copy or import"},
       {{"-m", "a.lnpu", "--weight-panels", "p16s"}, "--weight-panels expects on, p16 or off"},
+      {{"-m", "a.lnpu", "--q6k", "q8"}, "--q6k expects keep or convert"},
       {{"-m", "a.lnpu", "--reps"}, "--reps needs a value"},
       {{"-m", "a.lnpu", "--frobnicate", "1"}, "unknown option --frobnicate"},
       {{"a.lnpu"}, "unexpected argument"},

@@ -62,10 +62,15 @@ std::string ProbeJson(const BenchReport& r, double bytes_per_second) {
 // Where the weights ended up, as the text report says it.
 std::string PlacementLabel(const BenchReport& r) {
   if (r.weights_imported) return "the artifact's file mapping imported (not copied)";
-  if (r.panel_matrices == 0) return "copied into device memory";
-  return absl::StrFormat("copied into device memory, %d matrices as panels of the device's "
-                         "preferred layout",
-                         r.panel_matrices);
+  std::string label = "copied into device memory";
+  if (r.q6_k_conversions != 0) {
+    absl::StrAppendFormat(&label, ", %d Q6_K matrices converted to Q8_0", r.q6_k_conversions);
+  }
+  if (r.panel_matrices != 0) {
+    absl::StrAppendFormat(&label, ", %d matrices as panels of the device's preferred layout",
+                          r.panel_matrices);
+  }
+  return label;
 }
 
 }  // namespace
@@ -253,14 +258,15 @@ std::string FormatJson(const BenchReport& r) {
       "  \"decode_traffic\": {\"weight_bytes\": %d, \"gathered_embedding_bytes\": %d, "
       "\"kv_bytes_per_slot\": %d, \"ring_kv_bytes_per_slot\": %d, \"ring_slots\": %d},\n"
       "  \"placement\": {\"requested\": %s, \"weights_imported\": %s, \"panel_matrices\": %d, "
-      "\"load_ms\": %s},\n"
+      "\"q6_k_conversions\": %d, \"load_ms\": %s},\n"
       "  \"reps\": %d,\n  \"warmups\": %d,\n",
       JsonQuote(r.model), JsonQuote(r.device), r.compute_units, JsonQuote(m.architecture),
       JsonQuote(m.name), m.vocab_size, m.dim, m.n_layers, m.n_heads, m.n_kv_heads, m.ffn_dim,
       m.kv_capacity, m.weight_bytes, r.traffic.weight_bytes, r.traffic.gathered_embedding_bytes,
       r.traffic.kv_bytes_per_slot, r.traffic.ring_kv_bytes_per_slot, r.traffic.ring_slots,
       JsonQuote(r.placement_requested),
-      r.weights_imported ? "true" : "false", r.panel_matrices, JsonNumber(r.load_ms), r.reps,
+      r.weights_imported ? "true" : "false", r.panel_matrices, r.q6_k_conversions,
+      JsonNumber(r.load_ms), r.reps,
       r.warmups);
 
   absl::StrAppend(&out, "  \"prefill\": [");

@@ -43,6 +43,7 @@ struct BenchReport {
   std::string placement_requested;  // auto, copy or import
   bool weights_imported = false;    // the placement Model::Load chose
   size_t panel_matrices = 0;        // matrices stored as panels (Model::Load)
+  size_t q6_k_conversions = 0;      // Q6_K matrices converted to Q8_0 (Model::Load)
   double load_ms = 0;               // Model::Load, weights placed and checked
   uint64_t compute_units = 0;
   ModelShape shape;

@@ -98,6 +98,11 @@ absl::StatusOr<std::optional<CommandLine>> ParseCommandLine(int argc, char** arg
                                           value + "'");
       }
       line.placement = value;
+    } else if (arg == "--q6k") {
+      if (value != "keep" && value != "convert") {
+        return absl::InvalidArgumentError("--q6k expects keep or convert, got '" + value + "'");
+      }
+      line.q6k = value;
     } else if (arg == "--weight-panels") {
       if (value != "on" && value != "p16" && value != "off") {
         return absl::InvalidArgumentError("--weight-panels expects on, p16 or off, got '" +

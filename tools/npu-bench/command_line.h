@@ -51,6 +51,11 @@ measurement:
                            or "import"; the report names the one used and
                            the load time
   --copy-weights           the same as --placement copy
+  --q6k keep|convert        a Q6_K output projection (npu-compile's auto):
+                           keep (default) where the device computes Q6_K
+                           faster than Q8_0 (DRM_LNPU_CAP_Q6_K_PREFERRED),
+                           else converted to Q8_0 as the weights are
+                           copied; convert: always in a copy
   --weight-panels on|p16|off
                            with copied weights on a device that prefers it,
                            store Q8_0 / Q4_0 matrices as panels (on, the
@@ -97,6 +102,7 @@ struct CommandLine {
   bool json = false;
   std::string placement = "auto";  // --placement: auto, copy or import
   std::string weight_panels = "on";  // --weight-panels: on, p16 or off
+  std::string q6k = "keep";          // --q6k: keep or convert
   bool profile = false;    // --profile
   std::string trace_path;  // --trace; empty = no trace
   uint64_t bandwidth_bytes = 0;  // 0 = DefaultBufferBytes()

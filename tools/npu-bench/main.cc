@@ -71,12 +71,13 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::Device> device,
                         lnpu::tools::OpenToolDevice(line.device));
   LNPU_ASSIGN_OR_RETURN(const uint64_t units, device->GetParam(DRM_LNPU_PARAM_COMPUTE_UNITS));
-  LNPU_ASSIGN_OR_RETURN(const DecodeTraffic traffic, ReadDecodeTraffic(artifact_path));
+  LNPU_ASSIGN_OR_RETURN(DecodeTraffic traffic, ReadDecodeTraffic(artifact_path));
   lnpu::runtime::LoadOptions load;
   if (line.placement == "copy") load.weights = lnpu::runtime::WeightPlacement::kCopy;
   if (line.placement == "import") load.weights = lnpu::runtime::WeightPlacement::kImport;
   load.panel_weights = line.weight_panels != "off";
   load.panel_scales_in_stream = line.weight_panels == "on";
+  load.keep_q6_k = line.q6k == "keep";
   const absl::Time load_start = absl::Now();
   LNPU_ASSIGN_OR_RETURN(std::unique_ptr<lnpu::runtime::Model> model,
                         lnpu::runtime::Model::Load(std::move(device), artifact_path, load));
@@ -84,6 +85,9 @@ absl::Status Run(const lnpu::bench::CommandLine& line) {
   report.placement_requested = line.placement;
   report.weights_imported = model->weights_imported();
   report.panel_matrices = model->panel_matrices();
+  report.q6_k_conversions = model->q6_k_conversions();
+  // A converted matrix is read as Q8_0.
+  traffic.weight_bytes += model->q6_k_conversion_bytes();
   BatchedDecodeOptions batched;
   batched.lanes = line.batch_lanes;
   batched.steps = line.benchmark.decode_steps;

@@ -255,6 +255,22 @@ struct Trace {
 
 // Tokenizes `prompt` for the session (printing the ids with
 // --verbose-prompt).
+// How the weights were placed, for the summary line: " (imported file
+// mapping, not copied)" or " (copied from the model file, ...)".
+std::string WeightsLabel(const lnpu::framework::Llm& llm) {
+  if (llm.weights_imported()) return " (imported file mapping, not copied)";
+  std::string label = " (copied from the model file";
+  if (llm.weight_q6_k_conversions() != 0) {
+    absl::StrAppendFormat(&label, ", %d Q6_K matrices converted to Q8_0",
+                          llm.weight_q6_k_conversions());
+  }
+  if (llm.weight_panel_matrices() != 0) {
+    absl::StrAppendFormat(&label, ", %d matrices as panels of the device's preferred layout",
+                          llm.weight_panel_matrices());
+  }
+  return label + ")";
+}
+
 absl::StatusOr<std::vector<int32_t>> PromptTokens(lnpu::framework::Session& session,
                                                   const std::vector<TextSegment>& prompt,
                                                   bool add_bos, Trace& trace) {
@@ -535,12 +551,7 @@ int Main(int argc, char** argv) {
       "[device: %s; weights %.1f MiB in device memory%s; session %.1f MiB]\n"
       "peak RSS: %.1f MiB\n",
       (*llm)->device().Describe(), (*llm)->weights_device_memory_bytes() / 1048576.0,
-      (*llm)->weights_imported() ? std::string(" (imported file mapping, not copied)")
-      : (*llm)->weight_panel_matrices() == 0
-          ? std::string(" (copied from the model file)")
-          : absl::StrFormat(" (copied from the model file, %d matrices as panels of the device's "
-                            "preferred layout)",
-                            (*llm)->weight_panel_matrices()),
+      WeightsLabel(**llm),
       (*session)->device_memory_bytes() / 1048576.0, PeakRssMiB());
   if (lnpu::InterruptRequested()) return lnpu::InterruptExitCode();
   return ok ? 0 : 1;
