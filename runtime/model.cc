@@ -16,10 +16,9 @@
 #include "base/parallel_for.h"
 #include "base/quant_blocks.h"
 #include "base/status_macros.h"
-#include "compiler_artifacts/gguf/dequantize.h"
-#include "compiler_artifacts/gguf/quantize.h"
 #include "compiler_artifacts/format/artifact.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
+#include "runtime/q6_k_conversion.h"
 
 namespace lnpu::runtime {
 namespace {
@@ -81,55 +80,6 @@ PanelDtypes PreferredPanelDtypes(uint64_t capabilities, bool scales_in_stream) {
     dtypes.q4_0 = LNPU_DTYPE_Q4_0_P16;
   }
   return dtypes;
-}
-
-// A Q6_K matrix of the artifact that the copy writes as Q8_0 at
-// `q8_0_offset` of the weights buffer (Program::UseQ8_0For).
-struct Q8_0Conversion {
-  WeightMatrix q6_k;
-  uint64_t q8_0_offset = 0;
-};
-
-uint64_t Q8_0MatrixBytes(const WeightMatrix& m) {
-  return uint64_t{m.rows} * (m.row_len / kQuantBlock) * kQ8_0BlockBytes;
-}
-
-// Where a copy puts the Q8_0 form of each of `q6_k` (Program::Q6_KMatrices):
-// the last weight of the artifact, with no matrix read beyond it, in place
-// (its Q6_K bytes are then not copied); the others after the data section.
-// Each starts 64-byte aligned, as panels need.
-struct Q8_0Layout {
-  std::vector<Q8_0Conversion> conversions = {};
-  uint64_t copied_bytes = 0;  // of the data section, from its start
-  uint64_t buffer_bytes = 0;  // of the weights buffer
-};
-
-Q8_0Layout PlanQ8_0Conversions(const artifact::Artifact& artifact,
-                               absl::Span<const WeightMatrix> q6_k) {
-  const auto align64 = [](uint64_t n) { return (n + 63) / 64 * 64; };
-  const uint64_t data_bytes = artifact.data().size();
-  Q8_0Layout layout{.copied_bytes = data_bytes, .buffer_bytes = data_bytes};
-  if (q6_k.empty()) return layout;
-  const WeightMatrix& last = q6_k.back();
-  bool in_place = last.offset % 64 == 0;
-  for (const artifact::fb::Weight* w : *artifact.model().weights()) {  // verified present
-    in_place = in_place && (w->offset() == last.offset || w->offset() + w->size() <= last.offset);
-  }
-  uint64_t next = align64(data_bytes);
-  if (in_place) {
-    layout.copied_bytes = last.offset;
-    next = align64(last.offset + Q8_0MatrixBytes(last));
-  }
-  for (size_t i = 0; i < q6_k.size(); ++i) {
-    if (in_place && i + 1 == q6_k.size()) {
-      layout.conversions.push_back({q6_k[i], q6_k[i].offset});
-    } else {
-      layout.conversions.push_back({q6_k[i], next});
-      next = align64(next + Q8_0MatrixBytes(q6_k[i]));
-    }
-  }
-  layout.buffer_bytes = std::max(next, layout.copied_bytes);
-  return layout;
 }
 
 // Copies the first `layout.copied_bytes` of the artifact's data section to
@@ -254,18 +204,10 @@ absl::Status CopyWeights(const artifact::Artifact& artifact, const Q8_0Layout& l
     if (p.source) {
       s.q8_0.resize(largest_q8_0);
       s.row.resize(longest_row);
-      const size_t row_len = p.blocks * kQuantBlock;
-      const size_t q6_k_row_bytes = p.bytes / p.rows;
-      const size_t row_bytes = p.blocks * kQ8_0BlockBytes;
-      const absl::Span<float> row = absl::MakeSpan(s.row.data(), row_len);
-      for (size_t r = 0; r < p.rows && status[i].ok(); ++r) {
-        status[i] = gguf::DequantizeRow(gguf::GgmlType::kQ6_K,
-                                        source.subspan(r * q6_k_row_bytes, q6_k_row_bytes), row);
-        if (status[i].ok()) {
-          status[i] = gguf::QuantizeRowQ8_0(row, absl::MakeSpan(s.q8_0.data() + r * row_bytes,
-                                                                row_bytes));
-        }
-      }
+      status[i] = ConvertQ6_KRowsToQ8_0(source, p.rows, p.blocks * kQuantBlock,
+                                        absl::MakeSpan(s.row),
+                                        absl::MakeSpan(s.q8_0.data(), p.rows * p.blocks *
+                                                                          kQ8_0BlockBytes));
       if (!status[i].ok()) {
         status[i] = absl::InvalidArgumentError(absl::StrCat(
             artifact.path(), ": the Q6_K matrix at data offset ", p.source.value(),
@@ -327,11 +269,16 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
   // Q6_K matrices: kept where the device computes them faster than as
   // Q8_0, else converted when copied (an import keeps the file's bytes).
   const bool computes_q6_k = (capabilities & DRM_LNPU_CAP_DTYPE_Q6_K) != 0;
-  Q8_0Layout q8_0_layout = PlanQ8_0Conversions(*artifact, {});
+  std::vector<WeightExtent> extents;
+  for (const artifact::fb::Weight* w : *artifact->model().weights()) {  // verified present
+    extents.push_back({w->offset(), w->size()});
+  }
+  Q8_0Layout q8_0_layout = PlanQ8_0Conversions(artifact->data().size(), extents, {});
   if (program->ReadsWeightDtype(LNPU_DTYPE_Q6_K) &&
       (!computes_q6_k || (capabilities & DRM_LNPU_CAP_Q6_K_PREFERRED) == 0 ||
        !options.keep_q6_k)) {
-    q8_0_layout = PlanQ8_0Conversions(*artifact, program->Q6_KMatrices());
+    q8_0_layout =
+        PlanQ8_0Conversions(artifact->data().size(), extents, program->Q6_KMatrices());
   }
 
   // Weights: the mapped file itself when the device can import it, else a
@@ -359,8 +306,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
     for (const Q8_0Conversion& c : q8_0_layout.conversions) {
       q6_k.push_back(c.q6_k);
       q8_0_offsets.push_back(c.q8_0_offset);
-      q6_k_conversion_bytes += Q8_0MatrixBytes(c.q6_k) -
-                               uint64_t{c.q6_k.rows} * (c.q6_k.row_len / kQ6_KBlock) * kQ6_KBlockBytes;
+      q6_k_conversion_bytes += Q8_0MatrixBytes(c.q6_k) - Q6_KMatrixBytes(c.q6_k);
     }
     program->UseQ8_0For(q6_k, q8_0_offsets);
     q6_k_conversions = q6_k.size();
