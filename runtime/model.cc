@@ -17,6 +17,7 @@
 #include "base/quant_blocks.h"
 #include "base/status_macros.h"
 #include "compiler_artifacts/format/artifact.h"
+#include "compiler_artifacts/format/artifact_verifier.h"
 #include "kernel_iface/uapi/drm/lnpu_accel.h"
 #include "runtime/q6_k_conversion.h"
 
@@ -161,7 +162,7 @@ absl::Status CopyWeights(const artifact::Artifact& artifact, const Q8_0Layout& l
   for (const Q8_0Conversion& c : layout.conversions) {
     const size_t blocks = c.q6_k.row_len / kQuantBlock;
     const size_t row_bytes = blocks * kQ8_0BlockBytes;
-    const size_t q6_k_row_bytes = c.q6_k.row_len / kQ6_KBlock * kQ6_KBlockBytes;
+    const size_t q6_k_row_bytes = artifact::WeightBytes(LNPU_DTYPE_Q6_K, c.q6_k.row_len, 1);
     const size_t rows_per_piece = piece_rows(row_bytes);
     for (size_t row = 0; row < c.q6_k.rows; row += rows_per_piece) {
       const size_t rows = std::min<size_t>(rows_per_piece, c.q6_k.rows - row);
@@ -273,13 +274,12 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
   for (const artifact::fb::Weight* w : *artifact->model().weights()) {  // verified present
     extents.push_back({w->offset(), w->size()});
   }
-  Q8_0Layout q8_0_layout = PlanQ8_0Conversions(artifact->data().size(), extents, {});
-  if (program->ReadsWeightDtype(LNPU_DTYPE_Q6_K) &&
-      (!computes_q6_k || (capabilities & DRM_LNPU_CAP_Q6_K_PREFERRED) == 0 ||
-       !options.keep_q6_k)) {
-    q8_0_layout =
-        PlanQ8_0Conversions(artifact->data().size(), extents, program->Q6_KMatrices());
-  }
+  const bool convert_q6_k = !computes_q6_k ||
+                            (capabilities & DRM_LNPU_CAP_Q6_K_PREFERRED) == 0 ||
+                            !options.keep_q6_k;
+  const Q8_0Layout q8_0_layout =
+      PlanQ8_0Conversions(artifact->data().size(), extents,
+                          convert_q6_k ? program->Q6_KMatrices() : std::vector<WeightMatrix>{});
 
   // Weights: the mapped file itself when the device can import it, else a
   // device copy.
@@ -306,7 +306,9 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(std::shared_ptr<Device> share
     for (const Q8_0Conversion& c : q8_0_layout.conversions) {
       q6_k.push_back(c.q6_k);
       q8_0_offsets.push_back(c.q8_0_offset);
-      q6_k_conversion_bytes += Q8_0MatrixBytes(c.q6_k) - Q6_KMatrixBytes(c.q6_k);
+      q6_k_conversion_bytes +=
+          artifact::WeightBytes(LNPU_DTYPE_Q8_0, c.q6_k.row_len, c.q6_k.rows) -
+          artifact::WeightBytes(LNPU_DTYPE_Q6_K, c.q6_k.row_len, c.q6_k.rows);
     }
     program->UseQ8_0For(q6_k, q8_0_offsets);
     q6_k_conversions = q6_k.size();

@@ -2,20 +2,22 @@
 
 #include <algorithm>
 
-#include "base/quant_blocks.h"
 #include "base/status_macros.h"
+#include "compiler_artifacts/format/artifact_verifier.h"
 #include "compiler_artifacts/gguf/dequantize.h"
 #include "compiler_artifacts/gguf/quantize.h"
+#include "kernel_iface/uapi/drm/lnpu_accel.h"
 
 namespace lnpu::runtime {
 
-uint64_t Q6_KMatrixBytes(const WeightMatrix& m) {
-  return uint64_t{m.rows} * (m.row_len / kQ6_KBlock) * kQ6_KBlockBytes;
+namespace {
+
+// Bytes of `m` converted (m.row_len a multiple of 256).
+uint64_t Q8_0Bytes(const WeightMatrix& m) {
+  return artifact::WeightBytes(LNPU_DTYPE_Q8_0, m.row_len, m.rows);
 }
 
-uint64_t Q8_0MatrixBytes(const WeightMatrix& m) {
-  return uint64_t{m.rows} * (m.row_len / kQuantBlock) * kQ8_0BlockBytes;
-}
+}  // namespace
 
 Q8_0Layout PlanQ8_0Conversions(uint64_t data_bytes, absl::Span<const WeightExtent> weights,
                                absl::Span<const WeightMatrix> q6_k) {
@@ -30,14 +32,14 @@ Q8_0Layout PlanQ8_0Conversions(uint64_t data_bytes, absl::Span<const WeightExten
   uint64_t next = align64(data_bytes);
   if (in_place) {
     layout.copied_bytes = last.offset;
-    next = align64(last.offset + Q8_0MatrixBytes(last));
+    next = align64(last.offset + Q8_0Bytes(last));
   }
   for (size_t i = 0; i < q6_k.size(); ++i) {
     if (in_place && i + 1 == q6_k.size()) {
       layout.conversions.push_back({q6_k[i], q6_k[i].offset});
     } else {
       layout.conversions.push_back({q6_k[i], next});
-      next = align64(next + Q8_0MatrixBytes(q6_k[i]));
+      next = align64(next + Q8_0Bytes(q6_k[i]));
     }
   }
   layout.buffer_bytes = std::max(next, layout.copied_bytes);
@@ -46,8 +48,8 @@ Q8_0Layout PlanQ8_0Conversions(uint64_t data_bytes, absl::Span<const WeightExten
 
 absl::Status ConvertQ6_KRowsToQ8_0(absl::Span<const uint8_t> q6_k, size_t rows, size_t row_len,
                                    absl::Span<float> row, absl::Span<uint8_t> q8_0) {
-  const size_t q6_k_row_bytes = row_len / kQ6_KBlock * kQ6_KBlockBytes;
-  const size_t q8_0_row_bytes = row_len / kQuantBlock * kQ8_0BlockBytes;
+  const size_t q6_k_row_bytes = artifact::WeightBytes(LNPU_DTYPE_Q6_K, row_len, 1);
+  const size_t q8_0_row_bytes = artifact::WeightBytes(LNPU_DTYPE_Q8_0, row_len, 1);
   for (size_t r = 0; r < rows; ++r) {
     const absl::Span<float> values = row.first(row_len);
     LNPU_RETURN_IF_ERROR(gguf::DequantizeRow(

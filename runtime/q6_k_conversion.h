@@ -16,10 +16,6 @@
 
 namespace lnpu::runtime {
 
-// Bytes of a Q6_K / Q8_0 matrix of m.rows rows of m.row_len weights.
-uint64_t Q6_KMatrixBytes(const WeightMatrix& m);
-uint64_t Q8_0MatrixBytes(const WeightMatrix& m);
-
 // A Q6_K matrix of the artifact that the copy writes as Q8_0 at
 // `q8_0_offset` of the weights buffer (Program::UseQ8_0For).
 struct Q8_0Conversion {

@@ -114,7 +114,8 @@ uint32_t NearestBlockDtype(gguf::GgmlType source) {
 // weight of decode-sized rows (the untied output projection, after the
 // last-row gather) and its rows are whole Q6_K blocks, so `auto` and `keep`
 // keep a Q6_K source as LNPU_DTYPE_Q6_K (the device's Q6_K loops are GEMVs;
-// a runtime converts it to Q8_0 at load where the device prefers that).
+// a runtime converts it to Q8_0 at load on a device that does not prefer
+// Q6_K).
 uint32_t MatrixDtype(gguf::GgmlType source, CompileOptions::WeightType weights,
                      bool q6_k_matmul_only) {
   const bool float_source = source == gguf::GgmlType::kF32 ||

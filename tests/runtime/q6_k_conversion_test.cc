@@ -21,12 +21,6 @@ WeightMatrix Q6_K(uint64_t offset, uint32_t rows, uint32_t row_len) {
   return {.offset = offset, .rows = rows, .row_len = row_len, .dtype = LNPU_DTYPE_Q6_K};
 }
 
-TEST(Q6_KConversionTest, MatrixBytes) {
-  const WeightMatrix m = Q6_K(0, 3, 512);
-  EXPECT_EQ(Q6_KMatrixBytes(m), 3u * 2 * 210);
-  EXPECT_EQ(Q8_0MatrixBytes(m), 3u * 16 * 34);
-}
-
 TEST(Q6_KConversionTest, NothingToConvertCopiesTheWholeSection) {
   const Q8_0Layout layout = PlanQ8_0Conversions(1000, {{0, 1000}}, {});
   EXPECT_TRUE(layout.conversions.empty());

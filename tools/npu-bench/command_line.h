@@ -51,7 +51,7 @@ measurement:
                            or "import"; the report names the one used and
                            the load time
   --copy-weights           the same as --placement copy
-  --q6k keep|convert        a Q6_K output projection (npu-compile's auto):
+  --q6k keep|convert       a Q6_K output projection (npu-compile's auto):
                            keep (default) where the device computes Q6_K
                            faster than Q8_0 (DRM_LNPU_CAP_Q6_K_PREFERRED),
                            else converted to Q8_0 as the weights are

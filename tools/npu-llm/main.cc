@@ -253,8 +253,6 @@ struct Trace {
   int64_t token_work_start_ns = 0;
 };
 
-// Tokenizes `prompt` for the session (printing the ids with
-// --verbose-prompt).
 // How the weights were placed, for the summary line: " (imported file
 // mapping, not copied)" or " (copied from the model file, ...)".
 std::string WeightsLabel(const lnpu::framework::Llm& llm) {
@@ -271,6 +269,8 @@ std::string WeightsLabel(const lnpu::framework::Llm& llm) {
   return label + ")";
 }
 
+// Tokenizes `prompt` for the session (printing the ids with
+// --verbose-prompt).
 absl::StatusOr<std::vector<int32_t>> PromptTokens(lnpu::framework::Session& session,
                                                   const std::vector<TextSegment>& prompt,
                                                   bool add_bos, Trace& trace) {

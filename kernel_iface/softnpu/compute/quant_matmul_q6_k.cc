@@ -475,9 +475,9 @@ Q6_KGemvFn ActiveQ6_KGemv() {
 }
 
 bool Q6_KGemvPreferred() {
+  // (ActiveQ6_KGemv() is never null, so a loop this CPU lacks never matches.)
   const Q6_KGemvFn active = ActiveQ6_KGemv();
-  return active != PortableQ6_KGemv &&
-         (active == Avx512Q6_KGemv() || active == Avx2Q6_KGemv());
+  return active == Avx512Q6_KGemv() || active == Avx2Q6_KGemv();
 }
 
 }  // namespace lnpu::softnpu::compute
