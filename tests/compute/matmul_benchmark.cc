@@ -20,8 +20,8 @@
 // GEMV cycles through copies of the weights totalling >= 1 GiB, so that
 // they stream from DRAM as in decoding (not from the large L3); dram = 0
 // reuses one copy, which stays in cache: the kernel's compute rate (rows
-// 1, 2 and 4 of the matrices up to 896 x 896: how much arithmetic each
-// more batched row adds to the GEMV).
+// 1, 2 and 4 of the matrices up to 896 x 896, and of Q6_K 2048 x 2048:
+// how much arithmetic each more batched row adds to the GEMV).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -414,11 +414,11 @@ void RegisterBenchmarks() {
       {2048, 2048}, {5632, 2048},  {2048, 5632},  {32000, 2048}};
   const auto add = [&](uint32_t dtype, const compute::QuantMatmulPath* path) {
     // Q6_K has one loop per CPU (quant_matmul_q6_k.h), not one per path.
-    const std::string loop =
-        dtype != LNPU_DTYPE_Q6_K                   ? std::string(path != nullptr ? path->name : "highway")
-        : compute::Avx512Q6_KGemv() != nullptr ? "avx512"
-        : compute::Avx2Q6_KGemv() != nullptr   ? "avx2"
-                                               : "portable";
+    const std::string loop = dtype != LNPU_DTYPE_Q6_K
+                                 ? std::string(path != nullptr ? path->name : "highway")
+                             : compute::Avx512Q6_KGemv() != nullptr ? "avx512vnni"
+                             : compute::Avx2Q6_KGemv() != nullptr   ? "avx2"
+                                                                    : "portable";
     const std::string name = std::string("Matmul/") + DtypeName(dtype) + "/" + loop;
     auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, dtype, path);
     b->ArgNames({"n", "k", "rows", "threads", "dram"});
@@ -435,8 +435,10 @@ void RegisterBenchmarks() {
           b->Args({shape[0], shape[1], 8, threads, 1});
           b->Args({shape[0], shape[1], 16, threads, 1});
         }
-        // In cache: the small matrices only (L2 is 1-2 MiB per core).
-        if (shape[0] * shape[1] <= 896 * 896) {
+        // In cache: the small matrices only (L2 is 1-2 MiB per core); for
+        // Q6_K, whose small shapes are left out, 2048 x 2048 (3.4 MB, in L3).
+        if (shape[0] * shape[1] <= 896 * 896 ||
+            (dtype == LNPU_DTYPE_Q6_K && shape[0] == 2048 && shape[1] == 2048)) {
           for (int64_t rows : {1, 2, 4}) b->Args({shape[0], shape[1], rows, threads, 0});
         }
         // Prefill chunks of 64 and 256 rows.

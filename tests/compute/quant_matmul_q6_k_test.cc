@@ -103,7 +103,7 @@ MatmulArgs Args(const Case& t, bool bias, bool accumulate, float* dst, size_t ro
 // Every loop this machine runs, by name.
 std::vector<std::pair<std::string, Q6_KGemvFn>> Loops() {
   std::vector<std::pair<std::string, Q6_KGemvFn>> loops = {{"portable", PortableQ6_KGemv}};
-  if (Avx512Q6_KGemv() != nullptr) loops.emplace_back("avx512", Avx512Q6_KGemv());
+  if (Avx512Q6_KGemv() != nullptr) loops.emplace_back("avx512vnni", Avx512Q6_KGemv());
   if (Avx2Q6_KGemv() != nullptr) loops.emplace_back("avx2", Avx2Q6_KGemv());
   if (NeonDotprodQ6_KGemv() != nullptr) loops.emplace_back("neon-dotprod", NeonDotprodQ6_KGemv());
   if (NeonQ6_KGemv() != nullptr) loops.emplace_back("neon", NeonQ6_KGemv());

@@ -43,7 +43,8 @@ void PortableQ6_KGemv(const MatmulArgs& a, const QuantizedActivations& x, size_t
                       size_t col_end);
 
 // The vector loops, or nullptr where this build or CPU has none: AVX-512
-// (F/BW/VL) and AVX2 on x86; on aarch64 NEON with SDOT (FEAT_DotProd) and
+// with VNNI (F/BW/DQ/VL/VNNI; an AVX-512 CPU without VNNI runs the AVX2
+// loop) and AVX2 on x86; on aarch64 NEON with SDOT (FEAT_DotProd) and
 // plain NEON (every Armv8-A CPU).
 Q6_KGemvFn Avx512Q6_KGemv();
 Q6_KGemvFn Avx2Q6_KGemv();
@@ -58,10 +59,10 @@ Q6_KGemvFn ActiveQ6_KGemv();
 // Q8_0 GEMVs stream the same matrix converted (DRM_LNPU_CAP_Q6_K_PREFERRED):
 // the x86 loops. Both read tinyllama's output projection at the memory's
 // speed on the Intel VM, in 1.75 ms against 2.23-2.79 ms as Q8_0 panels
-// (docs/kernels.md); the AVX-512 one computes about 31 GB/s on 2 threads of
-// the Zen 4 VM, a win below about 45 GB/s of memory (docs/performance.md,
-// "Q6_K kept by auto"). The NEON loops, not measured on a board, and the
-// portable one are not preferred.
+// (docs/kernels.md); on the Zen 4 VM the AVX-512 one computes about 37
+// GB/s on 2 threads from cache (docs/performance.md, "Q6_K kept by auto"
+// and "Q6_K loop on Zen 4"). The NEON loops, not measured on a board, and
+// the portable one are not preferred.
 bool Q6_KGemvPreferred();
 
 }  // namespace lnpu::softnpu::compute
