@@ -362,8 +362,9 @@ LNPU_Q6K_AVX512_INLINE void UnpackQuantPairs(const uint8_t* block, __m512i (&q)[
 // activation blocks (2p, 2p + 1) takes sc[4p + m / 4], so 128-bit lane L
 // of scales[p] is sc[4p + L] four times. The bytes are transposed first
 // (128-bit lane L of the vector: sc[L], sc[4 + L], sc[8 + L], sc[12 + L]),
-// so that each scales[p] is an in-lane broadcast: cross-lane permutes of
-// the scales took a quarter of the loop's time on Zen 4.
+// so that each scales[p] is an in-lane broadcast: four cross-lane
+// permutes of the scales took about a fifth of the loop's time in cache
+// on Zen 4 (docs/performance.md, "Q6_K loop on Zen 4").
 LNPU_Q6K_AVX512_INLINE void SubBlockScalePairs(const uint8_t* block, __m512 (&scales)[4]) {
   const __m128i transpose = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_shuffle_epi8(
