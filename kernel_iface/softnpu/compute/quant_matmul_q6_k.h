@@ -59,10 +59,10 @@ Q6_KGemvFn ActiveQ6_KGemv();
 // Q8_0 GEMVs stream the same matrix converted (DRM_LNPU_CAP_Q6_K_PREFERRED):
 // the x86 loops. Both read tinyllama's output projection at the memory's
 // speed on the Intel VM, in 1.75 ms against 2.23-2.79 ms as Q8_0 panels
-// (docs/kernels.md); on the Zen 4 VM the AVX-512 one computes about 37
-// GB/s on 2 threads from cache (docs/performance.md, "Q6_K kept by auto"
-// and "Q6_K loop on Zen 4"). The NEON loops, not measured on a board, and
-// the portable one are not preferred.
+// (docs/kernels.md); on the Zen 4 VM the AVX-512 one computes 46-53 GB/s
+// on 2 threads from cache, more than that VM's memory reads
+// (docs/performance.md, "Q6_K loop on Zen 4"). The NEON loops, not
+// measured on a board, and the portable one are not preferred.
 bool Q6_KGemvPreferred();
 
 }  // namespace lnpu::softnpu::compute
