@@ -38,7 +38,7 @@ struct X86GemvWalk {
 };
 
 // The walk measured best for a CPU class: AMD family 0x19 (Zen 4, and
-// Zen 3 untested) 1 stream prefetched 256 bytes ahead in 8 chunks per
+// Zen 3 untested) 1 stream prefetched 256 bytes ahead in 2 chunks per
 // thread, since its hardware prefetchers follow one stream and lose to
 // far software prefetches, and a one-stream call starts cheaply; every
 // other CPU 4 streams prefetched 2 KiB ahead in 1 chunk per thread
