@@ -21,9 +21,9 @@ namespace lnpu::softnpu::compute {
 // 4 ("One GEMV call per thread"); on the Zen 4 VM 1 stream 256 bytes ahead
 // read 18-30% more than 4 streams 2 KiB ahead, and 4 chunks per thread
 // 5-19% more than 1 ("GEMV walk on AMD EPYC (Zen 4)"); 2 chunks per thread
-// decoded tinyllama-1.1b 3% (slow minutes) to 7% (fast ones) faster than
-// 8, with qwen2.5-0.5b and a competing process unchanged ("Two chunks per
-// thread on Zen 4").
+// decoded tinyllama-1.1b 6% faster than 8 in fast minutes and the same in
+// slow ones, with qwen2.5-0.5b and a competing process unchanged ("Two
+// chunks per thread on Zen 4").
 X86GemvWalk X86GemvWalkFor(const X86CpuFeatures& cpu) {
   if (cpu.vendor == X86Vendor::kAmd && cpu.family == 0x19) {
     return {.streams = 1, .prefetch_bytes = 256, .chunks_per_thread = 2};
