@@ -24,7 +24,7 @@ X86CpuFeatures Cpu(X86Vendor vendor, unsigned family, unsigned model) {
   return cpu;
 }
 
-TEST(X86GemvWalkForTest, ZenFourReadsOneStreamPrefetchedShortlyInEightChunksPerThread) {
+TEST(X86GemvWalkForTest, ZenFourReadsOneStreamPrefetchedShortlyInTwoChunksPerThread) {
   EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x19, 0x11)),
             (X86GemvWalk{.streams = 1, .prefetch_bytes = 256, .chunks_per_thread = 2}));
 }

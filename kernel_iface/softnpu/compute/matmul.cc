@@ -636,9 +636,9 @@ void QuantGemvRange(const MatmulArgs& a, const QuantizedActivations& x,
 // VM's decode-step MATMULs streamed 7% (qwen2.5-0.5b) and 4%
 // (tinyllama-1.1b) faster than with 4, and 4 tasks as 4 calls each no
 // faster than 4 tasks (docs/performance.md, "One GEMV call per thread").
-// Where a call reads one stream (Zen 4) its start costs little and 2 tasks
-// per thread, which even out the threads, streamed faster: x86's count is
-// the CPU class's (x86_gemv_walk.h). On mixed cores (big.LITTLE, hybrid) a
+// Where a call reads one stream (Zen 4) its start costs little, and 2
+// tasks per thread, which even out the threads, decoded as fast as 8 or
+// faster: x86's count is the CPU class's (x86_gemv_walk.h). On mixed cores (big.LITTLE, hybrid) a
 // loop of equal halves would wait for its slowest core, so there 4 tasks
 // per thread let the fast cores take more of the work; 8 and 16 made
 // tinyllama-1.1b decode slower ("Command groups").
