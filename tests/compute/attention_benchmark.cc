@@ -102,6 +102,9 @@ BENCHMARK(BM_Attention)
     ->Args({32, 4, 16, 512, 2, 1})
     ->Args({32, 4, 1, 1024, 2, 1})
     ->Args({32, 4, 1, 1024, 2, 128})
+    // One thread, in cache: against the FMA bound (docs/performance.md,
+    // "Decode at depth").
+    ->Args({32, 4, 1, 1024, 1, 1})
     ->Args({32, 4, 256, 256, 2, 1})
     ->Args({14, 2, 256, 256, 1, 1})
     ->UseRealTime();
