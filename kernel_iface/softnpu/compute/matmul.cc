@@ -638,10 +638,11 @@ void QuantGemvRange(const MatmulArgs& a, const QuantizedActivations& x,
 // faster than 4 tasks (docs/performance.md, "One GEMV call per thread").
 // Where a call reads one stream (Zen 4) its start costs little, and 2
 // tasks per thread, which even out the threads, decoded as fast as 8 or
-// faster: x86's count is the CPU class's (x86_gemv_walk.h). On mixed cores (big.LITTLE, hybrid) a
-// loop of equal halves would wait for its slowest core, so there 4 tasks
-// per thread let the fast cores take more of the work; 8 and 16 made
-// tinyllama-1.1b decode slower ("Command groups").
+// faster: x86's count is the CPU class's (x86_gemv_walk.h). On mixed
+// cores (big.LITTLE, hybrid) a loop of equal halves would wait for its
+// slowest core, so there 4 tasks per thread let the fast cores take more
+// of the work; 8 and 16 made tinyllama-1.1b decode slower ("Command
+// groups").
 size_t GemvTasksPerThread() {
   if (!ProcessCpusAreOneKind()) return 4;
 #if defined(__x86_64__)
