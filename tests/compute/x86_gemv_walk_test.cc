@@ -1,8 +1,11 @@
 // The x86 GEMVs' walk per CPU class (x86_gemv_walk.h): the table,
-// the environment override's parsing, and which walk the process uses.
+// the environment override's parsing, which walk the process uses, and
+// the activation reuse limit.
 // (That every walk gives the same bits: quant_matmul_test, run again by
 // meson with each walk forced through the environment.)
 #include "kernel_iface/softnpu/compute/x86_gemv_walk.h"
+
+#include <unistd.h>
 
 #include <cstdlib>
 #include <initializer_list>
@@ -85,6 +88,14 @@ TEST(GetX86GemvWalkTest, IsTheEnvironmentsWalkElseTheCpus) {
   } else {
     EXPECT_EQ(GetX86GemvWalk(), X86GemvWalkFor(GetX86CpuFeatures()));
   }
+}
+
+TEST(ActivationReuseLimitTest, IsHalfTheL1DataCache) {
+  const long l1d = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  EXPECT_EQ(ActivationReuseLimitBytes(), (l1d > 0 ? static_cast<size_t>(l1d) : 32768) / 2);
+  // Every x86-64 L1 data cache so far holds 16 KiB to 64 KiB.
+  EXPECT_GE(ActivationReuseLimitBytes(), 8192u);
+  EXPECT_LE(ActivationReuseLimitBytes(), 32768u);
 }
 
 TEST(X86CpuFeaturesTest, NamesTheCpusMakerAndFamily) {

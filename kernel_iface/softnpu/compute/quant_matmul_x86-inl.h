@@ -416,7 +416,45 @@ LNPU_QM_INLINE P16Operands<W> P16GroupOperands(const uint8_t* panel, size_t b, s
 struct P16PrefetchAhead {
   size_t quants;
   size_t scales;
+  // Bytes ahead in each activation row, or 0 (P16PrefetchActivations).
+  size_t activations = 0;
 };
+
+// How far ahead a GEMV step that reads more than ActivationReuseLimitBytes()
+// between two reads of an activation line prefetches the activation rows:
+// 6 blocks. Without the prefetches the step finds the line gone from L1
+// when it comes back to it. With them, on the Zen 4 VM, the 1-row Q4_0
+// GEMVs of k = 3072 .. 8192 (panels of 27-72 KiB) read 2-7% faster from
+// DRAM on one thread, and 2048 x 5632 5-10% faster on two in a fast
+// minute; Q8_0 of k = 4864 read as fast as without. 3 blocks ahead read
+// as fast as 6, 12 or 16 blocks 6-9% slower (docs/performance.md,
+// "Activation prefetches on Zen 4").
+inline constexpr size_t kP16ActivationPrefetchBytes = 6 * kQuantBlock;
+
+// Prefetches, for block b of `blocks`, what block b + ahead / kQuantBlock
+// of each activation row reads (on even blocks: one line holds two blocks'
+// quants) and, every 16 blocks, the line of the next 16 blocks' scales and
+// offset corrections.
+template <size_t kRows>
+LNPU_QM_INLINE void P16PrefetchActivations(const P16Activations<kRows>& x, size_t blocks, size_t b,
+                                           size_t ahead) {
+  const size_t target = b + ahead / kQuantBlock;
+  if (b % 2 == 0 && target < blocks) {
+#pragma GCC unroll 4
+    for (size_t r = 0; r < kRows; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(x.q[r] + target * kQuantBlock), _MM_HINT_T0);
+    }
+  }
+  if (b % 16 == 0 && b + 16 < blocks) {
+#pragma GCC unroll 4
+    for (size_t r = 0; r < kRows; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(x.scales[r] + b + 16), _MM_HINT_T0);
+      if (x.correction[r] != nullptr) {
+        _mm_prefetch(reinterpret_cast<const char*>(x.correction[r] + b + 16), _MM_HINT_T0);
+      }
+    }
+  }
+}
 
 // The f32 weight scales of pass `pass`'s columns of block b of a panel
 // (first byte `panel`) of `blocks` blocks, with kLone the last block of an
@@ -486,6 +524,9 @@ LNPU_QM_INLINE void P16BlockSums(const uint8_t* const (&panels)[kPanels], size_t
   using VI = typename Isa::VI;
   constexpr size_t kOperands = kP16GroupOperands<W>;
   constexpr bool kTied = kRows <= 2;  // P16GroupOperands
+  if (ahead.activations != 0 && pass == 0) {
+    P16PrefetchActivations(x, blocks, b, ahead.activations);
+  }
   if constexpr (kP16WordsAcrossPanels<kRows, kPanels>) {
     VI dot[kPanels][kRows];
 #pragma GCC unroll 4
@@ -668,12 +709,16 @@ struct P16GemvOf {
       const size_t panel_bytes = P16PanelBytes(W::kBlockBytes, a.k / kQuantBlock);
       const X86GemvWalk& walk = GetX86GemvWalk();
       // Each stream prefetches the CPU's distance ahead, at most to the
-      // start of its next panel (`group` panels on).
+      // start of its next panel (`group` panels on). A step of kPanels
+      // panels reads kPanels * panel_bytes between two reads of an
+      // activation line.
+      const size_t reuse_limit = ActivationReuseLimitBytes();
       const auto step = [&]<size_t kPanels>(const size_t (&panels)[kPanels], size_t group) {
         P16Panels<W, kLayout, kRows, kPanels>(
             a, rows, panels, col_begin, col_end,
             {.quants = std::min(group * panel_bytes, walk.prefetch_bytes),
-             .scales = group * panel_bytes});
+             .scales = group * panel_bytes,
+             .activations = kPanels * panel_bytes > reuse_limit ? kP16ActivationPrefetchBytes : 0});
       };
       const size_t p = col_begin / kP16Rows;
       const size_t p_end = (col_end + kP16Rows - 1) / kP16Rows;

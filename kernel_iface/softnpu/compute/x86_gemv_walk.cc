@@ -1,5 +1,7 @@
 #include "kernel_iface/softnpu/compute/x86_gemv_walk.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -70,6 +72,14 @@ const X86GemvWalk& GetX86GemvWalk() {
     return for_cpu;
   }();
   return walk;
+}
+
+size_t ActivationReuseLimitBytes() {
+  static const size_t limit = [] {
+    const long l1d = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return (l1d > 0 ? static_cast<size_t>(l1d) : size_t{32} << 10) / 2;
+  }();
+  return limit;
 }
 
 }  // namespace lnpu::softnpu::compute

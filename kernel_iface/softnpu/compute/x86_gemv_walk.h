@@ -58,6 +58,13 @@ absl::StatusOr<X86GemvWalk> ParseX86GemvWalk(std::string_view text);
 // X86GemvWalkFor(GetX86CpuFeatures()). Computed once, thread-safe.
 const X86GemvWalk& GetX86GemvWalk();
 
+// The most weight bytes a panel GEMV step (its streams together) may read
+// between two reads of one activation line and still find that line in
+// L1: half this CPU's L1 data cache (sysconf; 32 KiB where unknown).
+// Steps that read more prefetch their activation rows ahead
+// (quant_matmul_x86-inl.h). Computed once, thread-safe.
+size_t ActivationReuseLimitBytes();
+
 }  // namespace lnpu::softnpu::compute
 
 #endif  // KERNEL_IFACE_SOFTNPU_COMPUTE_X86_GEMV_WALK_H_
