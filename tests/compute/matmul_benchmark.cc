@@ -23,6 +23,7 @@
 // 1, 2 and 4 of the matrices up to 896 x 896, and of Q6_K 2048 x 2048:
 // how much arithmetic each more batched row adds to the GEMV).
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -287,7 +288,10 @@ struct LayerShape {
 // GB/s of weight bytes. one = 1 against npu-bench's read bandwidth is the
 // GEMV's own streaming rate; one = 0 against one = 1 what the step's
 // loop structure costs (docs/performance.md, "Where a decode step's
-// MATMULs lose").
+// MATMULs lose"). one = 0 also reports each projection kind's GB/s (qkv,
+// o, gate_up, down: every layer's commands of that kind, timed one by one),
+// which shows a kind that streams slower than the others ("Activation
+// prefetches").
 void BM_DecodeMatmuls(benchmark::State& state, uint32_t dtype, LayerShape shape) {
   const bool one = state.range(0) != 0;
   // A layer's projections in step order; with_previous: read the previous
@@ -335,23 +339,37 @@ void BM_DecodeMatmuls(benchmark::State& state, uint32_t dtype, LayerShape shape)
       }
     }
   }
-  // The commands as the engine runs them: single commands and groups.
-  std::vector<std::vector<const lnpu_cmd_header*>> steps;
+  // The commands as the engine runs them: single commands and groups, each
+  // with its projection kind (kKinds) and weight bytes.
+  static constexpr const char* kKinds[] = {"qkv GB/s", "o GB/s", "gate_up GB/s", "down GB/s"};
+  struct Step {
+    std::vector<const lnpu_cmd_header*> commands;
+    size_t kind;
+    double bytes;
+  };
+  std::vector<Step> steps;
   for (size_t c = 0; c < cmds.size(); ++c) {
+    const double bytes = static_cast<double>(WeightBytes(dtype, cmds[c].n, cmds[c].k));
     if (!one && layer[c % std::size(layer)].with_previous) {
-      cmds[c].dst = Address(member_dst[steps.back().size() - 1].data());
-      steps.back().push_back(&cmds[c].hdr);
+      cmds[c].dst = Address(member_dst[steps.back().commands.size() - 1].data());
+      steps.back().commands.push_back(&cmds[c].hdr);
+      steps.back().bytes += bytes;
     } else {
-      steps.push_back({&cmds[c].hdr});
+      steps.push_back({.commands = {&cmds[c].hdr}, .kind = steps.size() % 4, .bytes = bytes});
     }
   }
   ComputeContext context(2);
   IdentityMemory memory;
+  double kind_seconds[std::size(kKinds)] = {};
   for (auto _ : state) {
     absl::Status status;
-    for (const auto& step : steps) {
-      status.Update(step.size() == 1 ? ExecuteCommand(*step[0], memory, context)
-                                     : ExecuteCommandGroup(step, memory, context));
+    for (const Step& step : steps) {
+      const auto start = std::chrono::steady_clock::now();
+      status.Update(step.commands.size() == 1
+                        ? ExecuteCommand(*step.commands[0], memory, context)
+                        : ExecuteCommandGroup(step.commands, memory, context));
+      kind_seconds[step.kind] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     if (!status.ok()) state.SkipWithError(std::string(status.message()).c_str());
     benchmark::ClobberMemory();
@@ -361,6 +379,14 @@ void BM_DecodeMatmuls(benchmark::State& state, uint32_t dtype, LayerShape shape)
   state.counters["GB/s"] =
       benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["commands"] = static_cast<double>(cmds.size());
+  if (!one && state.iterations() > 0) {
+    double kind_bytes[std::size(kKinds)] = {};
+    for (const Step& step : steps) kind_bytes[step.kind] += step.bytes;
+    for (size_t kind = 0; kind < std::size(kKinds); ++kind) {
+      state.counters[kKinds[kind]] =
+          kind_bytes[kind] * static_cast<double>(state.iterations()) / kind_seconds[kind] * 1e-9;
+    }
+  }
 }
 
 // The machine's read bandwidth through the WorkerPool: each iteration
