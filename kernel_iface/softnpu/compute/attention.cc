@@ -408,34 +408,19 @@ HWY_NOINLINE void AttendKeys(D d, size_t rows, size_t group, size_t dim, const K
   // (2 * block * dim floats) stay within about 16 KB of L1.
   const size_t block =
       std::clamp<size_t>(2048 / dim, kAttentionBlock / 4, kAttentionBlock);
-  const size_t queries = rows * group;
   for (size_t b = begin; b < end; b += block) {
     const size_t n = std::min(block, end - b);
-    // The next block's K and V rows are asked for in one share per query
-    // head, each as that head's turn comes: all at once, a few dozen lines
-    // per block filled the core's miss buffers and stalled it until they
-    // drained (tinyllama-1.1b's decode over 1024 slots from DRAM: 15-22%
-    // slower; docs/performance.md, "Attention prefetches spread").
-    const size_t next_n = std::min(block, end - b - n);
-    const auto prefetch_share = [&](size_t first_query, size_t last_query) {
-      const size_t from = next_n * first_query / queries;
-      const size_t to = next_n * last_query / queries;
-      PrefetchKvRows(k_base, v_base, stride, b + n + from, to - from, index, dim);
-    };
+    PrefetchKvRows(k_base, v_base, stride, b + n, std::min(block, end - b - n), index, dim);
     ConvertKvRows(d, k_base, stride, b, n, index, dim, s.keys);
     ConvertKvRows(d, v_base, stride, b, n, index, dim, s.values);
     if (transposed) {
       TransposeKeys(s.keys, n, dim, s.keys_t);
-      TransposedScores(s.q, queries, s.keys_t, n, dim, s.scores);
+      TransposedScores(s.q, rows * group, s.keys_t, n, dim, s.scores);
     }
     for (size_t t = 0; t < rows; ++t) {
       const size_t visible = seen(t, b, n);
-      if (visible == 0) {
-        prefetch_share(t * group, (t + 1) * group);
-        continue;
-      }
+      if (visible == 0) continue;
       for (size_t h = t * group; h < (t + 1) * group; ++h) {
-        prefetch_share(h, h + 1);
         float* scores = s.scores + h * kAttentionBlock;
         if (!transposed) BlockScores(d, s.q + h * dim, s.keys, visible, dim, scores);
         if (softcap > 0.0f) SoftcapScores(scores, visible, softcap);
