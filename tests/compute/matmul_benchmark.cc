@@ -355,7 +355,9 @@ void BM_DecodeMatmuls(benchmark::State& state, uint32_t dtype, LayerShape shape)
       steps.back().commands.push_back(&cmds[c].hdr);
       steps.back().bytes += bytes;
     } else {
-      steps.push_back({.commands = {&cmds[c].hdr}, .kind = steps.size() % 4, .bytes = bytes});
+      // A layer runs one step of each kind, in kKinds' order.
+      steps.push_back(
+          {.commands = {&cmds[c].hdr}, .kind = steps.size() % std::size(kKinds), .bytes = bytes});
     }
   }
   ComputeContext context(2);
