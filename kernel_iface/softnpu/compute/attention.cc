@@ -184,13 +184,13 @@ HWY_NOINLINE void BlockScores(D d, const float* q, const float* keys, size_t n,
 }
 
 // keys_t[i][j] = keys[j][i] for j < n rounded up to whole vectors (rows
-// from n on are zeroed first; keys holds kAttentionBlock rows). Head_dim 8
-// (stories260K) is deinterleaved in registers: the two LoadInterleaved4 of
-// a vector's keys give vector r their elements r and r + 4 in alternate
-// lanes, which ConcatEven / ConcatOdd separate. Other dims are gathered, a
-// vector per element; on the Zen 4 VM the gathers were a third of a
-// stories260K attention command (docs/performance.md, "Attention of
-// stories260K").
+// from n on are zeroed first; keys holds kAttentionBlock rows). Keys of
+// head_dim 8 (stories260K) are deinterleaved in registers: the two
+// LoadInterleaved4 of a vector's keys give vector r their elements r and
+// r + 4 in alternate lanes, which ConcatEven / ConcatOdd separate. Other
+// dims are gathered, a vector per element; on the Zen 4 VM the gathers
+// were a third of a stories260K attention command (docs/performance.md,
+// "Attention of stories260K").
 HWY_NOINLINE void TransposeKeys(float* keys, size_t n, size_t dim,
                                 float* keys_t) {
   const DF df;
@@ -200,15 +200,20 @@ HWY_NOINLINE void TransposeKeys(float* keys, size_t n, size_t dim,
   std::fill(keys + n * dim, keys + padded * dim, 0.0f);
 #if HWY_TARGET != HWY_SCALAR
   if (dim == 8) {
+    // (Named vectors, not arrays: SVE's vectors are sizeless.)
+    const auto store = [&](hn::Vec<DF> hi, hn::Vec<DF> lo, float* out) {
+      hn::StoreU(hn::ConcatEven(df, hi, lo), df, out);
+      hn::StoreU(hn::ConcatOdd(df, hi, lo), df, out + 4 * kAttentionBlock);
+    };
     for (size_t j = 0; j < padded; j += lanes) {
       const float* rows = keys + j * dim;
-      hn::Vec<DF> lo[4], hi[4];
-      hn::LoadInterleaved4(df, rows, lo[0], lo[1], lo[2], lo[3]);
-      hn::LoadInterleaved4(df, rows + 4 * lanes, hi[0], hi[1], hi[2], hi[3]);
-      for (size_t r = 0; r < 4; ++r) {
-        hn::StoreU(hn::ConcatEven(df, hi[r], lo[r]), df, keys_t + r * kAttentionBlock + j);
-        hn::StoreU(hn::ConcatOdd(df, hi[r], lo[r]), df, keys_t + (r + 4) * kAttentionBlock + j);
-      }
+      hn::Vec<DF> lo0, lo1, lo2, lo3, hi0, hi1, hi2, hi3;
+      hn::LoadInterleaved4(df, rows, lo0, lo1, lo2, lo3);
+      hn::LoadInterleaved4(df, rows + 4 * lanes, hi0, hi1, hi2, hi3);
+      store(hi0, lo0, keys_t + j);
+      store(hi1, lo1, keys_t + kAttentionBlock + j);
+      store(hi2, lo2, keys_t + 2 * kAttentionBlock + j);
+      store(hi3, lo3, keys_t + 3 * kAttentionBlock + j);
     }
     return;
   }
