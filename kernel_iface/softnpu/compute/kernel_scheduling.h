@@ -21,10 +21,15 @@ inline constexpr uint64_t kMinParallelWork = uint64_t{1} << 15;
 
 inline size_t CeilDiv(size_t a, size_t b) { return (a + b - 1) / b; }
 
+// Whether a loop of `work` runs on the calling thread alone (RunTasks).
+inline bool RunsOnCallerAlone(const WorkerPool& pool, uint64_t work) {
+  return work < kMinParallelWork || pool.threads() == 1;
+}
+
 // Runs fn over `tasks` tasks, on the pool if `work` justifies it.
 inline void RunTasks(WorkerPool& pool, size_t tasks, uint64_t work,
                      WorkerPool::TaskFn fn) {
-  if (work < kMinParallelWork || pool.threads() == 1) {
+  if (RunsOnCallerAlone(pool, work)) {
     for (size_t task = 0; task < tasks; ++task) fn(task, 0);
   } else {
     pool.ParallelFor(tasks, fn);
