@@ -190,7 +190,7 @@ HWY_NOINLINE void BlockScores(D d, const float* q, const float* keys, size_t n,
 // r + 4 in alternate lanes, which ConcatEven / ConcatOdd separate. Other
 // dims are gathered, a vector per element; on the Zen 4 VM the gathers
 // were a third of a stories260K attention command (docs/performance.md,
-// "Attention of stories260K").
+// "Attention and small MATMULs of stories260K").
 HWY_NOINLINE void TransposeKeys(float* keys, size_t n, size_t dim,
                                 float* keys_t) {
   const DF df;
