@@ -459,6 +459,59 @@ TEST_P(ComputeKernelsTest, RopeFrequencyFactorsDivideTheta) {
   }
 }
 
+// A one-row command reuses the table of the last position it rotated while
+// the parameters stay the same (rope.cc): each command of a sequence that
+// changes one of them at a time (the position, theta_base, freq_scale,
+// the mode, the frequency factors, or only their values in the same
+// buffer) gives the bits of the same command on a fresh context.
+TEST_P(ComputeKernelsTest, RopeOneRowSequenceEqualsEachCommandAlone) {
+  constexpr uint32_t kHeads = 2, kHeadDim = 16, kRopeDim = 12;
+  const auto src = RandomFloats(kHeads * kHeadDim);
+  const uint64_t factors = memory_.Upload(RandomFloats(kRopeDim / 2, 0.5f, 8.0f));
+  struct Step {
+    int32_t position;
+    float theta_base, freq_scale;
+    uint32_t mode;
+    bool factors;
+    float factor0;  // written to factors[0] first when > 0
+  };
+  const Step steps[] = {
+      {5, 10000.0f, 1.0f, LNPU_ROPE_MODE_NORM, false, 0.0f},
+      {5, 10000.0f, 1.0f, LNPU_ROPE_MODE_NORM, false, 0.0f},  // all the same
+      {6, 10000.0f, 1.0f, LNPU_ROPE_MODE_NORM, false, 0.0f},
+      {6, 500000.0f, 1.0f, LNPU_ROPE_MODE_NORM, false, 0.0f},
+      {6, 500000.0f, 0.25f, LNPU_ROPE_MODE_NORM, false, 0.0f},
+      {6, 500000.0f, 0.25f, LNPU_ROPE_MODE_NEOX, false, 0.0f},
+      {6, 500000.0f, 0.25f, LNPU_ROPE_MODE_NEOX, true, 0.0f},
+      {6, 500000.0f, 0.25f, LNPU_ROPE_MODE_NEOX, true, 3.0f},
+      {6, 500000.0f, 0.25f, LNPU_ROPE_MODE_NORM, false, 0.0f},
+      {5, 10000.0f, 1.0f, LNPU_ROPE_MODE_NORM, false, 0.0f},
+  };
+  for (size_t i = 0; i < std::size(steps); ++i) {
+    const Step& step = steps[i];
+    if (step.factor0 > 0.0f) {
+      std::memcpy(memory_.Host(factors), &step.factor0, sizeof(float));
+    }
+    auto cmd = MakeCommand<lnpu_cmd_rope>(LNPU_OP_ROPE, step.factors ? LNPU_ROPE_FREQ_FACTORS : 0);
+    cmd.rows = 1;
+    cmd.heads = kHeads;
+    cmd.head_dim = kHeadDim;
+    cmd.rope_dim = kRopeDim;
+    cmd.theta_base = step.theta_base;
+    cmd.freq_scale = step.freq_scale;
+    cmd.mode = step.mode;
+    cmd.src = memory_.Upload(src);
+    cmd.positions = memory_.Upload(std::vector<int32_t>{step.position});
+    if (step.factors) cmd.freq_factors = factors;
+    cmd.dst = memory_.Allocate(src.size() * 4);
+    ASSERT_TRUE(RunCommand(cmd, memory_, context_).ok());
+    const auto in_sequence = memory_.Download<float>(cmd.dst, src.size());
+    ComputeContext fresh(kThreads);
+    ASSERT_TRUE(RunCommand(cmd, memory_, fresh).ok());
+    EXPECT_EQ(in_sequence, memory_.Download<float>(cmd.dst, src.size())) << "step " << i;
+  }
+}
+
 TEST_P(ComputeKernelsTest, RopeBadFrequencyFactorFaultsWithoutWriting) {
   for (float bad : {0.0f, -1.0f, std::numeric_limits<float>::infinity(),
                     std::numeric_limits<float>::quiet_NaN()}) {

@@ -41,6 +41,22 @@ struct KernelScratch {
     size_t end;
   };
   std::vector<ColumnChunk> column_chunks;
+  // ROPE (rope.cc): the inverse frequencies of the last command's
+  // parameters, and the cos / sin table of the last position rotated by a
+  // one-row command, kept while the parameters and the position stay the
+  // same (every RoPE of a decode step's layers).
+  struct RopeTables {
+    size_t rope_dim = 0;
+    float theta_base = 0.0f;
+    float freq_scale = 0.0f;
+    std::vector<float> freq_factors;  // empty: none
+    std::vector<double> inv_freq;
+    bool has_position = false;
+    int32_t position = 0;
+    bool neox = false;
+    std::vector<float> table;  // rope_dim cos, then rope_dim sin (RopeRows)
+  };
+  RopeTables rope;
 };
 
 // Element type of matmul weights, gather tables and (F32/F16 only) the
