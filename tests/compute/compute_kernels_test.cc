@@ -34,6 +34,7 @@
 #include "gtest/gtest.h"
 #include "hwy/targets.h"
 #include "kernel_iface/softnpu/compute/command_set.h"
+#include "kernel_iface/softnpu/compute/kernel_scheduling.h"
 #include "kernel_iface/softnpu/compute/worker_pool.h"
 #include "tests/compute/host_device_memory.h"
 
@@ -1410,6 +1411,56 @@ TEST(WorkerPoolTest, ALoopDoesNotWaitForAWorkerThatIsNotRunning) {
   ASSERT_EQ(sigaction(SIGUSR1, &previous, nullptr), 0);
   EXPECT_TRUE(finished_while_held)
       << "every loop waited for the held worker until it was released";
+}
+
+// Waits up to 2 s for every worker of `pool` to sleep.
+bool WaitUntilWorkersSleep(const compute::WorkerPool& pool) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!pool.WorkersAsleep() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(compute::WorkerPool::kSpin * 5);
+  }
+  return pool.WorkersAsleep();
+}
+
+// A loop too small to be worth waking the workers runs on the caller and
+// leaves them asleep; a larger one, or any loop worth sharing while a worker
+// is awake, goes to the pool (kernel_scheduling.h).
+TEST(WorkerPoolTest, ASmallLoopDoesNotWakeASleepingWorker) {
+  compute::WorkerPool pool(2);
+  ASSERT_TRUE(WaitUntilWorkersSleep(pool));
+  EXPECT_TRUE(compute::RunsOnCallerAlone(pool, compute::kMinWakingWork - 1));
+  EXPECT_FALSE(compute::RunsOnCallerAlone(pool, compute::kMinWakingWork));
+  EXPECT_TRUE(compute::RunsOnCallerAlone(pool, compute::kMinParallelWork - 1));
+  std::vector<int> workers;
+  compute::RunTasks(pool, 8, compute::kMinWakingWork - 1,
+                    [&](size_t, int worker) { workers.push_back(worker); });
+  EXPECT_EQ(workers, std::vector<int>(8, 0));
+  EXPECT_TRUE(pool.WorkersAsleep());
+  // With the worker inside a loop (its task waits for the caller's checks),
+  // a loop from kMinParallelWork on is worth sharing.
+  std::atomic<bool> worker_started{false};
+  std::atomic<bool> checked{false};
+  bool awake = false;
+  bool shared = false;
+  pool.ParallelFor(2, [&](size_t, int worker) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    if (worker != 0) {
+      worker_started = true;
+      while (!checked.load() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+      return;
+    }
+    while (!worker_started.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    awake = !pool.WorkersAsleep();
+    shared = !compute::RunsOnCallerAlone(pool, compute::kMinParallelWork);
+    checked = true;
+  });
+  ASSERT_TRUE(worker_started.load()) << "the sleeping worker was not woken";
+  EXPECT_TRUE(awake);
+  EXPECT_TRUE(shared);
 }
 
 TEST(ComputeContextTest, ReportsThreadsAndClampsToOne) {

@@ -21,19 +21,33 @@ inline constexpr uint64_t kMinParallelWork = uint64_t{1} << 15;
 
 inline size_t CeilDiv(size_t a, size_t b) { return (a + b - 1) / b; }
 
-// Whether a loop of `work` runs on the calling thread alone (RunTasks).
+// Below this many multiply-adds (or elements) a loop does not wake workers
+// that sleep (idle for WorkerPool::kSpin since their last loop): on the
+// Zen 4 VM the wake-up cost a stories260K decode step about 28 us in its
+// one parallel loop (the 512 x 64 output projection, 1-2 us of work),
+// about what a loop of this size takes on one thread.
+inline constexpr uint64_t kMinWakingWork = uint64_t{1} << 20;
+
+// Whether a loop of `work` runs on the calling thread alone (RunTasks):
+// one thread, too little work, or too little to wake the workers.
 inline bool RunsOnCallerAlone(const WorkerPool& pool, uint64_t work) {
-  return work < kMinParallelWork || pool.threads() == 1;
+  return work < kMinParallelWork || pool.threads() == 1 ||
+         (work < kMinWakingWork && pool.WorkersAsleep());
 }
 
-// Runs fn over `tasks` tasks, on the pool if `work` justifies it.
-inline void RunTasks(WorkerPool& pool, size_t tasks, uint64_t work,
-                     WorkerPool::TaskFn fn) {
-  if (RunsOnCallerAlone(pool, work)) {
+// Runs fn over `tasks` tasks on the calling thread if `caller_alone`, else
+// on the pool.
+inline void RunTasksOn(WorkerPool& pool, bool caller_alone, size_t tasks, WorkerPool::TaskFn fn) {
+  if (caller_alone) {
     for (size_t task = 0; task < tasks; ++task) fn(task, 0);
   } else {
     pool.ParallelFor(tasks, fn);
   }
+}
+
+// Runs fn over `tasks` tasks, on the pool if `work` justifies it.
+inline void RunTasks(WorkerPool& pool, size_t tasks, uint64_t work, WorkerPool::TaskFn fn) {
+  RunTasksOn(pool, RunsOnCallerAlone(pool, work), tasks, fn);
 }
 
 // Splits [0, count) into chunks of at least `min_chunk` elements, about

@@ -667,9 +667,9 @@ void RunQuantGemvs(absl::Span<const MatmulArgs> group, const QuantizedActivation
     work += uint64_t{a.rows} * a.k * a.n;
     weight_bytes += uint64_t{a.n} * WeightBytes(a.weight_type, a.k);
   }
-  const uint64_t task_bytes = RunsOnCallerAlone(pool, work)
-                                  ? weight_bytes
-                                  : CeilDiv(weight_bytes, GemvTasksPerThread() * pool.threads());
+  const bool caller_alone = RunsOnCallerAlone(pool, work);
+  const uint64_t task_bytes =
+      caller_alone ? weight_bytes : CeilDiv(weight_bytes, GemvTasksPerThread() * pool.threads());
   std::vector<KernelScratch::ColumnChunk>& chunks = scratch->column_chunks;
   chunks.clear();
   for (uint32_t m = 0; m < group.size(); ++m) {
@@ -681,7 +681,7 @@ void RunQuantGemvs(absl::Span<const MatmulArgs> group, const QuantizedActivation
       chunks.push_back({.matrix = m, .begin = c, .end = std::min(a.n, c + chunk)});
     }
   }
-  RunTasks(pool, chunks.size(), work, [&](size_t task, int) {
+  RunTasksOn(pool, caller_alone, chunks.size(), [&](size_t task, int) {
     const KernelScratch::ColumnChunk& chunk = chunks[task];
     QuantGemvRange(group[chunk.matrix], x, chunk.begin, chunk.end);
   });

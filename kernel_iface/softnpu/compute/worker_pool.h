@@ -59,6 +59,13 @@ class WorkerPool {
   // polling before it blocks.
   static constexpr std::chrono::microseconds kSpin{20};
 
+  // Whether every worker sleeps (or is about to) between loops, having
+  // been idle for kSpin: a hint for a caller deciding whether a small loop
+  // is worth waking one (kernel_scheduling.h). It may change at any moment.
+  bool WorkersAsleep() const {
+    return sleeping_workers_.load(std::memory_order_relaxed) == static_cast<int>(workers_.size());
+  }
+
   // Runs fn(task, worker) for every task in [0, tasks) and returns when all
   // have finished. Tasks are handed out dynamically, lowest index first.
   // With one task or one thread everything runs on the caller.
