@@ -23,9 +23,10 @@ inline size_t CeilDiv(size_t a, size_t b) { return (a + b - 1) / b; }
 
 // Below this many multiply-adds (or elements) a loop does not wake workers
 // that sleep (idle for WorkerPool::kSpin since their last loop): on the
-// Zen 4 VM the wake-up cost a stories260K decode step about 28 us in its
-// one parallel loop (the 512 x 64 output projection, 1-2 us of work),
-// about what a loop of this size takes on one thread.
+// Zen 4 VM the wake-up cost a stories260K decode step 13-14 us in its one
+// parallel loop (the 512 x 64 output projection, 1-2 us of work; 28-30 us
+// while a build ran), about half what a loop of this size takes on one
+// thread.
 inline constexpr uint64_t kMinWakingWork = uint64_t{1} << 20;
 
 // Whether a loop of `work` runs on the calling thread alone (RunTasks):
