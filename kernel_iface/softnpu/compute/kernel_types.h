@@ -26,7 +26,6 @@ using ::lnpu::P16Scales;
 // kernels resize the vectors as needed.
 struct KernelScratch {
   std::vector<float> f32;
-  std::vector<double> f64;
   std::vector<uint32_t> u32;
   std::vector<uint16_t> u16;
   // Matmul with block-quantized weights: src quantized to int8 per block of

@@ -106,9 +106,6 @@ void RopeRows(const RopeArgs& a, const double* inv_freq, size_t row_begin, size_
   }
 }
 
-// Row 0 with the table of its position given.
-void RopeRowWithTable(const RopeArgs& a, const float* table) { RotateRow(a, 0, table); }
-
 }  // namespace HWY_NAMESPACE
 }  // namespace lnpu::softnpu::compute
 HWY_AFTER_NAMESPACE();
@@ -117,7 +114,7 @@ HWY_AFTER_NAMESPACE();
 namespace lnpu::softnpu::compute {
 
 HWY_EXPORT(RopeRows);
-HWY_EXPORT(RopeRowWithTable);
+HWY_EXPORT(RotateRow);
 
 namespace {
 
@@ -164,7 +161,7 @@ void Rope(const RopeArgs& args, WorkerPool& pool, KernelScratch* scratch) {
       t.position = args.positions[0];
       t.neox = args.neox;
     }
-    HWY_DYNAMIC_DISPATCH(RopeRowWithTable)(args, t.table.data());
+    HWY_DYNAMIC_DISPATCH(RotateRow)(args, 0, t.table.data());
     return;
   }
   size_t stride = 0;
