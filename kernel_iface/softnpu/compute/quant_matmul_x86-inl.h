@@ -60,6 +60,41 @@ LNPU_QM_INLINE __m256i OffsetCorrection(__m256i x) {
   }
 }
 
+// A block's int32 dot product, built operand by operand: BlockDot<W>
+// dot(start); dot.Add(w, x) for each of the block's 8 operands (4 products
+// per int32 lane each, DotN); dot.Sum() is start plus every product, lane
+// by lane. Where the policy's products come as int16 pair sums
+// (Isa::kPairProducts: AVX2 without VNNI), nibble weights keep those sums
+// in int16 and widen them once per block: 8 operands add at most
+// 8 * 2 * 15 * 128 = 30720 to a lane, exact, and the block takes one
+// vpmaddwd instead of eight. The integer sum is the same either way.
+// (P is Isa, a parameter so that the pair functions, which only policies
+// with kPairProducts have, are looked up when used.)
+template <class W, class P = Isa>
+class BlockDot {
+  using VI = typename P::VI;
+  static constexpr bool kPairs = W::kNibbles && P::kPairProducts;
+
+ public:
+  BlockDot() = default;  // unset: assign BlockDot(start) before Add
+  LNPU_QM_INLINE explicit BlockDot(VI start) : start_(start), sum_(kPairs ? P::ZeroI() : start) {}
+  LNPU_QM_INLINE void Add(VI w, VI x) {
+    if constexpr (kPairs) {
+      sum_ = P::AddPairs(sum_, P::PairProducts(w, x));
+    } else {
+      sum_ = P::template DotN<W>(sum_, w, x);
+    }
+  }
+  LNPU_QM_INLINE VI Sum() const {
+    if constexpr (kPairs) return P::WidenPairs(start_, sum_);
+    return sum_;
+  }
+
+ private:
+  VI start_;
+  VI sum_;
+};
+
 LNPU_QM_INLINE float HorizontalSum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -528,11 +563,11 @@ LNPU_QM_INLINE void P16BlockSums(const uint8_t* const (&panels)[kPanels], size_t
     P16PrefetchActivations(x, blocks, b, ahead.activations);
   }
   if constexpr (kP16WordsAcrossPanels<kRows, kPanels>) {
-    VI dot[kPanels][kRows];
+    BlockDot<W> dot[kPanels][kRows];
 #pragma GCC unroll 4
     for (size_t s = 0; s < kPanels; ++s) {
 #pragma GCC unroll 4
-      for (size_t r = 0; r < kRows; ++r) dot[s][r] = P16DotStart<W>(x, r, b);
+      for (size_t r = 0; r < kRows; ++r) dot[s][r] = BlockDot<W>(P16DotStart<W>(x, r, b));
     }
 #pragma GCC unroll 8
     for (size_t g = 0; g < kP16Groups<W>; ++g) {
@@ -549,7 +584,7 @@ LNPU_QM_INLINE void P16BlockSums(const uint8_t* const (&panels)[kPanels], size_t
         for (size_t o = 0; o < kOperands; ++o) {
 #pragma GCC unroll 4
           for (size_t r = 0; r < kRows; ++r) {
-            dot[s][r] = Isa::template DotN<W>(dot[s][r], w.v[o], words[o][r]);
+            dot[s][r].Add(w.v[o], words[o][r]);
           }
         }
       }
@@ -558,14 +593,14 @@ LNPU_QM_INLINE void P16BlockSums(const uint8_t* const (&panels)[kPanels], size_t
     for (size_t s = 0; s < kPanels; ++s) {
       const auto dw = P16ScalesOfBlock<W, kLayout, kLone>(panels[s], blocks, b, pass, ahead);
 #pragma GCC unroll 4
-      for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[s][r], dw, x, r, b, acc[s][r]);
+      for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[s][r].Sum(), dw, x, r, b, acc[s][r]);
     }
   } else {
 #pragma GCC unroll 4
     for (size_t s = 0; s < kPanels; ++s) {
-      VI dot[kRows];
+      BlockDot<W> dot[kRows];
 #pragma GCC unroll 4
-      for (size_t r = 0; r < kRows; ++r) dot[r] = P16DotStart<W>(x, r, b);
+      for (size_t r = 0; r < kRows; ++r) dot[r] = BlockDot<W>(P16DotStart<W>(x, r, b));
 #pragma GCC unroll 8
       for (size_t g = 0; g < kP16Groups<W>; ++g) {
         const auto w = P16GroupOperands<W, kLayout, kTied>(panels[s], b, g, pass, ahead.quants);
@@ -573,13 +608,13 @@ LNPU_QM_INLINE void P16BlockSums(const uint8_t* const (&panels)[kPanels], size_t
         for (size_t o = 0; o < kOperands; ++o) {
 #pragma GCC unroll 4
           for (size_t r = 0; r < kRows; ++r) {
-            dot[r] = Isa::template DotN<W>(dot[r], w.v[o], P16Word(x, r, b, P16WordOf(g, o)));
+            dot[r].Add(w.v[o], P16Word(x, r, b, P16WordOf(g, o)));
           }
         }
       }
       const auto dw = P16ScalesOfBlock<W, kLayout, kLone>(panels[s], blocks, b, pass, ahead);
 #pragma GCC unroll 4
-      for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[r], dw, x, r, b, acc[s][r]);
+      for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[r].Sum(), dw, x, r, b, acc[s][r]);
     }
   }
 }
@@ -844,13 +879,13 @@ LNPU_QM_INLINE void GemmMicroKernel(const PackedPanel& panel, const TileRows& ro
   constexpr size_t kL = Isa::kLanes;
   for (size_t t = 0; t < count; ++t) {
     const size_t b = b0 + t;
-    VI dot[kTileRows][kNV];
+    BlockDot<W> dot[kTileRows][kNV];
 #pragma GCC unroll 8
     for (size_t r = 0; r < kTileRows; ++r) {
       const VI init = kWeightOffset<W> == 0 ? Isa::ZeroI()
                                             : Isa::Set1I(rows.correction[r][b]);
 #pragma GCC unroll 4
-      for (size_t v = 0; v < kNV; ++v) dot[r][v] = init;
+      for (size_t v = 0; v < kNV; ++v) dot[r][v] = BlockDot<W>(init);
     }
     const int32_t* packed = panel.packed + t * 8 * kPanel;
 #pragma GCC unroll 8
@@ -865,7 +900,7 @@ LNPU_QM_INLINE void GemmMicroKernel(const PackedPanel& panel, const TileRows& ro
         const VI xv = Isa::Set1I(word);
 #pragma GCC unroll 4
         for (size_t v = 0; v < kNV; ++v) {
-          dot[r][v] = Isa::template DotN<W>(dot[r][v], wv[v], xv);
+          dot[r][v].Add(wv[v], xv);
         }
       }
     }
@@ -877,7 +912,7 @@ LNPU_QM_INLINE void GemmMicroKernel(const PackedPanel& panel, const TileRows& ro
       const VF dx = Isa::Set1F(rows.scales[r][b]);
 #pragma GCC unroll 4
       for (size_t v = 0; v < kNV; ++v) {
-        acc[r][v] = Isa::FmaF(Isa::CvtF(dot[r][v]), Isa::MulF(scale[v], dx), acc[r][v]);
+        acc[r][v] = Isa::FmaF(Isa::CvtF(dot[r][v].Sum()), Isa::MulF(scale[v], dx), acc[r][v]);
       }
     }
   }

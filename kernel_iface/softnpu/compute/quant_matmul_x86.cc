@@ -38,6 +38,10 @@ struct Q4_0 {
 //                         weight operand bytes w (LoadWeightBlock) and int8
 //                         activations x; DotN<W> the same on VI;
 //   kQ8Offset             the offset of Q8_0 weight operands (0: signed);
+//   kPairProducts         whether products come as int16 pair sums
+//                         (PairProducts(w, x): vpmaddubsw), which
+//                         AddPairs adds and WidenPairs turns into int32
+//                         lane sums (quant_matmul_x86-inl.h, BlockDot);
 //   VI / VF, kLanes       native int32 / f32 vectors and their lanes, with
 //                         ZeroI, Set1I, LoadI, ZeroF, Set1F, LoadF, CvtF,
 //                         MulF, FmaF, AddF, StoreF, AddStoreF(p, v,
@@ -106,17 +110,18 @@ struct Avx2Policy : Vectors256 {
   static constexpr int32_t kQ8Offset = 0;
   static constexpr size_t kPanelVectors = 1;
   static constexpr size_t kTileRows = 4;
-  // vpmaddubsw saturates int16 pair sums: safe for nibbles (2 * 15 * 127)
+  static constexpr bool kPairProducts = true;
+  // vpmaddubsw saturates int16 pair sums: safe for nibbles (2 * 15 * 128)
   // and for |w| <= 128 with the sign moved onto x (2 * 128 * 127).
+  static LNPU_QM_AVX2_INLINE VI PairProducts(VI w, VI x) { return _mm256_maddubs_epi16(w, x); }
+  static LNPU_QM_AVX2_INLINE VI AddPairs(VI a, VI b) { return _mm256_add_epi16(a, b); }
+  static LNPU_QM_AVX2_INLINE VI WidenPairs(VI acc, VI pairs) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  }
   template <class W>
   static LNPU_QM_AVX2_INLINE __m256i Dot256(__m256i acc, __m256i w, __m256i x) {
-    __m256i pairs;
-    if constexpr (W::kNibbles) {
-      pairs = _mm256_maddubs_epi16(w, x);
-    } else {
-      pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
-    }
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    if constexpr (W::kNibbles) return WidenPairs(acc, PairProducts(w, x));
+    return WidenPairs(acc, PairProducts(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w)));
   }
   template <class W>
   static LNPU_QM_AVX2_INLINE VI DotN(VI acc, VI w, VI x) {
@@ -128,6 +133,7 @@ struct Avx2Policy : Vectors256 {
 
 struct AvxVnniPolicy : Vectors256 {
   static constexpr int32_t kQ8Offset = 128;
+  static constexpr bool kPairProducts = false;
   static constexpr size_t kPanelVectors = 1;
   static constexpr size_t kTileRows = 4;
   template <class W>
@@ -151,6 +157,7 @@ struct Avx512VnniPolicy {
   using VF = __m512;
   static constexpr size_t kLanes = 16;
   static constexpr int32_t kQ8Offset = 128;
+  static constexpr bool kPairProducts = false;
   static constexpr size_t kPanelVectors = 2;
   static constexpr size_t kTileRows = 4;
   template <class W>
