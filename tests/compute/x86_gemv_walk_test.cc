@@ -28,8 +28,18 @@ X86CpuFeatures Cpu(X86Vendor vendor, unsigned family, unsigned model) {
 }
 
 TEST(X86GemvWalkForTest, ZenFourReadsOneStreamPrefetchedShortlyInTwoChunksPerThread) {
-  EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x19, 0x11)),
-            (X86GemvWalk{.streams = 1, .prefetch_bytes = 256, .chunks_per_thread = 2}));
+  const X86GemvWalk one{.streams = 1, .prefetch_bytes = 256, .chunks_per_thread = 2};
+  for (unsigned model : {0x10u, 0x11u, 0x1Fu, 0x61u, 0x74u, 0x78u, 0x7Fu, 0xA0u, 0xAFu}) {
+    EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x19, model)), one) << model;
+  }
+}
+
+TEST(X86GemvWalkForTest, ZenThreeReadsTwoStreamsOneKiBAheadInTwoChunksPerThread) {
+  const X86GemvWalk two{.streams = 2, .prefetch_bytes = 1024, .chunks_per_thread = 2};
+  // Milan, Vermeer, Rembrandt, Cezanne; and the models next to Zen 4's.
+  for (unsigned model : {0x00u, 0x01u, 0x08u, 0x0Fu, 0x21u, 0x44u, 0x50u, 0x5Fu, 0x80u, 0xB0u}) {
+    EXPECT_EQ(X86GemvWalkFor(Cpu(X86Vendor::kAmd, 0x19, model)), two) << model;
+  }
 }
 
 TEST(X86GemvWalkForTest, OtherCpusReadFourStreamsTwoKiBAheadInOneChunkPerThread) {

@@ -37,12 +37,14 @@ struct X86GemvWalk {
   friend bool operator==(const X86GemvWalk&, const X86GemvWalk&) = default;
 };
 
-// The walk measured best for a CPU class: AMD family 0x19 (Zen 4, and
-// Zen 3 untested) 1 stream prefetched 256 bytes ahead in 2 chunks per
-// thread, since its hardware prefetchers follow one stream and lose to
-// far software prefetches, and a one-stream call starts cheaply; every
-// other CPU 4 streams prefetched 2 KiB ahead in 1 chunk per thread
-// (measured best on Intel Sapphire Rapids-class and AMD Zen 5 VMs).
+// The walk measured best for a CPU class: AMD Zen 4 (family 0x19, its
+// models) 1 stream prefetched 256 bytes ahead in 2 chunks per thread,
+// since its hardware prefetchers follow one stream and lose to far
+// software prefetches, and a one-stream call starts cheaply; AMD Zen 3
+// (family 0x19, the other models) 2 streams prefetched 1 KiB ahead in 2
+// chunks per thread; every other CPU 4 streams prefetched 2 KiB ahead in
+// 1 chunk per thread (measured best on Intel Sapphire Rapids-class and
+// AMD Zen 5 VMs).
 X86GemvWalk X86GemvWalkFor(const X86CpuFeatures& cpu);
 
 // Environment variable: "STREAMS:PREFETCH_BYTES:CHUNKS_PER_THREAD", e.g.
