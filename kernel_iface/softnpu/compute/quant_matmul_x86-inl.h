@@ -348,8 +348,10 @@ struct GemvOfRows {
 // g) and its high nibbles (word g + 4), unpacked with two vector ANDs and a
 // shift. The f32 steps follow the one order of quant_matmul.h's contract,
 // so every path, GEMV and GEMM, gives the same bits. 512-bit vectors take a
-// panel's 16 columns at once, 256-bit ones in two passes of 8 (the panel's
-// second pass reads from cache). W is Q8_0 or Q4_0, the panels' block type;
+// panel's 16 columns at once, 256-bit ones in two passes of 8: one
+// activation row both passes in one walk over the blocks, several rows
+// one pass after the other (the second reading the panel from cache;
+// P16Panels). W is Q8_0 or Q4_0, the panels' block type;
 // kLayout where the panels keep their scales (the _P16 or _P16S format).
 
 // Panel columns per vector, and passes over a panel.
@@ -547,19 +549,20 @@ template <size_t kRows, size_t kPanels>
 constexpr bool kP16WordsAcrossPanels =
     sizeof(typename Isa::VI) == 64 && kRows >= 3 && kPanels >= 2;
 
-// acc[s][r] += the sums of pass `pass`'s columns of block b of panels[s]
+// acc[s][r] += the sums of pass pass[s]'s columns of block b of panels[s]
 // (first bytes of the kPanels panels) for the kRows rows (kLone:
 // P16ScalesOfBlock); each quant group and the block's scales are
 // prefetched `ahead`. The integer sums are exact in any order, so both
 // loop orders give the same bits.
 template <class W, P16Scales kLayout, bool kLone, size_t kRows, size_t kPanels>
 LNPU_QM_INLINE void P16BlockSums(const uint8_t* const (&panels)[kPanels], size_t blocks, size_t b,
-                                 size_t pass, const P16Activations<kRows>& x,
-                                 P16PrefetchAhead ahead, typename Isa::VF (&acc)[kPanels][kRows]) {
+                                 const std::array<size_t, kPanels>& pass,
+                                 const P16Activations<kRows>& x, P16PrefetchAhead ahead,
+                                 typename Isa::VF (&acc)[kPanels][kRows]) {
   using VI = typename Isa::VI;
   constexpr size_t kOperands = kP16GroupOperands<W>;
   constexpr bool kTied = kRows <= 2;  // P16GroupOperands
-  if (ahead.activations != 0 && pass == 0) {
+  if (ahead.activations != 0 && pass[0] == 0) {
     P16PrefetchActivations(x, blocks, b, ahead.activations);
   }
   if constexpr (kP16WordsAcrossPanels<kRows, kPanels>) {
@@ -579,7 +582,7 @@ LNPU_QM_INLINE void P16BlockSums(const uint8_t* const (&panels)[kPanels], size_t
       }
 #pragma GCC unroll 4
       for (size_t s = 0; s < kPanels; ++s) {
-        const auto w = P16GroupOperands<W, kLayout, kTied>(panels[s], b, g, pass, ahead.quants);
+        const auto w = P16GroupOperands<W, kLayout, kTied>(panels[s], b, g, pass[s], ahead.quants);
 #pragma GCC unroll 2
         for (size_t o = 0; o < kOperands; ++o) {
 #pragma GCC unroll 4
@@ -591,7 +594,7 @@ LNPU_QM_INLINE void P16BlockSums(const uint8_t* const (&panels)[kPanels], size_t
     }
 #pragma GCC unroll 4
     for (size_t s = 0; s < kPanels; ++s) {
-      const auto dw = P16ScalesOfBlock<W, kLayout, kLone>(panels[s], blocks, b, pass, ahead);
+      const auto dw = P16ScalesOfBlock<W, kLayout, kLone>(panels[s], blocks, b, pass[s], ahead);
 #pragma GCC unroll 4
       for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[s][r].Sum(), dw, x, r, b, acc[s][r]);
     }
@@ -603,7 +606,7 @@ LNPU_QM_INLINE void P16BlockSums(const uint8_t* const (&panels)[kPanels], size_t
       for (size_t r = 0; r < kRows; ++r) dot[r] = BlockDot<W>(P16DotStart<W>(x, r, b));
 #pragma GCC unroll 8
       for (size_t g = 0; g < kP16Groups<W>; ++g) {
-        const auto w = P16GroupOperands<W, kLayout, kTied>(panels[s], b, g, pass, ahead.quants);
+        const auto w = P16GroupOperands<W, kLayout, kTied>(panels[s], b, g, pass[s], ahead.quants);
 #pragma GCC unroll 2
         for (size_t o = 0; o < kOperands; ++o) {
 #pragma GCC unroll 4
@@ -612,19 +615,19 @@ LNPU_QM_INLINE void P16BlockSums(const uint8_t* const (&panels)[kPanels], size_t
           }
         }
       }
-      const auto dw = P16ScalesOfBlock<W, kLayout, kLone>(panels[s], blocks, b, pass, ahead);
+      const auto dw = P16ScalesOfBlock<W, kLayout, kLone>(panels[s], blocks, b, pass[s], ahead);
 #pragma GCC unroll 4
       for (size_t r = 0; r < kRows; ++r) P16AddBlock(dot[r].Sum(), dw, x, r, b, acc[s][r]);
     }
   }
 }
 
-// acc[s][r] = the sums of pass `pass`'s columns of panels[s] for the kRows
+// acc[s][r] = the sums of pass pass[s]'s columns of panels[s] for the kRows
 // rows, over all blocks in order (P16BlockSums).
 template <class W, P16Scales kLayout, size_t kRows, size_t kPanels>
-LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t blocks, size_t pass,
-                            const P16Activations<kRows>& x, P16PrefetchAhead ahead,
-                            typename Isa::VF (&acc)[kPanels][kRows]) {
+LNPU_QM_INLINE void P16Sums(const uint8_t* const (&panels)[kPanels], size_t blocks,
+                            const std::array<size_t, kPanels>& pass, const P16Activations<kRows>& x,
+                            P16PrefetchAhead ahead, typename Isa::VF (&acc)[kPanels][kRows]) {
   // kAfterPair: the blocks of whole pairs, then a last odd block alone.
   const size_t paired = kLayout == P16Scales::kAfterPair ? blocks / 2 * 2 : blocks;
   for (size_t b = 0; b < paired; ++b) {
@@ -663,30 +666,50 @@ LNPU_QM_INLINE void P16Store(const MatmulArgs& a, size_t first, size_t col_begin
   }
 }
 
-// Pass kPass of P16Panels: the kP16Lanes columns of each panel from
-// kPass * kP16Lanes on (the pass a constant in every step).
-template <class W, P16Scales kLayout, size_t kRows, size_t kPanels, size_t kPass>
-LNPU_QM_INLINE void P16PanelsPass(const MatmulArgs& a, const P16Activations<kRows>& x,
-                                  const uint8_t* const (&panels)[kPanels],
-                                  const size_t (&panel_index)[kPanels], size_t col_begin,
+// Pass kPass in each of kSlots slots, and passes 0, 1, 0, 1, ...
+template <size_t kSlots, size_t kPass>
+inline constexpr std::array<size_t, kSlots> kP16SamePass = [] {
+  std::array<size_t, kSlots> pass{};
+  pass.fill(kPass);
+  return pass;
+}();
+template <size_t kSlots>
+inline constexpr std::array<size_t, kSlots> kP16BothPasses = [] {
+  std::array<size_t, kSlots> pass{};
+  for (size_t s = 0; s < kSlots; ++s) pass[s] = s % 2;
+  return pass;
+}();
+
+// Rows [0, kRows) x the columns of [col_begin, col_end) in kSlots panel
+// passes, all in one walk over the blocks: slot s the kP16Lanes columns
+// from pass[s] * kP16Lanes on of the panel panels[s] (index
+// panel_index[s]).
+template <class W, P16Scales kLayout, size_t kRows, size_t kSlots>
+LNPU_QM_INLINE void P16PanelSlots(const MatmulArgs& a, const P16Activations<kRows>& x,
+                                  const uint8_t* const (&panels)[kSlots],
+                                  const size_t (&panel_index)[kSlots],
+                                  const std::array<size_t, kSlots>& pass, size_t col_begin,
                                   size_t col_end, P16PrefetchAhead ahead) {
-  typename Isa::VF acc[kPanels][kRows];
-#pragma GCC unroll 4
-  for (size_t s = 0; s < kPanels; ++s) {
+  typename Isa::VF acc[kSlots][kRows];
+#pragma GCC unroll 8
+  for (size_t s = 0; s < kSlots; ++s) {
 #pragma GCC unroll 4
     for (size_t r = 0; r < kRows; ++r) acc[s][r] = Isa::ZeroF();
   }
-  P16Sums<W, kLayout, kRows, kPanels>(panels, a.k / kQuantBlock, kPass, x, ahead, acc);
-#pragma GCC unroll 4
-  for (size_t s = 0; s < kPanels; ++s) {
-    P16Store<kRows>(a, panel_index[s] * kP16Rows + kPass * kP16Lanes, col_begin, col_end,
-                    acc[s]);
+  P16Sums<W, kLayout, kRows, kSlots>(panels, a.k / kQuantBlock, pass, x, ahead, acc);
+#pragma GCC unroll 8
+  for (size_t s = 0; s < kSlots; ++s) {
+    P16Store<kRows>(a, panel_index[s] * kP16Rows + pass[s] * kP16Lanes, col_begin, col_end, acc[s]);
   }
 }
 
 // Rows [0, kRows) x the columns of [col_begin, col_end) in the kPanels
-// panels panel_index[s]. (The passes written out: clang at -O1 declined
-// to unroll a loop over them once the block loops held two steps.)
+// panels panel_index[s]. On 256-bit vectors one row takes both passes of
+// its panels in one walk over the blocks, so that each activation word is
+// broadcast once for 16 columns and each weight line read once; several
+// rows take the passes one after another, which keeps their sums in
+// registers. (The passes written out: clang at -O1 declined to unroll a
+// loop over them once the block loops held two steps.)
 template <class W, P16Scales kLayout, size_t kRows, size_t kPanels>
 LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& x,
                               const size_t (&panel_index)[kPanels], size_t col_begin,
@@ -698,11 +721,23 @@ LNPU_QM_TARGET void P16Panels(const MatmulArgs& a, const P16Activations<kRows>& 
   for (size_t s = 0; s < kPanels; ++s) {
     panels[s] = static_cast<const uint8_t*>(a.weight) + panel_index[s] * panel_bytes;
   }
-  P16PanelsPass<W, kLayout, kRows, kPanels, 0>(a, x, panels, panel_index, col_begin, col_end,
-                                               ahead);
+  if constexpr (kP16Passes == 2 && kRows == 1) {
+    const uint8_t* slots[2 * kPanels];
+    size_t slot_index[2 * kPanels];
+#pragma GCC unroll 8
+    for (size_t s = 0; s < 2 * kPanels; ++s) {
+      slots[s] = panels[s / 2];
+      slot_index[s] = panel_index[s / 2];
+    }
+    P16PanelSlots<W, kLayout, kRows, 2 * kPanels>(
+        a, x, slots, slot_index, kP16BothPasses<2 * kPanels>, col_begin, col_end, ahead);
+    return;
+  }
+  P16PanelSlots<W, kLayout, kRows, kPanels>(a, x, panels, panel_index, kP16SamePass<kPanels, 0>,
+                                            col_begin, col_end, ahead);
   if constexpr (kP16Passes == 2) {
-    P16PanelsPass<W, kLayout, kRows, kPanels, 1>(a, x, panels, panel_index, col_begin, col_end,
-                                                 ahead);
+    P16PanelSlots<W, kLayout, kRows, kPanels>(a, x, panels, panel_index, kP16SamePass<kPanels, 1>,
+                                              col_begin, col_end, ahead);
   }
 }
 
