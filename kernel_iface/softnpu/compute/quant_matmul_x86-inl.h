@@ -86,8 +86,11 @@ class BlockDot {
     }
   }
   LNPU_QM_INLINE VI Sum() const {
-    if constexpr (kPairs) return P::WidenPairs(start_, sum_);
-    return sum_;
+    if constexpr (kPairs) {
+      return P::WidenPairs(start_, sum_);
+    } else {
+      return sum_;
+    }
   }
 
  private:

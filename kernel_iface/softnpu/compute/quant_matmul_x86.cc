@@ -121,8 +121,11 @@ struct Avx2Policy : Vectors256 {
   }
   template <class W>
   static LNPU_QM_AVX2_INLINE __m256i Dot256(__m256i acc, __m256i w, __m256i x) {
-    if constexpr (W::kNibbles) return WidenPairs(acc, PairProducts(w, x));
-    return WidenPairs(acc, PairProducts(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w)));
+    if constexpr (W::kNibbles) {
+      return WidenPairs(acc, PairProducts(w, x));
+    } else {
+      return WidenPairs(acc, PairProducts(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w)));
+    }
   }
   template <class W>
   static LNPU_QM_AVX2_INLINE VI DotN(VI acc, VI w, VI x) {
